@@ -1,0 +1,93 @@
+"""One job: config -> RunResult. Pure with respect to the store: it never touches MLflow, so any launcher
+(in-process, worker process, Modal container) can run it and ship the result back."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from sweep.backend import Backend
+from sweep.cost import cost_usd
+from sweep.methods.base import Context
+from sweep.result import RunResult
+from sweep.trackers.base import TrackerReport
+from sweep.trackers.trace import NULL_TRACE, Trace
+from sweep.validate import validate
+
+JOB_KEYS = ("problem", "method", "variant", "device", "tracker")
+
+
+def job_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config that defines a job's result (what resume and params compare)."""
+    return {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_KEYS}
+
+
+def make_backend(device: DictConfig) -> Backend:
+    return Backend(name=device.backend, device=device.torch_device, dtype=device.dtype, compile=device.compile)
+
+
+def table_csv(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def run(cfg: DictConfig) -> RunResult:
+    """Validate, solve, summarise the trace; return everything the recorder needs."""
+    validate(cfg)
+    problem = instantiate(cfg.problem)
+    data = problem.generate()
+    backend = make_backend(cfg.device)
+    tracker = instantiate(cfg.tracker) if cfg.tracker.get("_target_") else None
+    trace = Trace() if tracker is not None else NULL_TRACE
+    method = instantiate(cfg.method)
+    ctx = Context(problem=problem, data=data, backend=backend, trace=trace, scope=cfg.tracker.scope,
+                  variant=instantiate(cfg.variant))
+
+    t0 = backend.clock()
+    outcome = method.solve(ctx)
+    wall = backend.clock() - t0
+
+    report = tracker.summarize(trace) if tracker is not None else TrackerReport()
+    metrics: dict[str, float] = {
+        "accuracy": float(outcome.accuracy),
+        "train_accuracy": float(outcome.train_accuracy),
+        "epochs": float(outcome.epochs),
+        "wall_clock_s": wall,
+        "cost_usd": cost_usd(wall, cfg.device.price_per_hour),
+        **{k: float(v) for k, v in outcome.extra.items()},
+        **{k: float(v) for k, v in report.metrics.items()},
+    }
+    secret_ok = None
+    if outcome.secret_found is not None:
+        secret_ok = tuple(outcome.secret_found) == tuple(data.secret)
+        metrics["secret_correct"] = float(secret_ok)
+    curves = dict(outcome.curves)
+    if tracker is not None and outcome.traces:
+        # all_steps: the tracker's figures per epoch, as metric curves
+        per_epoch = [tracker.summarize(t).metrics for t in outcome.traces.values()]
+        for key in per_epoch[0] if per_epoch else []:
+            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
+
+    tags = {g: str(cfg[g].name) for g in JOB_KEYS}
+    tags["secret"] = ",".join(map(str, data.secret))
+    if outcome.secret_found is not None:
+        tags["secret_found"] = ",".join(map(str, outcome.secret_found))
+    artifacts = {"config.yaml": OmegaConf.to_yaml(cfg)}
+    if report.table:
+        artifacts["tracker_buffers.csv"] = table_csv(report.table)
+    artifacts["outcome.json"] = json.dumps(
+        {"secret": list(data.secret), "secret_found": outcome.secret_found, "secret_correct": secret_ok,
+         "metrics": metrics}, indent=1)
+    return RunResult(config=job_config(cfg), metrics=metrics, curves=curves, tags=tags, artifacts=artifacts)

@@ -1,0 +1,127 @@
+"""method=sgd: 2-layer ReLU MLP, hinge loss, mini-batch SGD with weight decay (seeds 000-002).
+
+The step itself lives in the variant (standard, fused, perlayer, tiled), which orders the arithmetic and
+emits the trace; this file owns initialisation, the epoch loop, early stopping and what is traced.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from sweep.methods.base import Context, Outcome
+from sweep.trackers.trace import NULL_TRACE, Trace
+from sweep.variants.base import Params
+
+
+def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
+    """He-style init drawn like the group's harness: RandomState(seed + 1) (specs/traces.md)."""
+    rng = np.random.RandomState(seed + 1)
+    W1 = rng.randn(hidden, n) * np.sqrt(2.0 / n)
+    W2 = rng.randn(1, hidden) * np.sqrt(2.0 / hidden)
+    return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
+
+
+@dataclass
+class SGD:
+    name: str = "sgd"
+    hidden: int = 200
+    lr: float = 0.1
+    wd: float = 0.01
+    batch_size: int = 32
+    max_epochs: int = 200
+    target_accuracy: float = 1.0
+
+    def make_update(self, xp):
+        lr, wd = self.lr, self.wd
+
+        def update(p, g, decay: bool) -> None:
+            if decay:
+                g = g + wd * p
+            p -= lr * g
+
+        return update
+
+    # -- pieces shared with sign_sgd and curriculum --------------------------------------------------
+    def predict(self, xp, p: Params, x):
+        h = xp.maximum(x @ p["W1"].T + p["b1"], 0.0)
+        return (h @ p["W2"].T)[:, 0] + p["b2"]
+
+    def accuracy(self, xp, p: Params, x, y) -> float:
+        out = self.predict(xp, p, x)
+        pred = xp.where(out >= 0, 1.0, -1.0)
+        return float(xp.mean(xp.astype(pred == y, x.dtype)))
+
+    def train_epochs(self, ctx: Context, p: Params, x, y, xt, yt, rng, n_epochs: int, curves, start_epoch=0):
+        """Run up to n_epochs; returns (epochs run, final test accuracy). Curves get one value per epoch."""
+        xp, be = ctx.backend.xp, ctx.backend
+        update = self.make_update(xp)
+        step = ctx.variant.step
+        all_steps = ctx.scope == "all_steps" and ctx.trace.enabled
+        n = x.shape[0]
+        W1_0 = curves.setdefault("_W1_0", [p["W1"] * 1.0])[0]
+        test_acc = 0.0
+        for epoch in range(n_epochs):
+            perm = be.index(rng.permutation(n))
+            epoch_trace = Trace() if all_steps else NULL_TRACE
+            if all_steps and epoch == 0 and start_epoch == 0:
+                ctx.variant.init_trace(epoch_trace, p)
+            for s in range(0, n, self.batch_size):
+                idx = perm[s : s + self.batch_size]
+                xb, yb = x[idx], y[idx]
+                epoch_trace.write("x", xb.shape[0] * xb.shape[1])
+                epoch_trace.write("y", yb.shape[0])
+                step(xp, p, xb, yb, update, epoch_trace)
+            if all_steps:
+                ctx.trace.extend(epoch_trace)
+                curves.setdefault("_epoch_traces", []).append(epoch_trace)
+            train_acc = self.accuracy(xp, p, x, y)
+            test_acc = self.accuracy(xp, p, xt, yt)
+            curves.setdefault("train_accuracy", []).append(train_acc)
+            curves.setdefault("test_accuracy", []).append(test_acc)
+            curves.setdefault("hidden_progress", []).append(float(xp.sum(xp.abs(p["W1"] - W1_0))))
+            if test_acc >= self.target_accuracy:
+                return epoch + 1, test_acc
+        return n_epochs, test_acc
+
+    def trace_published_step(self, ctx: Context, p: Params, x_np: np.ndarray, y_np: np.ndarray) -> None:
+        """Seed 001's protocol: one single-sample step on the first training sample with hinge margin < 1
+        (after training), on a copy of the weights; sample 0 if every margin is >= 1."""
+        be, xp = ctx.backend, ctx.backend.xp
+        margins = be.to_numpy(self.predict(xp, p, be.asarray(x_np))) * y_np
+        below = np.flatnonzero(margins < 1.0)
+        i = int(below[0]) if below.size else 0
+        self.trace_single_step(ctx, p, x_np[i : i + 1], y_np[i : i + 1])
+
+    def trace_single_step(self, ctx: Context, p: Params, x1: np.ndarray, y1: np.ndarray) -> None:
+        be = ctx.backend
+        q = {k: v * 1.0 for k, v in p.items()}  # the traced step must not change the trained weights
+        ctx.variant.init_trace(ctx.trace, q)
+        ctx.trace.write("x", x1.size)
+        ctx.trace.write("y", y1.size)
+        ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
+
+    def solve(self, ctx: Context) -> Outcome:
+        be, d = ctx.backend, ctx.data
+        p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
+        if ctx.scope == "init_sample0" and ctx.trace.enabled:
+            # Seed 003's protocol: one step on training sample 0 at the initial weights.
+            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1], d.y_train[:1])
+        p = {k: be.asarray(v) for k, v in p_np.items()}
+        x, y = be.asarray(d.x_train), be.asarray(d.y_train)
+        xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
+        curves: dict = {}
+        epochs, test_acc = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, curves)
+        if ctx.scope == "published" and ctx.trace.enabled:
+            self.trace_published_step(ctx, p, d.x_train, d.y_train)
+        traces = {f"epoch_{i + 1}": t for i, t in enumerate(curves.pop("_epoch_traces", []))}
+        curves.pop("_W1_0", None)
+        return Outcome(
+            accuracy=test_acc,
+            train_accuracy=curves["train_accuracy"][-1],
+            epochs=epochs,
+            curves=curves,
+            extra={"hidden_progress": curves["hidden_progress"][-1]},
+            traces=traces,
+        )

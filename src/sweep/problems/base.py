@@ -1,0 +1,38 @@
+"""A problem draws a data set (host numpy arrays) and answers label queries (KM needs an oracle)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Dataset:
+    x_train: np.ndarray  # (n_train, n_bits), entries +-1.0
+    y_train: np.ndarray  # (n_train,)
+    x_test: np.ndarray
+    y_test: np.ndarray
+    secret: tuple[int, ...]
+
+
+@dataclass
+class Problem:
+    """Base for the sparse-bit problems: n random +-1 bits, k secret indices, a label from those bits."""
+
+    name: str = "problem"
+    n_bits: int = 20
+    k_sparse: int = 3
+    n_train: int = 1000
+    n_test: int = 200
+    seed: int = 42
+
+    def labels(self, x, secret):  # works for numpy and torch arrays alike
+        raise NotImplementedError
+
+    def generate(self) -> Dataset:
+        """Draw secret and data the way the group's harness does (specs/traces.md, last section)."""
+        rng = np.random.RandomState(self.seed)
+        secret = tuple(int(i) for i in sorted(rng.choice(self.n_bits, self.k_sparse, replace=False)))
+        x_train = rng.choice([-1.0, 1.0], size=(self.n_train, self.n_bits))
+        x_test = rng.choice([-1.0, 1.0], size=(self.n_test, self.n_bits))
+        return Dataset(x_train, self.labels(x_train, secret), x_test, self.labels(x_test, secret), secret)

@@ -1,0 +1,130 @@
+"""The MLflow recorder: the one place that writes the store.
+
+It takes RunResults (plain data) and writes one run each, in a single ``log_batch`` per run. A sweep is a
+parent run with its jobs as child runs (``mlflow.parentRunId``). Only the launching process writes, so the
+SQLite store never sees concurrent writers and remote jobs need no access to it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from sweep.paths import STORE_DIR, default_tracking_uri, git_commit
+from sweep.result import RunResult
+
+HASH_TAG = "sweep.config_hash"
+MAX_PARAM_LEN = 6000
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'method': {'lr': 0.1}} -> {'method.lr': 0.1}"""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Identity of a job's resolved config: same hash, same result (resume uses it)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Recorder:
+    def __init__(self, tracking_uri: str | None = None, experiment: str = "sweep") -> None:
+        from mlflow.tracking import MlflowClient  # heavy import (~1 s): only where a store is written
+
+        self.tracking_uri = tracking_uri or default_tracking_uri()
+        if self.tracking_uri.startswith("sqlite:///"):
+            Path(self.tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        self.experiment_id = self._experiment(experiment)
+
+    def _experiment(self, name: str) -> str:
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        artifact_location = None
+        if self.tracking_uri.startswith("sqlite:///"):
+            db = Path(self.tracking_uri[len("sqlite:///"):])
+            artifact_location = (db.parent / "artifacts").resolve().as_uri()
+        return self.client.create_experiment(name, artifact_location=artifact_location)
+
+    # -- runs -------------------------------------------------------------------------------------
+    def log(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
+            extra_tags: dict[str, str] | None = None) -> str:
+        """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config),
+                "git_commit": git_commit()}
+        if parent_run_id:
+            tags["mlflow.parentRunId"] = parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=run_name or _run_name(result), tags=tags)
+        rid = run.info.run_id
+        now = int(time.time() * 1000)
+        params = [Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in flatten(result.config).items()]
+        metrics = [Metric(k, float(v), now, 0) for k, v in result.metrics.items()]
+        for name, values in result.curves.items():
+            metrics += [Metric(name, float(v), now, i + 1) for i, v in enumerate(values)]
+        # MLflow caps one batch at 1000 metrics / 100 params: chunk
+        for i in range(0, max(len(params), 1), 100):
+            self.client.log_batch(rid, params=params[i : i + 100])
+        for i in range(0, len(metrics), 1000):
+            self.client.log_batch(rid, metrics=metrics[i : i + 1000])
+        for fname, text in result.artifacts.items():
+            self.client.log_text(rid, text, fname)
+        if result.error:
+            self.client.log_text(rid, result.error, "traceback.txt")
+        self.client.set_terminated(rid, status=result.status)
+        result.run_id = rid
+        return rid
+
+    def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
+        run = self.client.create_run(self.experiment_id, run_name=name,
+                                     tags={**tags, "sweep.parent": "true", "git_commit": git_commit()})
+        if params:
+            from mlflow.entities import Param
+
+            self.client.log_batch(run.info.run_id,
+                                  params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100])
+        return run.info.run_id
+
+    def end_parent(self, run_id: str, status: str, results: Iterable[RunResult]) -> None:
+        """Sum cost and wall-clock of the children onto the parent, then close it with `status`."""
+        from mlflow.entities import Metric
+
+        results = list(results)
+        now = int(time.time() * 1000)
+        sums = {
+            "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
+            "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
+            "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
+            "jobs_failed": float(sum(r.status == "FAILED" for r in results)),
+        }
+        self.client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in sums.items()])
+        self.client.set_terminated(run_id, status=status)
+
+    def finished_run(self, config: dict[str, Any]) -> str | None:
+        """The id of a FINISHED run with this resolved config, if the store has one (for resume)."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string=f"tags.`{HASH_TAG}` = '{config_hash(config)}' and attributes.status = 'FINISHED'",
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
+
+
+def _run_name(result: RunResult) -> str:
+    t = result.tags
+    return "-".join(t.get(k, "?") for k in ("method", "variant", "device")) + f"-seed{result.config['problem'].get('seed')}"
+
+
+def store_dir() -> Path:
+    return STORE_DIR

@@ -1,0 +1,79 @@
+"""Hydra callback that records jobs in MLflow when Hydra itself runs them (single runs, and multiruns on
+Hydra's basic launcher). The project's launcher records its jobs itself, in the launching process, so this
+callback stands aside for it."""
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from sweep.result import RunResult
+from sweep.validate import ConfigError
+
+OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
+
+
+def launched_by_own_launcher(config: DictConfig) -> bool:
+    target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
+    return str(target).startswith(OWN_LAUNCHER_PREFIX)
+
+
+def failed_result(job_cfg: DictConfig, exc: BaseException, status: str = "FAILED") -> RunResult:
+    """The record of a job that raised: its config, tags, and the traceback (logged as an artifact)."""
+    from sweep.job import JOB_KEYS, job_config
+
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_KEYS}
+    return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
+
+
+class MLflowCallback(Callback):
+    def __init__(self) -> None:
+        self.recorder: Any = None
+        self.parent: str | None = None
+        self.results: list[RunResult] = []
+
+    def _recorder(self, config: DictConfig):
+        if self.recorder is None:
+            from sweep.recorder import Recorder
+
+            self.recorder = Recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
+        return self.recorder
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if launched_by_own_launcher(config) or not config.mlflow.enabled:
+            return
+        overrides = " ".join(OmegaConf.to_container(config.hydra.overrides.task))
+        self.parent = self._recorder(config).start_parent(
+            f"sweep {overrides}".strip(), {"sweep.overrides": overrides, "launcher": "basic"})
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if launched_by_own_launcher(config):
+            return
+        if not config.mlflow.enabled:
+            if isinstance(job_return._return_value, RunResult):
+                print(job_return._return_value.summary(), flush=True)
+            return
+        if job_return.status == JobStatus.COMPLETED:
+            result = job_return.return_value
+        else:
+            exc = job_return._return_value
+            if isinstance(exc, ConfigError):  # bad input: no run is created
+                return
+            job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+            result = failed_result(job_cfg, exc)
+        if not isinstance(result, RunResult):
+            return
+        self._recorder(config).log(result, parent_run_id=self.parent, run_name=config.get("run_name"))
+        self.results.append(result)
+        print(result.summary(), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.parent is None:
+            return
+        failed = any(r.status != "FINISHED" for r in self.results)
+        self.recorder.end_parent(self.parent, "FAILED" if failed else "FINISHED", self.results)

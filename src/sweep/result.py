@@ -1,0 +1,31 @@
+"""The result record a job returns: plain data, picklable, the only thing that travels back to the
+process that writes MLflow."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunResult:
+    config: dict[str, Any]  # the resolved job config (no hydra section)
+    metrics: dict[str, float] = field(default_factory=dict)
+    curves: dict[str, list[float]] = field(default_factory=dict)  # metric -> value per step (epoch)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)  # file name -> text content
+    status: str = "FINISHED"  # FINISHED | FAILED | KILLED
+    error: str | None = None  # traceback text of a failed job
+    run_id: str | None = None  # filled in by the recorder
+
+    def summary(self) -> str:
+        m = self.metrics
+        parts = [f"[{self.status}]", f"method={self.tags.get('method', '?')}"]
+        for key, fmt in (("accuracy", "{:.3f}"), ("epochs", "{:.0f}"), ("wall_clock_s", "{:.4f}s"),
+                         ("ard", "{:,.1f}"), ("cost_usd", "${:.3g}")):
+            if key in m:
+                parts.append(f"{key}=" + fmt.format(m[key]))
+        if self.error and self.status != "FINISHED":
+            parts.append("error=" + self.error.strip().splitlines()[-1])
+        if self.run_id:
+            parts.append(f"run_id={self.run_id}")
+        return " ".join(parts)

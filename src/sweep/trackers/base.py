@@ -1,0 +1,37 @@
+"""What a tracker returns, and the tracker protocol."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sweep.trackers.trace import Trace
+
+
+@dataclass
+class TrackerReport:
+    """Scalar figures (logged as MLflow metrics) and a per-buffer table (logged as an artifact)."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    table: list[dict] = field(default_factory=list)
+
+    def merge(self, other: "TrackerReport") -> "TrackerReport":
+        by_name = {row["buffer"]: dict(row) for row in self.table}
+        for row in other.table:
+            by_name.setdefault(row["buffer"], {}).update(row)
+        return TrackerReport({**self.metrics, **other.metrics}, list(by_name.values()))
+
+
+class Tracker(Protocol):
+    def summarize(self, trace: Trace) -> TrackerReport: ...
+
+
+@dataclass
+class TrackerBase:
+    """Fields every tracker option carries (see sweep.schema.TrackerConfig)."""
+
+    name: str = "none"
+    scope: str = "published"
+    cache_size_floats: int = 16384
+
+    def summarize(self, trace: Trace) -> TrackerReport:
+        raise NotImplementedError

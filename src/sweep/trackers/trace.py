@@ -1,0 +1,80 @@
+"""The memory-access trace every tracker is fed from.
+
+A method is instrumented once: it calls ``trace.read(name, size)`` / ``trace.write(name, size)`` where it
+really touches a buffer. Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a
+tracker never touches a method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+READ = 0
+WRITE = 1
+
+
+@dataclass
+class Trace:
+    """An ordered list of (op, buffer, size) events; op is READ or WRITE, size counts floats."""
+
+    ops: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    enabled: bool = True
+
+    def read(self, name: str, size: int) -> None:
+        self.ops.append(READ)
+        self.names.append(name)
+        self.sizes.append(int(size))
+
+    def write(self, name: str, size: int) -> None:
+        self.ops.append(WRITE)
+        self.names.append(name)
+        self.sizes.append(int(size))
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self) -> Iterator[tuple[int, str, int]]:
+        return iter(zip(self.ops, self.names, self.sizes))
+
+    def extend(self, other: "Trace") -> None:
+        self.ops.extend(other.ops)
+        self.names.extend(other.names)
+        self.sizes.extend(other.sizes)
+
+    @classmethod
+    def from_text(cls, text: str) -> "Trace":
+        """Parse the spec notation: one event per token group, e.g. ``"W W1 100, R W1 100"``."""
+        t = cls()
+        for item in text.replace("\n", ",").split(","):
+            item = item.strip().strip("`")
+            if not item:
+                continue
+            op, name, size = item.split()
+            (t.write if op == "W" else t.read)(name, int(size))
+        return t
+
+
+class NullTrace(Trace):
+    """Tracking off: every call is a no-op, so an untracked run pays nothing but a method call."""
+
+    def __init__(self) -> None:
+        super().__init__(enabled=False)
+
+    def read(self, name: str, size: int) -> None:  # noqa: D102 - intentionally empty
+        pass
+
+    def write(self, name: str, size: int) -> None:  # noqa: D102
+        pass
+
+
+NULL_TRACE = NullTrace()
+
+
+def numel(a) -> int:
+    """Number of elements of a numpy or torch array (or anything with .shape)."""
+    n = 1
+    for d in a.shape:
+        n *= int(d)
+    return n

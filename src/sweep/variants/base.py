@@ -1,0 +1,59 @@
+"""A training variant: the order in which one SGD step of the 2-layer MLP reads, computes and writes.
+
+Each variant emits the trace events of specs/traces.md from the same code that does the arithmetic, so the
+trace describes what the step really did. Parameters: dict W1 (H, n), b1 (H,), W2 (1, H), b2 (1,).
+``update(p, g)`` applies the optimiser in place (sgd or sign_sgd, weight decay included).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sweep.trackers.trace import Trace, numel
+
+Params = dict[str, Any]
+Update = Callable[[Any, Any, bool], None]  # (param, grad, decay) -> None, in place
+
+
+@dataclass
+class Variant:
+    name: str = "standard"
+    tile_size: int = 0  # only tiled uses it
+
+    def init_trace(self, trace: Trace, p: Params) -> None:
+        """The writes that put the parameters in memory (INIT in the spec, before x and y)."""
+        for k in ("W1", "b1", "W2", "b2"):
+            trace.write(k, numel(p[k]))
+
+    def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
+        """One step on the batch (x: (B, n), y: (B,)); returns False when every margin is >= 1."""
+        raise NotImplementedError
+
+
+def forward(xp, p: Params, x, trace: Trace):
+    """FWD of specs/traces.md: h_pre = x W1^T + b1, h = relu(h_pre), out = h W2^T + b2."""
+    trace.read("x", numel(x))
+    trace.read("W1", numel(p["W1"]))
+    trace.read("b1", numel(p["b1"]))
+    h_pre = x @ p["W1"].T + p["b1"]
+    trace.write("h_pre", numel(h_pre))
+    trace.read("h_pre", numel(h_pre))
+    h = xp.maximum(h_pre, 0.0)
+    trace.write("h", numel(h))
+    trace.read("h", numel(h))
+    trace.read("W2", numel(p["W2"]))
+    trace.read("b2", numel(p["b2"]))
+    out = (h @ p["W2"].T)[:, 0] + p["b2"]
+    trace.write("out", numel(out))
+    return h_pre, h, out
+
+
+def hinge_dout(xp, out, y, trace: Trace):
+    """MARGIN: the hinge loss max(0, 1 - y out) averaged over the batch; None if no sample is active."""
+    trace.read("out", numel(out))
+    trace.read("y", numel(y))
+    active = (out * y) < 1.0
+    if not bool(xp.any(active)):
+        return None
+    b = out.shape[0]
+    return xp.where(active, -y, xp.zeros_like(y)) / b
