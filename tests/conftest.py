@@ -1,0 +1,27 @@
+"""Shared fixtures: every test that records writes a real MLflow store in a temporary directory."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> str:
+    """A fresh SQLite MLflow store; MLFLOW_TRACKING_URI points at it for this test and its subprocesses."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd."""
+    e = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True,
+                          text=True, timeout=timeout)
