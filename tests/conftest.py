@@ -25,3 +25,16 @@ def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
     e = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def compose(*overrides: str):
+    """The job config `python -m sweep OVERRIDES` would run (hydra section included)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from sweep.paths import CONF_DIR
+    from sweep.schema import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides), return_hydra_config=False)

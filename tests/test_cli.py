@@ -1,0 +1,82 @@
+"""`python -m sweep` as a user runs it: help, composed config, an end-to-end run, and bad input."""
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import run_sweep
+
+
+def _runs(store):
+    c = MlflowClient(store)
+    return [r for e in c.search_experiments() for r in c.search_runs([e.experiment_id])]
+
+
+def test_help_lists_groups_and_options(tmp_path):
+    p = run_sweep("--help", cwd=tmp_path)
+    assert p.returncode == 0
+    for line in ("method: ", "problem: sparse_parity", "tracker: ", "variant: ", "device: "):
+        assert line in p.stdout
+    assert "gf2" in p.stdout and "km" in p.stdout and "sgd" in p.stdout
+
+
+def test_cfg_job_prints_composed_config(tmp_path):
+    p = run_sweep("--cfg", "job", "method=km", cwd=tmp_path)
+    assert p.returncode == 0
+    assert "influence_samples: 5" in p.stdout and "n_bits: 20" in p.stdout
+
+
+def test_end_to_end_run_lands_in_mlflow(store, tmp_path):
+    p = run_sweep("method=gf2", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    line = [ln for ln in p.stdout.splitlines() if "method=gf2" in ln][0]
+    assert "accuracy=1.000" in line and "ard=" in line and "cost_usd=" in line and "run_id=" in line
+    (run,) = _runs(store)
+    assert run.info.status == "FINISHED" and run.data.metrics["accuracy"] == 1.0
+    assert line.endswith(run.info.run_id)
+
+
+def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_path):
+    p = run_sweep("-m", "hydra/launcher=basic", "method=gf2,km", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    runs = _runs(store)
+    parents = [r for r in runs if r.data.tags.get("sweep.parent") == "true"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 2
+    assert {c.data.tags["method"] for c in children} == {"gf2", "km"}
+
+
+@pytest.mark.parametrize(
+    "override, field, allowed",
+    [
+        ("problem.k_sparse=25", "problem.k_sparse", "k_sparse <= problem.n_bits"),
+        ("problem.n_bits=0", "problem.n_bits", "integer >= 1"),
+        ("problem.n_train=-5", "problem.n_train", "integer >= 1"),
+        ("method.hidden=0", "method.hidden", "integer >= 1"),
+        ("method.batch_size=0", "method.batch_size", "integer >= 1"),
+        ("method.lr=0", "method.lr", "finite number > 0"),
+        ("method.lr=-0.1", "method.lr", "finite number > 0"),
+        ("method.lr=nan", "method.lr", "finite number > 0"),
+        ("method.lr=inf", "method.lr", "finite number > 0"),
+        ("tracker.scope=everything", "tracker.scope", "published, init_sample0, all_steps"),
+    ],
+)
+def test_bad_values_fail_before_any_run(store, tmp_path, override, field, allowed):
+    p = run_sweep(override, cwd=tmp_path)
+    assert p.returncode != 0
+    assert field in p.stderr and allowed in p.stderr
+    assert _runs(store) == []
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("method=adam", ["method", "gf2", "km", "sgd"]),  # unknown option: Hydra lists the available ones
+        ("method.hiddn=10", ["hiddn"]),  # misspelt key: the schema rejects it
+        ("method.hidden=ten", ["method.hidden", "ten"]),  # wrong type
+    ],
+)
+def test_unknown_option_key_or_type_fails_at_composition(store, tmp_path, override, expected):
+    p = run_sweep(override, cwd=tmp_path)
+    assert p.returncode != 0
+    for word in expected:
+        assert word in p.stderr, (word, p.stderr)
+    assert _runs(store) == []

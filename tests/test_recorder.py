@@ -1,0 +1,48 @@
+"""The MLflow recorder against a real SQLite store in a temporary directory."""
+from mlflow.tracking import MlflowClient
+
+from sweep import job
+from sweep.recorder import Recorder, config_hash, flatten
+from tests.conftest import compose
+
+
+def test_flatten_gives_dotted_keys():
+    assert flatten({"method": {"lr": 0.1, "x": {"y": 1}}, "a": None}) == {"method.lr": 0.1, "method.x.y": 1,
+                                                                          "a": None}
+
+
+def test_logs_params_metrics_curves_tags_artifacts(store, tmp_path):
+    result = job.run(compose("method=sgd", "problem.seed=42"))
+    rec = Recorder(store, "test-exp")
+    rid = rec.log(result)
+    c = MlflowClient(store)
+    run = c.get_run(rid)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["method.lr"] == "0.1" and run.data.params["problem.n_bits"] == "20"
+    assert run.data.params["tracker.name"] == "ard"
+    for m in ("accuracy", "train_accuracy", "epochs", "wall_clock_s", "ard", "total_floats", "cost_usd"):
+        assert m in run.data.metrics, m
+    assert run.data.metrics["accuracy"] == 1.0
+    for t in ("problem", "method", "variant", "device", "tracker", "git_commit"):
+        assert t in run.data.tags, t
+    hist = c.get_metric_history(rid, "test_accuracy")
+    assert [h.step for h in hist] == list(range(1, int(result.metrics["epochs"]) + 1))
+    arts = {a.path for a in c.list_artifacts(rid)}
+    assert {"config.yaml", "tracker_buffers.csv"} <= arts
+    table = c.download_artifacts(rid, "tracker_buffers.csv", str(tmp_path))
+    assert "W1" in open(table).read()
+
+
+def test_parent_child_and_resume_lookup(store):
+    rec = Recorder(store, "sweep-exp")
+    parent = rec.start_parent("sweep test", {"sweep.overrides": "method=gf2,km"})
+    results = [job.run(compose(f"method={m}")) for m in ("gf2", "km")]
+    ids = [rec.log(r, parent_run_id=parent) for r in results]
+    rec.end_parent(parent, "FINISHED", results)
+    c = MlflowClient(store)
+    assert all(c.get_run(i).data.tags["mlflow.parentRunId"] == parent for i in ids)
+    p = c.get_run(parent)
+    assert p.data.metrics["cost_usd"] > 0 and p.data.metrics["jobs_finished"] == 2
+    assert rec.finished_run(results[0].config) == ids[0]
+    other = dict(results[0].config, problem={**results[0].config["problem"], "seed": 1})
+    assert config_hash(other) != config_hash(results[0].config) and rec.finished_run(other) is None
