@@ -72,3 +72,21 @@ def validate(cfg: DictConfig) -> None:
 
 # Cross-field checks that are not a single field's rule (e.g. method x problem applicability).
 EXTRA_CHECKS: list[Callable[[DictConfig], None]] = []
+
+
+def _tile_size_divides_hidden(cfg: DictConfig) -> None:
+    """variant=tiled: tile_size must divide method.hidden (the error lists the divisors that would)."""
+    if OmegaConf.select(cfg, "variant.name", default=None) != "tiled":
+        return
+    hidden = OmegaConf.select(cfg, "method.hidden", default=None)
+    if not isinstance(hidden, int) or hidden < 1:
+        raise ConfigError(f"variant=tiled needs a method with hidden units (method.hidden); "
+                          f"method={OmegaConf.select(cfg, 'method.name', default='?')} has none")
+    size = OmegaConf.select(cfg, "variant.tile_size", default=None)
+    divisors = [d for d in range(1, hidden + 1) if hidden % d == 0]
+    if size not in divisors or isinstance(size, bool):
+        raise ConfigError(f"variant.tile_size={size!r} is not allowed: expected a divisor of "
+                          f"method.hidden={hidden}: one of {', '.join(map(str, divisors))}")
+
+
+EXTRA_CHECKS.append(_tile_size_divides_hidden)

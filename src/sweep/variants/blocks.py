@@ -1,0 +1,60 @@
+"""The phases of one SGD step (specs/traces.md), each doing its arithmetic and emitting its events, so
+variants that only reorder phases (fused) or tile some of them (tiled) share them."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from sweep.trackers.trace import Trace, numel
+from sweep.variants.base import Params, Update
+
+
+def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[[], None]] = None):
+    """LAYER-2 GRAD: dW2 = dout h, db2 = sum dout, dh = dout W2 (the weights before any update).
+    ``read_h`` emits the reads of h (tiled reads it tile by tile)."""
+    R, W = trace.read, trace.write
+    H = numel(p["b1"])
+    W("dout", numel(dout)); R("dout", numel(dout))
+    if read_h is None:
+        R("h", numel(h))
+    else:
+        read_h()
+    dW2 = dout[None, :] @ h
+    W("dW2", H)
+    db2 = xp.sum(dout, keepdims=True)
+    W("db2", 1)
+    R("W2", H); R("dout", numel(dout))
+    dh = dout[:, None] * p["W2"]
+    W("dh", numel(dh))
+    return dW2, db2, dh
+
+
+def relu_backward(xp, h_pre, dh, trace: Trace, suffix: str = "") -> Any:
+    """RELU BWD: dh_pre = dh where h_pre > 0."""
+    trace.read("dh" + suffix, numel(dh)); trace.read("h_pre" + suffix, numel(h_pre))
+    dh_pre = xp.where(h_pre > 0, dh, 0.0)
+    trace.write("dh_pre" + suffix, numel(dh_pre))
+    return dh_pre
+
+
+def layer1_update(xp, W1, b1, x, dh_pre, update: Update, trace: Trace, suffix: str = "") -> None:
+    """LAYER-1 UPDATE of W1 and b1 (or one tile of them: views, updated in place) from dh_pre."""
+    R, W = trace.read, trace.write
+    R("dh_pre" + suffix, numel(dh_pre)); R("x", numel(x)); R("W1" + suffix, numel(W1))
+    update(W1, dh_pre.T @ x, True)
+    W("W1" + suffix, numel(W1))
+    R("dh_pre" + suffix, numel(dh_pre)); R("b1" + suffix, numel(b1))
+    update(b1, xp.sum(dh_pre, axis=0), False)
+    W("b1" + suffix, numel(b1))
+
+
+def layer2_update(p: Params, dW2, db2, update: Update, trace: Trace) -> None:
+    """LAYER-2 UPDATE of W2 and b2 from the stored gradients."""
+    R, W = trace.read, trace.write
+    H = numel(p["W2"])
+    R("dW2", H); R("W2", H)
+    update(p["W2"], dW2, True)
+    W("W2", H)
+    R("db2", 1); R("b2", 1)
+    update(p["b2"], db2, False)
+    W("b2", 1)
+

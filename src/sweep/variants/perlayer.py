@@ -1,0 +1,44 @@
+"""variant=perlayer: per layer forward, backward and update, top layer first (seed 001 "perlayer").
+
+The gradient buffers (dout, dW2, db2, dh, dh_pre) live only inside the fused update, so they are not traced,
+and there are no margin reads. W2 is updated before dh is taken from it, so dh uses the *updated* W2: the
+math differs slightly from standard (it still converges).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.trackers.trace import NULL_TRACE, Trace, numel
+from sweep.variants.base import Params, Update, Variant, forward, hinge_dout
+
+
+@dataclass
+class PerLayer(Variant):
+    name: str = "perlayer"
+
+    def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
+        R, W = trace.read, trace.write
+        h_pre, h, out = forward(xp, p, x, trace)
+        dout = hinge_dout(xp, out, y, NULL_TRACE)  # the margin test is fused too: no out/y reads
+        if dout is None:
+            return False
+        H = numel(p["b1"])
+        # layer 2: gradient from h, update W2 and b2 in place
+        R("h", numel(h)); R("W2", H)
+        dW2 = dout[None, :] @ h
+        R("W2", H)
+        update(p["W2"], dW2, True)
+        W("W2", H)
+        R("b2", 1)
+        update(p["b2"], xp.sum(dout, keepdims=True), False)
+        W("b2", 1)
+        # layer 1: dh from the updated W2, relu backward, update W1 and b1
+        R("h_pre", numel(h_pre))
+        dh_pre = xp.where(h_pre > 0, dout[:, None] * p["W2"], 0.0)
+        R("x", numel(x)); R("W1", numel(p["W1"]))
+        update(p["W1"], dh_pre.T @ x, True)
+        W("W1", numel(p["W1"]))
+        R("b1", H)
+        update(p["b1"], xp.sum(dh_pre, axis=0), False)
+        W("b1", H)
+        return True

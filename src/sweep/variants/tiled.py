@@ -1,0 +1,69 @@
+"""variant=tiled: W1 processed in tiles of `variant.tile_size` hidden units (seed 003 "tiled W1").
+
+Each tile's forward runs tile by tile, the output layer needs all of h, then each tile's backward and update
+run tile by tile. The parameters stay whole arrays (tiles are views, updated in place), so the arithmetic is
+standard's; only the trace names and order differ. dh is written whole but read per tile under the name
+dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (sweep.validate).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.trackers.trace import Trace, numel
+from sweep.variants.base import Params, Update, Variant, hinge_dout
+from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, relu_backward
+
+
+@dataclass
+class Tiled(Variant):
+    name: str = "tiled"
+    tile_size: int = 100
+
+    def tiles(self, hidden: int) -> list[tuple[int, int]]:
+        """(start, stop) hidden-unit ranges; the last tile may be smaller."""
+        T = self.tile_size
+        return [(lo, min(lo + T, hidden)) for lo in range(0, hidden, T)]
+
+    def init_trace(self, trace: Trace, p: Params) -> None:
+        n = p["W1"].shape[1]
+        for t, (lo, hi) in enumerate(self.tiles(p["W1"].shape[0])):
+            trace.write(f"W1_tile{t}", n * (hi - lo))
+            trace.write(f"b1_tile{t}", hi - lo)
+        trace.write("W2", numel(p["W2"]))
+        trace.write("b2", numel(p["b2"]))
+
+    def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
+        R, W = trace.read, trace.write
+        W1, b1 = p["W1"], p["b1"]
+        tiles = self.tiles(W1.shape[0])
+        # forward, tile by tile
+        h_pre_t, h_t = [], []
+        for t, (lo, hi) in enumerate(tiles):
+            R("x", numel(x)); R(f"W1_tile{t}", numel(W1[lo:hi])); R(f"b1_tile{t}", hi - lo)
+            hp = x @ W1[lo:hi].T + b1[lo:hi]
+            W(f"h_pre_tile{t}", numel(hp)); R(f"h_pre_tile{t}", numel(hp))
+            h_t.append(xp.maximum(hp, 0.0))
+            h_pre_t.append(hp)
+            W(f"h_tile{t}", numel(hp))
+        # the output layer needs every tile of h
+
+        def read_h() -> None:
+            for t, ht in enumerate(h_t):
+                R(f"h_tile{t}", numel(ht))
+
+        read_h()
+        h = xp.concat(h_t, axis=1)
+        R("W2", numel(p["W2"])); R("b2", 1)
+        out = (h @ p["W2"].T)[:, 0] + p["b2"]
+        W("out", numel(out))
+        dout = hinge_dout(xp, out, y, trace)
+        if dout is None:
+            return False
+        dW2, db2, dh = layer2_grad(xp, p, h, dout, trace, read_h=read_h)
+        # backward and layer-1 update, tile by tile
+        for t, (lo, hi) in enumerate(tiles):
+            sfx = f"_tile{t}"
+            dh_pre = relu_backward(xp, h_pre_t[t], dh[:, lo:hi], trace, suffix=sfx)
+            layer1_update(xp, W1[lo:hi], b1[lo:hi], x, dh_pre, update, trace, suffix=sfx)
+        layer2_update(p, dW2, db2, update, trace)
+        return True
