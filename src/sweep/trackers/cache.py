@@ -55,7 +55,7 @@ def cache_report(trace: Trace, capacity: int) -> TrackerReport:
     hits = misses = miss_floats = 0
     num = den = 0
     per: dict[str, dict] = {}
-    for (op, name, size), d in zip(trace, reuse_distances(trace)):
+    for (op, name, size), d in zip(trace, reuse_distances(trace).tolist()):
         if op != READ:
             cache.write(name, size)
             continue
