@@ -1,0 +1,310 @@
+"""`python -m sweep.compare <preset | parent run id>`: one sweep's results as a table and a plot.
+
+Finds the sweep's parent run (the latest one for a preset name, or the given id), loads its child runs, groups
+them by the swept keys (config params that vary across the children; seeds and repeats are aggregated over, not
+grouped by), prints mean ± std per group, draws the plot that fits the study (`sweep.plots`) and logs table
+(CSV + Markdown) and plot as artifacts of the parent run, under `compare/`.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+# The figures a sweep is compared on, in table order (only those some child logged are shown).
+METRICS = ("accuracy", "epochs", "wall_clock_s", "ard", "cache_hit_rate", "cost_usd")
+# Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
+AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+PARENT_TAG = "sweep.parent"
+OVERRIDES_TAG = "sweep.overrides"
+ARTIFACT_DIR = "compare"
+
+
+@dataclass
+class Stat:
+    mean: float
+    std: float
+    n: int
+
+    def fmt(self, metric: str) -> str:
+        spec = _FORMATS.get(metric, "{:.4g}")
+        s = spec.format(self.mean)
+        return s if self.n < 2 else f"{s} ± {spec.format(self.std)}"
+
+
+_FORMATS = {"accuracy": "{:.3f}", "epochs": "{:.1f}", "wall_clock_s": "{:.4f}", "ard": "{:,.0f}",
+            "cache_hit_rate": "{:.3f}", "cost_usd": "{:.3g}"}
+
+
+@dataclass
+class Row:
+    key: dict[str, str]  # swept key -> value
+    finished: int
+    total: int
+    stats: dict[str, Stat] = field(default_factory=dict)
+    failure: str = ""  # the last line of a failed child's error, when no child of the group finished
+
+
+@dataclass
+class Comparison:
+    study: str
+    parent_id: str
+    experiment: str
+    keys: list[str]
+    metrics: list[str]
+    rows: list[Row]
+
+    # -- renderings -------------------------------------------------------------------------------
+    def header(self) -> list[str]:
+        return [*self.keys, "runs", *self.metrics]
+
+    def cells(self, row: Row) -> list[str]:
+        out = [row.key[k] for k in self.keys] + [f"{row.finished}/{row.total}"]
+        out += [row.stats[m].fmt(m) if m in row.stats else "-" for m in self.metrics]
+        return out
+
+    def markdown(self) -> str:
+        lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
+        lines += ["| " + " | ".join(self.cells(r)) + " |" for r in self.rows]
+        notes = [f"- {_label(self.keys, r)}: {r.failure}" for r in self.rows if r.failure]
+        if notes:
+            lines += ["", "Groups with no finished run:", *notes]
+        return "\n".join(lines) + "\n"
+
+    def csv(self) -> str:
+        """Machine-readable: one column per mean, std and count."""
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow([*self.keys, "finished", "total",
+                    *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")], "failure"])
+        for r in self.rows:
+            vals: list[Any] = []
+            for m in self.metrics:
+                st = r.stats.get(m)
+                vals += [st.mean, st.std, st.n] if st else ["", "", 0]
+            w.writerow([*(r.key[k] for k in self.keys), r.finished, r.total, *vals, r.failure])
+        return buf.getvalue()
+
+    def rich_table(self):
+        from rich.table import Table
+
+        t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
+        for h in self.header():
+            t.add_column(h, justify="left" if h in self.keys else "right")
+        for r in self.rows:
+            t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
+        return t
+
+    def values(self, metric: str, **where: str) -> list[tuple[Row, Stat]]:
+        """(row, stat) for rows whose keys match `where` (keys absent from the table are ignored)."""
+        out = []
+        for r in self.rows:
+            if all(r.key.get(k, v) == v for k, v in where.items()) and metric in r.stats:
+                out.append((r, r.stats[metric]))
+        return out
+
+
+def _label(keys: Sequence[str], row: Row) -> str:
+    return " ".join(f"{k}={row.key[k]}" for k in keys) or "all"
+
+
+# -- finding the sweep ---------------------------------------------------------------------------
+def find_parent(client: Any, ref: str):
+    """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
+    parent whose overrides say `sweeps=ref`)."""
+    if RUN_ID.match(ref):
+        return client.get_run(ref)
+    exps = client.search_experiments()
+    ids = [e.experiment_id for e in exps]
+    if not ids:
+        raise LookupError("the store has no experiments")
+    candidates = []
+    named = [e.experiment_id for e in exps if e.name == ref]
+    if named:
+        candidates += _search(client, named, f"tags.`{PARENT_TAG}` = 'true'")
+    # a preset run into another experiment (mlflow.experiment=... overridden) still names itself in the
+    # parent's overrides tag
+    candidates += _search(client, ids, f"tags.`{OVERRIDES_TAG}` LIKE '%sweeps={ref}%'")
+    candidates = [r for r in candidates if _study_of(r, ref) == ref]
+    if not candidates:
+        raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
+                          "or pass a parent run id")
+    return max(candidates, key=lambda r: r.info.start_time)
+
+
+def _search(client: Any, exp_ids: list[str], filt: str) -> list:
+    out, token = [], None
+    while True:
+        page = client.search_runs(exp_ids, filter_string=filt, max_results=1000, page_token=token)
+        out += list(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def _study_of(parent: Any, default: str = "") -> str:
+    """The study a parent run belongs to: the preset named in its overrides, else its experiment's name."""
+    m = re.search(r"(?:^|\s)\+?sweeps=(\S+)", parent.data.tags.get(OVERRIDES_TAG, ""))
+    return m.group(1) if m else default
+
+
+def load_children(client: Any, parent: Any) -> list:
+    return _search(client, [parent.info.experiment_id],
+                   f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+
+
+# -- grouping ------------------------------------------------------------------------------------
+def swept_keys(params: list[dict[str, str]]) -> list[str]:
+    """Params that vary across the children, less seeds/repeats and `_target_`s (they follow a group's
+    choice). A key of a config group whose choice (`<group>.name`) itself varies counts only if it varies
+    among runs with the same choice: method.hidden is not swept just because gf2 has none."""
+    keys = sorted({k for p in params for k in p})
+    out = []
+    for k in keys:
+        if AGGREGATED.search(k) or k.endswith("._target_"):
+            continue
+        if len({p.get(k) for p in params}) < 2:
+            continue
+        group = k.split(".")[0]
+        choice = f"{group}.name"
+        if k != choice and choice in keys and len({p.get(choice) for p in params}) > 1:
+            by_choice: dict[Any, set] = {}
+            for p in params:
+                by_choice.setdefault(p.get(choice), set()).add(p.get(k))
+            if all(len(v) < 2 for v in by_choice.values()):
+                continue
+        out.append(k)
+    return out
+
+
+def _sort_key(v: str | None) -> tuple:
+    try:
+        return (0, float(v), "")  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return (1, 0.0, str(v))
+
+
+def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
+              metrics: Sequence[str] = METRICS) -> Comparison:
+    """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs."""
+    params = [dict(r.data.params) for r in runs]
+    keys = swept_keys(params)
+    groups: dict[tuple, list] = {}
+    for r, p in zip(runs, params):
+        groups.setdefault(tuple(p.get(k) for k in keys), []).append(r)
+    present = [m for m in metrics if any(m in r.data.metrics for r in runs)]
+    rows = []
+    for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v) for v in t)):
+        members = groups[gkey]
+        done = [r for r in members if r.info.status == "FINISHED"]
+        row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
+                  finished=len(done), total=len(members))
+        for m in present:
+            vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
+            if vals:
+                row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
+                                    len(vals))
+        if not done:
+            row.failure = _failure_line(members)
+        rows.append(row)
+    return Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
+                      rows=rows)
+
+
+def _failure_line(members: list) -> str:
+    statuses = sorted({r.info.status for r in members})
+    return "status " + "/".join(statuses)
+
+
+def _failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:
+    """For groups with no finished run, the last line of a child's traceback artifact: the reason, in the
+    table's notes (e.g. 'no CUDA GPU on this machine')."""
+    for row in cmp.rows:
+        if row.finished or not row.failure.startswith("status"):
+            continue
+        for r in runs:
+            if all(r.data.params.get(k) == (None if v == "-" else v) for k, v in row.key.items()):
+                try:
+                    text = client.download_artifacts(r.info.run_id, "traceback.txt")
+                    lines = Path(text).read_text().strip().splitlines()
+                    if lines:
+                        row.failure = f"{r.info.status}: {lines[-1]}"
+                        break
+                except Exception:  # no traceback artifact: keep the status line
+                    continue
+
+
+# -- the command ---------------------------------------------------------------------------------
+def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = None, log: bool = True,
+            plot: bool = True) -> tuple[Comparison, list[Path]]:
+    """Build the comparison for sweep `ref`, write table and plot to `out_dir`, log them on the parent run."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.paths import PROJECT_ROOT, default_tracking_uri
+    from sweep.plots import plot_comparison
+
+    client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
+    parent = find_parent(client, ref)
+    experiment = client.get_experiment(parent.info.experiment_id).name
+    study = ref if not RUN_ID.match(ref) else _study_of(parent, experiment)
+    runs = load_children(client, parent)
+    if not runs:
+        raise LookupError(f"parent run {parent.info.run_id} has no child runs")
+    cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment)
+    _failure_reasons(client, cmp, runs)
+
+    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{study}-{parent.info.run_id[:8]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / "table.csv", out_dir / "table.md"]
+    files[0].write_text(cmp.csv())
+    files[1].write_text(f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
+                        f"over seeds/repeats.\n\n" + cmp.markdown())
+    if plot:
+        files.append(plot_comparison(cmp, out_dir / f"{study}.png"))
+    if log:
+        for f in files:
+            client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+    return cmp, files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sweep.compare", description=__doc__.splitlines()[0])
+    ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write table and plot "
+                    "(default outputs/compare/<study>-<run>)")
+    ap.add_argument("--tracking-uri", default=None, help="MLflow store (default: the project's, or "
+                    "$MLFLOW_TRACKING_URI)")
+    ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
+    ap.add_argument("--no-plot", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
+    except LookupError as e:
+        print(f"sweep.compare: {e}", file=sys.stderr)
+        return 1
+    if a.markdown:
+        print(cmp.markdown(), end="")
+    else:
+        from rich.console import Console
+
+        console = Console()
+        console.print(cmp.rich_table())
+        for r in cmp.rows:
+            if r.failure:
+                console.print(f"[red]{_label(cmp.keys, r)}[/red]: {r.failure}")
+        console.print("wrote " + ", ".join(str(f) for f in files)
+                      + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""The plot that fits each study, from a `sweep.compare.Comparison` (matplotlib, Agg: no display needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: CI and ssh sessions have no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+if TYPE_CHECKING:
+    from sweep.compare import Comparison, Row
+
+LABELS = {"accuracy": "test accuracy", "epochs": "epochs", "wall_clock_s": "wall-clock (s)",
+          "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)"}
+
+
+def _num(v: str) -> float | None:
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def _annotate_failures(ax, cmp: "Comparison") -> None:
+    notes = [f"{' '.join(r.key.values())}: {r.failure}" for r in cmp.rows if r.failure]
+    if notes:
+        ax.text(0.01, 0.01, "no finished run:\n" + "\n".join(n[:110] for n in notes[:6]), transform=ax.transAxes,
+                fontsize=7, color="firebrick", va="bottom")
+
+
+# -- tiled_w1 (seed 003): ARD and hit rate vs tile size, accuracy at the smaller width -------------
+def plot_tiled(cmp: "Comparison", path: Path) -> Path:
+    hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys \
+        else []
+    panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate") if m in cmp.metrics]
+    if "accuracy" in cmp.metrics:
+        panels.append(("accuracy", hiddens[0] if hiddens else None))
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.6 * max(len(panels), 1), 3.8), squeeze=False)
+    for ax, (metric, hidden) in zip(axes[0], panels):
+        where = {} if hidden is None else {"method.hidden": _fmt_like(cmp, "method.hidden", hidden)}
+        base, tiled = [], []
+        for row, st in cmp.values(metric, **where):
+            size = _num(row.key.get("variant.tile_size", "-"))
+            is_base = row.key.get("variant.name", "tiled") != "tiled" or not size
+            (base if is_base else tiled).append((size, st))
+        tiled.sort(key=lambda t: t[0])
+        if tiled:
+            xs = [t[0] for t in tiled]
+            ax.errorbar(xs, [t[1].mean for t in tiled], yerr=[t[1].std for t in tiled], marker="o", capsize=3,
+                        label="tiled W1")
+            ax.set_xscale("log")
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+            ax.minorticks_off()
+        for _, st in base[:1]:
+            ax.axhline(st.mean, color="gray", ls="--", label="baseline (untiled)")
+            if st.std:
+                ax.axhspan(st.mean - st.std, st.mean + st.std, color="gray", alpha=0.15)
+        ax.set_xlabel("tile size (hidden units)")
+        ax.set_ylabel(LABELS[metric])
+        ax.set_title(LABELS[metric] + (f" (hidden={hidden:g})" if hidden is not None else ""))
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{cmp.study}: tiled W1 vs baseline (mean ± std over seeds)")
+    return _save(fig, path)
+
+
+def _fmt_like(cmp: "Comparison", key: str, value: float) -> str:
+    """The table's string for a numeric key value (params are strings: '1000', not '1000.0')."""
+    for r in cmp.rows:
+        if _num(r.key[key]) == value:
+            return r.key[key]
+    return str(value)
+
+
+# -- gpu_vs_cpu (seed 000): wall-clock per method and device, and the GPU/CPU ratio ----------------
+def plot_devices(cmp: "Comparison", path: Path) -> Path:
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    methods = sorted({r.key.get("method.name", "all") for r in cmp.rows})
+    devices = sorted({r.key.get("device.name", "cpu") for r in cmp.rows})
+    width = 0.8 / max(len(devices), 1)
+    times: dict[tuple[str, str], float] = {}
+    labelled: set[str] = set()
+    for j, dev in enumerate(devices):
+        for i, m in enumerate(methods):
+            hits = [st for row, st in cmp.values("wall_clock_s")
+                    if row.key.get("method.name", "all") == m and row.key.get("device.name", "cpu") == dev]
+            if hits:
+                times[(m, dev)] = hits[0].mean
+                ax.bar(i + j * width, hits[0].mean, width, yerr=hits[0].std, capsize=3,
+                       color=f"C{j}", label=None if dev in labelled else dev)
+                labelled.add(dev)
+    ax.set_xticks([i + width * (len(devices) - 1) / 2 for i in range(len(methods))], methods)
+    ax.set_yscale("log")
+    ax.set_ylabel(LABELS["wall_clock_s"])
+    ax.set_title("solve wall-clock per method")
+    ax.legend()
+    gpu = next((d for d in devices if d not in ("cpu", "torch_cpu")), None)
+    ratios = [(m, times[(m, gpu)] / times[(m, "cpu")]) for m in methods
+              if gpu and (m, gpu) in times and (m, "cpu") in times and times[(m, "cpu")] > 0]
+    if ratios:
+        ax2.bar([m for m, _ in ratios], [v for _, v in ratios], color="C3")
+        for i, (_, v) in enumerate(ratios):
+            ax2.text(i, v, f"{v:.3g}x", ha="center", va="bottom")
+        ax2.axhline(1, color="gray", ls="--")
+        ax2.set_yscale("log")
+    else:
+        ax2.text(0.5, 0.6, f"no GPU/CPU ratio: no finished {gpu or 'GPU'} runs", ha="center",
+                 transform=ax2.transAxes)
+    ax2.set_ylabel(f"{gpu or 'GPU'} / cpu wall-clock")
+    ax2.set_title("GPU/CPU time ratio per method")
+    _annotate_failures(ax2, cmp)
+    fig.suptitle(f"{cmp.study}: mean ± std over repeats")
+    return _save(fig, path)
+
+
+# -- ard_variants (seed 001): ARD per training variant ---------------------------------------------
+def plot_variants(cmp: "Comparison", path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    vals = [(r.key.get("variant.name", "?"), st) for r, st in cmp.values("ard")]
+    ax.bar([v for v, _ in vals], [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3,
+           color=[f"C{i}" for i in range(len(vals))])
+    for i, (_, st) in enumerate(vals):
+        ax.text(i, st.mean, f"{st.mean:,.0f}", ha="center", va="bottom")
+    ax.set_ylabel(LABELS["ard"])
+    ax.set_title(f"{cmp.study}: ARD per variant")
+    return _save(fig, path)
+
+
+# -- anything else: each metric against the swept keys ---------------------------------------------
+def plot_default(cmp: "Comparison", path: Path) -> Path:
+    metrics = [m for m in ("accuracy", "epochs", "ard", "wall_clock_s", "cache_hit_rate", "cost_usd")
+               if m in cmp.metrics][:4] or ["accuracy"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
+    numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
+    x_key = numeric[-1] if numeric else None  # a numeric key is an axis; the others name the lines
+    for ax, metric in zip(axes[0], metrics):
+        if x_key:
+            series: dict[str, list[tuple[float, float, float]]] = {}
+            for row, st in cmp.values(metric):
+                name = " ".join(f"{k}={row.key[k]}" for k in cmp.keys if k != x_key) or metric
+                series.setdefault(name, []).append((_num(row.key[x_key]), st.mean, st.std))  # type: ignore
+            for name, pts in series.items():
+                pts.sort()
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o",
+                            capsize=3, label=name)
+            ax.set_xlabel(x_key)
+            if len(series) > 1:
+                ax.legend(fontsize=7)
+        else:
+            vals = cmp.values(metric)
+            labels = [" ".join(r.key.values()) or "all" for r, _ in vals]
+            ax.bar(range(len(vals)), [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3)
+            ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(LABELS.get(metric, metric))
+    fig.suptitle(f"{cmp.study}: mean ± std over seeds/repeats")
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+STUDY_PLOTS: dict[str, Callable[["Comparison", Path], Path]] = {
+    "tiled_w1": plot_tiled,
+    "gpu_vs_cpu": plot_devices,
+    "ard_variants": plot_variants,
+}
+
+
+def plot_comparison(cmp: "Comparison", path: Path) -> Path:
+    """Write the study's plot to `path` (PNG): by study name, else by what was swept."""
+    fn = STUDY_PLOTS.get(cmp.study)
+    if fn is None:
+        if "variant.tile_size" in cmp.keys:
+            fn = plot_tiled
+        elif "device.name" in cmp.keys:
+            fn = plot_devices
+        elif cmp.keys == ["variant.name"] and "ard" in cmp.metrics:
+            fn = plot_variants
+        else:
+            fn = plot_default
+    return fn(cmp, path)
