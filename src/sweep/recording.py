@@ -22,11 +22,15 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
     return str(target).startswith(OWN_LAUNCHER_PREFIX)
 
 
-def failed_result(job_cfg: DictConfig, exc: BaseException, status: str = "FAILED") -> RunResult:
-    """The record of a job that raised: its config, tags, and the traceback (logged as an artifact)."""
+def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = "FAILED",
+                  error: str | None = None) -> RunResult:
+    """The record of a job that raised: its config, tags, and the traceback (logged as an artifact).
+
+    `error`: the traceback as text, for a job that raised in another process (the exception's traceback
+    does not travel with it)."""
     from sweep.job import JOB_KEYS, job_config
 
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_KEYS}
     return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
 

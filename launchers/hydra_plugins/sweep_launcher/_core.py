@@ -1,0 +1,152 @@
+"""Runs one job in a worker: a local worker process, a Modal container, or Modal's Function.local().
+
+Everything crosses the process boundary as cloudpickle bytes, both ways: plain pickle fails on Hydra's
+Singleton state (OmegaConf resolver closures), on the HydraContext and on task functions defined in a script.
+The worker never touches MLflow: it returns a `Reply` and the launching process records it.
+"""
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import cloudpickle
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
+from hydra.types import HydraContext
+from omegaconf import DictConfig
+
+MAX_SHIPPED_FILE = 1 << 20  # job output files larger than this stay in the Modal container
+
+
+@dataclass
+class Session:
+    """What every job of one launch() shares; sent to a local worker once, not per job."""
+
+    hydra_context: HydraContext
+    task_function: Callable[[DictConfig], Any]
+    singleton_state: dict[Any, Any]
+
+
+@dataclass
+class Reply:
+    idx: int
+    job_return: Optional[JobReturn]
+    error: Optional[str] = None  # traceback text when the task raised or the worker failed
+    wall_s: float = 0.0  # the task function's wall-clock in the worker (Modal: what is billed)
+    cpu_s: float = 0.0  # the task function's CPU seconds (all threads of the worker process)
+    files: dict[str, str] = field(default_factory=dict)  # output-dir files, for jobs run in a container
+
+
+_restored: Optional[int] = None  # id of the Session whose Hydra globals this process holds
+
+
+def _restore(session: Session) -> None:
+    global _restored
+    if _restored != id(session):
+        setup_globals()
+        Singleton.set_state(session.singleton_state)
+        _restored = id(session)
+
+
+def run_one(session: Session, idx: int, cfg: DictConfig, collect_files: bool = False) -> Reply:
+    """Run the composed job config `cfg` as Hydra's run_job would in-process; never raises."""
+    _restore(session)
+    HydraConfig.instance().set_config(cfg)
+    clock: dict[str, float] = {}
+
+    def timed(task_cfg: DictConfig) -> Any:
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return session.task_function(task_cfg)
+        finally:
+            clock["wall"], clock["cpu"] = time.perf_counter() - w0, time.process_time() - c0
+
+    error: Optional[str] = None
+    try:
+        ret = run_job(hydra_context=session.hydra_context, task_function=timed, config=cfg,
+                      job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        if ret.status == JobStatus.FAILED:
+            exc = ret._return_value
+            error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except BaseException as e:  # noqa: BLE001 - SystemExit from a task, a broken job dir, ...: one FAILED job
+        ret = JobReturn(overrides=list(cfg.hydra.overrides.task), status=JobStatus.FAILED,
+                        _return_value=RuntimeError(f"{type(e).__name__}: {e}"))
+        error = traceback.format_exc()
+    reply = Reply(idx=idx, job_return=ret, error=error, wall_s=clock.get("wall", 0.0),
+                  cpu_s=clock.get("cpu", 0.0))
+    if collect_files and ret.hydra_cfg is not None:
+        reply.files = _output_files(Path(ret.hydra_cfg.hydra.runtime.output_dir))
+    return reply
+
+
+def _output_files(root: Path) -> dict[str, str]:
+    """Small text files of a job's output dir (log, .hydra/*.yaml): a container's disk is gone afterwards."""
+    out: dict[str, str] = {}
+    for p in root.rglob("*"):
+        if p.is_file() and p.stat().st_size <= MAX_SHIPPED_FILE:
+            try:
+                out[str(p.relative_to(root))] = p.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+    return out
+
+
+def dump_reply(reply: Reply) -> bytes:
+    """cloudpickle the reply; a return value (or exception) that cannot travel makes the job FAILED."""
+    try:
+        return cloudpickle.dumps(reply)
+    except Exception as e:  # noqa: BLE001
+        why = f"the job's return value could not be sent back ({type(e).__name__}: {e})"
+        if reply.job_return is not None:
+            reply.job_return.status = JobStatus.FAILED
+            reply.job_return._return_value = RuntimeError(why)
+        reply.error = (reply.error or "") + why + "\n"
+        return cloudpickle.dumps(reply)
+
+
+def execute(payload: bytes) -> bytes:
+    """Self-contained entry point (Modal: remote and Function.local()): payload -> cloudpickled Reply."""
+    job = cloudpickle.loads(payload)
+    return dump_reply(run_one(job["session"], job["idx"], job["cfg"], job.get("collect_files", False)))
+
+
+def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
+    """Local worker process loop: ("session", sid, bytes) once per batch, then ("job", sid, idx, cfg) ..."""
+    # The launching process owns Ctrl-C: it stops the workers and records what was unfinished.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    sessions: dict[int, Session] = {}
+    while True:
+        try:
+            msg = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        kind, sid, *rest = cloudpickle.loads(msg)
+        if kind == "stop":
+            return
+        if kind == "session":
+            sessions = {sid: cloudpickle.loads(rest[0])}  # one batch at a time: drop older sessions
+            continue
+        idx, cfg, via_modal = rest
+        if via_modal:
+            from hydra_plugins.sweep_launcher._modal_app import run_offline
+
+            data = run_offline(cloudpickle.dumps({"session": sessions[sid], "idx": idx, "cfg": cfg}),
+                               via_modal)
+        else:
+            data = dump_reply(run_one(sessions[sid], idx, cfg))
+        conn.send_bytes(data)
+        sys.stdout.flush()
+        sys.stderr.flush()
+

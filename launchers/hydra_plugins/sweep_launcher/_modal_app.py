@@ -1,0 +1,153 @@
+"""Modal side of the launcher: a real modal.App, an Image carrying the project, one Function per GPU type.
+
+Every Function wraps `_core.execute` (payload bytes -> reply bytes). Offline mode calls the very same Function
+through `Function.local()` on a local worker process, so only the network hop is left untested; real mode
+calls `.remote()` inside `app.run()` and streams replies back as the jobs finish.
+
+Credentials: Modal's own token mechanism (`modal token new` / `modal token set`, or MODAL_TOKEN_ID and
+MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts are scrubbed of it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import cloudpickle
+import modal
+
+from hydra_plugins.sweep_launcher._core import Reply, execute
+
+REMOTE_ROOT = "/root/project"
+# Distributions the job needs in the container, pinned to this machine's versions: the payload is a
+# cloudpickle of Hydra/OmegaConf objects, which must unpickle with the same library versions.
+PINNED = ("hydra-core", "omegaconf", "cloudpickle", "numpy", "array-api-compat", "torch", "modal")
+TOKEN_HELP = ("Modal has no API token on this machine. Set one up with `modal token new` (opens a browser), "
+              "or `modal token set --token-id <id> --token-secret <secret>`, or export MODAL_TOKEN_ID and "
+              "MODAL_TOKEN_SECRET; or run without the network: hydra.launcher.modal.offline=true")
+
+
+def project_root() -> Path:
+    from sweep.paths import PROJECT_ROOT
+
+    return Path(PROJECT_ROOT)
+
+
+def _pins() -> list[str]:
+    out = []
+    for dist in PINNED:
+        try:
+            out.append(f"{dist}=={metadata.version(dist).split('+')[0]}")  # 2.x+cpu -> 2.x (CUDA wheel there)
+        except metadata.PackageNotFoundError:
+            out.append(dist)
+    return out
+
+
+def build_image(python_version: Optional[str] = None) -> modal.Image:
+    """debian_slim + pinned dependencies + the project's source, configs and launcher plugin."""
+    root = project_root()
+    pv = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+    ignore = ["**/__pycache__", "**/*.pyc", "**/*.egg-info"]
+    return (
+        modal.Image.debian_slim(python_version=pv)
+        .pip_install(*_pins())
+        .pip_install_from_pyproject(str(root / "pyproject.toml"))
+        .env({"PYTHONPATH": f"{REMOTE_ROOT}/src:{REMOTE_ROOT}/launchers", "SWEEP_ROOT": REMOTE_ROOT})
+        .add_local_dir(root / "src" / "sweep", f"{REMOTE_ROOT}/src/sweep", ignore=ignore)
+        .add_local_dir(root / "conf", f"{REMOTE_ROOT}/conf", ignore=ignore)
+        .add_local_dir(root / "launchers" / "hydra_plugins", f"{REMOTE_ROOT}/launchers/hydra_plugins",
+                       ignore=ignore)
+    )
+
+
+def function_name(gpu: Optional[str]) -> str:
+    return "sweep_job_" + (re.sub(r"[^A-Za-z0-9]+", "_", gpu).strip("_").lower() if gpu else "cpu")
+
+
+def build_app(opts: dict[str, Any], gpus: Iterable[Optional[str]]) -> tuple[modal.App, dict[Optional[str], Any]]:
+    """A modal.App with one Function per GPU type (gpu=None: a CPU container), all wrapping `execute`."""
+    app = modal.App(opts.get("app_name", "sweep"))
+    image = build_image(opts.get("python_version"))
+    fns = {}
+    for gpu in sorted(set(gpus), key=str):
+        # serialized=True: the Function is made in a factory (its gpu comes from the job), not at import time
+        fns[gpu] = app.function(image=image, gpu=gpu, timeout=int(opts.get("timeout", 3600)),
+                                retries=int(opts.get("retries", 0)),
+                                max_containers=int(opts.get("max_containers", 8)),
+                                serialized=True, name=function_name(gpu))(execute)
+    return app, fns
+
+
+@lru_cache(maxsize=8)
+def _offline_function(opts_items: tuple, gpu: Optional[str]) -> Any:
+    # Built where it is used: a cloudpickled modal.Function is not usable after unpickling.
+    return build_app(dict(opts_items), [gpu])[1][gpu]
+
+
+def run_offline(payload: bytes, via: dict[str, Any]) -> bytes:
+    """The job through the real Function's `.local()`: same code path as a container, no network."""
+    opts = {k: v for k, v in via.items() if k != "gpu"}
+    fn = _offline_function(tuple(sorted(opts.items())), via.get("gpu"))
+    return fn.local(payload)
+
+
+def token_problem() -> Optional[str]:
+    """None when Modal has credentials configured (checked locally, no network)."""
+    from modal.config import config
+
+    if config.get("token_id") and config.get("token_secret"):
+        return None
+    return TOKEN_HELP
+
+
+def scrub(text: str) -> str:
+    """Remove Modal credentials from a text that is about to be printed or recorded."""
+    from modal.config import config
+
+    secrets = {config.get("token_id"), config.get("token_secret"), os.environ.get("MODAL_TOKEN_ID"),
+               os.environ.get("MODAL_TOKEN_SECRET")}
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+def failure(idx: int, message: str) -> bytes:
+    return cloudpickle.dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
+
+
+def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,
+               stop: threading.Event) -> None:
+    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes."""
+    answered: set[int] = set()
+
+    def send(idx: int, data: bytes) -> None:
+        answered.add(idx)
+        out.send_bytes(data)
+
+    try:
+        app, fns = build_app(opts, [g for _, g, _ in jobs])
+        with app.run():
+            with ThreadPoolExecutor(max_workers=max(1, int(opts.get("max_containers", 8)))) as pool:
+                futures = {pool.submit(fns[gpu].remote, payload): idx for idx, gpu, payload in jobs}
+                for fut in as_completed(futures):
+                    if stop.is_set():
+                        break
+                    idx = futures[fut]
+                    try:
+                        send(idx, fut.result())
+                    except Exception as e:  # noqa: BLE001 - a container crash, a timeout: this job FAILED
+                        send(idx, failure(idx, f"Modal: {type(e).__name__}: {e}"))
+    except Exception as e:  # noqa: BLE001 - AuthError, no network: every unanswered job FAILED, at once
+        msg = f"Modal: {type(e).__name__}: {e}"
+        if type(e).__name__ == "AuthError":
+            msg += "\n" + TOKEN_HELP
+        for idx, _, _ in jobs:
+            if idx not in answered and not stop.is_set():
+                send(idx, failure(idx, msg))

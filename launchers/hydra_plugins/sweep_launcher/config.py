@@ -1,0 +1,55 @@
+"""Launcher configs, registered under `hydra/launcher`: `sweep` (routes each job by its device), `local`, `modal`.
+
+Hydra scans this module at start-up: it must stay light (no mlflow, modal or rich imports here).
+"""
+# No `from __future__ import annotations`: Hydra execs scanned modules outside sys.modules, where
+# dataclasses cannot resolve string annotations.
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+TARGET = "hydra_plugins.sweep_launcher.launcher.SweepLauncher"
+
+
+@dataclass
+class ModalConf:
+    # offline: run the very same worker function through modal's Function.local() on this machine's worker
+    # pool, no network (also on with SWEEP_MODAL_OFFLINE=1)
+    offline: bool = False
+    app_name: str = "sweep"
+    timeout: int = 3600  # seconds per job (modal Function timeout)
+    retries: int = 0  # modal Function retries
+    max_containers: int = 8  # modal Function max_containers: jobs running at once on Modal
+    python_version: Optional[str] = None  # container Python; null: this interpreter's major.minor
+    # price table (USD per GPU-hour by modal gpu type); null: <project>/conf/prices/modal_gpu.yaml
+    prices: Optional[str] = None
+
+
+@dataclass
+class SweepLauncherConf:
+    _target_: str = TARGET
+    route: str = "device"  # device: cpu jobs local, cuda jobs Modal (unless device.local_gpu) | local | modal
+    n_workers: Optional[int] = None  # local worker processes; null: CPU count
+    force: bool = False  # re-run jobs that already have a FINISHED run with the same resolved config
+    progress: bool = True  # live done / failed / running / ETA line (rich) on stderr
+    # modules each local worker imports when it starts, while the launcher composes: the first job of a
+    # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped
+    preload: List[str] = field(default_factory=lambda: ["sweep.job"])
+    modal: ModalConf = field(default_factory=ModalConf)
+
+
+@dataclass
+class LocalLauncherConf(SweepLauncherConf):
+    route: str = "local"
+
+
+@dataclass
+class ModalLauncherConf(SweepLauncherConf):
+    route: str = "modal"
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="sweep", node=SweepLauncherConf, provider="sweep")
+ConfigStore.instance().store(group="hydra/launcher", name="local", node=LocalLauncherConf, provider="sweep")
+ConfigStore.instance().store(group="hydra/launcher", name="modal", node=ModalLauncherConf, provider="sweep")

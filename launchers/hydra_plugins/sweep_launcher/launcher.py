@@ -1,0 +1,41 @@
+"""The sweep launcher: local worker processes and Modal GPUs, one MLflow parent run per sweep.
+
+`hydra/launcher=sweep` (the project's default) routes each job by its device config; `local` and `modal`
+send every job to one place. The work happens in `_sweep` (imported on first launch: Hydra scans this module
+at every start-up, so it stays light).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from hydra.core.utils import JobReturn
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+
+
+class SweepLauncher(Launcher):
+    def __init__(self, route: str = "device", n_workers: Optional[int] = None, force: bool = False,
+                 progress: bool = True, preload: Sequence[str] = (), modal: Any = None) -> None:
+        if route not in ("device", "local", "modal"):
+            raise ValueError(f"hydra.launcher.route={route!r} is not allowed: expected device, local or modal")
+        self.route = route
+        self.n_workers = n_workers
+        self.force = force
+        self.progress = progress
+        self.preload = [str(m) for m in preload]
+        self.modal: dict[str, Any] = dict(modal or {})
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+        self.task_function: Optional[TaskFunction] = None
+        self.sweep: Any = None  # _sweep.SweepRun, created by the first launch()
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config = config
+        self.hydra_context = hydra_context
+        self.task_function = task_function
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from hydra_plugins.sweep_launcher import _sweep
+
+        return _sweep.launch(self, job_overrides, initial_job_idx)
