@@ -2,7 +2,9 @@
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import run_sweep
+from sweep import job
+from sweep.validate import ConfigError
+from tests.conftest import compose, run_sweep
 
 
 def _runs(store):
@@ -13,9 +15,10 @@ def _runs(store):
 def test_help_lists_groups_and_options(tmp_path):
     p = run_sweep("--help", cwd=tmp_path)
     assert p.returncode == 0
-    for line in ("method: ", "problem: sparse_parity", "tracker: ", "variant: ", "device: "):
-        assert line in p.stdout
-    assert "gf2" in p.stdout and "km" in p.stdout and "sgd" in p.stdout
+    groups = dict(ln.split(": ", 1) for ln in p.stdout.splitlines() if ": " in ln and "/" not in ln.split(":")[0])
+    assert {"sgd", "gf2", "km"} <= set(groups["method"].split(", "))
+    assert "sparse_parity" in groups["problem"] and "cpu" in groups["device"]
+    assert {"ard", "none"} <= set(groups["tracker"].split(", ")) and "standard" in groups["variant"]
 
 
 def test_cfg_job_prints_composed_config(tmp_path):
@@ -59,10 +62,17 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
         ("tracker.scope=everything", "tracker.scope", "published, init_sample0, all_steps"),
     ],
 )
-def test_bad_values_fail_before_any_run(store, tmp_path, override, field, allowed):
+def test_bad_values_name_field_and_allowed_values(override, field, allowed):
+    with pytest.raises(ConfigError) as e:
+        job.run(compose(override))
+    assert field in str(e.value) and allowed in str(e.value)
+
+
+@pytest.mark.parametrize("override", ["problem.k_sparse=25", "method.lr=-0.1"])
+def test_bad_values_exit_non_zero_before_any_run(store, tmp_path, override):
     p = run_sweep(override, cwd=tmp_path)
-    assert p.returncode != 0
-    assert field in p.stderr and allowed in p.stderr
+    assert p.returncode == 2
+    assert override.split("=")[0] in p.stderr and "not allowed" in p.stderr
     assert _runs(store) == []
 
 

@@ -8,6 +8,7 @@ import traceback
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
+from hydra.types import RunMode
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,6 +19,9 @@ OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
 
 
 def launched_by_own_launcher(config: DictConfig) -> bool:
+    # A single run (RUN mode) never goes through a launcher, whatever hydra/launcher is set to.
+    if str(OmegaConf.select(config, "hydra.mode", default="")) != str(RunMode.MULTIRUN):
+        return False
     target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
     return str(target).startswith(OWN_LAUNCHER_PREFIX)
 
