@@ -5,15 +5,13 @@ from __future__ import annotations
 import random
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from sweep import job
-from sweep.paths import CONF_DIR
-from sweep.schema import register_configs
 from sweep.trackers.ard import ARDTracker, ard_report, reuse_distances
 from sweep.trackers.cache import CacheTracker, cache_report
 from sweep.trackers.dmd import DMDTracker
 from sweep.trackers.trace import READ, Trace
+from tests.conftest import compose
 
 
 def literal_distances(trace: Trace) -> list[int]:
@@ -85,14 +83,11 @@ def test_cache_and_dmd_trackers_report_ard_too():
         assert {r["buffer"] for r in report.table} == {"a", "b"}
 
 
-@pytest.fixture(scope="module")
-def run():
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield lambda *ov: job.run(compose("config", overrides=list(ov)))
+def run(*overrides: str):
+    return job.run(compose(*overrides))
 
 
-def test_all_steps_gives_per_epoch_curves(run):
+def test_all_steps_gives_per_epoch_curves():
     r = run("method.hidden=32", "problem.n_bits=10", "problem.n_train=200", "method.max_epochs=5",
             "method.target_accuracy=2.0", "tracker=cache", "tracker.scope=all_steps", "tracker.cache_size_floats=256")
     epochs = int(r.metrics["epochs"])
@@ -108,7 +103,7 @@ def test_all_steps_gives_per_epoch_curves(run):
 
 
 @pytest.mark.parametrize("method", ["gf2", "km"])
-def test_gf2_and_km_traces_describe_the_algorithm(run, method):
+def test_gf2_and_km_traces_describe_the_algorithm(method):
     small, large = (run(f"method={method}", "tracker=dmd", f"problem.n_bits={n}").metrics for n in (12, 24))
     for m in (small, large):
         assert m["ard"] > 0 and m["reads"] >= 3 and m["dmd"] > 0

@@ -3,13 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-
 from sweep import job
 from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
-from sweep.paths import CONF_DIR
-from sweep.schema import register_configs
 from sweep.trackers.ard import ard_report
 from sweep.trackers.trace import Trace
 from sweep.validate import ConfigError, validate
@@ -18,6 +14,7 @@ from sweep.variants.fused import Fused
 from sweep.variants.perlayer import PerLayer
 from sweep.variants.standard import Standard
 from sweep.variants.tiled import Tiled
+from tests.conftest import compose
 
 
 def traced_step(variant: Variant, n: int, hidden: int, full: bool = True, seed: int = 42,
@@ -181,34 +178,27 @@ def test_torch_matches_numpy(variant):
         np.testing.assert_allclose(b[k], a[k], rtol=1e-10, atol=1e-12)
 
 
-@pytest.fixture(scope="module")
-def composed():
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield lambda *ov: compose("config", overrides=list(ov))
-
-
 SMALL = ("problem.n_bits=12", "method.hidden=64", "problem.n_train=400", "method.max_epochs=60", "tracker=none")
 
 
-def test_every_variant_reaches_standard_accuracy(composed):
-    base = job.run(composed(*SMALL)).metrics
+def test_every_variant_reaches_standard_accuracy():
+    base = job.run(compose(*SMALL)).metrics
     assert base["accuracy"] >= 0.95
     for v in ("variant=fused", "variant=tiled variant.tile_size=16", "variant=tiled variant.tile_size=32"):
-        m = job.run(composed(*SMALL, *v.split())).metrics
+        m = job.run(compose(*SMALL, *v.split())).metrics
         # same math: the same run, epoch for epoch
         assert (m["accuracy"], m["epochs"]) == (base["accuracy"], base["epochs"]), v
-    m = job.run(composed(*SMALL, "variant=perlayer")).metrics
+    m = job.run(compose(*SMALL, "variant=perlayer")).metrics
     assert m["accuracy"] == base["accuracy"]  # different math, still converges to the same accuracy
 
 
 @pytest.mark.parametrize("T", [0, -5, 7, 300])
-def test_tile_size_must_divide_hidden(composed, T):
-    cfg = composed("method.hidden=1000", "variant=tiled", f"variant.tile_size={T}")
+def test_tile_size_must_divide_hidden(T):
+    cfg = compose("method.hidden=1000", "variant=tiled", f"variant.tile_size={T}")
     with pytest.raises(ConfigError, match=r"variant\.tile_size.*divisor of method\.hidden=1000.*250, 500, 1000"):
         validate(cfg)
 
 
-def test_tiled_needs_a_hidden_layer(composed):
+def test_tiled_needs_a_hidden_layer():
     with pytest.raises(ConfigError, match="method.hidden"):
-        validate(composed("method=gf2", "variant=tiled"))
+        validate(compose("method=gf2", "variant=tiled"))
