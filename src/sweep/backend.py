@@ -3,14 +3,34 @@
 Methods get ``backend.xp``, an array-API namespace (``array_api_compat``), and never import numpy or torch
 themselves. Random draws always happen on the host with numpy, so a seed gives the same data and initial
 weights on every backend.
+
+Timing (seed 004): ``clock()`` synchronises the device before reading the time, and torch backends
+``needs_warmup``: job.run times a first, untimed-for-the-result solve (CUDA context, kernel caches,
+torch.compile) as ``warmup_s`` apart from the steady-state solve it reports as ``wall_clock_s``.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
+
+
+def require_device(backend: str, device: str) -> None:
+    """Refuse a CUDA device on a machine without one, before any job work (a ConfigError: exit 2, no run)."""
+    if backend != "torch" or not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        from sweep.validate import ConfigError
+
+        raise ConfigError(
+            f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "
+            f"(torch {torch.__version__}, torch.cuda.is_available() is False). Run device=cuda jobs through "
+            "the sweep launcher on Modal (device.local_gpu=false, device.gpu=L4|A10G|A100|H100), or use "
+            "device=torch_cpu to run the same torch code path on this CPU.")
 
 
 @dataclass
@@ -21,6 +41,8 @@ class Backend:
     device: str = "cpu"
     dtype: str = "float64"
     compile: bool = False
+    compile_backend: str = "inductor"  # torch.compile backend (inductor; aot_eager compiles in seconds)
+    _compiled: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.name == "numpy":
@@ -32,9 +54,15 @@ class Backend:
             import array_api_compat.torch as xp
             import torch
 
+            require_device(self.name, self.device)
             self.xp = xp
             self._torch = torch
             self._dtype = getattr(torch, self.dtype)
+
+    @property
+    def needs_warmup(self) -> bool:
+        """numpy has nothing to warm up; torch has lazy initialisation (and compilation) on first use."""
+        return self.name == "torch"
 
     def asarray(self, a: np.ndarray):
         if self.name == "numpy":
@@ -51,6 +79,18 @@ class Backend:
         if self.name == "numpy":
             return np.asarray(a)
         return a.detach().cpu().numpy()
+
+    def compiled(self, fn: Callable) -> Callable:
+        """fn itself, or torch.compile(fn) when device.compile=true (the hot step, seed 004). Cached per
+        function, so the warm-up solve pays the compilation and the timed solve reuses it."""
+        if not (self.compile and self.name == "torch"):
+            return fn
+        key = getattr(fn, "__func__", fn)
+        if key not in self._compiled:
+            self._compiled[key] = self._torch.compile(key, backend=self.compile_backend, dynamic=False)
+        target = self._compiled[key]
+        owner = getattr(fn, "__self__", None)
+        return target if owner is None else (lambda *a, **kw: target(owner, *a, **kw))
 
     def sync(self) -> None:
         """Wait for queued device work, so a clock read after it is honest (seed 004)."""

@@ -58,6 +58,51 @@ class KMConfig(MethodConfig):
 
 
 @dataclass
+class SignSGDConfig(SGDConfig):
+    _target_: str = "sweep.methods.sign_sgd.SignSGD"
+    name: str = "sign_sgd"
+    lr: float = 0.01
+
+
+@dataclass
+class CurriculumConfig(SGDConfig):
+    _target_: str = "sweep.methods.curriculum.Curriculum"
+    name: str = "curriculum"
+    # input widths trained on before problem.n_bits (widths >= n_bits are skipped; n_bits always ends it)
+    schedule: list[int] = field(default_factory=lambda: [10, 30])
+    widen_scale: float = 0.01  # std of the new W1 columns added when the input widens
+
+
+@dataclass
+class FourierConfig(MethodConfig):
+    _target_: str = "sweep.methods.fourier.Fourier"
+    name: str = "fourier"
+    max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this
+    chunk: int = 2048  # subsets correlated per batched operation (bounds memory)
+
+
+@dataclass
+class SMTConfig(MethodConfig):
+    _target_: str = "sweep.methods.smt.SMT"
+    name: str = "smt"
+    screen_rows: int = 0  # rows a candidate must fit before the full check; 0: 2 log2 C(n, k) + 16
+    pair_block: int = 4_000_000  # elements per batched pair extension (bounds memory at large n)
+
+
+@dataclass
+class ForwardForwardConfig(MethodConfig):
+    _target_: str = "sweep.methods.forward_forward.ForwardForward"
+    name: str = "forward_forward"
+    hidden: int = 64
+    layers: int = 2
+    lr: float = 0.3
+    threshold: float = 1.0  # goodness (mean squared activation) that separates positive from negative
+    batch_size: int = 32
+    max_epochs: int = 200
+    target_accuracy: float = 1.0
+
+
+@dataclass
 class VariantConfig:
     _target_: str = "sweep.variants.standard.Standard"
     name: str = "standard"
@@ -82,6 +127,7 @@ class DeviceConfig:
     torch_device: str = "cpu"  # torch device string when backend=torch
     dtype: str = "float64"
     compile: bool = False  # torch.compile the hot step (seed 004)
+    compile_backend: str = "inductor"  # torch.compile backend: inductor, or aot_eager (no C++ codegen)
     # USD per hour of this device; cost_usd = wall_clock_s * price_per_hour / 3600
     price_per_hour: float = 0.0
     gpu: Optional[str] = None  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
@@ -109,7 +155,9 @@ class Config:
 
 SCHEMAS: dict[str, dict[str, type]] = {
     "problem": {"problem": ProblemConfig},
-    "method": {"sgd": SGDConfig, "gf2": GF2Config, "km": KMConfig},
+    "method": {"sgd": SGDConfig, "gf2": GF2Config, "km": KMConfig, "sign_sgd": SignSGDConfig,
+               "curriculum": CurriculumConfig, "fourier": FourierConfig, "smt": SMTConfig,
+               "forward_forward": ForwardForwardConfig},
     "variant": {"variant": VariantConfig},
     "device": {"device": DeviceConfig},
     "tracker": {"tracker": TrackerConfig},

@@ -90,3 +90,13 @@ def _tile_size_divides_hidden(cfg: DictConfig) -> None:
 
 
 EXTRA_CHECKS.append(_tile_size_divides_hidden)
+
+
+def _method_applies(cfg: DictConfig) -> None:
+    """method x problem: each method class declares the problems it applies to (sweep.methods.applicability)."""
+    from sweep.methods.applicability import check_method_applies
+
+    check_method_applies(cfg)
+
+
+EXTRA_CHECKS.append(_method_applies)

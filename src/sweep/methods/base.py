@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Optional
 
 from sweep.backend import Backend
 from sweep.problems.base import Dataset, Problem
@@ -32,6 +32,16 @@ class Outcome:
     curves: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # further scalar metrics
     traces: dict[str, Trace] = field(default_factory=dict)  # extra named traces, e.g. per-epoch (all_steps)
+    # Diagnostics that are not part of the solve (per-epoch curves from weight snapshots): job.run calls
+    # finalize() after reading the clock, so wall_clock_s times the solve alone.
+    deferred: Optional[Callable[["Outcome"], None]] = None
+
+    def finalize(self) -> "Outcome":
+        """Run the deferred diagnostics once (idempotent); returns self."""
+        if self.deferred is not None:
+            work, self.deferred = self.deferred, None
+            work(self)
+        return self
 
 
 def subset_accuracy(problem: Problem, found: tuple[int, ...], x, y) -> float:

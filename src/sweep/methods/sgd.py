@@ -2,17 +2,19 @@
 
 The step itself lives in the variant (standard, fused, perlayer, tiled), which orders the arithmetic and
 emits the trace; this file owns initialisation, the epoch loop, early stopping and what is traced.
+sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
+from sweep.methods.epoch_log import EpochLog, Measure
 from sweep.trackers.trace import NULL_TRACE, Trace
-from sweep.variants.base import Params
+from sweep.variants.base import Params, Update
 
 
 def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
@@ -23,8 +25,16 @@ def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], 
     return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
 
 
+def secret_from_weights(W1: np.ndarray, k: int) -> tuple[int, ...]:
+    """The k input bits with the largest first-layer weight mass (L1 over hidden units): what the net uses."""
+    mass = np.abs(np.asarray(W1)).sum(axis=0)
+    return tuple(sorted(int(i) for i in np.argsort(-mass, kind="stable")[:k]))
+
+
 @dataclass
 class SGD:
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # hinge loss: binary labels
+
     name: str = "sgd"
     hidden: int = 200
     lr: float = 0.1
@@ -33,12 +43,13 @@ class SGD:
     max_epochs: int = 200
     target_accuracy: float = 1.0
 
-    def make_update(self, xp):
-        lr, wd = self.lr, self.wd
+    def make_update(self, xp) -> Update:
+        lr, keep = self.lr, 1.0 - self.lr * self.wd
 
         def update(p, g, decay: bool) -> None:
-            if decay:
-                g = g + wd * p
+            # p - lr (g + wd p) = keep p - lr g: the decay is one in-place shrink, no temporary
+            if decay and keep != 1.0:
+                p *= keep
             p -= lr * g
 
         return update
@@ -53,37 +64,52 @@ class SGD:
         pred = xp.where(out >= 0, 1.0, -1.0)
         return float(xp.mean(xp.astype(pred == y, x.dtype)))
 
-    def train_epochs(self, ctx: Context, p: Params, x, y, xt, yt, rng, n_epochs: int, curves, start_epoch=0):
-        """Run up to n_epochs; returns (epochs run, final test accuracy). Curves get one value per epoch."""
+    def reached(self, xp, p: Params, x, y, chunk: int = 64) -> bool:
+        """Test accuracy >= target? For target 1.0 stop at the first chunk with an error: before
+        convergence that is the first chunk, so the per-epoch check costs a fraction of a full evaluation."""
+        if self.target_accuracy < 1.0:
+            return self.accuracy(xp, p, x, y) >= self.target_accuracy
+        for s in range(0, x.shape[0], chunk):
+            out = self.predict(xp, p, x[s : s + chunk])
+            if not bool(xp.all((out >= 0) == (y[s : s + chunk] > 0))):
+                return False
+        return True
+
+    def measure(self, xp, x, y, xt, yt, W1_0) -> Measure:
+        """The per-epoch diagnostics of one training set: train/test accuracy and ||W1 - W1_0||_1."""
+
+        def run(p: Params) -> dict[str, float]:
+            return {"train_accuracy": self.accuracy(xp, p, x, y), "test_accuracy": self.accuracy(xp, p, xt, yt),
+                    "hidden_progress": float(xp.sum(xp.abs(p["W1"] - W1_0)))}
+
+        return run
+
+    def train_epochs(self, ctx: Context, p: Params, x, y, xt, yt, rng: np.random.RandomState, n_epochs: int,
+                     log: EpochLog, measure: Measure, first: bool = True) -> tuple[int, bool]:
+        """Run up to n_epochs; returns (epochs run, target reached). The log gets one entry per epoch."""
         xp, be = ctx.backend.xp, ctx.backend
         update = self.make_update(xp)
-        step = ctx.variant.step
+        step = ctx.backend.compiled(ctx.variant.step)
         all_steps = ctx.scope == "all_steps" and ctx.trace.enabled
-        n = x.shape[0]
-        W1_0 = curves.setdefault("_W1_0", [p["W1"] * 1.0])[0]
-        test_acc = 0.0
+        n, bs = x.shape[0], self.batch_size
         for epoch in range(n_epochs):
             perm = be.index(rng.permutation(n))
+            xs, ys = x[perm], y[perm]  # one gather per epoch: the batches below are views
             epoch_trace = Trace() if all_steps else NULL_TRACE
-            if all_steps and epoch == 0 and start_epoch == 0:
+            if all_steps and epoch == 0 and first:
                 ctx.variant.init_trace(epoch_trace, p)
-            for s in range(0, n, self.batch_size):
-                idx = perm[s : s + self.batch_size]
-                xb, yb = x[idx], y[idx]
+            for s in range(0, n, bs):
+                xb, yb = xs[s : s + bs], ys[s : s + bs]
                 epoch_trace.write("x", xb.shape[0] * xb.shape[1])
                 epoch_trace.write("y", yb.shape[0])
                 step(xp, p, xb, yb, update, epoch_trace)
             if all_steps:
                 ctx.trace.extend(epoch_trace)
-                curves.setdefault("_epoch_traces", []).append(epoch_trace)
-            train_acc = self.accuracy(xp, p, x, y)
-            test_acc = self.accuracy(xp, p, xt, yt)
-            curves.setdefault("train_accuracy", []).append(train_acc)
-            curves.setdefault("test_accuracy", []).append(test_acc)
-            curves.setdefault("hidden_progress", []).append(float(xp.sum(xp.abs(p["W1"] - W1_0))))
-            if test_acc >= self.target_accuracy:
-                return epoch + 1, test_acc
-        return n_epochs, test_acc
+                log.traces.append(epoch_trace)
+            log.record(p, measure)
+            if self.reached(xp, p, xt, yt):
+                return epoch + 1, True
+        return n_epochs, False
 
     def trace_published_step(self, ctx: Context, p: Params, x_np: np.ndarray, y_np: np.ndarray) -> None:
         """Seed 001's protocol: one single-sample step on the first training sample with hinge margin < 1
@@ -102,6 +128,21 @@ class SGD:
         ctx.trace.write("y", y1.size)
         ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
 
+    def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
+        """The trained net's outcome; curves, train accuracy and the secret it uses come after the clock."""
+        be = ctx.backend
+        k = ctx.problem.k_sparse
+
+        def diagnostics(o: Outcome) -> None:
+            o.curves = log.curves()
+            o.train_accuracy = o.curves["train_accuracy"][-1]
+            o.extra["hidden_progress"] = o.curves["hidden_progress"][-1]
+            o.secret_found = secret_from_weights(be.to_numpy(p["W1"]), k)
+
+        traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
+        return Outcome(accuracy=self.accuracy(be.xp, p, xt, yt), train_accuracy=float("nan"), epochs=epochs,
+                       traces=traces, deferred=diagnostics)
+
     def solve(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
         p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
@@ -111,17 +152,11 @@ class SGD:
         p = {k: be.asarray(v) for k, v in p_np.items()}
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
         xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
-        curves: dict = {}
-        epochs, test_acc = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, curves)
+        log = EpochLog()
+        measure = self.measure(be.xp, x, y, xt, yt, p["W1"] * 1.0)
+        epochs, _ = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, log, measure)
         if ctx.scope == "published" and ctx.trace.enabled:
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
-        traces = {f"epoch_{i + 1}": t for i, t in enumerate(curves.pop("_epoch_traces", []))}
-        curves.pop("_W1_0", None)
-        return Outcome(
-            accuracy=test_acc,
-            train_accuracy=curves["train_accuracy"][-1],
-            epochs=epochs,
-            curves=curves,
-            extra={"hidden_progress": curves["hidden_progress"][-1]},
-            traces=traces,
-        )
+        return self.outcome(ctx, p, epochs, log, xt, yt)
+
+

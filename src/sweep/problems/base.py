@@ -1,4 +1,9 @@
-"""A problem draws a data set (host numpy arrays) and answers label queries (KM needs an oracle)."""
+"""A problem draws a data set (host numpy arrays) and answers label queries (KM needs an oracle).
+
+Every problem here is "n random +-1 bits, k secret indices, a label from those bits" where the label is a
+fold of the secret bits under an associative ``combine`` (product, minimum, sum). Methods that search subsets
+(smt) use ``combine`` to extend a partial subset by one bit and ``feasible`` to prune partial subsets.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +31,24 @@ class Problem:
     n_test: int = 200
     seed: int = 42
 
-    def labels(self, x, secret):  # works for numpy and torch arrays alike
+    def combine(self, a, b):
+        """Fold two partial labels (or a partial label and a bit) into one; works on numpy and torch."""
         raise NotImplementedError
+
+    def labels(self, x, secret):
+        """The label of every row of x (..., n_bits) for the given secret; a fold over the k secret bits."""
+        y = x[..., secret[0]]
+        for i in secret[1:]:  # k bits, not n: the loop is over the (small) secret
+            y = self.combine(y, x[..., i])
+        return y
+
+    def decide(self, xp, out):
+        """The label a real-valued prediction stands for (binary problems: its sign)."""
+        return xp.where(out >= 0, 1.0, -1.0)
+
+    def feasible(self, xp, partial, y, remaining: int) -> bool:
+        """Can some ``remaining`` more bits turn the partial fold (rows,) into the labels y? (smt pruning)"""
+        return True
 
     def generate(self) -> Dataset:
         """Draw secret and data the way the group's harness does (specs/traces.md, last section)."""

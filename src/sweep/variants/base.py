@@ -55,5 +55,5 @@ def hinge_dout(xp, out, y, trace: Trace):
     active = (out * y) < 1.0
     if not bool(xp.any(active)):
         return None
-    b = out.shape[0]
-    return xp.where(active, -y, xp.zeros_like(y)) / b
+    # y * (-1/b) is bit-identical to -y / b (y = +-1), with one operation fewer
+    return xp.where(active, y * (-1.0 / out.shape[0]), 0.0)

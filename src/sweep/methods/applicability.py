@@ -1,0 +1,42 @@
+"""Which method applies to which problem, checked when the config is composed (sweep.validate).
+
+Each method class declares ``problems = (...)``, the problem names it makes sense for, and may declare a
+``check_config(cfg)`` classmethod for its own config-time limits (fourier's subset count). The check imports
+the ``_target_`` classes, so a new method or problem needs no edit here.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+
+
+def _target_class(cfg: DictConfig, group: str) -> Any:
+    from sweep.validate import ConfigError  # late: sweep.validate imports this module
+
+    target = OmegaConf.select(cfg, f"{group}._target_", default=None)
+    if not target:
+        return None
+    try:
+        return get_class(target)
+    except Exception as e:  # an unimportable _target_ is a config error, not a crash mid-run
+        raise ConfigError(f"{group}._target_={target!r} cannot be imported: {e}") from e
+
+
+def check_method_applies(cfg: DictConfig) -> None:
+    """Raise ConfigError when the method does not apply to the problem (or breaks its own limits)."""
+    from sweep.validate import ConfigError
+
+    method_cls, problem_cls = _target_class(cfg, "method"), _target_class(cfg, "problem")
+    if method_cls is None or problem_cls is None:
+        return
+    allowed = getattr(method_cls, "problems", None)
+    problem = getattr(problem_cls, "name", None)
+    if allowed is not None and problem not in allowed:
+        method = OmegaConf.select(cfg, "method.name", default=method_cls.__name__)
+        raise ConfigError(f"method={method} does not apply to problem={problem}: "
+                          f"method={method} applies to problem in {{{', '.join(allowed)}}}")
+    check = getattr(method_cls, "check_config", None)
+    if check is not None:
+        check(cfg)

@@ -1,0 +1,21 @@
+"""sparse_sum: label = sum of the k secret bits (an integer in -k..k); accuracy is on the rounded prediction."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.problems.base import Problem
+
+
+@dataclass
+class SparseSum(Problem):
+    name: str = "sparse_sum"
+
+    def combine(self, a, b):
+        return a + b
+
+    def decide(self, xp, out):
+        return xp.round(out)
+
+    def feasible(self, xp, partial, y, remaining: int) -> bool:
+        # each further bit moves the sum by exactly 1
+        return bool(xp.all(xp.abs(y - partial) <= remaining))
