@@ -94,18 +94,25 @@ class Pool:
 
     def __init__(self, n: int, preload: Sequence[str] = ()) -> None:
         self.preload = list(preload)
-        # spawn, not fork: the launching process may hold threads (Modal's client, rich's refresh)
-        self.ctx = mp.get_context("spawn")
         self.workers: list[Worker] = []
         self.grow(n)
+
+    @staticmethod
+    def _context() -> Any:
+        # fork starts a worker in milliseconds with Hydra already imported, but only a single-threaded process
+        # forks safely; once Modal's client or rich's refresh thread runs (a worker replaced mid-sweep), spawn.
+        if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+            return mp.get_context("fork")
+        return mp.get_context("spawn")
 
     def grow(self, n: int) -> None:
         while len(self.workers) < n:
             self.workers.append(self._start())
 
     def _start(self) -> Worker:
-        parent, child = self.ctx.Pipe(duplex=True)
-        proc = self.ctx.Process(target=worker_main, args=(child, self.preload), daemon=True, name="sweep-worker")
+        ctx = self._context()
+        parent, child = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=worker_main, args=(child, self.preload), daemon=True, name="sweep-worker")
         proc.start()
         child.close()
         return Worker(proc, parent)
@@ -288,7 +295,11 @@ def _compose(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_
     jobs = []
     for i, overrides in enumerate(job_overrides):
         idx = initial_job_idx + i
-        cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        loader = launcher.hydra_context.config_loader
+        if hasattr(loader, "take"):  # FastComposer: the sweeper's composition of this job, if it made one
+            cfg = loader.take(launcher.config, list(overrides))
+        else:
+            cfg = loader.load_sweep_config(launcher.config, list(overrides))
         with open_dict(cfg):
             cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
             cfg.hydra.job.num = idx
@@ -370,9 +381,13 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     run: SweepRun = launcher.sweep or SweepRun(launcher)
     launcher.sweep = run
     needs_pool = launcher.route != "modal" or run.offline
-    if needs_pool:  # spawn the workers now: they import while this process composes
+    if needs_pool:  # start the workers now: they import while this process composes
+        if run.offline:  # import modal once here, before the fork, not once per worker
+            import hydra_plugins.sweep_launcher._modal_app  # noqa: F401
         if run.pool is None:
-            run.pool = Pool(min(run.n_workers, len(job_overrides)), launcher.preload)
+            # preload serves the project's task; other apps (Hydra's test apps) would only wait for it
+            preload = launcher.preload if all(k in cfg for k in JOB_KEYS) else []
+            run.pool = Pool(min(run.n_workers, len(job_overrides)), preload)
         else:
             run.pool.grow(min(run.n_workers, len(job_overrides)))
     jobs = _compose(launcher, job_overrides, initial_job_idx)

@@ -37,6 +37,8 @@ class SweepLauncherConf:
     # modules each local worker imports when it starts, while the launcher composes: the first job of a
     # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped
     preload: List[str] = field(default_factory=lambda: ["sweep.job"])
+    # compose each distinct set of group choices once, then apply a job's value overrides (see _compose.py)
+    fast_compose: bool = True
     modal: ModalConf = field(default_factory=ModalConf)
 
 

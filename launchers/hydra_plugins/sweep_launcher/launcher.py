@@ -16,7 +16,8 @@ from omegaconf import DictConfig
 
 class SweepLauncher(Launcher):
     def __init__(self, route: str = "device", n_workers: Optional[int] = None, force: bool = False,
-                 progress: bool = True, preload: Sequence[str] = (), modal: Any = None) -> None:
+                 progress: bool = True, preload: Sequence[str] = (), fast_compose: bool = True,
+                 modal: Any = None) -> None:
         if route not in ("device", "local", "modal"):
             raise ValueError(f"hydra.launcher.route={route!r} is not allowed: expected device, local or modal")
         self.route = route
@@ -24,6 +25,7 @@ class SweepLauncher(Launcher):
         self.force = force
         self.progress = progress
         self.preload = [str(m) for m in preload]
+        self.fast_compose = fast_compose
         self.modal: dict[str, Any] = dict(modal or {})
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
@@ -32,6 +34,11 @@ class SweepLauncher(Launcher):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
+        if self.fast_compose and hydra_context is not None:
+            from hydra_plugins.sweep_launcher._compose import FastComposer
+
+            # The sweeper composes each job through this same context before launch: share the work.
+            hydra_context.config_loader = FastComposer(hydra_context.config_loader)
         self.hydra_context = hydra_context
         self.task_function = task_function
 

@@ -1,0 +1,35 @@
+"""Hydra's own launcher test suites against the sweep launcher: `local`, and `modal` in offline mode (the real
+modal Function run through Function.local() on the local worker pool). Fixtures come from hydra-core's pytest
+plugin; see ../shared/specs/hydra-launcher-tests.md."""
+from __future__ import annotations
+
+from hydra.test_utils.launcher_common_tests import (
+    BatchedSweeperTestSuite,
+    IntegrationTestSuite,
+    LauncherTestSuite,
+)
+from pytest import mark
+
+LAUNCHERS = [("local", []), ("modal", ["hydra.launcher.modal.offline=true"])]
+QUIET = ["hydra/hydra_logging=disabled", "hydra/job_logging=disabled"]
+
+
+@mark.parametrize("launcher_name, overrides", LAUNCHERS)
+class TestSweepLauncher(LauncherTestSuite):
+    pass
+
+
+# the suite extends its `overrides` list in place: give it lists of its own
+@mark.parametrize("launcher_name, overrides",
+                  [(name, ["hydra.sweeper.max_batch_size=2", *extra]) for name, extra in LAUNCHERS])
+class TestSweepLauncherBatched(BatchedSweeperTestSuite):
+    pass
+
+
+@mark.parametrize(
+    "task_launcher_cfg, extra_flags",
+    [({}, ["-m", "hydra/launcher=local", *QUIET]),
+     ({}, ["-m", "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *QUIET])],
+)
+class TestSweepLauncherIntegration(IntegrationTestSuite):
+    pass
