@@ -62,6 +62,7 @@ class SignSGDConfig(SGDConfig):
     _target_: str = "sweep.methods.sign_sgd.SignSGD"
     name: str = "sign_sgd"
     lr: float = 0.01
+    dead_zone: float = 1e-12  # |grad| at or below this counts as zero (rounding noise has no sign)
 
 
 @dataclass

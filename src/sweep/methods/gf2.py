@@ -8,6 +8,7 @@ solver returns a wrong subset that still fits those rows, so more rows are added
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -51,6 +52,8 @@ def eliminate(xp, A, trace: Trace):
 
 @dataclass
 class GF2:
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
+
     name: str = "gf2"
     max_rows: int = 0  # 0: grow up to the whole training set
 

@@ -7,6 +7,7 @@ ones: seed 000 found a per-bit loop 790x slower on a GPU because of kernel-launc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from sweep.methods.base import Context, Outcome, subset_accuracy
 
 @dataclass
 class KM:
+    # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+
     name: str = "km"
     influence_samples: int = 5
 

@@ -25,12 +25,6 @@ def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], 
     return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
 
 
-def secret_from_weights(W1: np.ndarray, k: int) -> tuple[int, ...]:
-    """The k input bits with the largest first-layer weight mass (L1 over hidden units): what the net uses."""
-    mass = np.abs(np.asarray(W1)).sum(axis=0)
-    return tuple(sorted(int(i) for i in np.argsort(-mass, kind="stable")[:k]))
-
-
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # hinge loss: binary labels
@@ -131,13 +125,11 @@ class SGD:
     def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
         """The trained net's outcome; curves, train accuracy and the secret it uses come after the clock."""
         be = ctx.backend
-        k = ctx.problem.k_sparse
 
         def diagnostics(o: Outcome) -> None:
             o.curves = log.curves()
             o.train_accuracy = o.curves["train_accuracy"][-1]
             o.extra["hidden_progress"] = o.curves["hidden_progress"][-1]
-            o.secret_found = secret_from_weights(be.to_numpy(p["W1"]), k)
 
         traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
         return Outcome(accuracy=self.accuracy(be.xp, p, xt, yt), train_accuracy=float("nan"), epochs=epochs,

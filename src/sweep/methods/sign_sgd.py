@@ -15,11 +15,16 @@ from sweep.variants.base import Update
 class SignSGD(SGD):
     name: str = "sign_sgd"
     lr: float = 0.01
+    dead_zone: float = 1e-12  # |grad| at or below this counts as zero
 
     def make_update(self, xp) -> Update:
-        lr, wd = self.lr, self.wd
+        lr, wd, noise = self.lr, self.wd, self.dead_zone
 
         def update(p, g, decay: bool) -> None:
-            p -= lr * xp.sign(g + wd * p if decay else g)
+            if decay:
+                g = g + wd * p
+            # a gradient within rounding noise of zero has no sign: numpy and torch sum in different orders,
+            # and stepping +lr or -lr on that noise would make their runs drift apart
+            p -= lr * xp.sign(xp.where(xp.abs(g) > noise, g, 0.0))
 
         return update

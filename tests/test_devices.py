@@ -1,0 +1,55 @@
+"""device=cpu (numpy) and the torch path (device=torch_cpu here, device=cuda on a GPU) agree, seed for seed;
+device=cuda without a GPU is refused before the job starts; torch runs report warm-up apart."""
+from __future__ import annotations
+
+import pytest
+
+from sweep import job
+from tests.conftest import compose, run_sweep
+
+torch = pytest.importorskip("torch")
+
+# one allowed problem per method, sizes small enough for CI (float64 on both sides)
+CASES = {
+    "sgd": ("problem.n_bits=8", "method.hidden=32", "problem.n_train=300"),
+    "sign_sgd": ("problem.n_bits=10", "method.hidden=32", "problem.n_train=300"),
+    "curriculum": ("problem.n_bits=10", "method.hidden=32", "method.schedule=[6]", "problem.n_train=300"),
+    "forward_forward": ("problem=sparse_and", "problem.n_bits=8", "method.hidden=32", "problem.n_train=300"),
+    "gf2": (),
+    "km": ("problem=sparse_sum",),
+    "fourier": ("problem=sparse_and", "problem.n_bits=12"),
+    "smt": ("problem.k_sparse=4",),
+}
+
+
+def _run(method: str, device: str, *extra: str):
+    return job.run(compose(f"method={method}", f"device={device}", "tracker=none", *CASES[method], *extra))
+
+
+@pytest.mark.parametrize("method", sorted(CASES))
+def test_numpy_and_torch_find_the_same_answer(method):
+    a, b = _run(method, "cpu"), _run(method, "torch_cpu")
+    assert a.metrics["accuracy"] == b.metrics["accuracy"] == 1.0
+    assert a.metrics["epochs"] == b.metrics["epochs"]
+    assert a.tags.get("secret_found") == b.tags.get("secret_found")
+    assert "warmup_s" in b.metrics and "warmup_s" not in a.metrics  # the torch path times its warm-up apart
+    for curve in a.curves:
+        assert a.curves[curve] == pytest.approx(b.curves[curve], abs=1e-9), curve
+
+
+@pytest.mark.parametrize("method", ["sgd"])
+def test_compiled_hot_step_gives_the_same_result(method):
+    # aot_eager: torch.compile's graph capture without C++ code generation, which takes minutes on 2 cores
+    plain = _run(method, "torch_cpu")
+    compiled = _run(method, "torch_cpu", "device.compile=true", "device.compile_backend=aot_eager")
+    assert compiled.metrics["accuracy"] == plain.metrics["accuracy"] == 1.0
+    assert compiled.metrics["epochs"] == plain.metrics["epochs"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_gpu_is_refused_before_the_job_starts(store, tmp_path):
+    r = run_sweep("device=cuda", "device.local_gpu=true", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "needs a CUDA GPU" in r.stderr and "device=torch_cpu" in r.stderr
+    assert "[FINISHED]" not in r.stdout
+    assert not (tmp_path / "mlruns" / "mlflow.db").exists()  # no MLflow run, not even a store
