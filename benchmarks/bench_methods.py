@@ -1,0 +1,76 @@
+"""Speed of the methods on numpy CPU against seed 000's CPU figures, and how they scale.
+
+    /tmp/venv/bin/python benchmarks/bench_methods.py [--repeats 3] [--device cpu]
+
+(a) n=20, k=3, default hyper-parameters, seeds 42-46: per seed the job's own wall_clock_s (sweep.job.run,
+tracker=none), the minimum over ``repeats`` runs (other load on a shared machine only ever adds time), then
+the median over the seeds; target >= 3x faster than seed 000 (SGD 142 ms, GF(2) 0.5 ms, KM 1.1 ms) with
+accuracy 1.0. (b) scaling: gf2 and km at n=100/k=10 and n=1000/k=3, sgd and curriculum at n=50/k=3.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from hydra import compose, initialize_config_dir
+
+from sweep import job
+from sweep.paths import CONF_DIR
+from sweep.schema import register_configs
+
+SEED_000_CPU_MS = {"sgd": 142.0, "gf2": 0.5, "km": 1.1}
+SPEED_METHODS = ["sgd", "gf2", "km", "sign_sgd", "curriculum", "fourier", "smt"]
+SEEDS = range(42, 47)
+SCALING = [("gf2", 100, 10), ("gf2", 1000, 3), ("km", 100, 10), ("km", 1000, 3), ("sgd", 50, 3),
+           ("curriculum", 50, 3)]
+
+
+def timed(overrides: list[str], repeats: int) -> tuple[float, dict[str, float]]:
+    """(min wall_clock_s over repeats, metrics of the last run) of one job."""
+    best, metrics = float("inf"), {}
+    for _ in range(repeats):
+        metrics = job.run(compose("config", overrides=overrides)).metrics
+        best = min(best, metrics["wall_clock_s"])
+    return best, metrics
+
+
+def over_seeds(method: str, n: int, k: int, device: str, repeats: int) -> tuple[float, float, float]:
+    """(median ms, min accuracy, median epochs) over SEEDS."""
+    ms, acc, ep = [], [], []
+    for seed in SEEDS:
+        t, m = timed([f"method={method}", f"problem.n_bits={n}", f"problem.k_sparse={k}", f"problem.seed={seed}",
+                      f"device={device}", "tracker=none"], repeats)
+        ms.append(t * 1e3)
+        acc.append(m["accuracy"])
+        ep.append(m["epochs"])
+    return statistics.median(ms), min(acc), statistics.median(ep)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        print(f"(a) speed at n=20, k=3, device={args.device}: median over seeds 42-46 of the best of "
+              f"{args.repeats} runs")
+        print(f"| method | median ms | seed 000 CPU ms | speedup | target (3x) | min accuracy | median epochs |")
+        print("|---|---|---|---|---|---|---|")
+        for method in SPEED_METHODS:
+            ms, acc, ep = over_seeds(method, 20, 3, args.device, args.repeats)
+            ref = SEED_000_CPU_MS.get(method)
+            speed = f"{ref / ms:.1f}x" if ref else "-"
+            target = ("met" if ref / ms >= 3 and acc == 1.0 else "MISSED") if ref else "-"
+            print(f"| {method} | {ms:.3f} | {ref if ref else '-'} | {speed} | {target} | {acc:.3f} | {ep:g} |",
+                  flush=True)
+        print(f"\n(b) scaling, device={args.device}: median over seeds 42-46")
+        print("| method | n | k | median ms | min accuracy | median epochs |")
+        print("|---|---|---|---|---|---|")
+        for method, n, k in SCALING:
+            ms, acc, ep = over_seeds(method, n, k, args.device, 1)
+            print(f"| {method} | {n} | {k} | {ms:.3f} | {acc:.3f} | {ep:g} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
