@@ -39,6 +39,7 @@ class Reply:
     idx: int
     job_return: Optional[JobReturn]
     error: Optional[str] = None  # traceback text when the task raised or the worker failed
+    reason: Optional[str] = None  # one line: why it failed (for the end-of-sweep summary)
     wall_s: float = 0.0  # the task function's wall-clock in the worker (Modal: what is billed)
     cpu_s: float = 0.0  # the task function's CPU seconds (all threads of the worker process)
     files: dict[str, str] = field(default_factory=dict)  # output-dir files, for jobs run in a container
@@ -68,22 +69,31 @@ def run_one(session: Session, idx: int, cfg: DictConfig, collect_files: bool = F
         finally:
             clock["wall"], clock["cpu"] = time.perf_counter() - w0, time.process_time() - c0
 
-    error: Optional[str] = None
+    error = reason = None
     try:
         ret = run_job(hydra_context=session.hydra_context, task_function=timed, config=cfg,
                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
         if ret.status == JobStatus.FAILED:
             exc = ret._return_value
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            reason = _reason(exc)
     except BaseException as e:  # noqa: BLE001 - SystemExit from a task, a broken job dir, ...: one FAILED job
+        reason = _reason(e)
         ret = JobReturn(overrides=list(cfg.hydra.overrides.task), status=JobStatus.FAILED,
-                        _return_value=RuntimeError(f"{type(e).__name__}: {e}"))
+                        _return_value=RuntimeError(reason))
         error = traceback.format_exc()
-    reply = Reply(idx=idx, job_return=ret, error=error, wall_s=clock.get("wall", 0.0),
+    reply = Reply(idx=idx, job_return=ret, error=error, reason=reason, wall_s=clock.get("wall", 0.0),
                   cpu_s=clock.get("cpu", 0.0))
     if collect_files and ret.hydra_cfg is not None:
         reply.files = _output_files(Path(ret.hydra_cfg.hydra.runtime.output_dir))
     return reply
+
+
+def _reason(e: BaseException) -> str:
+    # sys.exit() while handling an error (the project's task on a ConfigError): the error is the reason
+    if isinstance(e, SystemExit) and e.__context__ is not None:
+        e = e.__context__
+    return f"{type(e).__name__}: {e}"
 
 
 def _output_files(root: Path) -> dict[str, str]:

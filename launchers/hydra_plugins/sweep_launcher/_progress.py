@@ -1,29 +1,34 @@
-"""Live progress on the terminal (stderr): done / failed / running / ETA, with rich."""
+"""Live progress: done / failed / running / ETA. A rich bar on a terminal; elsewhere (CI, pipes) a plain line
+on stderr every few seconds, and each job's summary line on stdout."""
 from __future__ import annotations
 
 import sys
 import time
 from typing import Any, Optional
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeRemainingColumn
-
 
 class Progress:
+    PLAIN_EVERY_S = 5.0
+
     def __init__(self, total: int, enabled: bool = True) -> None:
         self.total = total
         self.done = self.failed = 0
         self.running: set[int] = set()
-        self.enabled = enabled
-        self._bar: Optional[RichProgress] = None
-        self._task: Any = None
+        self.t0 = time.monotonic()
         self._last = 0.0
-        if enabled:
+        self._last_plain = time.monotonic()
+        self.enabled = enabled
+        self._bar: Optional[Any] = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
             self._bar = RichProgress(
                 TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("done {task.fields[done]}  failed {task.fields[failed]}  running {task.fields[running]}"),
-                TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=False, redirect_stdout=True, redirect_stderr=False)
+                TextColumn("done {task.fields[done]}  failed {task.fields[failed]}  "
+                           "running {task.fields[running]}  ETA"), TimeRemainingColumn(),
+                console=Console(stderr=True), redirect_stdout=True, redirect_stderr=True)
             self._task = self._bar.add_task("sweep", total=total, done=0, failed=0, running=0)
 
     def __enter__(self) -> "Progress":
@@ -45,14 +50,25 @@ class Progress:
             self.done += 1
         else:
             self.failed += 1
-        # rich's redirect_stdout prints above the live line; failures go to stderr
-        print(line, file=sys.stdout if ok else sys.stderr, flush=True)
+        print(line, file=sys.stdout if ok else sys.stderr, flush=True)  # above the bar on a terminal
         self.refresh()
+
+    def eta_s(self) -> Optional[float]:
+        n = self.done + self.failed
+        if not n:
+            return None
+        return (time.monotonic() - self.t0) / n * (self.total - n)
 
     def refresh(self, force: bool = False) -> None:
         now = time.monotonic()
-        if self._bar is None or (not force and now - self._last < 0.1):  # cheap for 1000s of fast jobs
-            return
-        self._last = now
-        self._bar.update(self._task, completed=self.done + self.failed, done=self.done, failed=self.failed,
-                         running=len(self.running))
+        if self._bar is not None:
+            if force or now - self._last >= 0.1:  # cheap for 1000s of fast jobs
+                self._last = now
+                self._bar.update(self._task, completed=self.done + self.failed, done=self.done,
+                                 failed=self.failed, running=len(self.running))
+        elif self.enabled and now - self._last_plain >= self.PLAIN_EVERY_S:
+            self._last_plain = now
+            eta = self.eta_s()
+            print(f"sweep: {self.done + self.failed}/{self.total} done {self.done} failed {self.failed} "
+                  f"running {len(self.running)} ETA {'?' if eta is None else f'{eta:.0f}s'}",
+                  file=sys.stderr, flush=True)

@@ -223,7 +223,7 @@ class SweepRun:
             if not token:
                 return found
 
-    def record(self, job: Job, reply: Reply, ret: JobReturn) -> None:
+    def record(self, job: Job, reply: Reply, ret: JobReturn, status: str = "FAILED") -> None:
         """Write the job's child run (results come here one at a time: the only writer of the store)."""
         from sweep.cost import cost_usd
         from sweep.recording import failed_result
@@ -235,8 +235,7 @@ class SweepRun:
             result = ret._return_value
             if not isinstance(result, RunResult):
                 return
-        else:
-            status = "KILLED" if reply.error and reply.error.startswith("KILLED") else "FAILED"
+        else:  # status: FAILED, or KILLED for a job cut short by Ctrl-C
             result = failed_result(job.cfg, None, status=status, error=reply.error or "unknown failure")
         route_tags = {"sweep.route": job.where, "hydra.job.num": str(job.idx)}
         if job.where == "modal":
@@ -449,7 +448,7 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
         finally:
             interrupt.in_write = False
         if ret.status == JobStatus.FAILED:
-            why = (reply.error or "failed").strip().splitlines()[-1]
+            why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]
             run.failures.append((job, why))
             ret = IsolatedFailure(**{k: getattr(ret, k) for k in ("overrides", "cfg", "hydra_cfg", "working_dir",
                                                                    "task_name", "status", "_return_value")})
@@ -515,9 +514,8 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
                     if reply is None:  # the worker died with the job (os._exit, OOM kill, segfault)
                         w.proc.join(timeout=1)
                         code = w.proc.exitcode
-                        reply = Reply(idx=job.idx, job_return=None,
-                                      error=f"worker process {w.proc.pid} died (exit code {code}) while running "
-                                            f"job {job.label()}\n")
+                        why = f"worker process {w.proc.pid} died (exit code {code}) while running the job"
+                        reply = Reply(idx=job.idx, job_return=None, error=why + "\n", reason=why)
                         pool.replace(w)
                     handle(job, reply)
                 progress.refresh()
@@ -531,8 +529,8 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
             run.pool = None
         for job in running:
             run.record(job, Reply(idx=job.idx, job_return=None,
-                                  error="KILLED: interrupted (Ctrl-C) while the job was running\n"),
-                       JobReturn(status=JobStatus.FAILED))
+                                  error="interrupted (Ctrl-C) while the job was running\n"),
+                       JobReturn(status=JobStatus.FAILED), status="KILLED")
         run.n_killed += len(running)
         not_started = len(local)
         print(f"\nsweep: interrupted: {len(running)} running job(s) recorded KILLED, {not_started} not started",

@@ -1,0 +1,275 @@
+"""The sweep launcher end to end: real `python -m sweep` subprocesses, a real MLflow store in a temp dir.
+
+One SQLite store serves the whole module (creating one costs seconds); each test writes its own experiment.
+Covers failure isolation across batches, resume/force, Ctrl-C, worker death, parallelism, determinism across
+launchers, routing (cuda -> Modal, offline), no Modal token, credential hygiene, and FastComposer == Hydra.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import ROOT, run_sweep
+
+FAKE_ID, FAKE_SECRET = "ak-FAKETOKENID4711", "as-FAKETOKENSECRET0815"
+SOLVE_METRICS = ("accuracy", "train_accuracy", "epochs", "secret_correct")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    """A real SQLite store for this module, created (schema and all) before any sweep touches it."""
+    from sweep.recorder import Recorder
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
+    Recorder(uri, "warmup")
+    return uri
+
+
+def sweep(store: str, cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_sweep("-m", *args, cwd=cwd, env={"MLFLOW_TRACKING_URI": store, **(env or {})})
+
+
+def runs(store: str, experiment: str) -> tuple[list, list]:
+    """(parents, children) of an experiment, oldest first."""
+    c = MlflowClient(store)
+    exp = c.get_experiment_by_name(experiment)
+    rs = c.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"]) if exp else []
+    return ([r for r in rs if r.data.tags.get("sweep.parent") == "true"],
+            [r for r in rs if r.data.tags.get("sweep.parent") != "true"])
+
+
+def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path):
+    # dtype=bogus passes validation and raises inside the job; batches of 2 put a failure in each batch
+    args = ["hydra/launcher=local", "method=gf2", "tracker=none", "problem.seed=1,2", "device.dtype=float64,bogus",
+            "hydra.sweeper.max_batch_size=2", "mlflow.experiment=isolation"]
+    p = sweep(store, tmp_path, *args)
+    assert p.returncode == 1, p.stderr
+    assert "2 failed" in p.stderr and "failed jobs:" in p.stderr
+    failed_lines = [ln for ln in p.stderr.splitlines() if ln.startswith("  #")]
+    assert len(failed_lines) == 2 and all("device.dtype=bogus" in ln and "AttributeError" in ln for ln in failed_lines)
+    (parent,), children = runs(store, "isolation")
+    assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
+    assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]
+    by_status = {s: [c for c in children if c.info.status == s] for s in ("FINISHED", "FAILED")}
+    assert len(by_status["FINISHED"]) == 2 and len(by_status["FAILED"]) == 2  # the 2nd batch ran too
+    assert all(c.data.tags["mlflow.parentRunId"] == parent.info.run_id for c in children)
+    client = MlflowClient(store)
+    tb = client.download_artifacts(by_status["FAILED"][0].info.run_id, "traceback.txt", str(tmp_path))
+    assert "AttributeError" in Path(tb).read_text()
+    # cost: CPU seconds x device.price_per_hour; the parent sums cost and wall-clock
+    fin = by_status["FINISHED"]
+    for c in fin:
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
+    assert parent.data.metrics["cost_usd"] == pytest.approx(sum(c.data.metrics["cost_usd"] for c in fin))
+    assert parent.data.metrics["wall_clock_s"] == pytest.approx(sum(c.data.metrics["wall_clock_s"] for c in fin))
+    assert parent.data.metrics["jobs_failed"] == 2
+
+    # resume: the same sweep again skips the 2 FINISHED jobs and re-runs only the failed ones
+    p = sweep(store, tmp_path, *args)
+    assert p.returncode == 1 and "skipping 1 job(s)" in p.stdout  # one finished job per batch
+    parents, children = runs(store, "isolation")
+    assert len(parents) == 2 and len(children) == 6
+    assert sorted(c.info.status for c in children[4:]) == ["FAILED", "FAILED"]
+    # force re-runs a job that has a FINISHED run
+    p = sweep(store, tmp_path, *args[:3], "problem.seed=1", "mlflow.experiment=isolation", "hydra.launcher.force=true")
+    assert p.returncode == 0, p.stderr
+    assert [c.info.status for c in runs(store, "isolation")[1][6:]] == ["FINISHED"]
+
+
+APP = textwrap.dedent("""
+    import os, sys, time
+    import hydra
+
+    @hydra.main(version_base=None, config_path=None)
+    def main(cfg):
+        out = os.path.join(os.environ["MARKS"], str(cfg.job))
+        t0 = time.time()
+        if cfg.mode == "exit":
+            os._exit(3)  # the worker dies with its job
+        if cfg.mode == "raise":
+            raise ValueError("job said no")
+        time.sleep(1.0)
+        with open(out, "w") as f:
+            f.write(f"{os.getpid()} {t0} {time.time()}")
+        return cfg.job
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+def test_worker_death_raise_and_parallel_jobs_in_a_plain_hydra_app(tmp_path):
+    """An app without the sweep structure: nothing is recorded, failures are still isolated and reported."""
+    (tmp_path / "app.py").write_text(APP)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    p = subprocess.run(
+        [sys.executable, "app.py", "-m", "hydra/launcher=local", "hydra.launcher.n_workers=2",
+         "+job=0,1,2,3", "+mode=sleep", "hydra.sweep.dir=out"],
+        cwd=tmp_path, env={**os.environ, "MARKS": str(marks)}, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    spans = [tuple(map(float, (marks / str(j)).read_text().split())) for j in range(4)]
+    assert len({s[0] for s in spans}) == 2  # two worker processes ...
+    assert sum(a[1] < b[2] and b[1] < a[2] for a in spans for b in spans if a is not b) >= 2  # ... overlapping
+    assert (tmp_path / "out" / "3" / ".hydra" / "config.yaml").exists() and (tmp_path / "out" / "0" / "app.log").exists()
+
+    p = subprocess.run(
+        [sys.executable, "app.py", "-m", "hydra/launcher=local", "+job=10,11,12", "+mode=exit,raise,sleep",
+         "hydra.sweep.dir=out2"],
+        cwd=tmp_path, env={**os.environ, "MARKS": str(marks)}, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    assert "worker process" in p.stderr and "died (exit code 3)" in p.stderr
+    assert "ValueError: job said no" in p.stderr
+    assert len(list(marks.glob("1[012]"))) == 3  # every job=..,mode=sleep finished despite the others
+
+
+def test_ctrl_c_stops_workers_and_marks_unfinished_runs_killed(store, tmp_path):
+    # max_epochs=1 jobs finish at once; max_epochs=100000 at a tiny lr never converge: running at Ctrl-C
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", "hydra/launcher=local", "hydra.launcher.n_workers=2",
+         "method=sgd", "method.lr=1e-6", "problem.seed=1,2", "method.max_epochs=1,100000",
+         "tracker=none", "mlflow.experiment=interrupt"],
+        cwd=tmp_path, env={**os.environ, "MLFLOW_TRACKING_URI": store}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        finished = 0
+        while finished < 2 and time.monotonic() < deadline:  # both short jobs recorded
+            line = proc.stdout.readline()
+            finished += line.startswith("[FINISHED]")
+        assert finished == 2
+        time.sleep(1.0)  # the sgd jobs are running now
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    (parent,), children = runs(store, "interrupt")
+    assert parent.info.status == "KILLED"
+    statuses = sorted(c.info.status for c in children)
+    assert statuses == ["FINISHED", "FINISHED", "KILLED", "KILLED"], statuses
+    assert all(c.data.params["method.max_epochs"] == ("1" if c.info.status == "FINISHED" else "100000")
+               for c in children)
+    assert not [r for r in MlflowClient(store).search_runs(
+        [MlflowClient(store).get_experiment_by_name("interrupt").experiment_id]) if r.info.status == "RUNNING"]
+
+
+def _solve_metrics(children) -> dict:
+    return {(c.data.tags["method"], c.data.params["problem.seed"]):
+            {k: c.data.metrics.get(k) for k in SOLVE_METRICS} for c in children}
+
+
+def test_same_seed_same_metrics_under_local_basic_and_modal_offline_without_leaking_tokens(store, tmp_path):
+    common = ["method=gf2,km,sgd", "problem.seed=5", "problem.n_bits=12", "tracker=none"]
+    p_local = sweep(store, tmp_path, "hydra/launcher=local", *common, "mlflow.experiment=det_local")
+    p_basic = sweep(store, tmp_path, "hydra/launcher=basic", *common, "mlflow.experiment=det_basic")
+    # a Modal token in the environment must not reach logs, params, tags or artifacts
+    p_modal = sweep(store, tmp_path, "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *common,
+                    "mlflow.experiment=det_modal", env={"MODAL_TOKEN_ID": FAKE_ID, "MODAL_TOKEN_SECRET": FAKE_SECRET})
+    for p in (p_local, p_basic, p_modal):
+        assert p.returncode == 0, p.stderr
+    metrics = [_solve_metrics(runs(store, f"det_{name}")[1]) for name in ("local", "basic", "modal")]
+    assert len(metrics[0]) == 3 and metrics[0] == metrics[1] == metrics[2]
+    children = runs(store, "det_modal")[1]
+    assert {c.data.tags["sweep.route"] for c in children} == {"modal"}
+    for c in children:  # a CPU container on Modal: billed seconds x the CPU row of the price table
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["billed_s"] * 0.04716 / 3600)
+
+    client = MlflowClient(store)
+    texts = [p_modal.stdout, p_modal.stderr]
+    for c in children + runs(store, "det_modal")[0]:
+        texts += [str(c.data.params), str(c.data.tags), str(c.data.metrics)]
+        for a in client.list_artifacts(c.info.run_id):
+            texts.append(Path(client.download_artifacts(c.info.run_id, a.path, str(tmp_path))).read_text())
+    texts += [f.read_text() for f in (tmp_path / "multirun").rglob("*") if f.is_file()]
+    assert not [t for t in texts if FAKE_ID in t or FAKE_SECRET in t]
+
+
+def test_routing_cuda_jobs_go_to_modal_offline_and_cpu_jobs_stay_local(store, tmp_path):
+    p = sweep(store, tmp_path, "method=gf2", "device=cpu,cuda", "tracker=none", "hydra.launcher.modal.offline=true",
+              "mlflow.experiment=routing")
+    (parent,), children = runs(store, "routing")
+    assert parent.data.tags["launcher"] == "sweep"
+    route = {c.data.tags["device"]: c for c in children}
+    assert route["cpu"].data.tags["sweep.route"] == "local" and route["cpu"].info.status == "FINISHED"
+    cuda = route["cuda"]
+    assert cuda.data.tags["sweep.route"] == "modal" and cuda.data.tags["modal.gpu"] == "L4"
+    assert cuda.data.tags["modal.offline"] == "true"
+    import torch
+
+    if torch.cuda.is_available():  # a GPU machine runs the offline cuda job for real
+        assert cuda.info.status == "FINISHED" and p.returncode == 0
+        assert cuda.data.metrics["cost_usd"] == pytest.approx(cuda.data.metrics["billed_s"] * 0.7992 / 3600)
+    else:  # here the job reaches the Modal worker function and finds no GPU: FAILED, reported, exit 1
+        assert cuda.info.status == "FAILED" and p.returncode == 1
+        assert "needs a CUDA GPU" in p.stderr
+
+
+def test_modal_without_token_fails_at_once_with_setup_help(store, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODAL_")}
+    env.update(HOME=str(tmp_path), MLFLOW_TRACKING_URI=store)  # no ~/.modal.toml, no token variables
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "sweep", "-m", "method=gf2", "device=cuda", "problem.seed=1,2",
+                        "tracker=none", "mlflow.experiment=notoken"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and time.monotonic() - t0 < 60
+    assert "modal token new" in p.stderr and "modal token set" in p.stderr
+    (parent,), children = runs(store, "notoken")
+    assert [c.info.status for c in children] == ["FAILED", "FAILED"] and parent.info.status == "FAILED"
+
+
+def test_route_of_and_prices():
+    from omegaconf import OmegaConf
+
+    from hydra_plugins.sweep_launcher._prices import gpu_price_per_hour
+    from hydra_plugins.sweep_launcher._sweep import route_of
+
+    def dev(**kw):
+        return OmegaConf.create({"device": {"backend": "numpy", "torch_device": "cpu", "local_gpu": False, **kw}})
+
+    assert route_of(dev(), "device") == "local"
+    assert route_of(dev(backend="torch"), "device") == "local"
+    assert route_of(dev(backend="torch", torch_device="cuda"), "device") == "modal"
+    assert route_of(dev(backend="torch", torch_device="cuda:0", local_gpu=True), "device") == "local"
+    assert route_of(dev(backend="torch", torch_device="cuda"), "local") == "local"
+    assert route_of(dev(), "modal") == "modal"
+    assert route_of(OmegaConf.create({"x": 1}), "device") == "local"  # not a sweep job: local
+    assert gpu_price_per_hour("H100") == pytest.approx(3.9492)
+    assert gpu_price_per_hour("a100-80gb:2") == pytest.approx(2 * 2.4984)
+    assert gpu_price_per_hour(None) == pytest.approx(0.04716)
+    with pytest.raises(KeyError, match="no Modal price"):
+        gpu_price_per_hour("Z9000")
+
+
+def test_fast_composer_equals_hydra_composition():
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from sweep.schema import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3", job_name="t"):
+        loader = GlobalHydra.instance().config_loader()
+        master = loader.load_configuration("config", ["method=gf2,km", "problem.seed=1,2"], RunMode.MULTIRUN)
+        fast = FastComposer(loader)
+        for overrides in (["method=gf2", "problem.seed=1"], ["method=km", "problem.seed=2", "device.dtype=float32"],
+                          ["problem.seed=3", "method=sgd", "method.lr=0.5"], ["+extra.note=x", "problem.seed=4"]):
+            want = loader.load_sweep_config(master, overrides)
+            got = fast.take(master, overrides)
+            assert OmegaConf.to_container(got) == OmegaConf.to_container(want), overrides
+            assert got.hydra.job.override_dirname == want.hydra.job.override_dirname
+        # one template per group selection (gf2, km, sgd) + one for the `+key` override, which is never a value
+        assert len(fast.templates) == 4
