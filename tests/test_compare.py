@@ -1,0 +1,100 @@
+"""sweep.compare against a real MLflow store filled with real job results (no mocks)."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from sweep import compare as cmpmod
+from sweep import job
+from sweep.recorder import Recorder
+from sweep.recording import failed_result
+from tests.conftest import compose
+
+SMALL = ("problem.n_bits=12", "problem.n_test=50")
+
+
+@pytest.fixture(scope="module")
+def sweep_store(tmp_path_factory):
+    """A parent run 'demo' (overrides say sweeps=demo) with gf2/km x seeds 42,43 + one failed cuda-like job.
+    One store for the module: creating an MLflow SQLite store costs seconds."""
+    store = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'mlflow.db'}"
+    rec = Recorder(store, "demo")
+    parent = rec.start_parent("sweep sweeps=demo", {"sweep.overrides": "sweeps=demo", "launcher": "basic"})
+    results = []
+    for m in ("gf2", "km"):
+        for seed in (42, 43):
+            r = job.run(compose(f"method={m}", f"problem.seed={seed}", *SMALL))
+            rec.log(r, parent_run_id=parent)
+            results.append(r)
+    bad_cfg = compose("method=gf2", "device=torch_cpu", *SMALL)
+    failed = failed_result(bad_cfg, RuntimeError("no CUDA GPU here: device unavailable"))
+    rec.log(failed, parent_run_id=parent)
+    rec.end_parent(parent, "FAILED", [*results, failed])
+    return store, parent, results
+
+
+def test_groups_by_swept_keys_and_aggregates_seeds(sweep_store, tmp_path):
+    store, parent, results = sweep_store
+    cmp, files = cmpmod.compare("demo", store, tmp_path / "out")
+    assert cmp.parent_id == parent and cmp.study == "demo"
+    # method and device vary; seeds are aggregated, method.* keys of one method only are not "swept"
+    assert cmp.keys == ["device.name", "method.name"]
+    rows = {(r.key["device.name"], r.key["method.name"]): r for r in cmp.rows}
+    assert set(rows) == {("cpu", "gf2"), ("cpu", "km"), ("torch_cpu", "gf2")}
+    km = rows[("cpu", "km")]
+    walls = [r.metrics["wall_clock_s"] for r in results if r.tags["method"] == "km"]
+    assert km.finished == km.total == 2
+    assert km.stats["wall_clock_s"].mean == pytest.approx(statistics.fmean(walls))
+    assert km.stats["wall_clock_s"].std == pytest.approx(statistics.stdev(walls))
+    assert km.stats["accuracy"].n == 2 and "ard" in cmp.metrics and "cost_usd" in cmp.metrics
+    # the failed group keeps its reason, read from the child's traceback artifact
+    bad = rows[("torch_cpu", "gf2")]
+    assert bad.finished == 0 and "device unavailable" in bad.failure
+    assert "device unavailable" in cmp.markdown()
+    # files written and logged on the parent run
+    assert [f.name for f in files] == ["table.csv", "table.md", "demo.png"]
+    assert files[2].stat().st_size > 5000
+    logged = {a.path for a in MlflowClient(store).list_artifacts(parent, "compare")}
+    assert logged == {"compare/table.csv", "compare/table.md", "compare/demo.png"}
+    header = files[0].read_text().splitlines()[0].split(",")
+    assert header[:4] == ["device.name", "method.name", "finished", "total"] and "ard_mean" in header
+
+
+def test_cli_markdown_by_run_id(sweep_store, tmp_path, capsys):
+    store, parent, _ = sweep_store
+    args = ["--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log"]
+    assert cmpmod.main([parent, "--markdown", *args]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| device.name | method.name | runs | accuracy |")
+    assert "| cpu | km | 2/2 | 1.000 ± 0.000 |" in out
+    assert not {a.path for a in MlflowClient(store).list_artifacts(parent, "compare")} - {
+        "compare/table.csv", "compare/table.md", "compare/demo.png"}  # --no-log: nothing new
+
+
+def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsys):
+    store = sweep_store[0]
+    r = job.run(compose("method=gf2", "problem.n_bits=10"))
+    parents = []
+    for exp in ("again", "elsewhere"):  # same preset, other experiment: found by its overrides tag
+        rec = Recorder(store, exp)
+        parents.append(rec.start_parent("again", {"sweep.overrides": "sweeps=again problem.n_bits=10"}))
+        rec.log(r, parent_run_id=parents[-1])
+        rec.end_parent(parents[-1], "FINISHED", [r])
+    client = MlflowClient(store)
+    assert cmpmod.find_parent(client, "again").info.run_id == parents[1]
+    assert cmpmod.find_parent(client, parents[0]).info.run_id == parents[0]
+    assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 1
+    assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
+
+
+def test_swept_keys_ignore_keys_of_one_group_choice():
+    params = [
+        {"method.name": "sgd", "method.hidden": "200", "problem.seed": "42", "method._target_": "a"},
+        {"method.name": "gf2", "method.max_rows": "0", "problem.seed": "43", "method._target_": "b"},
+        {"method.name": "sgd", "method.hidden": "200", "problem.seed": "43", "method._target_": "a"},
+    ]
+    assert cmpmod.swept_keys(params) == ["method.name"]
+    params.append({"method.name": "sgd", "method.hidden": "500", "problem.seed": "42"})
+    assert cmpmod.swept_keys(params) == ["method.hidden", "method.name"]

@@ -1,0 +1,175 @@
+"""The real MLflow UI (started like `python -m sweep.ui` starts it) shows a recorded sweep in headless Chromium:
+the sweep's child runs, with their ard / accuracy / cost_usd columns and values. Keeps a screenshot in the
+test's tmp dir and in tests/artifacts/ (git-ignored).
+
+Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
+them on a developer machine; under CI (CI set) their absence fails the test instead.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sweep import job, ui
+from sweep.recorder import Recorder
+from tests.conftest import ROOT, compose
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+METRICS = ("accuracy", "ard", "cost_usd")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def _requirements() -> str | None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    for exe in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(exe, os.X_OK):
+            return f"{exe} missing (apt-get install -y chromium chromium-driver)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mlflow ui exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"mlflow ui not healthy after {timeout:.0f} s")
+
+
+@pytest.fixture
+def recorded_sweep(tmp_path):
+    """A small real sweep: parent run + gf2/km x seeds 42,43 children, in a temporary store."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    rec = Recorder(uri, "ui-sweep")
+    parent = rec.start_parent("sweep sweeps=ui_demo", {"sweep.overrides": "sweeps=ui_demo", "launcher": "basic"})
+    results = []
+    for method in ("gf2", "km"):
+        for seed in (42, 43):
+            r = job.run(compose(f"method={method}", f"problem.seed={seed}", "problem.n_bits=12"))
+            rec.log(r, parent_run_id=parent)
+            results.append(r)
+    rec.end_parent(parent, "FINISHED", results)
+    return uri, rec.experiment_id, parent, results
+
+
+@pytest.fixture
+def mlflow_server(recorded_sweep, tmp_path):
+    uri = recorded_sweep[0]
+    port = _free_port()
+    log = open(tmp_path / "mlflow-ui.log", "w")
+    proc = subprocess.Popen(ui.command(uri, "127.0.0.1", port), stdout=log, stderr=subprocess.STDOUT,
+                            cwd=tmp_path, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, timeout=150)
+        yield url
+    finally:
+        os.killpg(proc.pid, 15)  # the server and its uvicorn worker: its own session, started here
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        log.close()
+
+
+def _browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
+                "--window-size=2400,900"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+
+
+@pytest.mark.slow
+def test_mlflow_ui_shows_sweep_runs_with_metric_columns(recorded_sweep, tmp_path, request):
+    missing = _requirements()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run in CI: {missing}")
+        pytest.skip(missing)
+    url = request.getfixturevalue("mlflow_server")
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, exp_id, parent, results = recorded_sweep
+    shot = tmp_path / "mlflow-ui.png"
+    driver = _browser()
+    try:
+        port = int(url.rsplit(":", 1)[1])
+        driver.get(ui.runs_url("127.0.0.1", port, exp_id))
+        wait = WebDriverWait(driver, 60)
+        # the sweep is one parent row; expand it to show the child runs
+        wait.until(EC.element_to_be_clickable(
+            (By.CSS_SELECTOR, f"div[row-id='{parent}'] button[data-component-id*='runnamecellrenderer']"))).click()
+        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.run_id}']") for r in results))
+        # close the assistant side panel: the grid renders only the columns in view, so it needs the width
+        for close in driver.find_elements(By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
+            close.click()
+        # show the metric columns (the runs table starts with attributes only); the menu can take a moment to
+        # become clickable, so open it until its items are there
+        columns = "//button[.//*[text()='Columns'] or text()='Columns']"
+        item = "//*[@role='menu' or @role='dialog' or contains(@class,'dropdown')]//*[text()='{}']"
+        for _ in range(10):
+            driver.find_element(By.XPATH, columns).click()
+            try:
+                WebDriverWait(driver, 5).until(EC.element_to_be_clickable((By.XPATH, item.format(METRICS[0]))))
+                break
+            except TimeoutException:
+                driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        for m in METRICS:
+            wait.until(EC.element_to_be_clickable((By.XPATH, item.format(m)))).click()
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        for m in METRICS:
+            wait.until(lambda d, m=m: d.find_elements(By.CSS_SELECTOR, f"div[col-id='metrics.`{m}`']"))
+        time.sleep(0.5)  # let the grid finish painting before the screenshot
+        driver.save_screenshot(str(shot))
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(shot, ARTIFACTS / shot.name)
+
+        headers = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[role='columnheader']")}
+        assert set(METRICS) <= headers, headers
+        for r in results:
+            row = f"div[row-id='{r.run_id}']"
+            name = driver.find_element(By.CSS_SELECTOR, f"{row} a[href*='/runs/{r.run_id}']")
+            assert name.get_attribute("textContent").startswith(f"{r.tags['method']}-")
+            for m in METRICS:
+                cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='metrics.`{m}`']")
+                shown = float(cell.get_attribute("textContent").replace(",", ""))
+                assert shown == pytest.approx(r.metrics[m], rel=1e-6), (r.run_id, m)
+    finally:
+        if not shot.exists():
+            driver.save_screenshot(str(shot))  # what the page showed when it failed
+        driver.quit()
+    assert shot.stat().st_size > 20_000
