@@ -111,3 +111,17 @@ def test_gf2_and_km_traces_describe_the_algorithm(method):
     assert large["total_floats"] > small["total_floats"] and large["dmd"] > small["dmd"]
     tight = run(f"method={method}", "tracker=cache", "problem.n_bits=24", "tracker.cache_size_floats=64").metrics
     assert 0 < tight["cache_misses"] and tight["cache_hit_rate"] < 1
+
+
+@pytest.mark.parametrize("tracker", [ARDTracker(), CacheTracker(cache_size_floats=8), DMDTracker()])
+def test_summarize_each_is_each_summary(tracker):
+    rng = random.Random(5)
+    traces = []
+    for _ in range(6):
+        t = Trace()
+        for _ in range(rng.randint(0, 30)):
+            (t.read if rng.random() < 0.6 else t.write)(rng.choice("abcd"), rng.randint(0, 9))
+        traces.append(t)
+    batched = tracker.summarize_each(traces)
+    for t, got in zip(traces, batched):
+        assert got == pytest.approx(tracker.summarize(t).metrics)

@@ -87,7 +87,7 @@ def run(cfg: DictConfig) -> RunResult:
     curves = dict(outcome.curves)
     if tracker is not None and outcome.traces:
         # all_steps: the tracker's figures per epoch, as metric curves
-        per_epoch = [tracker.summarize(t).metrics for t in outcome.traces.values()]
+        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
         for key in per_epoch[0] if per_epoch else []:
             curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
 

@@ -35,3 +35,7 @@ class TrackerBase:
 
     def summarize(self, trace: Trace) -> TrackerReport:
         raise NotImplementedError
+
+    def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
+        """The metrics of each trace on its own (all_steps: one per epoch); trackers may batch this."""
+        return [self.summarize(t).metrics for t in traces]

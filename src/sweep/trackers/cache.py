@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from sweep.trackers.ard import ard_report, reuse_distances
+from sweep.trackers.ard import ard_each, ard_report, reuse_distances
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.trace import READ, Trace
 
@@ -88,3 +88,6 @@ class CacheTracker(TrackerBase):
 
     def summarize(self, trace: Trace) -> TrackerReport:
         return ard_report(trace).merge(cache_report(trace, self.cache_size_floats))
+
+    def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
+        return [{**a, **cache_report(t, self.cache_size_floats).metrics} for a, t in zip(ard_each(traces), traces)]

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from sweep.trackers.ard import ard_report
+from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.trace import READ, Trace
 
@@ -132,3 +132,6 @@ class DMDTracker(TrackerBase):
 
     def summarize(self, trace: Trace) -> TrackerReport:
         return ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
+
+    def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
+        return [{**a, **{"dmd": dmd(t)}} for a, t in zip(ard_each(traces), traces)]

@@ -15,33 +15,46 @@ WRITE = 1
 
 @dataclass
 class Trace:
-    """An ordered list of (op, buffer, size) events; op is READ or WRITE, size counts floats."""
+    """An ordered list of (op, buffer, size) events; op is READ or WRITE, size counts floats.
 
-    ops: list[int] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
+    One tuple per event, appended in one call: tracker.scope=all_steps records every event of every training
+    step, so recording is kept as cheap as Python allows (trackers vectorise over ``columns()``)."""
+
+    events: list[tuple[int, str, int]] = field(default_factory=list)
     enabled: bool = True
 
+    # literals, not READ/WRITE, and no int(): a global lookup and a call per event are measurable here
     def read(self, name: str, size: int) -> None:
-        self.ops.append(READ)
-        self.names.append(name)
-        self.sizes.append(int(size))
+        self.events.append((0, name, size))
 
     def write(self, name: str, size: int) -> None:
-        self.ops.append(WRITE)
-        self.names.append(name)
-        self.sizes.append(int(size))
+        self.events.append((1, name, size))
 
     def __len__(self) -> int:
-        return len(self.ops)
+        return len(self.events)
 
     def __iter__(self) -> Iterator[tuple[int, str, int]]:
-        return iter(zip(self.ops, self.names, self.sizes))
+        return iter(self.events)
 
     def extend(self, other: "Trace") -> None:
-        self.ops.extend(other.ops)
-        self.names.extend(other.names)
-        self.sizes.extend(other.sizes)
+        self.events.extend(other.events)
+
+    def columns(self) -> tuple[list[int], list[str], list[int]]:
+        """(ops, names, sizes), one entry per event."""
+        ev = self.events  # three comprehensions beat zip(*ev), which unpacks every event as an argument
+        return [e[0] for e in ev], [e[1] for e in ev], [e[2] for e in ev]
+
+    @property
+    def ops(self) -> list[int]:
+        return self.columns()[0]
+
+    @property
+    def names(self) -> list[str]:
+        return self.columns()[1]
+
+    @property
+    def sizes(self) -> list[int]:
+        return self.columns()[2]
 
     @classmethod
     def from_text(cls, text: str) -> "Trace":

@@ -31,7 +31,7 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
 def relu_backward(xp, h_pre, dh, trace: Trace, suffix: str = "") -> Any:
     """RELU BWD: dh_pre = dh where h_pre > 0."""
     trace.read("dh" + suffix, numel(dh)); trace.read("h_pre" + suffix, numel(h_pre))
-    dh_pre = xp.where(h_pre > 0, dh, 0.0)
+    dh_pre = dh * (h_pre > 0)  # the relu mask as a product: where()'s values, faster (as in standard)
     trace.write("dh_pre" + suffix, numel(dh_pre))
     return dh_pre
 

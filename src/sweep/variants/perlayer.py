@@ -34,7 +34,7 @@ class PerLayer(Variant):
         W("b2", 1)
         # layer 1: dh from the updated W2, relu backward, update W1 and b1
         R("h_pre", numel(h_pre))
-        dh_pre = xp.where(h_pre > 0, dout[:, None] * p["W2"], 0.0)
+        dh_pre = (dout[:, None] * p["W2"]) * (h_pre > 0)
         R("x", numel(x)); R("W1", numel(p["W1"]))
         update(p["W1"], dh_pre.T @ x, True)
         W("W1", numel(p["W1"]))
