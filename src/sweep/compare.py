@@ -185,16 +185,19 @@ def swept_keys(params: list[dict[str, str]]) -> list[str]:
     return out
 
 
-def _sort_key(v: str | None) -> tuple:
+def _sort_key(v: str | None, first_seen: dict) -> tuple:
+    """Numbers in numeric order; names in the order the sweep ran them (standard, fused, perlayer)."""
     try:
-        return (0, float(v), "")  # type: ignore[arg-type]
+        return (0, float(v))  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return (1, 0.0, str(v))
+        return (1, first_seen.get(v, 0))
 
 
 def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
               metrics: Sequence[str] = METRICS) -> Comparison:
     """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs."""
+    # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
+    runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
     params = [dict(r.data.params) for r in runs]
     keys = swept_keys(params)
     groups: dict[tuple, list] = {}
@@ -202,7 +205,11 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
         groups.setdefault(tuple(p.get(k) for k in keys), []).append(r)
     present = [m for m in metrics if any(m in r.data.metrics for r in runs)]
     rows = []
-    for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v) for v in t)):
+    first_seen: dict = {}
+    for p in params:
+        for k in keys:
+            first_seen.setdefault(p.get(k), len(first_seen))
+    for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v, first_seen) for v in t)):
         members = groups[gkey]
         done = [r for r in members if r.info.status == "FINISHED"]
         row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},

@@ -1,0 +1,97 @@
+"""Sweep presets (sweeps/*.yaml): they compose as multiruns with their study's settings, and the ard_variants and
+gpu_vs_cpu presets run end to end (shrunk by overrides) into a real store, where sweep.compare reads them."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from sweep import compare
+from sweep.paths import CONF_DIR, SWEEPS_DIR
+from sweep.schema import register_configs
+from tests.conftest import run_sweep
+
+PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n")
+
+
+def _compose(*overrides: str):
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_every_preset_file_is_listed():
+    assert {p.stem for p in SWEEPS_DIR.glob("*.yaml")} == set(PRESETS)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_composes_as_a_named_multirun(name):
+    cfg = _compose(f"sweeps={name}")
+    assert cfg.hydra.mode.name == "MULTIRUN"
+    assert cfg.hydra.sweeper.params, name
+    assert cfg.mlflow.experiment == name
+
+
+def test_presets_carry_their_study_settings():
+    g = _compose("sweeps=gpu_vs_cpu")
+    assert dict(g.hydra.sweeper.params) == {"device": "cpu,cuda", "method": "gf2,sgd,km",
+                                            "extra.repeat": "range(5)"}
+    s = _compose("sweeps=gpu_vs_cpu", "method=sgd")
+    assert (s.problem.n_bits, s.problem.k_sparse, s.problem.seed) == (20, 3, 42)
+    assert (s.method.hidden, s.method.lr, s.method.wd, s.method.batch_size) == (200, 0.1, 0.01, 32)
+    a = _compose("sweeps=ard_variants")
+    assert (a.method.hidden, a.problem.n_train, a.tracker.name) == (500, 500, "ard")
+    assert a.hydra.sweeper.params.variant == "standard,fused,perlayer"
+    t = _compose("sweeps=tiled_w1")
+    assert t.tracker.name == "cache" and t.tracker.scope == "init_sample0"
+    assert t.hydra.sweeper.params["problem.seed"] == "42,43,44"
+    assert t.hydra.sweeper.params["method.hidden"] == "1000,500"
+    # each arm is one variant choice: the baseline is untiled, the others tile W1
+    arms = {"baseline": ("standard", 0), "t50": ("tiled", 50), "t100": ("tiled", 100), "t250": ("tiled", 250),
+            "t500": ("tiled", 500)}
+    assert t.hydra.sweeper.params["+sweeps/tiled_w1_arm"] == ",".join(arms)
+    for arm, (variant, size) in arms.items():
+        c = _compose("sweeps=tiled_w1", f"+sweeps/tiled_w1_arm={arm}")
+        assert (c.variant.name, c.variant.tile_size) == (variant, size)
+    # combinable with further overrides
+    o = _compose("sweeps=tiled_w1", "tracker.cache_size_floats=8192", "mlflow.experiment=mine")
+    assert o.tracker.cache_size_floats == 8192 and o.mlflow.experiment == "mine"
+
+
+@pytest.mark.slow
+def test_ard_variants_runs_and_compares_to_the_published_table(store, tmp_path):
+    # ARD is of one step's trace, whose shape does not depend on how long training ran: 2 epochs suffice
+    proc = run_sweep("sweeps=ard_variants", "method.max_epochs=2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cmp, files = compare.compare("ard_variants", out_dir=tmp_path / "cmp")
+    assert cmp.keys == ["variant.name"]
+    ard = {r.key["variant.name"]: round(r.stats["ard"].mean) for r in cmp.rows}
+    assert ard == {"standard": 17976, "fused": 17741, "perlayer": 17299}
+    assert [r.key["variant.name"] for r in cmp.rows] == ["standard", "fused", "perlayer"]
+    assert "| standard | 1/1 |" in cmp.markdown() and "17,976" in cmp.markdown()
+    assert Path(files[-1]).name == "ard_variants.png"
+
+
+def _modal_token() -> bool:
+    return bool(os.environ.get("MODAL_TOKEN_ID")) or (Path.home() / ".modal.toml").exists()
+
+
+@pytest.mark.slow
+def test_gpu_vs_cpu_cuda_jobs_fail_with_a_reason_and_cpu_jobs_finish(store, tmp_path):
+    if _modal_token():
+        pytest.skip("a Modal token is configured: the cuda jobs would really run on Modal")
+    # one method, two repeats: cpu x2 finish, cuda x2 fail with the launcher's reason, the sweep completes
+    # (command-line sweeps replace the preset's sweeper params for the same key)
+    proc = run_sweep("sweeps=gpu_vs_cpu", "method=gf2", "extra.repeat=0,1", cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "2 job(s) finished, 2 failed" in out, out[-3000:]
+    cmp, _ = compare.compare("gpu_vs_cpu", out_dir=tmp_path / "cmp")
+    rows = {r.key["device.name"]: r for r in cmp.rows}
+    assert (rows["cpu"].finished, rows["cpu"].total) == (2, 2)
+    assert rows["cuda"].finished == 0 and rows["cuda"].total == 2
+    assert rows["cuda"].failure.startswith("FAILED: ") and len(rows["cuda"].failure) > 20
