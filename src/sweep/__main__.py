@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from sweep.paths import CONF_DIR
@@ -21,6 +23,8 @@ def task(cfg: DictConfig) -> RunResult:
     try:
         return job.run(cfg)
     except ConfigError as e:
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise  # a launcher's failed job (the sweep launcher validates every job before any starts)
         # Bad input: say which field and what is allowed, exit non-zero, record nothing.
         print(f"sweep: config error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)

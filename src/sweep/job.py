@@ -23,8 +23,15 @@ JOB_KEYS = ("problem", "method", "variant", "device", "tracker")
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config that defines a job's result (what resume and params compare)."""
-    return {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_KEYS}
+    """The resolved config that defines a job's result (what resume and params compare).
+
+    `extra` holds user keys such as a preset's `extra.repeat`: they are part of a job's identity, so
+    repeats of one config are distinct jobs (and distinct params) rather than one resumed run."""
+    out = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_KEYS}
+    extra = cfg.get("extra")
+    if extra:
+        out["extra"] = OmegaConf.to_container(extra, resolve=True)
+    return out
 
 
 def make_backend(device: DictConfig) -> Backend:

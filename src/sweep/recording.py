@@ -66,19 +66,20 @@ class MLflowCallback(Callback):
             if isinstance(job_return._return_value, RunResult):
                 print(job_return._return_value.summary(), flush=True)
             return
+        result: Any = None
         if job_return.status == JobStatus.COMPLETED:
             result = job_return.return_value
-        else:
-            exc = job_return._return_value
-            if isinstance(exc, ConfigError):  # bad input: no run is created
-                return
+        elif not isinstance(job_return._return_value, ConfigError):  # bad input: no run is created
             job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-            result = failed_result(job_cfg, exc)
-        if not isinstance(result, RunResult):
-            return
-        self._recorder(config).log(result, parent_run_id=self.parent, run_name=config.get("run_name"))
-        self.results.append(result)
-        print(result.summary(), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+            result = failed_result(job_cfg, job_return._return_value)
+        if isinstance(result, RunResult):
+            self._recorder(config).log(result, parent_run_id=self.parent, run_name=config.get("run_name"))
+            self.results.append(result)
+            print(result.summary(), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+        if job_return.status != JobStatus.COMPLETED and self.parent is not None:
+            # Hydra's basic sweeper raises after this batch and on_multirun_end never comes: close the parent
+            # now (a later job's failure or on_multirun_end closes it again with the full picture).
+            self.recorder.end_parent(self.parent, "FAILED", self.results)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None:
