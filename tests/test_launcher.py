@@ -251,6 +251,7 @@ def test_route_of_and_prices():
         gpu_price_per_hour("Z9000")
 
 
+@pytest.mark.usefixtures("hydra_restore_singletons")  # initialize_config_dir sets Hydra's global version base
 def test_fast_composer_equals_hydra_composition():
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

@@ -13,7 +13,8 @@ class Progress:
     def __init__(self, total: int, enabled: bool = True) -> None:
         self.total = total
         self.done = self.failed = 0
-        self.running: set[int] = set()
+        self.running: set[int] = set()  # remote jobs in flight
+        self.n_local = 0
         self.t0 = time.monotonic()
         self._last = 0.0
         self._last_plain = time.monotonic()
@@ -44,6 +45,10 @@ class Progress:
     def job_started(self, job: Any) -> None:
         self.running.add(job.idx)
 
+    def running_now(self, n_local: int) -> None:
+        """Jobs running on local workers (queued ones are not counted)."""
+        self.n_local = n_local
+
     def job_done(self, job: Any, ok: bool, line: str) -> None:
         self.running.discard(job.idx)
         if ok:
@@ -52,6 +57,9 @@ class Progress:
             self.failed += 1
         print(line, file=sys.stdout if ok else sys.stderr, flush=True)  # above the bar on a terminal
         self.refresh()
+
+    def n_running(self) -> int:
+        return self.n_local + len(self.running)
 
     def eta_s(self) -> Optional[float]:
         n = self.done + self.failed
@@ -65,10 +73,10 @@ class Progress:
             if force or now - self._last >= 0.1:  # cheap for 1000s of fast jobs
                 self._last = now
                 self._bar.update(self._task, completed=self.done + self.failed, done=self.done,
-                                 failed=self.failed, running=len(self.running))
+                                 failed=self.failed, running=self.n_running())
         elif self.enabled and now - self._last_plain >= self.PLAIN_EVERY_S:
             self._last_plain = now
             eta = self.eta_s()
             print(f"sweep: {self.done + self.failed}/{self.total} done {self.done} failed {self.failed} "
-                  f"running {len(self.running)} ETA {'?' if eta is None else f'{eta:.0f}s'}",
+                  f"running {self.n_running()} ETA {'?' if eta is None else f'{eta:.0f}s'}",
                   file=sys.stderr, flush=True)

@@ -5,6 +5,8 @@ Hydra scans this module at start-up: it must stay light (no mlflow, modal or ric
 # No `from __future__ import annotations`: Hydra execs scanned modules outside sys.modules, where
 # dataclasses cannot resolve string annotations.
 
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -55,3 +57,11 @@ class ModalLauncherConf(SweepLauncherConf):
 ConfigStore.instance().store(group="hydra/launcher", name="sweep", node=SweepLauncherConf, provider="sweep")
 ConfigStore.instance().store(group="hydra/launcher", name="local", node=LocalLauncherConf, provider="sweep")
 ConfigStore.instance().store(group="hydra/launcher", name="modal", node=ModalLauncherConf, provider="sweep")
+
+# Hydra's plugin scan execs this file without registering it in sys.modules (and may exec it again, with new
+# classes in the ConfigStore). Register this execution: cloudpickle then ships configs holding these classes
+# by reference; by value, one job's hydra config took ~0.1-0.4 s to pickle.
+if sys.modules.get(__name__) is None or getattr(sys.modules[__name__], "SweepLauncherConf", None) is not SweepLauncherConf:
+    _module = types.ModuleType(__name__)
+    _module.__dict__.update(globals())
+    sys.modules[__name__] = _module

@@ -1,0 +1,91 @@
+"""Launcher throughput: a gf2 sweep of N jobs (default 200, tracker=none) through `python -m sweep -m`, on the
+sweep launcher's local pool and on Hydra's basic launcher, each recording into a fresh MLflow store.
+
+    /tmp/venv/bin/python benchmarks/bench_launcher.py [--jobs 200] [--skip-basic] [--workers N]
+
+Figures per launcher: total wall-clock of the command; the pure solve time (sum of the runs' wall_clock_s);
+per-job overhead = (total wall - sum of solve) / N, everything else included (interpreter and Hydra start-up,
+composition, shipping, MLflow); the same without the command's fixed start-up cost (a 1-job sweep's wall
+time, measured the same way), which is the amortized framework cost per job. Target: <= 30 ms per job.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_children() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # the sweep command and its (joined) workers
+    return ru.ru_utime + ru.ru_stime
+
+
+def run(args: list[str], store: str, cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one sweep command."""
+    c0, t0 = cpu_children(), time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "sweep", "-m", *args], cwd=cwd, capture_output=True, text=True,
+                       env={**os.environ, "MLFLOW_TRACKING_URI": store})
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"bench: sweep failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return wall, cpu_children() - c0
+
+
+def children(store: str, experiment: str) -> list:
+    from mlflow.tracking import MlflowClient
+
+    c = MlflowClient(store)
+    exp = c.get_experiment_by_name(experiment)
+    rs = c.search_runs([exp.experiment_id], max_results=50000)
+    return [r for r in rs if r.data.tags.get("sweep.parent") != "true"]
+
+
+def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str]) -> dict[str, float]:
+    common = ["method=gf2", "tracker=none", *extra, f"hydra/launcher={launcher}"]
+    start_up, start_up_cpu = run([*common, "problem.seed=100000", f"mlflow.experiment=warm_{launcher}"], store, cwd)
+    wall, cpu = run([*common, f"problem.seed=range(0,{n})", f"mlflow.experiment=bench_{launcher}"], store, cwd)
+    runs = children(store, f"bench_{launcher}")
+    assert len(runs) == n and all(r.info.status == "FINISHED" for r in runs), "not every job FINISHED"
+    solve = sum(r.data.metrics["wall_clock_s"] for r in runs)
+    return {"wall": wall, "solve": solve, "start_up": start_up, "per_job_ms": (wall - solve) / n * 1e3,
+            "amortized_ms": (wall - start_up - solve) / n * 1e3,
+            "cpu_per_job_ms": (cpu - start_up_cpu) / n * 1e3}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=None, help="hydra.launcher.n_workers (default: CPU count)")
+    ap.add_argument("--skip-basic", action="store_true", help="only the sweep launcher")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        store = f"sqlite:///{cwd / 'mlruns' / 'mlflow.db'}"
+        from sweep.recorder import Recorder
+
+        Recorder(store, "warmup")  # the store's schema exists before either launcher runs
+        extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []
+        results = {"local": bench("local", a.jobs, store, cwd, extra)}
+        if not a.skip_basic:
+            results["basic"] = bench("basic", a.jobs, store, cwd, [])
+    print(f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'launcher':<9}{'total wall':>12}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
+          f"{'CPU/job':>10}")
+    for name, r in results.items():
+        print(f"{name:<9}{r['wall']:>11.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
+              f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms")
+    print("per job = (total wall - sum solve) / jobs; amortized = the same less the start-up of a 1-job sweep; "
+          "CPU/job = CPU seconds of the command and its workers, less the 1-job sweep's, per job (all processes, "
+          "all cores; a loaded machine inflates wall-clock, not CPU). Target (local): amortized <= 30 ms.")
+
+
+if __name__ == "__main__":
+    main()
