@@ -7,7 +7,9 @@ tracker never touches a method. ``NullTrace`` is what runs when tracking is off:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+import math
+from numbers import Integral
+from typing import Any, Iterator
 
 READ = 0
 WRITE = 1
@@ -23,12 +25,13 @@ class Trace:
     events: list[tuple[int, str, int]] = field(default_factory=list)
     enabled: bool = True
 
-    # literals, not READ/WRITE, and no int(): a global lookup and a call per event are measurable here
-    def read(self, name: str, size: int) -> None:
-        self.events.append((0, name, size))
+    # `size` is a float count or the array itself: callers pass arrays so that an untracked step (NullTrace)
+    # never pays for computing sizes. Literals, not READ/WRITE: a global lookup per event is measurable here.
+    def read(self, name: str, size: "int | Any") -> None:
+        self.events.append((0, name, size if size.__class__ is int else _size(size)))
 
-    def write(self, name: str, size: int) -> None:
-        self.events.append((1, name, size))
+    def write(self, name: str, size: "int | Any") -> None:
+        self.events.append((1, name, size if size.__class__ is int else _size(size)))
 
     def __len__(self) -> int:
         return len(self.events)
@@ -75,19 +78,21 @@ class NullTrace(Trace):
     def __init__(self) -> None:
         super().__init__(enabled=False)
 
-    def read(self, name: str, size: int) -> None:  # noqa: D102 - intentionally empty
+    def read(self, name: str, size: "int | Any") -> None:  # noqa: D102 - intentionally empty
         pass
 
-    def write(self, name: str, size: int) -> None:  # noqa: D102
+    def write(self, name: str, size: "int | Any") -> None:  # noqa: D102
         pass
 
 
 NULL_TRACE = NullTrace()
 
 
-def numel(a) -> int:
+def numel(a: Any) -> int:
     """Number of elements of a numpy or torch array (or anything with .shape)."""
-    n = 1
-    for d in a.shape:
-        n *= int(d)
-    return n
+    return int(math.prod(a.shape))
+
+
+def _size(s: Any) -> int:
+    """A trace event's size: an integer as given (numpy integers too), an array's element count."""
+    return int(s) if isinstance(s, Integral) else numel(s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from sweep.trackers.trace import Trace, numel
+from sweep.trackers.trace import Trace
 
 Params = dict[str, Any]
 Update = Callable[[Any, Any, bool], None]  # (param, grad, decay) -> None, in place
@@ -23,7 +23,7 @@ class Variant:
     def init_trace(self, trace: Trace, p: Params) -> None:
         """The writes that put the parameters in memory (INIT in the spec, before x and y)."""
         for k in ("W1", "b1", "W2", "b2"):
-            trace.write(k, numel(p[k]))
+            trace.write(k, p[k])
 
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
         """One step on the batch (x: (B, n), y: (B,)); returns False when every margin is >= 1."""
@@ -32,26 +32,26 @@ class Variant:
 
 def forward(xp, p: Params, x, trace: Trace):
     """FWD of specs/traces.md: h_pre = x W1^T + b1, h = relu(h_pre), out = h W2^T + b2."""
-    trace.read("x", numel(x))
-    trace.read("W1", numel(p["W1"]))
-    trace.read("b1", numel(p["b1"]))
+    trace.read("x", x)
+    trace.read("W1", p["W1"])
+    trace.read("b1", p["b1"])
     h_pre = x @ p["W1"].T + p["b1"]
-    trace.write("h_pre", numel(h_pre))
-    trace.read("h_pre", numel(h_pre))
+    trace.write("h_pre", h_pre)
+    trace.read("h_pre", h_pre)
     h = xp.maximum(h_pre, 0.0)
-    trace.write("h", numel(h))
-    trace.read("h", numel(h))
-    trace.read("W2", numel(p["W2"]))
-    trace.read("b2", numel(p["b2"]))
+    trace.write("h", h)
+    trace.read("h", h)
+    trace.read("W2", p["W2"])
+    trace.read("b2", p["b2"])
     out = (h @ p["W2"].T)[:, 0] + p["b2"]
-    trace.write("out", numel(out))
+    trace.write("out", out)
     return h_pre, h, out
 
 
 def hinge_dout(xp, out, y, trace: Trace):
     """MARGIN: the hinge loss max(0, 1 - y out) averaged over the batch; None if no sample is active."""
-    trace.read("out", numel(out))
-    trace.read("y", numel(y))
+    trace.read("out", out)
+    trace.read("y", y)
     active = (out * y) < 1.0
     if not bool(xp.any(active)):
         return None

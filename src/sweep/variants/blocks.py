@@ -13,38 +13,38 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
     ``read_h`` emits the reads of h (tiled reads it tile by tile)."""
     R, W = trace.read, trace.write
     H = numel(p["b1"])
-    W("dout", numel(dout)); R("dout", numel(dout))
+    W("dout", dout); R("dout", dout)
     if read_h is None:
-        R("h", numel(h))
+        R("h", h)
     else:
         read_h()
     dW2 = dout[None, :] @ h
     W("dW2", H)
     db2 = xp.sum(dout, keepdims=True)
     W("db2", 1)
-    R("W2", H); R("dout", numel(dout))
+    R("W2", H); R("dout", dout)
     dh = dout[:, None] * p["W2"]
-    W("dh", numel(dh))
+    W("dh", dh)
     return dW2, db2, dh
 
 
 def relu_backward(xp, h_pre, dh, trace: Trace, suffix: str = "") -> Any:
     """RELU BWD: dh_pre = dh where h_pre > 0."""
-    trace.read("dh" + suffix, numel(dh)); trace.read("h_pre" + suffix, numel(h_pre))
+    trace.read("dh" + suffix, dh); trace.read("h_pre" + suffix, h_pre)
     dh_pre = dh * (h_pre > 0)  # the relu mask as a product: where()'s values, faster (as in standard)
-    trace.write("dh_pre" + suffix, numel(dh_pre))
+    trace.write("dh_pre" + suffix, dh_pre)
     return dh_pre
 
 
 def layer1_update(xp, W1, b1, x, dh_pre, update: Update, trace: Trace, suffix: str = "") -> None:
     """LAYER-1 UPDATE of W1 and b1 (or one tile of them: views, updated in place) from dh_pre."""
     R, W = trace.read, trace.write
-    R("dh_pre" + suffix, numel(dh_pre)); R("x", numel(x)); R("W1" + suffix, numel(W1))
+    R("dh_pre" + suffix, dh_pre); R("x", x); R("W1" + suffix, W1)
     update(W1, dh_pre.T @ x, True)
-    W("W1" + suffix, numel(W1))
-    R("dh_pre" + suffix, numel(dh_pre)); R("b1" + suffix, numel(b1))
+    W("W1" + suffix, W1)
+    R("dh_pre" + suffix, dh_pre); R("b1" + suffix, b1)
     update(b1, xp.sum(dh_pre, axis=0), False)
-    W("b1" + suffix, numel(b1))
+    W("b1" + suffix, b1)
 
 
 def layer2_update(p: Params, dW2, db2, update: Update, trace: Trace) -> None:

@@ -24,7 +24,7 @@ class PerLayer(Variant):
             return False
         H = numel(p["b1"])
         # layer 2: gradient from h, update W2 and b2 in place
-        R("h", numel(h)); R("W2", H)
+        R("h", h); R("W2", H)
         dW2 = dout[None, :] @ h
         R("W2", H)
         update(p["W2"], dW2, True)
@@ -33,11 +33,11 @@ class PerLayer(Variant):
         update(p["b2"], xp.sum(dout, keepdims=True), False)
         W("b2", 1)
         # layer 1: dh from the updated W2, relu backward, update W1 and b1
-        R("h_pre", numel(h_pre))
+        R("h_pre", h_pre)
         dh_pre = (dout[:, None] * p["W2"]) * (h_pre > 0)
-        R("x", numel(x)); R("W1", numel(p["W1"]))
+        R("x", x); R("W1", p["W1"])
         update(p["W1"], dh_pre.T @ x, True)
-        W("W1", numel(p["W1"]))
+        W("W1", p["W1"])
         R("b1", H)
         update(p["b1"], xp.sum(dh_pre, axis=0), False)
         W("b1", H)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.trackers.trace import Trace, numel
+from sweep.trackers.trace import Trace
 from sweep.variants.base import Params, Update, Variant, hinge_dout
 from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, relu_backward
 
@@ -29,8 +29,8 @@ class Tiled(Variant):
         for t, (lo, hi) in enumerate(self.tiles(p["W1"].shape[0])):
             trace.write(f"W1_tile{t}", n * (hi - lo))
             trace.write(f"b1_tile{t}", hi - lo)
-        trace.write("W2", numel(p["W2"]))
-        trace.write("b2", numel(p["b2"]))
+        trace.write("W2", p["W2"])
+        trace.write("b2", p["b2"])
 
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
         R, W = trace.read, trace.write
@@ -39,23 +39,23 @@ class Tiled(Variant):
         # forward, tile by tile
         h_pre_t, h_t = [], []
         for t, (lo, hi) in enumerate(tiles):
-            R("x", numel(x)); R(f"W1_tile{t}", numel(W1[lo:hi])); R(f"b1_tile{t}", hi - lo)
+            R("x", x); R(f"W1_tile{t}", W1[lo:hi]); R(f"b1_tile{t}", hi - lo)
             hp = x @ W1[lo:hi].T + b1[lo:hi]
-            W(f"h_pre_tile{t}", numel(hp)); R(f"h_pre_tile{t}", numel(hp))
+            W(f"h_pre_tile{t}", hp); R(f"h_pre_tile{t}", hp)
             h_t.append(xp.maximum(hp, 0.0))
             h_pre_t.append(hp)
-            W(f"h_tile{t}", numel(hp))
+            W(f"h_tile{t}", hp)
         # the output layer needs every tile of h
 
         def read_h() -> None:
             for t, ht in enumerate(h_t):
-                R(f"h_tile{t}", numel(ht))
+                R(f"h_tile{t}", ht)
 
         read_h()
         h = xp.concat(h_t, axis=1)
-        R("W2", numel(p["W2"])); R("b2", 1)
+        R("W2", p["W2"]); R("b2", 1)
         out = (h @ p["W2"].T)[:, 0] + p["b2"]
-        W("out", numel(out))
+        W("out", out)
         dout = hinge_dout(xp, out, y, trace)
         if dout is None:
             return False
