@@ -16,38 +16,43 @@ from sweep.methods.base import Context, Outcome, subset_accuracy
 from sweep.trackers.trace import Trace
 
 
-def eliminate(xp, A, trace: Trace):
-    """Reduce the augmented 0/1 matrix A (m, n+1) to reduced row echelon form over GF(2).
+def pack_rows(a: np.ndarray, b: np.ndarray) -> list[int]:
+    """Each augmented row (a_0..a_{n-1} | b) of 0/1 bits as one Python int: bit j = a_j, bit n = b."""
+    packed = np.packbits(np.concatenate([a, b[:, None]], axis=1), axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
-    Returns (A, pivot_cols). Each pivot is one vectorised XOR over all rows, so the work per pivot is a
-    handful of array operations whatever the backend (no per-row Python loop).
+
+def eliminate(rows: list[int], n: int, trace: Trace) -> tuple[list[int], list[int]]:
+    """Reduced row echelon form over GF(2) of bit-packed rows (see pack_rows); returns (rows, pivot_cols).
+
+    A row XOR is one machine-word loop inside Python's int, so a pivot costs one pass over the rows: the
+    elimination is sequential by nature (seed 000: it runs on the CPU even in a GPU container), and on ints it
+    beats a vectorised 0/1 matrix by orders of magnitude at every size, from n = 20 to n = 1000.
     """
-    m, n1 = A.shape
+    m, width = len(rows), n + 1
+    rows = list(rows)
     pivots: list[int] = []
     r = 0
-    for c in range(n1 - 1):
+    for c in range(n):
         if r == m:
             break
-        trace.read("A_col", m)
-        col = A[r:, c]
-        if not bool(xp.any(col == 1)):
+        bit = 1 << c
+        trace.read("A", (m - r) * width)  # scan the column for a pivot
+        p = next((i for i in range(r, m) if rows[i] & bit), -1)
+        if p < 0:
             continue
-        p = r + int(xp.argmax(col))
-        if p != r:  # swap rows p and r
-            rows = A[[r, p], :]
-            A[r, :] = rows[1, :]
-            A[p, :] = rows[0, :]
-            trace.write("A", 2 * n1)
-        pivot = A[r, :]
-        trace.read("pivot_row", n1)
-        hit = A[:, c] == 1
-        hit[r] = False
-        trace.read("A", m * n1)
-        A = xp.where(hit[:, None], A ^ pivot[None, :], A)
-        trace.write("A", m * n1)
+        if p != r:
+            rows[r], rows[p] = rows[p], rows[r]
+            trace.write("A", 2 * width)
+        pivot = rows[r]
+        trace.read("A", m * width)
+        if trace.enabled:  # the rows that change: every other row with bit c set
+            trace.write("A", (sum(1 for row in rows if row & bit) - 1) * width)
+        rows = [row ^ pivot if row & bit else row for row in rows]
+        rows[r] = pivot  # the comprehension cleared the pivot row itself
         pivots.append(c)
         r += 1
-    return A, pivots
+    return rows, pivots
 
 
 @dataclass
@@ -62,19 +67,17 @@ class GF2:
         n = ctx.problem.n_bits
         limit = self.max_rows or d.x_train.shape[0]
         m = min(n + 1, limit)
-        a_all = be.index((d.x_train < 0).astype(np.int64))
-        b_all = be.index((d.y_train < 0).astype(np.int64))
+        a_all, b_all = d.x_train < 0, d.y_train < 0  # +-1 -> GF(2) bits, on the host
         while True:
-            A = xp.concat([a_all[:m], b_all[:m, None]], axis=1)
             trace.write("A", m * (n + 1))
-            A, pivots = eliminate(xp, A, trace)
+            rows, pivots = eliminate(pack_rows(a_all[:m], b_all[:m]), n, trace)
             if len(pivots) == n or m >= limit:
                 break
             m = min(2 * m, limit)  # rank-deficient: the answer is not unique yet, take more rows
-        A_np = be.to_numpy(A)
+        # reduced echelon form with full rank: pivot row i reads s_{c_i} = b_i
         s = np.zeros(n, dtype=np.int64)
-        for row, c in enumerate(pivots):
-            s[c] = A_np[row, n]
+        for row, c in zip(rows, pivots):
+            s[c] = (row >> n) & 1
         trace.read("A", m * (n + 1))
         found = tuple(int(i) for i in np.flatnonzero(s))
         return Outcome(
