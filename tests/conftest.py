@@ -11,6 +11,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _restore_hydra_version_base():
+    """compose() sets Hydra's process-global version_base to 1.3 (job.chdir defaults to False); Hydra's own
+    launcher suites rely on the unset default (1.1: chdir into the job dir), so each test gets it back."""
+    from hydra.version import VersionBase
+
+    saved = VersionBase.instance().getbase()
+    yield
+    VersionBase.instance().version_base = saved
+
+
 @pytest.fixture
 def store(tmp_path, monkeypatch) -> str:
     """A fresh SQLite MLflow store; MLFLOW_TRACKING_URI points at it for this test and its subprocesses."""
