@@ -11,17 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _restore_hydra_version_base():
-    """compose() sets Hydra's process-global version_base to 1.3 (job.chdir defaults to False); Hydra's own
-    launcher suites rely on the unset default (1.1: chdir into the job dir), so each test gets it back."""
-    from hydra.version import VersionBase
-
-    saved = VersionBase.instance().getbase()
-    yield
-    VersionBase.instance().version_base = saved
-
-
 @pytest.fixture
 def store(tmp_path, monkeypatch) -> str:
     """A fresh SQLite MLflow store; MLFLOW_TRACKING_URI points at it for this test and its subprocesses."""
@@ -38,14 +27,22 @@ def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
                           text=True, timeout=timeout)
 
 
-def compose(*overrides: str):
-    """The job config `python -m sweep OVERRIDES` would run (hydra section included)."""
+def compose(*overrides: str, hydra_section: bool = False):
+    """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
     from sweep.paths import CONF_DIR
     from sweep.schema import register_configs
 
+    from hydra.version import VersionBase
+
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose("config", overrides=list(overrides), return_hydra_config=False)
+    # initialize_config_dir sets Hydra's process-global version_base (1.3: job.chdir defaults to False);
+    # Hydra's own launcher suites rely on the unset default, so put back whatever was there.
+    saved = VersionBase.instance().getbase()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose("config", overrides=list(overrides), return_hydra_config=hydra_section)
+    finally:
+        VersionBase.instance().version_base = saved

@@ -6,23 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
 from sweep import compare
-from sweep.paths import CONF_DIR, SWEEPS_DIR
-from sweep.schema import register_configs
-from tests.conftest import run_sweep
+from sweep.paths import SWEEPS_DIR
+from tests.conftest import compose, run_sweep
 
 PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n")
 
 
 def _compose(*overrides: str):
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
+    return compose(*overrides, hydra_section=True)
 
 
 def test_every_preset_file_is_listed():
