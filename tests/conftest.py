@@ -46,3 +46,20 @@ def compose(*overrides: str, hydra_section: bool = False):
             return hydra_compose("config", overrides=list(overrides), return_hydra_config=hydra_section)
     finally:
         VersionBase.instance().version_base = saved
+
+
+def record_small_sweep(uri: str, experiment: str, study: str, *overrides: str):
+    """A real sweep in store `uri`: a parent run for preset `study` with gf2/km x seeds 42,43 children.
+    Returns (recorder, parent run id, results); the caller ends the parent (it may add runs first)."""
+    from sweep import job
+    from sweep.recorder import Recorder
+
+    rec = Recorder(uri, experiment)
+    parent = rec.start_parent(f"sweep sweeps={study}", {"sweep.overrides": f"sweeps={study}", "launcher": "basic"})
+    results = []
+    for method in ("gf2", "km"):
+        for seed in (42, 43):
+            r = job.run(compose(f"method={method}", f"problem.seed={seed}", *overrides))
+            rec.log(r, parent_run_id=parent)
+            results.append(r)
+    return rec, parent, results

@@ -10,7 +10,7 @@ from sweep import compare as cmpmod
 from sweep import job
 from sweep.recorder import Recorder
 from sweep.recording import failed_result
-from tests.conftest import compose
+from tests.conftest import compose, record_small_sweep
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")
 
@@ -20,14 +20,7 @@ def sweep_store(tmp_path_factory):
     """A parent run 'demo' (overrides say sweeps=demo) with gf2/km x seeds 42,43 + one failed cuda-like job.
     One store for the module: creating an MLflow SQLite store costs seconds."""
     store = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'mlflow.db'}"
-    rec = Recorder(store, "demo")
-    parent = rec.start_parent("sweep sweeps=demo", {"sweep.overrides": "sweeps=demo", "launcher": "basic"})
-    results = []
-    for m in ("gf2", "km"):
-        for seed in (42, 43):
-            r = job.run(compose(f"method={m}", f"problem.seed={seed}", *SMALL))
-            rec.log(r, parent_run_id=parent)
-            results.append(r)
+    rec, parent, results = record_small_sweep(store, "demo", "demo", *SMALL)
     bad_cfg = compose("method=gf2", "device=torch_cpu", *SMALL)
     failed = failed_result(bad_cfg, RuntimeError("no CUDA GPU here: device unavailable"))
     rec.log(failed, parent_run_id=parent)

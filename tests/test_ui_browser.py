@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep import job, ui
-from sweep.recorder import Recorder
-from tests.conftest import ROOT, compose
+from sweep import ui
+from tests.conftest import ROOT, record_small_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -63,14 +62,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
 def recorded_sweep(tmp_path):
     """A small real sweep: parent run + gf2/km x seeds 42,43 children, in a temporary store."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    rec = Recorder(uri, "ui-sweep")
-    parent = rec.start_parent("sweep sweeps=ui_demo", {"sweep.overrides": "sweeps=ui_demo", "launcher": "basic"})
-    results = []
-    for method in ("gf2", "km"):
-        for seed in (42, 43):
-            r = job.run(compose(f"method={method}", f"problem.seed={seed}", "problem.n_bits=12"))
-            rec.log(r, parent_run_id=parent)
-            results.append(r)
+    rec, parent, results = record_small_sweep(uri, "ui-sweep", "ui_demo", "problem.n_bits=12")
     rec.end_parent(parent, "FINISHED", results)
     return uri, rec.experiment_id, parent, results
 
