@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import io
 import json
+import time
 from typing import Any
 
 from hydra.utils import instantiate
@@ -54,6 +55,7 @@ def table_csv(rows: list[dict]) -> str:
 
 def run(cfg: DictConfig) -> RunResult:
     """Validate, solve, summarise the trace; return everything the recorder needs."""
+    started = time.time()
     validate(cfg)
     problem = instantiate(cfg.problem)
     data = problem.generate()
@@ -108,4 +110,5 @@ def run(cfg: DictConfig) -> RunResult:
     artifacts["outcome.json"] = json.dumps(
         {"secret": list(data.secret), "secret_found": outcome.secret_found, "secret_correct": secret_ok,
          "metrics": metrics}, indent=1)
-    return RunResult(config=job_config(cfg), metrics=metrics, curves=curves, tags=tags, artifacts=artifacts)
+    return RunResult(config=job_config(cfg), metrics=metrics, curves=curves, tags=tags, artifacts=artifacts,
+                     start_time=started)

@@ -46,6 +46,9 @@ class Recorder:
             Path(self.tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(tracking_uri=self.tracking_uri)
         self.experiment_id = self._experiment(experiment)
+        from sweep.sql_run_writer import SqlRunWriter
+
+        self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -61,34 +64,50 @@ class Recorder:
     def log(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
             extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, Param
 
         tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config),
                 "git_commit": git_commit()}
         if parent_run_id:
             tags["mlflow.parentRunId"] = parent_run_id
-        run = self.client.create_run(self.experiment_id, run_name=run_name or _run_name(result), tags=tags)
-        rid = run.info.run_id
+        name = run_name or _run_name(result)
         now = int(time.time() * 1000)
         params = [Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in flatten(result.config).items()]
         metrics = [Metric(k, float(v), now, 0) for k, v in result.metrics.items()]
-        for name, values in result.curves.items():
-            metrics += [Metric(name, float(v), now, i + 1) for i, v in enumerate(values)]
-        # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
-        # (every call costs ~10 ms: a sweep launcher records hundreds of runs)
-        for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
-            self.client.log_batch(rid, params=params[i * 100 : (i + 1) * 100],
-                                  metrics=metrics[i * 1000 : (i + 1) * 1000])
+        for key, values in result.curves.items():
+            metrics += [Metric(key, float(v), now, i + 1) for i, v in enumerate(values)]
         files = {**result.artifacts, **({"traceback.txt": result.error} if result.error else {})}
-        if files:  # one upload for all files (log_text makes a temporary directory per file)
-            with tempfile.TemporaryDirectory() as tmp:
-                for fname, text in files.items():
-                    (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
-                    (Path(tmp) / fname).write_text(text)
-                self.client.log_artifacts(rid, tmp)
-        self.client.set_terminated(rid, status=result.status)
+        start = int(result.start_time * 1000) if result.start_time else now
+        if self.sql is not None:
+            self.sql.check(tags, params, metrics)
+            rid = self.sql.new_run_id()
+            self._write_artifacts(rid, files)  # first: a run that is visible has its files
+            self.sql.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
+        else:
+            rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
+            # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
+            for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
+                self.client.log_batch(rid, params=params[i * 100 : (i + 1) * 100],
+                                      metrics=metrics[i * 1000 : (i + 1) * 1000])
+            self._write_artifacts(rid, files)
+            self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
+
+    def _write_artifacts(self, run_id: str, files: dict[str, str]) -> None:
+        if not files:
+            return
+        local = self.sql.artifact_dir(self.experiment_id, run_id) if self.sql is not None else None
+        if local is not None:  # the local artifact repository is this directory: write straight into it
+            for fname, text in files.items():
+                (local / fname).parent.mkdir(parents=True, exist_ok=True)
+                (local / fname).write_text(text)
+            return
+        with tempfile.TemporaryDirectory() as tmp:  # one upload for all files
+            for fname, text in files.items():
+                (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / fname).write_text(text)
+            self.client.log_artifacts(run_id, tmp)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         run = self.client.create_run(self.experiment_id, run_name=name,

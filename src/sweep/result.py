@@ -16,6 +16,7 @@ class RunResult:
     status: str = "FINISHED"  # FINISHED | FAILED | KILLED
     error: str | None = None  # traceback text of a failed job
     run_id: str | None = None  # filled in by the recorder
+    start_time: float | None = None  # when the job started (time.time()): the run's start
 
     def summary(self) -> str:
         m = self.metrics
