@@ -12,7 +12,7 @@ Hydra's full composition; `hydra.launcher.fast_compose=false` turns this off.
 """
 from __future__ import annotations
 
-import copy
+import pickle
 from typing import Any, Optional, Sequence
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
@@ -31,7 +31,7 @@ class FastComposer:
     def __init__(self, loader: Any) -> None:
         self.loader = loader
         self.parser = OverridesParser.create(config_loader=loader)
-        self.templates: dict[tuple[int, tuple[str, ...]], DictConfig] = {}
+        self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # pickled: loads() copies ~6x faster than deepcopy
         self.composed: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # sweeper's check -> launcher
 
     def __getattr__(self, name: str) -> Any:
@@ -66,10 +66,10 @@ class FastComposer:
             return self.loader.load_sweep_config(master, overrides)
         groups = [o.input_line for o in parsed if not any(o is v for v in values)]
         tkey = (id(master), tuple(groups))
-        template: Optional[DictConfig] = self.templates.get(tkey)
+        template: Optional[bytes] = self.templates.get(tkey)
         if template is None:
-            template = self.templates[tkey] = self.loader.load_sweep_config(master, groups)
-        cfg = copy.deepcopy(template)
+            template = self.templates[tkey] = pickle.dumps(self.loader.load_sweep_config(master, groups))
+        cfg = pickle.loads(template)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):
             cfg.hydra.overrides.task = [o.input_line for o in parsed]

@@ -16,6 +16,7 @@ import itertools
 import logging
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -31,27 +32,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from hydra_plugins.sweep_launcher._core import Reply, Session, worker_main
+from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, worker_main
 
 log = logging.getLogger(__name__)
 JOB_KEYS = ("problem", "method", "variant", "device", "tracker")  # = sweep.job.JOB_KEYS (no heavy import)
 _session_ids = itertools.count(1)
 PER_WORKER = 2  # jobs in flight per local worker
-
-
-class IsolatedFailure(JobReturn):
-    """A FAILED JobReturn whose `return_value` gives the exception instead of raising it, so the sweeper
-    goes on with its next batch; the launcher exits non-zero once the whole sweep is recorded."""
-
-    @property  # type: ignore[override]
-    def return_value(self) -> Any:
-        return self._return_value
-
-    @return_value.setter
-    def return_value(self, value: Any) -> None:
-        self._return_value = value
 
 
 @dataclass
@@ -365,8 +353,63 @@ def _validate(jobs: list[Job], prices: Optional[str] = None) -> None:
                 raise SystemExit(2)
 
 
+def _configs_property(name: str) -> property:
+    def get(self: "ReturnedJob") -> Any:
+        if self._source is not None:
+            self._build()
+        return self.__dict__.get(name)
+
+    def set_(self: "ReturnedJob", value: Any) -> None:
+        self.__dict__[name] = value
+
+    return property(get, set_)
+
+
+class ReturnedJob(JobReturn):
+    """A worker's JobReturn. Its cfg and hydra_cfg do not travel back (pickling them both ways cost more than
+    the rest of a job's overhead): they are rebuilt from the launcher's composed config on first access, with
+    the output dir the worker set."""
+
+    _source: Optional[tuple[DictConfig, Optional[str]]] = None
+    cfg = _configs_property("cfg")  # type: ignore[assignment]
+    hydra_cfg = _configs_property("hydra_cfg")  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, ret: JobReturn, full_cfg: DictConfig, output_dir: Optional[str]) -> "ReturnedJob":
+        out = cls(**{k: ret.__dict__.get(k) for k in ("overrides", "working_dir", "task_name", "status",
+                                                      "_return_value")})
+        out._source = (full_cfg, output_dir)
+        return out
+
+    def _build(self) -> None:
+        full, output_dir = self._source  # type: ignore[misc]
+        self._source = None
+        self.__dict__["cfg"] = OmegaConf.masked_copy(full, [k for k in full if k != "hydra"])
+        hydra_cfg = OmegaConf.masked_copy(full, "hydra")
+        if output_dir is not None:
+            with read_write(hydra_cfg.hydra.runtime), open_dict(hydra_cfg.hydra.runtime):
+                hydra_cfg.hydra.runtime.output_dir = output_dir
+        OmegaConf.set_readonly(hydra_cfg.hydra, True)
+        self.__dict__["hydra_cfg"] = hydra_cfg
+
+
+class IsolatedFailure(ReturnedJob):
+    """A FAILED JobReturn whose `return_value` gives the exception instead of raising it, so the sweeper
+    goes on with its next batch; the launcher exits non-zero once the whole sweep is recorded."""
+
+    @property  # type: ignore[override]
+    def return_value(self) -> Any:
+        return self._return_value
+
+    @return_value.setter
+    def return_value(self, value: Any) -> None:
+        self._return_value = value
+
+
 def _job_return(job: Job, reply: Reply) -> JobReturn:
     ret = reply.job_return
+    if ret is not None:
+        return ReturnedJob.of(ret, job.cfg, reply.output_dir)
     if ret is None:  # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
         task_cfg = OmegaConf.masked_copy(job.cfg, [k for k in job.cfg if k != "hydra"])
         ret = JobReturn(overrides=job.overrides, cfg=task_cfg, hydra_cfg=None, working_dir=None,
@@ -490,8 +533,9 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
         if ret.status == JobStatus.FAILED:
             why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]
             run.failures.append((job, why))
-            ret = IsolatedFailure(**{k: getattr(ret, k) for k in ("overrides", "cfg", "hydra_cfg", "working_dir",
-                                                                   "task_name", "status", "_return_value")})
+            failure = IsolatedFailure.__new__(IsolatedFailure)  # the same fields (lazy configs included)
+            failure.__dict__.update(ret.__dict__)
+            ret = failure
             progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
         else:
             run.n_done += 1
@@ -515,7 +559,8 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
                 else:
                     remote_conn, sender = mp.Pipe(duplex=False)
                     payloads = [(j.idx, j.gpu, cloudpickle.dumps(
-                        {"session": session, "idx": j.idx, "cfg": j.cfg, "collect_files": True})) for j in remote]
+                        {"session": session, "idx": j.idx, "cfg_bytes": cloudpickle.dumps(j.cfg), "collect_files": True}))
+                                for j in remote]
                     for j in remote:
                         j.started = time.perf_counter()
                         progress.job_started(j)
@@ -531,7 +576,11 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
                             w.conn.send_bytes(cloudpickle.dumps(("session", sid, session_bytes)))
                             w.sessions = {sid}
                         via = {**modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-                        w.conn.send_bytes(cloudpickle.dumps(("job", sid, job.idx, job.cfg, via)))
+                        msg = ("job", sid, job.idx, dump_config(job.cfg), via)
+                        try:
+                            w.conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+                        except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
+                            w.conn.send_bytes(cloudpickle.dumps(msg))
                         w.jobs.append(job)
                         job.started = time.perf_counter()
                 progress.running_now(sum(1 for w in pool.workers if w.jobs) if pool is not None else 0)
