@@ -73,6 +73,21 @@ def test_fourier_refuses_too_many_subsets_at_config_time():
     validate(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4", "method.max_subsets=4000000"))
 
 
+def test_km_refuses_more_influence_samples_than_training_inputs():
+    with pytest.raises(ConfigError, match=r"method.influence_samples=600 .* problem.n_train=500"):
+        validate(compose("method=km", "method.influence_samples=600", "problem.n_train=500"))
+
+
+def test_solve_learns_and_evaluation_comes_after():
+    """wall_clock_s times solve(): the answer's accuracy is evaluated by finalize(), which job.run calls after
+    reading the clock (methods/base.py, Outcome)."""
+    prob = SparseParity(n_bits=20, k_sparse=3, seed=42)
+    data = prob.generate()
+    out = GF2().solve(Context(problem=prob, data=data, backend=Backend(), trace=NULL_TRACE))
+    assert out.secret_found == data.secret and np.isnan(out.accuracy)
+    assert out.finalize().accuracy == 1.0 and out.train_accuracy == 1.0
+
+
 def test_gf2_solves_every_seed_42_to_141():
     """Rank-deficient first n+1 rows (about 1 seed in 5 at n=20) must not give a wrong subset."""
     be = Backend()

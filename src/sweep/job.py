@@ -76,7 +76,7 @@ def run(cfg: DictConfig) -> RunResult:
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
-    outcome.finalize()  # per-epoch diagnostics, after the clock
+    outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
 
     report = tracker.summarize(trace) if tracker is not None else TrackerReport()
     metrics: dict[str, float] = {

@@ -23,25 +23,44 @@ class Context:
 
 @dataclass
 class Outcome:
-    """A method's answer. ``curves`` are per-epoch metric steps (name -> list of values)."""
+    """A method's answer, and how to evaluate it.
 
-    accuracy: float
-    train_accuracy: float
+    What the clock times (job.run's ``wall_clock_s``): ``solve()`` learning the answer, that is producing the
+    secret or the trained weights, including any check the algorithm itself needs to decide when to stop
+    (SGD's per-epoch "test accuracy reached?" early stopping). Evaluating the answer is not learning:
+    the reported test and train accuracy, per-epoch curves and other diagnostics are computed by
+    ``evaluate``, which job.run calls through ``finalize()`` after reading the clock. A method that already
+    knows a figure from its stopping check may set it directly instead of evaluating it twice.
+
+    ``curves`` are per-epoch metric steps (name -> list of values).
+    """
+
+    accuracy: float = float("nan")  # test accuracy; set by ``evaluate`` unless known from the solve
+    train_accuracy: float = float("nan")
     secret_found: tuple[int, ...] | None = None
     epochs: int = 0
     curves: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # further scalar metrics
     traces: dict[str, Trace] = field(default_factory=dict)  # extra named traces, e.g. per-epoch (all_steps)
-    # Diagnostics that are not part of the solve (per-epoch curves from weight snapshots): job.run calls
-    # finalize() after reading the clock, so wall_clock_s times the solve alone.
-    deferred: Optional[Callable[["Outcome"], None]] = None
+    evaluate: Optional[Callable[["Outcome"], None]] = None  # fills in the figures above, after the clock
 
     def finalize(self) -> "Outcome":
-        """Run the deferred diagnostics once (idempotent); returns self."""
-        if self.deferred is not None:
-            work, self.deferred = self.deferred, None
+        """Run ``evaluate`` once (idempotent); returns self."""
+        if self.evaluate is not None:
+            work, self.evaluate = self.evaluate, None
             work(self)
         return self
+
+
+def subset_outcome(problem: Problem, data: Dataset, found: tuple[int, ...], **extra: float) -> Outcome:
+    """The outcome of a method whose answer is a subset of the bits; its test and train accuracy (the
+    hypothesis 'label = problem's label on the found subset') are evaluated after the clock."""
+
+    def evaluate(o: Outcome) -> None:
+        o.accuracy = subset_accuracy(problem, found, data.x_test, data.y_test)
+        o.train_accuracy = subset_accuracy(problem, found, data.x_train, data.y_train)
+
+    return Outcome(secret_found=found, extra=dict(extra), evaluate=evaluate)
 
 
 def subset_accuracy(problem: Problem, found: tuple[int, ...], x, y) -> float:

@@ -3,7 +3,7 @@
 Computing train accuracy on the whole training set every epoch costs more than the epoch's SGD steps at
 n=20 (1000 samples x 200 hidden units, while a step touches 32). The log therefore stores a copy of the
 weights each epoch (a few microseconds) and evaluates the curves after the clock has stopped
-(``Outcome.deferred``). Past a memory budget it evaluates inline instead, so huge runs cannot exhaust memory.
+(``Outcome.evaluate``). Past a memory budget it evaluates inline instead, so huge runs cannot exhaust memory.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 from omegaconf import DictConfig
 
-from sweep.methods.base import Context, Outcome, subset_accuracy
+from sweep.methods.base import Context, Outcome, subset_outcome
 
 
 @dataclass
@@ -69,9 +69,4 @@ class Fourier:
             if value > best:
                 best, best_subset = value, tuple(int(c) for c in idx[i])
             scored += idx.shape[0]
-        return Outcome(
-            accuracy=subset_accuracy(prob, best_subset, d.x_test, d.y_test),
-            train_accuracy=subset_accuracy(prob, best_subset, d.x_train, d.y_train),
-            secret_found=best_subset,
-            extra={"subsets_scored": float(scored), "top_correlation": best},
-        )
+        return subset_outcome(prob, d, best_subset, subsets_scored=float(scored), top_correlation=best)

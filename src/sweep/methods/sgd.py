@@ -123,17 +123,18 @@ class SGD:
         ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
 
     def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
-        """The trained net's outcome; curves, train accuracy and the secret it uses come after the clock."""
-        be = ctx.backend
+        """The trained net's outcome; its test accuracy, curves and train accuracy are evaluated after the
+        clock (Outcome.evaluate)."""
+        xp = ctx.backend.xp
 
-        def diagnostics(o: Outcome) -> None:
+        def evaluate(o: Outcome) -> None:
+            o.accuracy = self.accuracy(xp, p, xt, yt)
             o.curves = log.curves()
             o.train_accuracy = o.curves["train_accuracy"][-1]
             o.extra["hidden_progress"] = o.curves["hidden_progress"][-1]
 
         traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
-        return Outcome(accuracy=self.accuracy(be.xp, p, xt, yt), train_accuracy=float("nan"), epochs=epochs,
-                       traces=traces, deferred=diagnostics)
+        return Outcome(epochs=epochs, traces=traces, evaluate=evaluate)
 
     def solve(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data

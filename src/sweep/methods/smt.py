@@ -15,7 +15,7 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
-from sweep.methods.base import Context, Outcome, subset_accuracy
+from sweep.methods.base import Context, Outcome, subset_outcome
 
 
 @dataclass
@@ -37,12 +37,8 @@ class SMT:
         ctx.trace.write("x_screen", m * n)
         ctx.trace.write("y_screen", m)
         found = self._search((), None) or ()
-        return Outcome(
-            accuracy=subset_accuracy(prob, found, d.x_test, d.y_test),
-            train_accuracy=subset_accuracy(prob, found, d.x_train, d.y_train),
-            secret_found=found,
-            extra={"nodes": float(self.nodes), "candidates_checked": float(self.checked), "screen_rows": float(m)},
-        )
+        return subset_outcome(prob, d, found, nodes=float(self.nodes), candidates_checked=float(self.checked),
+                              screen_rows=float(m))
 
     def _search(self, prefix: tuple[int, ...], partial) -> Optional[tuple[int, ...]]:
         """Backtrack over prefixes of length k - 2; each one ends in a batched pair step."""
