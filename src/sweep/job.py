@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any
 
+import yaml
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -38,6 +39,13 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
 def make_backend(device: DictConfig) -> Backend:
     return Backend(name=device.backend, device=device.torch_device, dtype=device.dtype, compile=device.compile,
                    compile_backend=device.get("compile_backend", "inductor"))
+
+
+def config_yaml(cfg: DictConfig) -> str:
+    """The job config as YAML through libyaml (OmegaConf.to_yaml's pure-Python emitter costs ~3 ms a job)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(OmegaConf.to_container(cfg, resolve=False, enum_to_str=True), Dumper=dumper, sort_keys=False,
+                     default_flow_style=False, allow_unicode=True)
 
 
 def table_csv(rows: list[dict]) -> str:
@@ -104,7 +112,7 @@ def run(cfg: DictConfig) -> RunResult:
     tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
-    artifacts = {"config.yaml": OmegaConf.to_yaml(cfg)}
+    artifacts = {"config.yaml": config_yaml(cfg)}
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

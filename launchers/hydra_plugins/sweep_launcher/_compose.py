@@ -33,6 +33,8 @@ class FastComposer:
         self.parser = OverridesParser.create(config_loader=loader)
         self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # pickled: loads() copies ~6x faster than deepcopy
         self.composed: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # sweeper's check -> launcher
+        # Hydra's grammar is slow and most jobs repeat most overrides: line -> (parsed, is a plain value)
+        self.parsed: dict[str, tuple[Override, bool]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -59,12 +61,22 @@ class FastComposer:
         key = (id(master_config), tuple(sweep_overrides))
         return self.composed.pop(key, None) or self._compose(master_config, list(sweep_overrides))
 
+    def _parse(self, line: str) -> tuple[Override, bool]:
+        hit = self.parsed.get(line)
+        if hit is None:
+            if len(self.parsed) > 100_000:
+                self.parsed.clear()
+            o = self.parser.parse_overrides([line])[0]
+            hit = self.parsed[line] = (o, self._is_value(o))
+        return hit
+
     def _compose(self, master: DictConfig, overrides: list[str]) -> DictConfig:
-        parsed = self.parser.parse_overrides(overrides)
-        values = [o for o in parsed if self._is_value(o)]
+        hits = [self._parse(line) for line in overrides]
+        parsed = [o for o, _ in hits]
+        values = [o for o, is_value in hits if is_value]
         if not values:
             return self.loader.load_sweep_config(master, overrides)
-        groups = [o.input_line for o in parsed if not any(o is v for v in values)]
+        groups = [o.input_line for o, is_value in hits if not is_value]
         tkey = (id(master), tuple(groups))
         template: Optional[bytes] = self.templates.get(tkey)
         if template is None:

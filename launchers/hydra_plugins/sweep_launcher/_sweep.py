@@ -12,6 +12,7 @@ Hydra's own list) the parent run is closed, the failures are printed and the pro
 from __future__ import annotations
 
 import atexit
+import gc
 import itertools
 import logging
 import multiprocessing as mp
@@ -207,6 +208,7 @@ class SweepRun:
         cfg = self.launcher.config
         _sqlite_wal()
         self.recorder = Recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment)
+        gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
         overrides = " ".join(OmegaConf.to_container(cfg.hydra.overrides.task))
         self.parent = self.recorder.start_parent(
             f"sweep {overrides}".strip(),
