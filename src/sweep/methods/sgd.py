@@ -25,6 +25,19 @@ def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], 
     return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
 
 
+class SGDUpdate:
+    """p <- p - lr (grad + wd p) = keep p - lr grad: the decay is one in-place shrink, and lr grad arrives
+    ready-made (scale = lr, folded into dout by the step)."""
+
+    def __init__(self, lr: float, wd: float) -> None:
+        self.scale, self.keep = lr, 1.0 - lr * wd
+
+    def __call__(self, p, g, decay: bool) -> None:
+        if decay and self.keep != 1.0:
+            p *= self.keep
+        p -= g
+
+
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # hinge loss: binary labels
@@ -38,20 +51,12 @@ class SGD:
     target_accuracy: float = 1.0
 
     def make_update(self, xp) -> Update:
-        lr, keep = self.lr, 1.0 - self.lr * self.wd
-
-        def update(p, g, decay: bool) -> None:
-            # p - lr (g + wd p) = keep p - lr g: the decay is one in-place shrink, no temporary
-            if decay and keep != 1.0:
-                p *= keep
-            p -= lr * g
-
-        return update
+        return SGDUpdate(self.lr, self.wd)
 
     # -- pieces shared with sign_sgd and curriculum --------------------------------------------------
     def predict(self, xp, p: Params, x):
         h = xp.maximum(x @ p["W1"].T + p["b1"], 0.0)
-        return (h @ p["W2"].T)[:, 0] + p["b2"]
+        return h @ p["W2"][0] + p["b2"]
 
     def accuracy(self, xp, p: Params, x, y) -> float:
         out = self.predict(xp, p, x)
@@ -94,8 +99,8 @@ class SGD:
                 ctx.variant.init_trace(epoch_trace, p)
             for s in range(0, n, bs):
                 xb, yb = xs[s : s + bs], ys[s : s + bs]
-                epoch_trace.write("x", xb.shape[0] * xb.shape[1])
-                epoch_trace.write("y", yb.shape[0])
+                epoch_trace.write("x", xb)
+                epoch_trace.write("y", yb)
                 step(xp, p, xb, yb, update, epoch_trace)
             if all_steps:
                 ctx.trace.extend(epoch_trace)

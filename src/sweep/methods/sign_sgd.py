@@ -18,13 +18,21 @@ class SignSGD(SGD):
     dead_zone: float = 1e-12  # |grad| at or below this counts as zero
 
     def make_update(self, xp) -> Update:
-        lr, wd, noise = self.lr, self.wd, self.dead_zone
+        return SignUpdate(xp, self.lr, self.wd, self.dead_zone)
 
-        def update(p, g, decay: bool) -> None:
-            if decay:
-                g = g + wd * p
-            # a gradient within rounding noise of zero has no sign: numpy and torch sum in different orders,
-            # and stepping +lr or -lr on that noise would make their runs drift apart
-            p -= lr * xp.sign(xp.where(xp.abs(g) > noise, g, 0.0))
 
-        return update
+class SignUpdate:
+    """p <- p - lr sign(grad + wd p); the gradient arrives unscaled (scale 1: its sign is all that counts)."""
+
+    scale = 1.0
+
+    def __init__(self, xp, lr: float, wd: float, dead_zone: float) -> None:
+        self.xp, self.lr, self.wd, self.noise = xp, lr, wd, dead_zone
+
+    def __call__(self, p, g, decay: bool) -> None:
+        xp = self.xp
+        if decay:
+            g = g + self.wd * p
+        # a gradient within rounding noise of zero has no sign: numpy and torch sum in different orders,
+        # and stepping +lr or -lr on that noise would make their runs drift apart
+        p -= self.lr * xp.sign(xp.where(xp.abs(g) > self.noise, g, 0.0))

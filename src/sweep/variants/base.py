@@ -2,17 +2,32 @@
 
 Each variant emits the trace events of specs/traces.md from the same code that does the arithmetic, so the
 trace describes what the step really did. Parameters: dict W1 (H, n), b1 (H,), W2 (1, H), b2 (1,).
-``update(p, g)`` applies the optimiser in place (sgd or sign_sgd, weight decay included).
+``update(p, g, decay)`` applies the optimiser in place (sgd or sign_sgd, weight decay included).
+
+The step is the hot loop of every SGD-like method (~1250 steps a run at n=20 on 32-sample batches of
+200-unit arrays), where a numpy call costs more in overhead than in arithmetic; so it uses array methods
+(``a.sum(0)``, ``a.any()``, the same on numpy and torch) rather than the namespace's Python wrappers, and makes
+no array operation that the result does not need.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Protocol
 
 from sweep.trackers.trace import Trace
 
 Params = dict[str, Any]
-Update = Callable[[Any, Any, bool], None]  # (param, grad, decay) -> None, in place
+
+
+class Update(Protocol):
+    """The optimiser: ``update(param, g, decay)`` changes param in place, where g is the loss gradient times
+    ``scale``. The step folds ``scale`` into dout, the B floats every gradient is a product of, so SGD's
+    learning rate costs no full-size multiply per parameter. ``decay``: apply weight decay (weights, not
+    biases)."""
+
+    scale: float
+
+    def __call__(self, param: Any, g: Any, decay: bool) -> None: ...
 
 
 @dataclass
@@ -35,7 +50,8 @@ def forward(xp, p: Params, x, trace: Trace):
     trace.read("x", x)
     trace.read("W1", p["W1"])
     trace.read("b1", p["b1"])
-    h_pre = x @ p["W1"].T + p["b1"]
+    h_pre = x @ p["W1"].T
+    h_pre += p["b1"]  # in place: no second (B, H) array
     trace.write("h_pre", h_pre)
     trace.read("h_pre", h_pre)
     h = xp.maximum(h_pre, 0.0)
@@ -43,17 +59,17 @@ def forward(xp, p: Params, x, trace: Trace):
     trace.read("h", h)
     trace.read("W2", p["W2"])
     trace.read("b2", p["b2"])
-    out = (h @ p["W2"].T)[:, 0] + p["b2"]
+    out = h @ p["W2"][0] + p["b2"]
     trace.write("out", out)
     return h_pre, h, out
 
 
-def hinge_dout(xp, out, y, trace: Trace):
-    """MARGIN: the hinge loss max(0, 1 - y out) averaged over the batch; None if no sample is active."""
+def hinge_dout(xp, out, y, trace: Trace, scale: float):
+    """MARGIN: the gradient of the hinge loss max(0, 1 - y out), averaged over the batch, with respect to out,
+    times ``scale`` (Update.scale); None if no sample is active."""
     trace.read("out", out)
     trace.read("y", y)
     active = (out * y) < 1.0
-    if not bool(xp.any(active)):
+    if not bool(active.any()):
         return None
-    # y * (-1/b) is bit-identical to -y / b (y = +-1), with one operation fewer
-    return xp.where(active, y * (-1.0 / out.shape[0]), 0.0)
+    return xp.where(active, y * (-scale / out.shape[0]), 0.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from sweep.trackers.trace import Trace, numel
+from sweep.trackers.trace import Trace
 from sweep.variants.base import Params, Update
 
 
@@ -12,7 +12,7 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
     """LAYER-2 GRAD: dW2 = dout h, db2 = sum dout, dh = dout W2 (the weights before any update).
     ``read_h`` emits the reads of h (tiled reads it tile by tile)."""
     R, W = trace.read, trace.write
-    H = numel(p["b1"])
+    H = p["W2"].shape[1]
     W("dout", dout); R("dout", dout)
     if read_h is None:
         R("h", h)
@@ -20,7 +20,7 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
         read_h()
     dW2 = dout[None, :] @ h
     W("dW2", H)
-    db2 = xp.sum(dout, keepdims=True)
+    db2 = dout.sum(0, keepdims=True)
     W("db2", 1)
     R("W2", H); R("dout", dout)
     dh = dout[:, None] * p["W2"]
@@ -29,11 +29,12 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
 
 
 def relu_backward(xp, h_pre, dh, trace: Trace, suffix: str = "") -> Any:
-    """RELU BWD: dh_pre = dh where h_pre > 0."""
+    """RELU BWD: dh_pre = dh where h_pre > 0, else 0. Computed in dh's memory (dh is dead after this, so no
+    new (B, H) array), which makes the returned dh_pre the same array as dh."""
     trace.read("dh" + suffix, dh); trace.read("h_pre" + suffix, h_pre)
-    dh_pre = dh * (h_pre > 0)  # the relu mask as a product: where()'s values, faster (as in standard)
-    trace.write("dh_pre" + suffix, dh_pre)
-    return dh_pre
+    dh *= h_pre > 0  # the relu mask as a product: where()'s values, faster
+    trace.write("dh_pre" + suffix, dh)
+    return dh
 
 
 def layer1_update(xp, W1, b1, x, dh_pre, update: Update, trace: Trace, suffix: str = "") -> None:
@@ -43,14 +44,14 @@ def layer1_update(xp, W1, b1, x, dh_pre, update: Update, trace: Trace, suffix: s
     update(W1, dh_pre.T @ x, True)
     W("W1" + suffix, W1)
     R("dh_pre" + suffix, dh_pre); R("b1" + suffix, b1)
-    update(b1, xp.sum(dh_pre, axis=0), False)
+    update(b1, dh_pre.sum(0), False)
     W("b1" + suffix, b1)
 
 
 def layer2_update(p: Params, dW2, db2, update: Update, trace: Trace) -> None:
     """LAYER-2 UPDATE of W2 and b2 from the stored gradients."""
     R, W = trace.read, trace.write
-    H = numel(p["W2"])
+    H = p["W2"].shape[1]
     R("dW2", H); R("W2", H)
     update(p["W2"], dW2, True)
     W("W2", H)

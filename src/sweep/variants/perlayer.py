@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.trackers.trace import NULL_TRACE, Trace, numel
+from sweep.trackers.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update, Variant, forward, hinge_dout
 
 
@@ -19,10 +19,10 @@ class PerLayer(Variant):
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
         R, W = trace.read, trace.write
         h_pre, h, out = forward(xp, p, x, trace)
-        dout = hinge_dout(xp, out, y, NULL_TRACE)  # the margin test is fused too: no out/y reads
+        dout = hinge_dout(xp, out, y, NULL_TRACE, update.scale)  # the margin test is fused too: no out/y reads
         if dout is None:
             return False
-        H = numel(p["b1"])
+        H = p["W2"].shape[1]
         # layer 2: gradient from h, update W2 and b2 in place
         R("h", h); R("W2", H)
         dW2 = dout[None, :] @ h
@@ -30,15 +30,16 @@ class PerLayer(Variant):
         update(p["W2"], dW2, True)
         W("W2", H)
         R("b2", 1)
-        update(p["b2"], xp.sum(dout, keepdims=True), False)
+        update(p["b2"], dout.sum(0, keepdims=True), False)
         W("b2", 1)
         # layer 1: dh from the updated W2, relu backward, update W1 and b1
         R("h_pre", h_pre)
-        dh_pre = (dout[:, None] * p["W2"]) * (h_pre > 0)
+        dh_pre = dout[:, None] * p["W2"]
+        dh_pre *= h_pre > 0
         R("x", x); R("W1", p["W1"])
         update(p["W1"], dh_pre.T @ x, True)
         W("W1", p["W1"])
         R("b1", H)
-        update(p["b1"], xp.sum(dh_pre, axis=0), False)
+        update(p["b1"], dh_pre.sum(0), False)
         W("b1", H)
         return True

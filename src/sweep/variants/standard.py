@@ -14,7 +14,7 @@ class Standard(Variant):
 
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
         h_pre, h, out = forward(xp, p, x, trace)
-        dout = hinge_dout(xp, out, y, trace)
+        dout = hinge_dout(xp, out, y, trace, update.scale)
         if dout is None:
             return False
         dW2, db2, dh = layer2_grad(xp, p, h, dout, trace)

@@ -54,9 +54,9 @@ class Tiled(Variant):
         read_h()
         h = xp.concat(h_t, axis=1)
         R("W2", p["W2"]); R("b2", 1)
-        out = (h @ p["W2"].T)[:, 0] + p["b2"]
+        out = h @ p["W2"][0] + p["b2"]
         W("out", out)
-        dout = hinge_dout(xp, out, y, trace)
+        dout = hinge_dout(xp, out, y, trace, update.scale)
         if dout is None:
             return False
         dW2, db2, dh = layer2_grad(xp, p, h, dout, trace, read_h=read_h)
