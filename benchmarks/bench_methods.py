@@ -6,6 +6,10 @@
 tracker=none), the minimum over ``repeats`` runs (other load on a shared machine only ever adds time), then
 the median over the seeds; target >= 3x faster than seed 000 (SGD 142 ms, GF(2) 0.5 ms, KM 1.1 ms) with
 accuracy 1.0. (b) scaling: gf2 and km at n=100/k=10 and n=1000/k=3, sgd and curriculum at n=50/k=3.
+
+wall_clock_s times learning only (sweep.methods.base.Outcome): solve() producing the secret or the trained
+weights, with the checks the algorithm needs to stop (SGD's per-epoch early stopping). Evaluating the answer
+(the reported test and train accuracy, curves) runs after the clock, for every method alike.
 """
 from __future__ import annotations
 
@@ -55,15 +59,16 @@ def main() -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         print(f"(a) speed at n=20, k=3, device={args.device}: median over seeds 42-46 of the best of "
               f"{args.repeats} runs")
-        print(f"| method | median ms | seed 000 CPU ms | speedup | target (3x) | min accuracy | median epochs |")
-        print("|---|---|---|---|---|---|---|")
+        print("| method | median ms | seed 000 CPU ms | speedup | 3x target: ms <= | target | min accuracy "
+              "| median epochs |")
+        print("|---|---|---|---|---|---|---|---|")
         for method in SPEED_METHODS:
             ms, acc, ep = over_seeds(method, 20, 3, args.device, args.repeats)
             ref = SEED_000_CPU_MS.get(method)
-            speed = f"{ref / ms:.1f}x" if ref else "-"
+            speed, bound = (f"{ref / ms:.1f}x", f"{ref / 3:.3f}") if ref else ("-", "-")
             target = ("met" if ref / ms >= 3 and acc == 1.0 else "MISSED") if ref else "-"
-            print(f"| {method} | {ms:.3f} | {ref if ref else '-'} | {speed} | {target} | {acc:.3f} | {ep:g} |",
-                  flush=True)
+            print(f"| {method} | {ms:.3f} | {ref if ref else '-'} | {speed} | {bound} | {target} | {acc:.3f} "
+                  f"| {ep:g} |", flush=True)
         print(f"\n(b) scaling, device={args.device}: median over seeds 42-46")
         print("| method | n | k | median ms | min accuracy | median epochs |")
         print("|---|---|---|---|---|---|")

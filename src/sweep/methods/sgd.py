@@ -55,8 +55,9 @@ class SGD:
 
     # -- pieces shared with sign_sgd and curriculum --------------------------------------------------
     def predict(self, xp, p: Params, x):
-        h = xp.maximum(x @ p["W1"].T + p["b1"], 0.0)
-        return h @ p["W2"][0] + p["b2"]
+        h_pre = x @ p["W1"].T
+        h_pre += p["b1"]  # in place, as in the step's forward
+        return xp.maximum(h_pre, 0.0) @ p["W2"][0] + p["b2"]
 
     def accuracy(self, xp, p: Params, x, y) -> float:
         out = self.predict(xp, p, x)
@@ -70,7 +71,7 @@ class SGD:
             return self.accuracy(xp, p, x, y) >= self.target_accuracy
         for s in range(0, x.shape[0], chunk):
             out = self.predict(xp, p, x[s : s + chunk])
-            if not bool(xp.all((out >= 0) == (y[s : s + chunk] > 0))):
+            if not bool(((out >= 0) == (y[s : s + chunk] > 0)).all()):
                 return False
         return True
 
