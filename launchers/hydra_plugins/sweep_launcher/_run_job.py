@@ -3,7 +3,8 @@
 `hydra.core.utils.run_job` spends ~50 ms a job on a 2-core machine before the task starts: it deep-copies the
 job config four times (HydraConfig.set_config twice, the task config, the hydra config) and writes the
 `.hydra/*.yaml` files with PyYAML's pure-Python emitter. Here the worker receives the job config pickled,
-so each copy is a `pickle.loads` (~6x faster than `copy.deepcopy` of an OmegaConf tree), and the YAML goes
+so the task's copy is a second `pickle.loads` (~6x faster than `copy.deepcopy` of an OmegaConf tree);
+HydraConfig holds the job config's own hydra node (the worker discards both after the job), and the YAML goes
 through libyaml's emitter with OmegaConf's own representers (the same documents; long strings may wrap at
 other places). Everything else is Hydra's: output dir, `hydra.job.chdir`, job logging, env_set, callbacks,
 the JobReturn. Hydra's launcher test suites run against this path (tests/test_launcher_hydra_suites.py).
@@ -54,10 +55,9 @@ def _save(cfg: Any, filename: str, output_dir: Path) -> None:
     (output_dir / filename).write_text(to_yaml(cfg), encoding="utf-8")
 
 
-def _without(cfg: DictConfig, keep_hydra: bool) -> DictConfig:
+def _without_hydra(cfg: DictConfig) -> DictConfig:
     with read_write(cfg), open_dict(cfg):
-        for key in [k for k in cfg if (k == "hydra") != keep_hydra]:
-            del cfg[key]
+        del cfg["hydra"]
     return cfg
 
 
@@ -69,24 +69,25 @@ def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_byt
     orig_hydra_cfg = HydraConfig.instance().cfg
 
     config: DictConfig = pickle.loads(config_bytes)
-    # HydraConfig.set_config, less its deepcopy: a {hydra: ...} config whose hydra node sees the job config
+    # HydraConfig.set_config without its copy: a {hydra: ...} config holding the job config's own hydra node,
+    # which still sees the job config as its parent (interpolations from hydra into the job config resolve)
     OmegaConf.set_readonly(config.hydra, True)
-    hydra_cfg = _without(pickle.loads(config_bytes), keep_hydra=True)
-    OmegaConf.set_readonly(hydra_cfg.hydra, True)
-    hydra_cfg.hydra._set_parent(config)
+    hydra_cfg = DictConfig({}, flags={"no_deepcopy_set_nodes": True})
+    with open_dict(hydra_cfg):
+        hydra_cfg["hydra"] = config._get_node("hydra")
+    config.hydra._set_parent(config)
     HydraConfig.instance().cfg = hydra_cfg  # type: ignore[assignment]
 
     output_dir = str(OmegaConf.select(config, job_dir_key))
     if job_subdir_key is not None:
         output_dir = os.path.join(output_dir, str(OmegaConf.select(config, job_subdir_key)))
-    for c in (config, hydra_cfg):
-        with read_write(c.hydra.runtime), open_dict(c.hydra.runtime):
-            c.hydra.runtime.output_dir = os.path.abspath(output_dir)
+    with read_write(config.hydra.runtime), open_dict(config.hydra.runtime):
+        config.hydra.runtime.output_dir = os.path.abspath(output_dir)
 
     _chdir = None
     try:
         ret = JobReturn()
-        task_cfg = _without(pickle.loads(config_bytes), keep_hydra=False)
+        task_cfg = _without_hydra(pickle.loads(config_bytes))  # the task's own copy
         ret.cfg = task_cfg
         ret.hydra_cfg = hydra_cfg
         overrides = OmegaConf.to_container(config.hydra.overrides.task)
@@ -128,6 +129,5 @@ def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_byt
         return ret
     finally:
         HydraConfig.instance().cfg = orig_hydra_cfg
-        hydra_cfg.hydra._set_parent(hydra_cfg)  # the returned hydra config stands alone, as Hydra's copy does
         if _chdir:
             os.chdir(old_cwd)
