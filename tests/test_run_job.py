@@ -46,3 +46,16 @@ def test_returned_job_rebuilds_the_configs_it_did_not_carry():
     iso.__dict__.update(failed.__dict__)
     assert isinstance(iso.return_value, ValueError)  # does not raise: the sweep goes on
     assert iso.cfg.problem.seed == 3
+
+
+def test_build_makes_what_instantiate_makes():
+    from hydra.utils import instantiate
+
+    from sweep.job import build
+
+    cfg = compose("method=sgd", "variant=tiled", "variant.tile_size=50", "tracker=cache", "problem.seed=9")
+    for group in ("problem", "method", "variant", "tracker"):
+        assert build(cfg[group]) == instantiate(cfg[group]), group
+    # anything richer than flat fields still goes through Hydra
+    assert build(OmegaConf.create({"_target_": "builtins.dict", "_convert_": "all", "a": 1})) == {"a": 1}
+    assert build(OmegaConf.create({"_target_": "math.hypot", "_args_": [3, 4]})) == 5.0

@@ -82,3 +82,14 @@ def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path):
     assert rec.client.search_runs([rec.experiment_id]) == []
     artifacts = tmp_path / "mlruns" / "artifacts"
     assert not artifacts.exists() or not any(artifacts.iterdir()), "no orphan artifact files"
+
+
+def test_a_run_is_written_whole_or_not_at_all(store):
+    from mlflow.entities import Metric, Param
+
+    rec = Recorder(store, "atomic")
+    rid = rec.sql.new_run_id()
+    dup = [Param("a", "1"), Param("a", "2")]  # the params insert fails after the run row went in
+    with pytest.raises(Exception):
+        rec.sql.write(rec.experiment_id, rid, "r", "FINISHED", 1, 2, {"t": "v"}, dup, [Metric("m", 1.0, 1, 0)])
+    assert rec.client.search_runs([rec.experiment_id]) == []

@@ -76,17 +76,18 @@ class SqlRunWriter:
                "entry_point_name": "", "user_id": tags.get(MLFLOW_USER, "unknown"), "status": status,
                "start_time": start_ms, "end_time": end_ms, "deleted_time": None, "source_version": "",
                "lifecycle_stage": "active"}
-        with self.store.ManagedSessionMaker(read_only=False) as session:
-            session.execute(SqlRun.__table__.insert(), [run])
+        # One Core transaction on the store's engine: no ORM session, no per-session PRAGMAs (~half the cost)
+        with self.store.engine.begin() as conn:
+            conn.execute(SqlRun.__table__.insert(), [run])
             if tags:
-                session.execute(SqlTag.__table__.insert(),
-                                [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()])
+                conn.execute(SqlTag.__table__.insert(),
+                             [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()])
             if params:
-                session.execute(SqlParam.__table__.insert(),
-                                [{"key": p.key, "value": p.value, "run_uuid": run_id} for p in params])
+                conn.execute(SqlParam.__table__.insert(),
+                             [{"key": p.key, "value": p.value, "run_uuid": run_id} for p in params])
             if rows:
-                session.execute(SqlMetric.__table__.insert(), rows)
-                session.execute(SqlLatestMetric.__table__.insert(), [r for _, r in latest.values()])
+                conn.execute(SqlMetric.__table__.insert(), rows)
+                conn.execute(SqlLatestMetric.__table__.insert(), [r for _, r in latest.values()])
 
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
         """The run's artifact directory when artifacts live on a local disk (file:// or a plain path)."""

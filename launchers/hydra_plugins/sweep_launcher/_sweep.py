@@ -474,6 +474,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             run.pool = Pool(min(run.n_workers, len(job_overrides)), preload)
         else:
             run.pool.grow(min(run.n_workers, len(job_overrides)))
+    gc.freeze()  # Hydra's state and the imports stay for the whole sweep: per-job collections skip them
     jobs = _compose(launcher, job_overrides, initial_job_idx)
     try:
         _validate(jobs, launcher.modal.get("prices"))
