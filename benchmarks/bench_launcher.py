@@ -1,16 +1,18 @@
 """Launcher throughput: a gf2 sweep of N jobs (default 200, tracker=none) through `python -m sweep -m`, on the
 sweep launcher's local pool and on Hydra's basic launcher, each recording into a fresh MLflow store.
 
-    /tmp/venv/bin/python benchmarks/bench_launcher.py [--jobs 200] [--skip-basic] [--workers N]
+    .venv/bin/python benchmarks/bench_launcher.py [--jobs 200] [--skip-basic] [--workers N] [--repeats 3]
 
 Figures per launcher: total wall-clock of the command; the pure solve time (sum of the runs' wall_clock_s);
 per-job overhead = (total wall - sum of solve) / N, everything else included (interpreter and Hydra start-up,
 composition, shipping, MLflow); the same without the command's fixed start-up cost (a 1-job sweep's wall
 time, measured the same way), which is the amortized framework cost per job. Target: <= 30 ms per job.
+The sweep launcher is measured `--repeats` times (a fresh experiment each) and the medians are printed.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import os
 import resource
 import subprocess
@@ -49,22 +51,30 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
             [r for r in rs if r.data.tags.get("sweep.parent") == "true"])
 
 
-def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str]) -> dict[str, float]:
+def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: int) -> dict[str, float]:
+    """One measurement: a 1-job sweep (the fixed start-up) then the n-job sweep, each in its own experiment."""
     common = ["method=gf2", "tracker=none", *extra, f"hydra/launcher={launcher}"]
-    start_up, start_up_cpu = run([*common, "problem.seed=100000", f"mlflow.experiment=warm_{launcher}"], store, cwd)
-    wall, cpu = run([*common, f"problem.seed=range(0,{n})", f"mlflow.experiment=bench_{launcher}"], store, cwd)
-    kids, parents = runs(store, f"bench_{launcher}")
+    warm, bench_exp = f"warm_{launcher}_{rep}", f"bench_{launcher}_{rep}"
+    start_up, start_up_cpu = run([*common, "problem.seed=100000", f"mlflow.experiment={warm}"], store, cwd)
+    wall, cpu = run([*common, f"problem.seed=range(0,{n})", f"mlflow.experiment={bench_exp}"], store, cwd)
+    kids, parents = runs(store, bench_exp)
     assert len(kids) == n and all(r.info.status == "FINISHED" for r in kids), "not every job FINISHED"
     solve = sum(r.data.metrics["wall_clock_s"] for r in kids)
     out = {"wall": wall, "solve": solve, "start_up": start_up, "per_job_ms": (wall - solve) / n * 1e3,
            "amortized_ms": (wall - start_up - solve) / n * 1e3, "cpu_per_job_ms": (cpu - start_up_cpu) / n * 1e3}
     pm = parents[0].data.metrics if parents else {}
-    if "launcher_cpu_s" in pm:  # the sweep launcher's own split: where the CPU goes (robust to other load)
-        _, warm_parents = runs(store, f"warm_{launcher}")
-        wm = warm_parents[0].data.metrics
+    if "launcher_cpu_s" in pm:  # the sweep launcher's own split: where the CPU goes
+        wm = runs(store, warm)[1][0].data.metrics
         out["launcher_cpu_ms"] = (pm["launcher_cpu_s"] - wm["launcher_cpu_s"]) / n * 1e3
         out["workers_cpu_ms"] = (pm["workers_cpu_s"] - wm["workers_cpu_s"]) / n * 1e3
     return out
+
+
+def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str], repeats: int) -> dict[str, float]:
+    """The median over `repeats` measurements of every figure (start-up noise of a second or so moves a
+    single amortized figure by ~5 ms a job at n=200)."""
+    reps = [once(launcher, n, store, cwd, extra, i) for i in range(repeats)]
+    return {k: statistics.median(r[k] for r in reps) for k in reps[0]} | {"repeats": repeats}
 
 
 def main() -> None:
@@ -72,6 +82,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--workers", type=int, default=None, help="hydra.launcher.n_workers (default: CPU count)")
     ap.add_argument("--skip-basic", action="store_true", help="only the sweep launcher")
+    ap.add_argument("--repeats", type=int, default=3, help="measurements of the sweep launcher (median)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -80,11 +91,12 @@ def main() -> None:
 
         Recorder(store, "warmup")  # the store's schema exists before either launcher runs
         extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []
-        results = {"local": bench("local", a.jobs, store, cwd, extra)}
-        if not a.skip_basic:
-            results["basic"] = bench("basic", a.jobs, store, cwd, [])
+        results = {"local": bench("local", a.jobs, store, cwd, extra, a.repeats)}
+        if not a.skip_basic:  # ~2 minutes a measurement: once
+            results["basic"] = bench("basic", a.jobs, store, cwd, [], 1)
     print(f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
           f"load average {os.getloadavg()[0]:.1f}")
+    print("figures: the median over the measurements (local: " + str(a.repeats) + ", basic: 1)")
     print(f"{'launcher':<9}{'total wall':>12}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
           f"{'CPU/job':>10}")
     for name, r in results.items():
