@@ -258,7 +258,11 @@ def test_fast_composer_equals_hydra_composition():
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
+    import yaml
+    from omegaconf import open_dict
+
     from hydra_plugins.sweep_launcher._compose import FastComposer
+    from hydra_plugins.sweep_launcher._run_job import hydra_yaml
     from sweep.schema import register_configs
 
     register_configs()
@@ -266,11 +270,22 @@ def test_fast_composer_equals_hydra_composition():
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", ["method=gf2,km", "problem.seed=1,2"], RunMode.MULTIRUN)
         fast = FastComposer(loader)
-        for overrides in (["method=gf2", "problem.seed=1"], ["method=km", "problem.seed=2", "device.dtype=float32"],
-                          ["problem.seed=3", "method=sgd", "method.lr=0.5"], ["+extra.note=x", "problem.seed=4"]):
+        for num, overrides in enumerate((
+                ["method=gf2", "problem.seed=1"], ["method=km", "problem.seed=2", "device.dtype=float32"],
+                ["problem.seed=3", "method=sgd", "method.lr=0.5"], ["+extra.note=x", "problem.seed=4"],
+                ["method=gf2", "problem.seed=5", "problem.n_bits=30"], ["method=km"])):
             want = loader.load_sweep_config(master, overrides)
-            got = fast.take(master, overrides)
+            got, template = fast.take(master, overrides)
             assert OmegaConf.to_container(got) == OmegaConf.to_container(want), overrides
             assert got.hydra.job.override_dirname == want.hydra.job.override_dirname
+            assert (template is None) == (overrides == ["method=km"])  # no value override: Hydra's own path
+            if template is not None:
+                # .hydra/hydra.yaml from the template's section + the job's own keys == the job's whole section
+                for c in (got, want):  # what the launcher and run_job set per job
+                    with open_dict(c.hydra.job), open_dict(c.hydra.runtime):
+                        c.hydra.job.id, c.hydra.job.num = f"t_{num}", num
+                        c.hydra.runtime.output_dir = f"/out/{num}"
+                text = hydra_yaml(fast.hydra_doc(template), got)
+                assert yaml.safe_load(text) == yaml.safe_load(OmegaConf.to_yaml(OmegaConf.masked_copy(want, "hydra")))
         # one template per group selection (gf2, km, sgd) + one for the `+key` override, which is never a value
         assert len(fast.templates) == 4

@@ -80,7 +80,8 @@ def table_csv(rows: list[dict]) -> str:
 def run(cfg: DictConfig) -> RunResult:
     """Validate, solve, summarise the trace; return everything the recorder needs."""
     started = time.time()
-    validate(cfg)
+    config = job_config(cfg)
+    validate(config)
     problem = build(cfg.problem)
     data = problem.generate()
     backend = make_backend(cfg.device)
@@ -134,5 +135,5 @@ def run(cfg: DictConfig) -> RunResult:
     artifacts["outcome.json"] = json.dumps(
         {"secret": list(data.secret), "secret_found": outcome.secret_found, "secret_correct": secret_ok,
          "metrics": metrics}, indent=1)
-    return RunResult(config=job_config(cfg), metrics=metrics, curves=curves, tags=tags, artifacts=artifacts,
+    return RunResult(config=config, metrics=metrics, curves=curves, tags=tags, artifacts=artifacts,
                      start_time=started)

@@ -2,6 +2,10 @@
 
 Each rule names the field it guards and what values are allowed, so the error tells the user exactly what to
 change. Methods and variants may add their own rules (``RULES`` is a plain list to extend).
+
+Rules read the job's resolved config as plain data (``ConfigView``: ``c.problem.n_bits`` works as on a
+DictConfig): converting the job's groups once costs less than a dozen lookups through OmegaConf, and the
+launcher checks every job of a sweep before any starts.
 """
 from __future__ import annotations
 
@@ -16,22 +20,53 @@ class ConfigError(ValueError):
     """A composed config that cannot run; the message names the field and the allowed values."""
 
 
+JOB_GROUPS = ("problem", "method", "variant", "device", "tracker")
+
+
+class ConfigView(dict):
+    """A job's resolved config as plain nested dicts, read like a DictConfig (`c.method.lr`, `c.get(...)`)."""
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            value = self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+        return ConfigView(value) if isinstance(value, dict) else value
+
+    def select(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    @classmethod
+    def of(cls, cfg: "DictConfig | dict[str, Any]") -> "ConfigView":
+        """The job groups of `cfg`, resolved (a plain dict, e.g. sweep.job.job_config's, is taken as it is)."""
+        if isinstance(cfg, ConfigView):
+            return cfg
+        if isinstance(cfg, dict):
+            return cls(cfg)
+        return cls({k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS if k in cfg})
+
+
 @dataclass(frozen=True)
 class Rule:
     field: str  # dotted key, e.g. "method.lr"
     allowed: str  # human-readable allowed values
-    ok: Callable[[Any, DictConfig], bool]  # (value, whole config) -> valid?
+    ok: Callable[[Any, ConfigView], bool]  # (value, whole config) -> valid?
 
 
-def _positive_int(v: Any, _cfg: DictConfig) -> bool:
+def _positive_int(v: Any, _cfg: ConfigView) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
-def _positive_finite(v: Any, _cfg: DictConfig) -> bool:
+def _positive_finite(v: Any, _cfg: ConfigView) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
-def _nonneg_finite(v: Any, _cfg: DictConfig) -> bool:
+def _nonneg_finite(v: Any, _cfg: ConfigView) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
@@ -58,31 +93,33 @@ RULES: list[Rule] = [
 _MISSING = object()
 
 
-def validate(cfg: DictConfig) -> None:
-    """Raise ConfigError on the first rule a present field breaks (absent fields are not checked)."""
+def validate(cfg: "DictConfig | dict[str, Any]") -> None:
+    """Raise ConfigError on the first rule a present field breaks (absent fields are not checked). `cfg`: the
+    composed config, or the job's resolved config as plain data (sweep.job.job_config)."""
+    view = ConfigView.of(cfg)
     for rule in RULES:
-        value = OmegaConf.select(cfg, rule.field, default=_MISSING)
+        value = view.select(rule.field, default=_MISSING)
         if value is _MISSING:
             continue
-        if not rule.ok(value, cfg):
+        if not rule.ok(value, view):
             raise ConfigError(f"{rule.field}={value!r} is not allowed: expected {rule.allowed}")
     for check in EXTRA_CHECKS:
-        check(cfg)
+        check(view)
 
 
 # Cross-field checks that are not a single field's rule (e.g. method x problem applicability).
-EXTRA_CHECKS: list[Callable[[DictConfig], None]] = []
+EXTRA_CHECKS: list[Callable[[ConfigView], None]] = []
 
 
-def _tile_size_divides_hidden(cfg: DictConfig) -> None:
+def _tile_size_divides_hidden(cfg: ConfigView) -> None:
     """variant=tiled: tile_size must divide method.hidden (the error lists the divisors that would)."""
-    if OmegaConf.select(cfg, "variant.name", default=None) != "tiled":
+    if cfg.select("variant.name") != "tiled":
         return
-    hidden = OmegaConf.select(cfg, "method.hidden", default=None)
+    hidden = cfg.select("method.hidden")
     if not isinstance(hidden, int) or hidden < 1:
         raise ConfigError(f"variant=tiled needs a method with hidden units (method.hidden); "
-                          f"method={OmegaConf.select(cfg, 'method.name', default='?')} has none")
-    size = OmegaConf.select(cfg, "variant.tile_size", default=None)
+                          f"method={cfg.select('method.name', '?')} has none")
+    size = cfg.select("variant.tile_size")
     divisors = [d for d in range(1, hidden + 1) if hidden % d == 0]
     if size not in divisors or isinstance(size, bool):
         raise ConfigError(f"variant.tile_size={size!r} is not allowed: expected a divisor of "
@@ -92,7 +129,7 @@ def _tile_size_divides_hidden(cfg: DictConfig) -> None:
 EXTRA_CHECKS.append(_tile_size_divides_hidden)
 
 
-def _method_applies(cfg: DictConfig) -> None:
+def _method_applies(cfg: ConfigView) -> None:
     """method x problem: each method class declares the problems it applies to (sweep.methods.applicability)."""
     from sweep.methods.applicability import check_method_applies
 

@@ -12,6 +12,7 @@ Hydra's full composition; `hydra.launcher.fast_compose=false` turns this off.
 """
 from __future__ import annotations
 
+import itertools
 import pickle
 from typing import Any, Optional, Sequence
 
@@ -19,6 +20,9 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_d
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+
+_template_ids = itertools.count(1)  # unique in the process: workers cache hydra sections by id
 
 
 def _plain_loader(loader: Any) -> Any:
@@ -32,7 +36,10 @@ class FastComposer:
         self.loader = loader
         self.parser = OverridesParser.create(config_loader=loader)
         self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # pickled: loads() copies ~6x faster than deepcopy
-        self.composed: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # sweeper's check -> launcher
+        self.template_ids: dict[tuple[int, tuple[str, ...]], int] = {}
+        self.hydra_docs: dict[int, dict[str, Any]] = {}  # template id -> its hydra section as plain data
+        # sweeper's check -> launcher: (config, template id or None)
+        self.composed: dict[tuple[int, tuple[str, ...]], tuple[DictConfig, Optional[int]]] = {}
         # Hydra's grammar is slow and most jobs repeat most overrides: line -> (parsed, is a plain value)
         self.parsed: dict[str, tuple[Override, bool]] = {}
 
@@ -51,15 +58,28 @@ class FastComposer:
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
         key = (id(master_config), tuple(sweep_overrides))
         if key in self.composed:  # composed by the sweeper's check: hand it over once
-            return self.composed.pop(key)
-        cfg = self._compose(master_config, list(sweep_overrides))
-        self.composed[key] = cfg  # the sweeper only checks that a job composes; it never changes the config
-        return cfg
+            return self.composed.pop(key)[0]
+        made = self._compose(master_config, list(sweep_overrides))
+        self.composed[key] = made  # the sweeper only checks that a job composes; it never changes the config
+        return made[0]
 
-    def take(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
-        """The launcher's composition of a job: the sweeper's if it made one, else a fresh one."""
+    def take(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> tuple[DictConfig, Optional[int]]:
+        """The launcher's composition of a job, the sweeper's if it made one, and the id of the template it
+        was made from (None: Hydra's full composition)."""
         key = (id(master_config), tuple(sweep_overrides))
         return self.composed.pop(key, None) or self._compose(master_config, list(sweep_overrides))
+
+    def hydra_doc(self, template_id: int) -> dict[str, Any]:
+        """The template's {hydra: ...} section as plain data (unresolved, as `.hydra/hydra.yaml` writes it).
+        A job made from the template differs from it only in `_run_job.PER_JOB_KEYS`: value
+        overrides never touch `hydra.*` (those take Hydra's full path)."""
+        doc = self.hydra_docs.get(template_id)
+        if doc is None:
+            tkey = next(k for k, i in self.template_ids.items() if i == template_id)
+            cfg = pickle.loads(self.templates[tkey])
+            doc = self.hydra_docs[template_id] = OmegaConf.to_container(
+                OmegaConf.masked_copy(cfg, "hydra"), resolve=False, enum_to_str=True)
+        return doc
 
     def _parse(self, line: str) -> tuple[Override, bool]:
         hit = self.parsed.get(line)
@@ -70,17 +90,18 @@ class FastComposer:
             hit = self.parsed[line] = (o, self._is_value(o))
         return hit
 
-    def _compose(self, master: DictConfig, overrides: list[str]) -> DictConfig:
+    def _compose(self, master: DictConfig, overrides: list[str]) -> tuple[DictConfig, Optional[int]]:
         hits = [self._parse(line) for line in overrides]
         parsed = [o for o, _ in hits]
         values = [o for o, is_value in hits if is_value]
         if not values:
-            return self.loader.load_sweep_config(master, overrides)
+            return self.loader.load_sweep_config(master, overrides), None
         groups = [o.input_line for o, is_value in hits if not is_value]
         tkey = (id(master), tuple(groups))
         template: Optional[bytes] = self.templates.get(tkey)
         if template is None:
             template = self.templates[tkey] = pickle.dumps(self.loader.load_sweep_config(master, groups))
+            self.template_ids[tkey] = next(_template_ids)
         cfg = pickle.loads(template)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):
@@ -90,4 +111,4 @@ class FastComposer:
                 overrides=parsed, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep,
                 exclude_keys=list(dirname.exclude_keys))
         OmegaConf.copy_cache(from_config=master, to_config=cfg)
-        return cfg
+        return cfg, self.template_ids[tkey]

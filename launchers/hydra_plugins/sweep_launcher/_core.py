@@ -71,7 +71,8 @@ def dump_config(cfg: DictConfig) -> bytes:
         return cloudpickle.dumps(cfg)
 
 
-def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False) -> Reply:
+def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False,
+            hydra_template: Optional[dict[str, Any]] = None) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
@@ -89,7 +90,8 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
     error = reason = output_dir = None
     try:
         ret = run_job(hydra_context=session.hydra_context, task_function=timed, config_bytes=cfg_bytes,
-                      job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+                      job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir",
+                      hydra_template=hydra_template)
         if ret.status == JobStatus.FAILED:
             exc = ret._return_value
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -148,7 +150,8 @@ def execute(payload: bytes) -> bytes:
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
-    """Local worker process loop: ("session", sid, bytes) once per batch, then ("job", sid, idx, cfg) ..."""
+    """Local worker process loop: ("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes,
+    modal options or None, (template id, its hydra section or None) or None) ..."""
     # The launching process owns Ctrl-C: it stops the workers and records what was unfinished.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in preload:
@@ -160,6 +163,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
     sessions: dict[int, Session] = {}
+    templates: dict[int, dict[str, Any]] = {}  # template id -> its hydra section (sent once, see _run_job)
     while True:
         try:
             msg = conn.recv_bytes()
@@ -171,14 +175,17 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if kind == "session":
             sessions = {sid: cloudpickle.loads(rest[0])}  # one batch at a time: drop older sessions
             continue
-        idx, cfg_bytes, via_modal = rest
+        idx, cfg_bytes, via_modal, tpl = rest
+        if tpl is not None and tpl[1] is not None:
+            templates[tpl[0]] = tpl[1]
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline
 
             data = run_offline(cloudpickle.dumps({"session": sessions[sid], "idx": idx, "cfg_bytes": cfg_bytes}),
                                via_modal)
         else:
-            data = dump_reply(run_one(sessions[sid], idx, cfg_bytes))
+            data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,
+                                      hydra_template=templates.get(tpl[0]) if tpl is not None else None))
         conn.send_bytes(data)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -11,6 +11,7 @@ the JobReturn. Hydra's launcher test suites run against this path (tests/test_la
 """
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import pickle
@@ -34,25 +35,57 @@ CHDIR_WARNING = ("Future Hydra versions will no longer change working directory 
                  "information.")
 
 
-def to_yaml(cfg: Any) -> str:
-    """OmegaConf.to_yaml(cfg), emitted by libyaml when PyYAML has it."""
+def _dumper() -> Any:
+    """libyaml's emitter with OmegaConf's representers (quoting of strings that look like numbers, ...);
+    OmegaConf's own (pure-Python) dumper where PyYAML was built without libyaml."""
     global _Dumper
     if _Dumper is None:
+        omegaconf_dumper = get_omega_conf_dumper()
         base = getattr(yaml, "CDumper", None)
         if base is None:
-            _Dumper = False
-        else:  # libyaml's emitter, OmegaConf's representers (quoting of strings that look like numbers, ...)
+            _Dumper = omegaconf_dumper
+        else:
             _Dumper = type("OmegaConfCDumper", (base,), {})
-            _Dumper.yaml_representers = dict(get_omega_conf_dumper().yaml_representers)
-    if _Dumper is False:
-        return OmegaConf.to_yaml(cfg)
-    container = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
-    return yaml.dump(container, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=_Dumper)
+            _Dumper.yaml_representers = dict(omegaconf_dumper.yaml_representers)
+    return _Dumper
+
+
+def to_yaml(cfg: Any) -> str:
+    """OmegaConf.to_yaml(cfg), emitted by libyaml when PyYAML has it."""
+    return _dump(OmegaConf.to_container(cfg, resolve=False, enum_to_str=True))
+
+
+def _dump(container: Any) -> str:
+    return yaml.dump(container, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=_dumper())
 
 
 def _save(cfg: Any, filename: str, output_dir: Path) -> None:
+    _write(to_yaml(cfg), filename, output_dir)
+
+
+def _write(text: str, filename: str, output_dir: Path) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / filename).write_text(to_yaml(cfg), encoding="utf-8")
+    (output_dir / filename).write_text(text, encoding="utf-8")
+
+
+# Where a job composed from one of the launcher's templates (_compose.FastComposer) differs from the template's
+# hydra section: the overrides and dirname the composer sets, the id and num the launcher sets, the output dir
+# run_job sets. Every other key of `.hydra/hydra.yaml` is the template's.
+PER_JOB_KEYS = ("overrides.task", "job.override_dirname", "job.id", "job.num", "runtime.output_dir")
+
+
+def hydra_yaml(template_doc: dict[str, Any], config: DictConfig) -> str:
+    """`.hydra/hydra.yaml` of a job made from a template: the template's section (plain data, converted once
+    per sweep in the launcher) with this job's PER_JOB_KEYS, instead of converting ~300 config nodes per job."""
+    doc = copy.deepcopy(template_doc)
+    for path in PER_JOB_KEYS:
+        *parents, leaf = path.split(".")
+        src, dst = config.hydra, doc["hydra"]
+        for p in parents:
+            src, dst = src._get_node(p), dst[p]
+        node = src._get_node(leaf)
+        dst[leaf] = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node._value()
+    return _dump(doc)
 
 
 def _without_hydra(cfg: DictConfig) -> DictConfig:
@@ -62,8 +95,9 @@ def _without_hydra(cfg: DictConfig) -> DictConfig:
 
 
 def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_bytes: bytes, job_dir_key: str,
-            job_subdir_key: Optional[str]) -> JobReturn:
-    """`hydra.core.utils.run_job(task_function, pickle.loads(config_bytes), ...)` with cheap copies."""
+            job_subdir_key: Optional[str], hydra_template: Optional[dict[str, Any]] = None) -> JobReturn:
+    """`hydra.core.utils.run_job(task_function, pickle.loads(config_bytes), ...)` with cheap copies;
+    `hydra_template`: the hydra section of the template the job was composed from (see hydra_yaml)."""
     callbacks = hydra_context.callbacks
     old_cwd = os.getcwd()
     orig_hydra_cfg = HydraConfig.instance().cfg
@@ -111,7 +145,10 @@ def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_byt
         if config.hydra.output_subdir is not None:
             hydra_output = Path(config.hydra.runtime.output_dir) / Path(config.hydra.output_subdir)
             _save(task_cfg, "config.yaml", hydra_output)
-            _save(hydra_cfg, "hydra.yaml", hydra_output)
+            if hydra_template is not None:
+                _write(hydra_yaml(hydra_template, config), "hydra.yaml", hydra_output)
+            else:
+                _save(hydra_cfg, "hydra.yaml", hydra_output)
             _save(config.hydra.overrides.task, "overrides.yaml", hydra_output)
 
         with env_override(hydra_cfg.hydra.job.env_set):

@@ -50,6 +50,7 @@ class Job:
     cfg: DictConfig  # composed, hydra section included
     where: str  # local | modal
     gpu: Optional[str] = None
+    template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     config: Optional[dict[str, Any]] = None  # resolved job config (sweep structure only): resume + params
     started: Optional[float] = None
 
@@ -75,6 +76,7 @@ class Worker:
     proc: Any
     conn: Any
     sessions: set[int] = field(default_factory=set)
+    templates: set[int] = field(default_factory=set)  # template hydra sections this worker already has
     jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
 
 
@@ -318,15 +320,15 @@ def _compose(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_
         idx = initial_job_idx + i
         loader = launcher.hydra_context.config_loader
         if hasattr(loader, "take"):  # FastComposer: the sweeper's composition of this job, if it made one
-            cfg = loader.take(launcher.config, list(overrides))
+            cfg, template = loader.take(launcher.config, list(overrides))
         else:
-            cfg = loader.load_sweep_config(launcher.config, list(overrides))
+            cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
         with open_dict(cfg):
             cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
             cfg.hydra.job.num = idx
         where = route_of(cfg, launcher.route)
         gpu = OmegaConf.select(cfg, "device.gpu", default=None) if where == "modal" else None
-        jobs.append(Job(idx=idx, overrides=list(overrides), cfg=cfg, where=where, gpu=gpu))
+        jobs.append(Job(idx=idx, overrides=list(overrides), cfg=cfg, where=where, gpu=gpu, template=template))
     return jobs
 
 
@@ -337,12 +339,12 @@ def _validate(jobs: list[Job], prices: Optional[str] = None) -> None:
         from sweep.job import job_config
         from sweep.validate import ConfigError, validate
     for job in structured:
+        job.config = job_config(job.cfg)  # resolved once: the rules read it, resume and params use it
         try:
-            validate(job.cfg)
+            validate(job.config)
         except ConfigError as e:
             print(f"sweep: config error in job {job.label()}: {e}", file=sys.stderr, flush=True)
             raise SystemExit(2)
-        job.config = job_config(job.cfg)
     for job in jobs:
         if job.where == "modal":  # a Modal job needs a price for its GPU type before it runs
             from hydra_plugins.sweep_launcher._prices import gpu_price_per_hour
@@ -517,6 +519,7 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
     local = deque(j for j in jobs if j.where == "local" or run.offline)
     remote = [j for j in jobs if j.where == "modal" and not run.offline]
     by_idx = {j.idx: j for j in jobs}
+    loader = launcher.hydra_context.config_loader  # a FastComposer when jobs carry a template id
     stop = threading.Event()
     remote_conn = None
     n_remote_left = len(remote)
@@ -579,7 +582,12 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
                             w.conn.send_bytes(cloudpickle.dumps(("session", sid, session_bytes)))
                             w.sessions = {sid}
                         via = {**modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-                        msg = ("job", sid, job.idx, dump_config(job.cfg), via)
+                        tpl = None
+                        if job.template is not None:  # its hydra section goes to each worker once
+                            doc = None if job.template in w.templates else loader.hydra_doc(job.template)
+                            tpl = (job.template, doc)
+                            w.templates.add(job.template)
+                        msg = ("job", sid, job.idx, dump_config(job.cfg), via, tpl)
                         try:
                             w.conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
                         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses

@@ -6,16 +6,18 @@ the ``_target_`` classes, so a new method or problem needs no edit here.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.utils import get_class
-from omegaconf import DictConfig, OmegaConf
+
+if TYPE_CHECKING:
+    from sweep.validate import ConfigView
 
 
-def _target_class(cfg: DictConfig, group: str) -> Any:
+def _target_class(cfg: "ConfigView", group: str) -> Any:
     from sweep.validate import ConfigError  # late: sweep.validate imports this module
 
-    target = OmegaConf.select(cfg, f"{group}._target_", default=None)
+    target = cfg.select(f"{group}._target_")
     if not target:
         return None
     try:
@@ -24,7 +26,7 @@ def _target_class(cfg: DictConfig, group: str) -> Any:
         raise ConfigError(f"{group}._target_={target!r} cannot be imported: {e}") from e
 
 
-def check_method_applies(cfg: DictConfig) -> None:
+def check_method_applies(cfg: "ConfigView") -> None:
     """Raise ConfigError when the method does not apply to the problem (or breaks its own limits)."""
     from sweep.validate import ConfigError
 
@@ -34,7 +36,7 @@ def check_method_applies(cfg: DictConfig) -> None:
     allowed = getattr(method_cls, "problems", None)
     problem = getattr(problem_cls, "name", None)
     if allowed is not None and problem not in allowed:
-        method = OmegaConf.select(cfg, "method.name", default=method_cls.__name__)
+        method = cfg.select("method.name", method_cls.__name__)
         raise ConfigError(f"method={method} does not apply to problem={problem}: "
                           f"method={method} applies to problem in {{{', '.join(allowed)}}}")
     check = getattr(method_cls, "check_config", None)
