@@ -262,7 +262,7 @@ def test_fast_composer_equals_hydra_composition():
     from omegaconf import open_dict
 
     from hydra_plugins.sweep_launcher._compose import FastComposer
-    from hydra_plugins.sweep_launcher._run_job import hydra_yaml
+    from hydra_plugins.sweep_launcher._run_job import HydraYaml
     from sweep.schema import register_configs
 
     register_configs()
@@ -273,7 +273,9 @@ def test_fast_composer_equals_hydra_composition():
         for num, overrides in enumerate((
                 ["method=gf2", "problem.seed=1"], ["method=km", "problem.seed=2", "device.dtype=float32"],
                 ["problem.seed=3", "method=sgd", "method.lr=0.5"], ["+extra.note=x", "problem.seed=4"],
-                ["method=gf2", "problem.seed=5", "problem.n_bits=30"], ["method=km"])):
+                ["method=gf2", "problem.seed=5", "problem.n_bits=30"], ["method=km"],
+                # a long value with YAML's special characters: quoted and unfolded in hydra.yaml
+                ["method=gf2", "problem.seed=6", "run_name='a: b, #c \\'q\\' " + "x" * 90 + "'"])):
             want = loader.load_sweep_config(master, overrides)
             got, template = fast.take(master, overrides)
             assert OmegaConf.to_container(got) == OmegaConf.to_container(want), overrides
@@ -285,7 +287,7 @@ def test_fast_composer_equals_hydra_composition():
                     with open_dict(c.hydra.job), open_dict(c.hydra.runtime):
                         c.hydra.job.id, c.hydra.job.num = f"t_{num}", num
                         c.hydra.runtime.output_dir = f"/out/{num}"
-                text = hydra_yaml(fast.hydra_doc(template), got)
+                text = HydraYaml(fast.hydra_doc(template)).render(got)
                 assert yaml.safe_load(text) == yaml.safe_load(OmegaConf.to_yaml(OmegaConf.masked_copy(want, "hydra")))
         # one template per group selection (gf2, km, sgd) + one for the `+key` override, which is never a value
         assert len(fast.templates) == 4

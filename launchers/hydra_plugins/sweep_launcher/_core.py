@@ -25,7 +25,7 @@ from hydra.core.utils import JobReturn, JobStatus, setup_globals
 from hydra.types import HydraContext
 from omegaconf import DictConfig
 
-from hydra_plugins.sweep_launcher._run_job import run_job
+from hydra_plugins.sweep_launcher._run_job import HydraYaml, run_job
 
 MAX_SHIPPED_FILE = 1 << 20  # job output files larger than this stay in the Modal container
 
@@ -72,7 +72,7 @@ def dump_config(cfg: DictConfig) -> bytes:
 
 
 def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False,
-            hydra_template: Optional[dict[str, Any]] = None) -> Reply:
+            hydra_template: Optional[HydraYaml] = None) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
@@ -163,7 +163,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
     sessions: dict[int, Session] = {}
-    templates: dict[int, dict[str, Any]] = {}  # template id -> its hydra section (sent once, see _run_job)
+    templates: dict[int, HydraYaml] = {}  # template id -> its hydra.yaml (the section is sent once, see _run_job)
     while True:
         try:
             msg = conn.recv_bytes()
@@ -177,7 +177,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             continue
         idx, cfg_bytes, via_modal, tpl = rest
         if tpl is not None and tpl[1] is not None:
-            templates[tpl[0]] = tpl[1]
+            templates[tpl[0]] = HydraYaml(tpl[1])
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline
 

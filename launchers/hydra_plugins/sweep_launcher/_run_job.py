@@ -15,6 +15,7 @@ import copy
 import logging
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -74,18 +75,42 @@ def _write(text: str, filename: str, output_dir: Path) -> None:
 PER_JOB_KEYS = ("overrides.task", "job.override_dirname", "job.id", "job.num", "runtime.output_dir")
 
 
-def hydra_yaml(template_doc: dict[str, Any], config: DictConfig) -> str:
-    """`.hydra/hydra.yaml` of a job made from a template: the template's section (plain data, converted once
-    per sweep in the launcher) with this job's PER_JOB_KEYS, instead of converting ~300 config nodes per job."""
-    doc = copy.deepcopy(template_doc)
-    for path in PER_JOB_KEYS:
-        *parents, leaf = path.split(".")
-        src, dst = config.hydra, doc["hydra"]
-        for p in parents:
-            src, dst = src._get_node(p), dst[p]
-        node = src._get_node(leaf)
-        dst[leaf] = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node._value()
-    return _dump(doc)
+class HydraYaml:
+    """`.hydra/hydra.yaml` of the jobs made from one template: the template's section (plain data, converted once
+    per sweep in the launcher) is emitted once, with a placeholder for each of PER_JOB_KEYS; a job's file is
+    that text with the job's values put in, instead of converting and emitting ~300 config nodes per job."""
+
+    _HOLE = re.compile(r"^( *)([^ :]+): SWEEPJOBKEY(\d+)$", re.MULTILINE)
+
+    def __init__(self, template_doc: dict[str, Any]) -> None:
+        doc = copy.deepcopy(template_doc)
+        for i, path in enumerate(PER_JOB_KEYS):
+            *parents, leaf = path.split(".")
+            node = doc["hydra"]
+            for p in parents:
+                node = node[p]
+            node[leaf] = f"SWEEPJOBKEY{i}"
+        self.text = _dump(doc)
+        assert len(self._HOLE.findall(self.text)) == len(PER_JOB_KEYS), "a placeholder did not come out as one line"
+
+    def render(self, config: DictConfig) -> str:
+        values = []
+        for path in PER_JOB_KEYS:
+            *parents, leaf = path.split(".")
+            src = config.hydra
+            for p in parents:
+                src = src._get_node(p)
+            node = src._get_node(leaf)
+            values.append(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node._value())
+
+        def fill(m: re.Match) -> str:
+            indent, key, i = m.group(1), m.group(2), int(m.group(3))
+            # emitted as the value of a one-key mapping, unfolded, then indented like the placeholder's line
+            body = yaml.dump({key: values[i]}, default_flow_style=False, allow_unicode=True, width=1 << 30,
+                             Dumper=_dumper()).rstrip("\n")
+            return "\n".join(indent + line for line in body.split("\n"))
+
+        return self._HOLE.sub(fill, self.text)
 
 
 def _without_hydra(cfg: DictConfig) -> DictConfig:
@@ -95,9 +120,9 @@ def _without_hydra(cfg: DictConfig) -> DictConfig:
 
 
 def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_bytes: bytes, job_dir_key: str,
-            job_subdir_key: Optional[str], hydra_template: Optional[dict[str, Any]] = None) -> JobReturn:
+            job_subdir_key: Optional[str], hydra_template: Optional[HydraYaml] = None) -> JobReturn:
     """`hydra.core.utils.run_job(task_function, pickle.loads(config_bytes), ...)` with cheap copies;
-    `hydra_template`: the hydra section of the template the job was composed from (see hydra_yaml)."""
+    `hydra_template`: the hydra.yaml of the template the job was composed from."""
     callbacks = hydra_context.callbacks
     old_cwd = os.getcwd()
     orig_hydra_cfg = HydraConfig.instance().cfg
@@ -146,7 +171,7 @@ def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_byt
             hydra_output = Path(config.hydra.runtime.output_dir) / Path(config.hydra.output_subdir)
             _save(task_cfg, "config.yaml", hydra_output)
             if hydra_template is not None:
-                _write(hydra_yaml(hydra_template, config), "hydra.yaml", hydra_output)
+                _write(hydra_template.render(config), "hydra.yaml", hydra_output)
             else:
                 _save(hydra_cfg, "hydra.yaml", hydra_output)
             _save(config.hydra.overrides.task, "overrides.yaml", hydra_output)
