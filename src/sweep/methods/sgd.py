@@ -7,7 +7,7 @@ sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,7 +32,7 @@ class SGDUpdate:
     def __init__(self, lr: float, wd: float) -> None:
         self.scale, self.keep = lr, 1.0 - lr * wd
 
-    def __call__(self, p, g, decay: bool) -> None:
+    def __call__(self, p: Any, g: Any, decay: bool) -> None:
         if decay and self.keep != 1.0:
             p *= self.keep
         p -= g

@@ -6,6 +6,7 @@ the regularised loss (weight decay included), so a parameter with no gradient st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sweep.methods.sgd import SGD
 from sweep.variants.base import Update
@@ -26,10 +27,10 @@ class SignUpdate:
 
     scale = 1.0
 
-    def __init__(self, xp, lr: float, wd: float, dead_zone: float) -> None:
+    def __init__(self, xp: Any, lr: float, wd: float, dead_zone: float) -> None:
         self.xp, self.lr, self.wd, self.noise = xp, lr, wd, dead_zone
 
-    def __call__(self, p, g, decay: bool) -> None:
+    def __call__(self, p: Any, g: Any, decay: bool) -> None:
         xp = self.xp
         if decay:
             g = g + self.wd * p
