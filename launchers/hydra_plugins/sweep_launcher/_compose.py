@@ -37,6 +37,7 @@ class FastComposer:
         self.parser = OverridesParser.create(config_loader=loader)
         self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # pickled: loads() copies ~6x faster than deepcopy
         self.template_ids: dict[tuple[int, tuple[str, ...]], int] = {}
+        self.template_keys: dict[int, tuple[int, tuple[str, ...]]] = {}  # id -> key
         self.hydra_docs: dict[int, dict[str, Any]] = {}  # template id -> its hydra section as plain data
         # sweeper's check -> launcher: (config, template id or None)
         self.composed: dict[tuple[int, tuple[str, ...]], tuple[DictConfig, Optional[int]]] = {}
@@ -75,8 +76,7 @@ class FastComposer:
         overrides never touch `hydra.*` (those take Hydra's full path)."""
         doc = self.hydra_docs.get(template_id)
         if doc is None:
-            tkey = next(k for k, i in self.template_ids.items() if i == template_id)
-            cfg = pickle.loads(self.templates[tkey])
+            cfg = pickle.loads(self.templates[self.template_keys[template_id]])
             doc = self.hydra_docs[template_id] = OmegaConf.to_container(
                 OmegaConf.masked_copy(cfg, "hydra"), resolve=False, enum_to_str=True)
         return doc
@@ -102,6 +102,7 @@ class FastComposer:
         if template is None:
             template = self.templates[tkey] = pickle.dumps(self.loader.load_sweep_config(master, groups))
             self.template_ids[tkey] = next(_template_ids)
+            self.template_keys[self.template_ids[tkey]] = tkey
         cfg = pickle.loads(template)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):

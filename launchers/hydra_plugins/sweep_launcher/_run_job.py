@@ -12,7 +12,6 @@ the JobReturn. Hydra's launcher test suites run against this path (tests/test_la
 from __future__ import annotations
 
 import copy
-import logging
 import os
 import pickle
 import re
@@ -28,7 +27,6 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf._utils import get_omega_conf_dumper
 
-log = logging.getLogger(__name__)
 
 _Dumper: Any = None
 CHDIR_WARNING = ("Future Hydra versions will no longer change working directory at job runtime by default.\n"
