@@ -1,7 +1,9 @@
 """The memory-access trace every tracker is fed from.
 
 A method is instrumented once: it calls ``trace.read(name, size)`` / ``trace.write(name, size)`` where it
-really touches a buffer. Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a
+really touches a buffer, and ``trace.compute(kind, count)`` for the arithmetic it does (``fma``, ``add``,
+``mul``, ``cmp``, ``xor``, ...: the energy tracker prices each kind per operation; order does not matter, so
+counts are summed per kind). Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a
 tracker never touches a method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Trace:
 
     events: list[tuple[int, str, int]] = field(default_factory=list)
     enabled: bool = True
+    compute_ops: dict[str, int] = field(default_factory=dict)  # operation kind -> count
 
     # `size` is a float count or the array itself: callers pass arrays so that an untracked step (NullTrace)
     # never pays for computing sizes. Literals, not READ/WRITE: a global lookup per event is measurable here.
@@ -33,6 +36,11 @@ class Trace:
     def write(self, name: str, size: "int | Any") -> None:
         self.events.append((1, name, size if size.__class__ is int else _size(size)))
 
+    def compute(self, kind: str, count: "int | Any") -> None:
+        """``count`` operations of ``kind`` (an int, or an array: one operation per element)."""
+        c = self.compute_ops
+        c[kind] = c.get(kind, 0) + (count if count.__class__ is int else _size(count))
+
     def __len__(self) -> int:
         return len(self.events)
 
@@ -41,6 +49,8 @@ class Trace:
 
     def extend(self, other: "Trace") -> None:
         self.events.extend(other.events)
+        for kind, n in other.compute_ops.items():
+            self.compute_ops[kind] = self.compute_ops.get(kind, 0) + n
 
     def columns(self) -> tuple[list[int], list[str], list[int]]:
         """(ops, names, sizes), one entry per event."""
@@ -82,6 +92,9 @@ class NullTrace(Trace):
         pass
 
     def write(self, name: str, size: "int | Any") -> None:  # noqa: D102
+        pass
+
+    def compute(self, kind: str, count: "int | Any") -> None:  # noqa: D102
         pass
 
 
