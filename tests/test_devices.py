@@ -19,11 +19,16 @@ CASES = {
     "km": ("problem=sparse_sum",),
     "fourier": ("problem=sparse_and", "problem.n_bits=12"),
     "smt": ("problem.k_sparse=4",),
+    "ols": ("problem=sparse_sum",),
+    "sgd_linear": ("problem=sparse_sum",),  # method=sgd's linear model (squared error)
+    "fourier_degree_one": ("problem=sparse_sum",),
 }
+METHOD = {"sgd_linear": "sgd", "fourier_degree_one": "fourier"}  # cases that are a method on another problem
 
 
 def _run(method: str, device: str, *extra: str):
-    return job.run(compose(f"method={method}", f"device={device}", "tracker=none", *CASES[method], *extra))
+    return job.run(compose(f"method={METHOD.get(method, method)}", f"device={device}", "tracker=none", *CASES[method],
+                           *extra))
 
 
 @pytest.mark.parametrize("method", sorted(CASES))

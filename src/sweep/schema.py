@@ -83,6 +83,12 @@ class FourierConfig(MethodConfig):
 
 
 @dataclass
+class OLSConfig(MethodConfig):
+    _target_: str = "sweep.methods.ols.OLS"
+    name: str = "ols"
+
+
+@dataclass
 class SMTConfig(MethodConfig):
     _target_: str = "sweep.methods.smt.SMT"
     name: str = "smt"
@@ -158,7 +164,7 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "problem": {"problem": ProblemConfig},
     "method": {"sgd": SGDConfig, "gf2": GF2Config, "km": KMConfig, "sign_sgd": SignSGDConfig,
                "curriculum": CurriculumConfig, "fourier": FourierConfig, "smt": SMTConfig,
-               "forward_forward": ForwardForwardConfig},
+               "forward_forward": ForwardForwardConfig, "ols": OLSConfig},
     "variant": {"variant": VariantConfig},
     "device": {"device": DeviceConfig},
     "tracker": {"tracker": TrackerConfig},

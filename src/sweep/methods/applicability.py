@@ -42,3 +42,28 @@ def check_method_applies(cfg: "ConfigView") -> None:
     check = getattr(method_cls, "check_config", None)
     if check is not None:
         check(cfg)
+
+
+def applicability_table() -> str:
+    """The method x problem table of the README, as Markdown, from the classes the configs name
+    (``python -m sweep.methods.applicability`` prints it; a test keeps the README equal to it)."""
+    from omegaconf import OmegaConf
+
+    from sweep.paths import CONF_DIR
+    from sweep.schema import SCHEMAS
+
+    def target(path, group: str) -> Any:
+        """The option's _target_: set in its file, or its schema's (conf/method/X.yaml starts from schema X)."""
+        own = OmegaConf.load(path).get("_target_")
+        return get_class(own or SCHEMAS[group][path.stem]._target_)
+
+    methods = {p.stem: target(p, "method") for p in sorted((CONF_DIR / "method").glob("*.yaml"))}
+    problems = [target(p, "problem").name for p in sorted((CONF_DIR / "problem").glob("*.yaml"))]
+    rows = ["| method | " + " | ".join(problems) + " |", "|---|" + "---|" * len(problems)]
+    for name, cls in methods.items():
+        rows.append(f"| {name} | " + " | ".join("yes" if p in cls.problems else "-" for p in problems) + " |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(applicability_table())

@@ -9,6 +9,7 @@ widened: the trained columns keep their weights, the new input bits get small ra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ def stage_columns(secret: tuple[int, ...], n_bits: int, width: int) -> np.ndarra
 
 @dataclass
 class Curriculum(SGD):
+    # widening W1 is the MLP's (sparse_sum's linear model is sgd's)
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
     name: str = "curriculum"
     schedule: list[int] = field(default_factory=lambda: [10, 30])
     widen_scale: float = 0.01

@@ -1,4 +1,5 @@
-"""method=sgd: 2-layer ReLU MLP, hinge loss, mini-batch SGD with weight decay (seeds 000-002).
+"""method=sgd: 2-layer ReLU MLP, hinge loss, mini-batch SGD with weight decay (seeds 000-002); on a problem
+with integer labels (problem.loss == "squared", sparse_sum) a linear model on squared error (linear_sgd.py).
 
 The step itself lives in the variant (standard, fused, perlayer, tiled), which orders the arithmetic and
 emits the trace; this file owns initialisation, the epoch loop, early stopping and what is traced.
@@ -7,12 +8,13 @@ sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure
+from sweep.methods.linear_sgd import train_linear
 from sweep.trackers.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
 
@@ -40,7 +42,8 @@ class SGDUpdate:
 
 @dataclass
 class SGD:
-    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # hinge loss: binary labels
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
 
     name: str = "sgd"
     hidden: int = 200
@@ -49,6 +52,20 @@ class SGD:
     batch_size: int = 32
     max_epochs: int = 200
     target_accuracy: float = 1.0
+
+    @classmethod
+    def check_config(cls, cfg) -> None:
+        """The variants order the MLP's step: a problem whose model is not the MLP takes variant=standard."""
+        from hydra.utils import get_class
+
+        from sweep.validate import ConfigError
+
+        problem = get_class(cfg.problem._target_)
+        variant = cfg.select("variant.name", "standard")
+        if cls.models[problem.loss] is not SGD.solve_mlp and variant != "standard":
+            raise ConfigError(f"variant={variant} orders the MLP's step; method={cfg.method.name} on "
+                              f"problem={problem.name} trains a linear model on {problem.loss} error: "
+                              f"use variant=standard")
 
     def make_update(self, xp) -> Update:
         return SGDUpdate(self.lr, self.wd)
@@ -143,6 +160,10 @@ class SGD:
         return Outcome(epochs=epochs, traces=traces, evaluate=evaluate)
 
     def solve(self, ctx: Context) -> Outcome:
+        """The model the problem's loss calls for (SGD.models), trained with this config."""
+        return self.models[ctx.problem.loss](self, ctx)
+
+    def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
         p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
         if ctx.scope == "init_sample0" and ctx.trace.enabled:
@@ -159,3 +180,5 @@ class SGD:
         return self.outcome(ctx, p, epochs, log, xt, yt)
 
 
+# problem.loss -> the model SGD trains: the hinge-loss MLP (with its variants), or a linear model on squared error
+SGD.models = {"hinge": SGD.solve_mlp, "squared": train_linear}

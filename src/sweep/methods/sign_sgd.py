@@ -6,7 +6,7 @@ the regularised loss (weight decay included), so a parameter with no gradient st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from sweep.methods.sgd import SGD
 from sweep.variants.base import Update
@@ -14,6 +14,8 @@ from sweep.variants.base import Update
 
 @dataclass
 class SignSGD(SGD):
+    # the sign update is written for the hinge-loss MLP (sparse_sum's linear model is sgd's)
+    problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
     name: str = "sign_sgd"
     lr: float = 0.01
     dead_zone: float = 1e-12  # |grad| at or below this counts as zero

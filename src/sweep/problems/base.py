@@ -7,6 +7,7 @@ fold of the secret bits under an associative ``combine`` (product, minimum, sum)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -23,6 +24,13 @@ class Dataset:
 @dataclass
 class Problem:
     """Base for the sparse-bit problems: n random +-1 bits, k secret indices, a label from those bits."""
+
+    # What a learner needs to know about the labels (read by methods, so no method tests problem names):
+    # loss: what a real-valued predictor is trained on (hinge for +-1 labels; squared for integer labels);
+    # fourier_degree: the size of the subsets whose Walsh coefficients reveal the secret (None: k_sparse,
+    # the whole secret at once; 1: each secret bit on its own, as for a sum).
+    loss: ClassVar[str] = "hinge"
+    fourier_degree: ClassVar[int | None] = None
 
     name: str = "problem"
     n_bits: int = 20

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sweep.problems.base import Problem
 
 
 @dataclass
 class SparseSum(Problem):
+    loss: ClassVar[str] = "squared"  # integer labels: a regression target, accuracy on the rounded prediction
+    fourier_degree: ClassVar[int | None] = 1  # linear in the bits: the secret bits are the degree-one peaks
+
     name: str = "sparse_sum"
 
     def combine(self, a, b):

@@ -1,0 +1,55 @@
+"""method=ols: ordinary least squares in one shot, as in the group's harness for sparse sum.
+
+The label of sparse_sum is linear in the bits, so the normal equations (A^T A) w = A^T y with A = [x, 1] give
+w = 1 on the secret bits and 0 elsewhere from any full-rank training set; the prediction is the problem's
+decision on A w (the nearest integer). The secret found is the k bits of largest |w|.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from sweep.methods.base import Context, Outcome
+
+
+@dataclass
+class OLS:
+    problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
+
+    name: str = "ols"
+
+    def solve(self, ctx: Context) -> Outcome:
+        be, xp, d, trace, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.trace, ctx.problem
+        x, y = be.asarray(d.x_train), be.asarray(d.y_train)
+        m, n = x.shape
+        a = xp.concat([x, xp.ones((m, 1), dtype=x.dtype, device=x.device)], axis=1)
+        c = n + 1
+        trace.write("x", m * n)
+        trace.write("y", m)
+        trace.read("x", m * n)
+        trace.write("A", m * c)
+        trace.read("A", m * c)
+        gram = a.T @ a
+        trace.compute("fma", m * c * c)
+        trace.write("gram", c * c)
+        trace.read("A", m * c)
+        trace.read("y", m)
+        rhs = a.T @ y
+        trace.compute("fma", m * c)
+        trace.write("rhs", c)
+        trace.read("gram", c * c)
+        trace.read("rhs", c)
+        w = xp.linalg.solve(gram, rhs)
+        trace.compute("fma", c ** 3 // 3 + c * c)  # LU factorisation, then the two triangular solves
+        trace.write("w", c)
+
+        def evaluate(o: Outcome) -> None:
+            for name, (xa, ya) in {"accuracy": (d.x_test, d.y_test), "train_accuracy": (d.x_train, d.y_train)}.items():
+                xa, ya = be.asarray(xa), be.asarray(ya)
+                out = xa @ w[:n] + w[n]
+                setattr(o, name, float(xp.mean(xp.astype(prob.decide(xp, out) == ya, xa.dtype))))
+
+        top = np.argsort(-np.abs(be.to_numpy(w[:n])), kind="stable")[: prob.k_sparse]
+        return Outcome(secret_found=tuple(sorted(int(i) for i in top)), evaluate=evaluate)
