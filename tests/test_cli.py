@@ -60,6 +60,9 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
         ("method.lr=nan", "method.lr", "finite number > 0"),
         ("method.lr=inf", "method.lr", "finite number > 0"),
         ("tracker.scope=everything", "tracker.scope", "published, init_sample0, all_steps"),
+        ("device.compile_mode=fastest", "device.compile_mode", "default, reduce-overhead, max-autotune"),
+        ("device.autocast=int8", "device.autocast", "none, float16, bfloat16"),
+        ("device.autocast=float16", "device.autocast", "need device.backend=torch"),  # numpy has no autocast
     ],
 )
 def test_bad_values_name_field_and_allowed_values(override, field, allowed):

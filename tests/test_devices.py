@@ -51,6 +51,22 @@ def test_compiled_hot_step_gives_the_same_result(method):
     assert compiled.metrics["epochs"] == plain.metrics["epochs"]
 
 
+def test_autocast_runs_the_step_in_lower_precision():
+    # float16 matmuls (seed 004's mixed precision) on a float32 net: it still learns, and the numbers differ
+    # from float32's (the cast happens)
+    f32 = _run("sgd", "torch_cpu", "device.dtype=float32")
+    f16 = _run("sgd", "torch_cpu", "device.dtype=float32", "device.autocast=float16")
+    assert f16.metrics["accuracy"] == 1.0
+    assert f16.curves["train_loss"] != pytest.approx(f32.curves["train_loss"], rel=1e-6)
+
+
+def test_fullgraph_names_the_graph_break_in_one_line():
+    # seed 004 compiles with fullgraph=True; SGD's step has data-dependent exits (no sample inside the margin),
+    # so torch refuses to make one graph of it: the job fails with one line saying where, not torch's pages
+    with pytest.raises(RuntimeError, match=r"device.fullgraph=true: \w+\.step has a graph break: .+"):
+        _run("sgd", "torch_cpu", "device.compile=true", "device.compile_backend=aot_eager", "device.fullgraph=true")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_cuda_without_gpu_is_refused_before_the_job_starts(store, tmp_path):
     r = run_sweep("device=cuda", "device.local_gpu=true", cwd=tmp_path)

@@ -18,11 +18,28 @@ def test_method_solves_20_bit_parity(method):
         assert r.tags["secret_found"] == r.tags["secret"]
 
 
-def test_sgd_logs_per_epoch_curves_and_hidden_progress():
-    r = job.run(compose("method=sgd"))
+@pytest.mark.parametrize("method, weights", [
+    ("sgd", ("W1", "W2")), ("sign_sgd", ("W1", "W2")), ("curriculum", ("W1", "W2")),
+    ("forward_forward", ("W0", "W1")),
+])
+def test_gradient_methods_log_loss_and_hidden_progress_per_matrix(method, weights):
+    # seed 002's learning curves: accuracy, train/test loss and ||w_t - w_0||_1 per weight matrix, every epoch
+    r = job.run(compose(f"method={method}", "problem.n_bits=10", "problem.n_test=100", "method.max_epochs=30",
+                        "tracker=none"))
     epochs = int(r.metrics["epochs"])
-    for name in ("train_accuracy", "test_accuracy", "hidden_progress"):
-        assert len(r.curves[name]) == epochs
+    names = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress",
+             *(f"hidden_progress_{w}" for w in weights))
+    for name in names:
+        assert len(r.curves[name]) == epochs, name
+    hp = r.curves["hidden_progress"]
+    assert hp[0] == pytest.approx(sum(r.curves[f"hidden_progress_{w}"][0] for w in weights))
+    assert 0 < hp[0] and all(v >= 0 for v in r.curves["train_loss"])
+    if method != "forward_forward":  # FF's loss is its own layers' goodness objective, not the hinge
+        assert r.curves["train_loss"][-1] < r.curves["train_loss"][0]
+
+
+def test_sgd_solves_with_rising_hidden_progress():
+    r = job.run(compose("method=sgd"))
     assert r.curves["test_accuracy"][-1] == 1.0
     # ||W_t - W_0||_1 grows from the start of training
     assert 0 < r.curves["hidden_progress"][0] < r.curves["hidden_progress"][-1]

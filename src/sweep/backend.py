@@ -16,6 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+# torch.compile's modes (torch.compile(mode=...)); "default" is torch's own default
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# device.autocast: the hot step's matmuls in a lower precision (torch.autocast), or none
+AUTOCAST_DTYPES = ("none", "float16", "bfloat16")
+
 
 def require_device(backend: str, device: str) -> None:
     """Refuse a CUDA device on a machine without one, before any job work (a ConfigError: exit 2, no run)."""
@@ -42,6 +47,9 @@ class Backend:
     dtype: str = "float64"
     compile: bool = False
     compile_backend: str = "inductor"  # torch.compile backend (inductor; aot_eager compiles in seconds)
+    compile_mode: str = "default"  # one of COMPILE_MODES
+    fullgraph: bool = False  # torch.compile(fullgraph=True): a graph break is an error, not a Python fallback
+    autocast: str = "none"  # one of AUTOCAST_DTYPES
     _compiled: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,16 +89,51 @@ class Backend:
         return a.detach().cpu().numpy()
 
     def compiled(self, fn: Callable) -> Callable:
-        """fn itself, or torch.compile(fn) when device.compile=true (the hot step, seed 004). Cached per
-        function, so the warm-up solve pays the compilation and the timed solve reuses it."""
-        if not (self.compile and self.name == "torch"):
+        """The hot step as configured (seed 004): fn itself, or torch.compile(fn) when device.compile=true
+        (mode device.compile_mode, fullgraph device.fullgraph), run under torch.autocast when device.autocast
+        names a dtype. Compiled once per function, so the warm-up solve pays the compilation and the timed
+        solve reuses it."""
+        if self.name != "torch" or not (self.compile or self.autocast != "none"):
             return fn
         key = getattr(fn, "__func__", fn)
         if key not in self._compiled:
-            self._compiled[key] = self._torch.compile(key, backend=self.compile_backend, dynamic=False)
+            target = key
+            if self.compile:
+                mode = None if self.compile_mode == "default" else self.compile_mode
+                target = self._torch.compile(key, backend=self.compile_backend, dynamic=False, mode=mode,
+                                             fullgraph=self.fullgraph)
+                if self.fullgraph:
+                    target = self._one_graph(target, key.__qualname__)
+            if self.autocast != "none":
+                target = self._autocast(target)
+            self._compiled[key] = target
         target = self._compiled[key]
         owner = getattr(fn, "__self__", None)
         return target if owner is None else (lambda *a, **kw: target(owner, *a, **kw))
+
+    def _one_graph(self, fn: Callable, name: str) -> Callable:
+        """fullgraph=True turns a graph break into torch's multi-page error at the first call: one line instead,
+        naming the step and the break (SGD's step has data-dependent exits, e.g. no sample inside the margin)."""
+        unsupported = self._torch._dynamo.exc.Unsupported
+
+        def run(*a: Any, **kw: Any) -> Any:
+            try:
+                return fn(*a, **kw)
+            except unsupported as e:
+                raise RuntimeError(f"device.fullgraph=true: {name} has a graph break: "
+                                   f"{str(e).strip().splitlines()[0]}") from None
+
+        return run
+
+    def _autocast(self, fn: Callable) -> Callable:
+        torch, dtype = self._torch, getattr(self._torch, self.autocast)
+        device_type = self.device.split(":")[0]
+
+        def run(*a: Any, **kw: Any) -> Any:
+            with torch.autocast(device_type, dtype=dtype):
+                return fn(*a, **kw)
+
+        return run
 
     def sync(self) -> None:
         """Wait for queued device work, so a clock read after it is honest (seed 004)."""

@@ -54,7 +54,9 @@ def build(node: DictConfig) -> Any:
 
 def make_backend(device: DictConfig) -> Backend:
     return Backend(name=device.backend, device=device.torch_device, dtype=device.dtype, compile=device.compile,
-                   compile_backend=device.get("compile_backend", "inductor"))
+                   compile_backend=device.get("compile_backend", "inductor"),
+                   compile_mode=device.get("compile_mode", "default"), fullgraph=device.get("fullgraph", False),
+                   autocast=device.get("autocast", "none"))
 
 
 def config_yaml(cfg: DictConfig) -> str:

@@ -135,6 +135,11 @@ class DeviceConfig:
     dtype: str = "float64"
     compile: bool = False  # torch.compile the hot step (seed 004)
     compile_backend: str = "inductor"  # torch.compile backend: inductor, or aot_eager (no C++ codegen)
+    # torch.compile mode (seed 004 tunes with max-autotune) and fullgraph=True (no graph breaks back to Python)
+    compile_mode: str = "default"
+    fullgraph: bool = False
+    # mixed precision for the hot step: none, or torch.autocast to float16 / bfloat16 (seed 004's fp16 matmuls)
+    autocast: str = "none"
     # USD per hour of this device; cost_usd = wall_clock_s * price_per_hour / 3600
     price_per_hour: float = 0.0
     gpu: Optional[str] = None  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs

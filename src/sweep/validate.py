@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES
+
 
 class ConfigError(ValueError):
     """A composed config that cannot run; the message names the field and the allowed values."""
@@ -88,6 +90,9 @@ RULES: list[Rule] = [
     Rule("tracker.cache_size_floats", "an integer >= 1", _positive_int),
     Rule("device.price_per_hour", "a finite number >= 0", _nonneg_finite),
     Rule("device.backend", "one of numpy, torch", lambda v, c: v in ("numpy", "torch")),
+    Rule("device.compile_mode", f"one of {', '.join(COMPILE_MODES)}", lambda v, c: v in COMPILE_MODES),
+    Rule("device.autocast", f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
+         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch")),
 ]
 
 _MISSING = object()

@@ -15,7 +15,7 @@ import numpy as np
 
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
-from sweep.methods.sgd import SGD, init_params
+from sweep.methods.sgd import SGD, WEIGHTS, init_params
 from sweep.variants.base import Params
 
 
@@ -68,7 +68,8 @@ class Curriculum(SGD):
             x, xt = be.asarray(d.x_train[:, cols]), be.asarray(d.x_test[:, cols])
             if stage > 0 and self.reached(xp, p, xt, yt):
                 continue  # the widened net already solves the wider stage
-            measure = self.measure(xp, x, y, xt, yt, p["W1"] * 1.0)
+            # hidden progress is measured from the stage's start (W1 changes shape when it widens)
+            measure = self.measure(xp, x, y, xt, yt, {k: p[k] * 1.0 for k in WEIGHTS})
             e, _ = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, log, measure, first=stage == 0)
             epochs += e
             stages_trained += 1

@@ -36,3 +36,11 @@ class EpochLog:
             for k, v in values.items():
                 out.setdefault(k, []).append(float(v))
         return out
+
+
+def hidden_progress(xp, p: dict[str, Any], p0: dict[str, Any], names: tuple[str, ...]) -> dict[str, float]:
+    """Seed 002's hidden progress ||w_t - w_0||_1: per weight matrix (hidden_progress_<name>) and summed over
+    them (hidden_progress). It grows while accuracy is still flat (grokking)."""
+    each = {f"hidden_progress_{k}": float(xp.sum(xp.abs(p[k] - p0[k]))) for k in names}
+    return {"hidden_progress": sum(each.values()), **each}
+

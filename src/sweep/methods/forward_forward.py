@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
+from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trackers.trace import NULL_TRACE, Trace
 
 Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
@@ -56,6 +57,39 @@ class ForwardForward:
             total = total + xp.mean(a * a, axis=1)
             inp = self.normalise(xp, a)
         return total
+
+    def loss(self, xp, net: Layers, x, y) -> float:
+        """The training objective: per sample, the layers' softplus(threshold - g_pos) + softplus(g_neg -
+        threshold) summed, averaged over the samples (softplus(z) = logaddexp(0, z))."""
+        total, pos, neg = 0.0, self.embed(xp, x, y), self.embed(xp, x, -y)
+        for layer in net:
+            a_pos = xp.maximum(pos @ layer["W"].T + layer["b"], 0.0)
+            a_neg = xp.maximum(neg @ layer["W"].T + layer["b"], 0.0)
+            zero = xp.zeros_like(y)
+            total = total + xp.mean(xp.logaddexp(zero, self.threshold - xp.mean(a_pos * a_pos, axis=1))
+                                    + xp.logaddexp(zero, xp.mean(a_neg * a_neg, axis=1) - self.threshold))
+            pos, neg = self.normalise(xp, a_pos), self.normalise(xp, a_neg)
+        return float(total)
+
+    def measure(self, xp, x, y, xt, yt, p0: dict[str, Any]) -> Measure:
+        """Per-epoch diagnostics (after the clock): train/test accuracy and loss, hidden progress per layer."""
+
+        def run(p: dict[str, Any]) -> dict[str, float]:
+            net = self.unflatten(p)
+            return {"train_accuracy": self.accuracy(xp, net, x, y), "test_accuracy": self.accuracy(xp, net, xt, yt),
+                    "train_loss": self.loss(xp, net, x, y), "test_loss": self.loss(xp, net, xt, yt),
+                    **hidden_progress(xp, p, p0, tuple(k for k in p0 if k.startswith("W")))}
+
+        return run
+
+    @staticmethod
+    def flatten(net: Layers) -> dict[str, Any]:
+        """{W0, b0, W1, b1, ...}: the layers under the names the trace gives them."""
+        return {f"{k}{i}": v for i, layer in enumerate(net) for k, v in layer.items()}
+
+    @staticmethod
+    def unflatten(p: dict[str, Any]) -> Layers:
+        return [{"W": p[f"W{i}"], "b": p[f"b{i}"]} for i in range(len(p) // 2)]
 
     def accuracy(self, xp, net: Layers, x, y) -> float:
         ones = xp.ones(x.shape[0], dtype=x.dtype)
@@ -103,6 +137,8 @@ class ForwardForward:
         step = be.compiled(self.step)
         n, epochs = x.shape[0], 0
         test_acc = 0.0
+        log = EpochLog()
+        measure = self.measure(xp, x, y, xt, yt, {k: v * 1.0 for k, v in self.flatten(net).items()})
         for epoch in range(self.max_epochs):
             perm = be.index(rng.permutation(n))
             xs, ys = x[perm], y[perm]
@@ -110,12 +146,14 @@ class ForwardForward:
                 step(xp, net, xs[s : s + self.batch_size], ys[s : s + self.batch_size],
                      ctx.trace if traced_all else NULL_TRACE)
             epochs = epoch + 1
+            log.record(self.flatten(net), measure)
             test_acc = self.accuracy(xp, net, xt, yt)
             if test_acc >= self.target_accuracy:
                 break
 
         def evaluate(o: Outcome) -> None:
             o.train_accuracy = self.accuracy(xp, net, x, y)
+            o.curves = log.curves()
 
         # the test accuracy is the stopping check's, already computed: only the train accuracy is evaluated
         return Outcome(accuracy=test_acc, epochs=epochs, evaluate=evaluate)

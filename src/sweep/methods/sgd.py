@@ -13,10 +13,13 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
-from sweep.methods.epoch_log import EpochLog, Measure
+from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.methods.linear_sgd import train_linear
 from sweep.trackers.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
+
+
+WEIGHTS = ("W1", "W2")  # the weight matrices whose hidden progress is logged
 
 
 def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
@@ -92,12 +95,19 @@ class SGD:
                 return False
         return True
 
-    def measure(self, xp, x, y, xt, yt, W1_0) -> Measure:
-        """The per-epoch diagnostics of one training set: train/test accuracy and ||W1 - W1_0||_1."""
+    def loss(self, xp, p: Params, x, y) -> float:
+        """The training objective without weight decay: mean hinge loss max(0, 1 - y out)."""
+        return float(xp.mean(xp.maximum(1.0 - y * self.predict(xp, p, x), 0.0)))
+
+    def measure(self, xp, x, y, xt, yt, p0: Params) -> Measure:
+        """The per-epoch diagnostics of one training set: train/test accuracy and loss, and hidden progress
+        (seed 002: ||w_t - w_0||_1) of each weight matrix and of all of them."""
 
         def run(p: Params) -> dict[str, float]:
-            return {"train_accuracy": self.accuracy(xp, p, x, y), "test_accuracy": self.accuracy(xp, p, xt, yt),
-                    "hidden_progress": float(xp.sum(xp.abs(p["W1"] - W1_0)))}
+            out = {"train_accuracy": self.accuracy(xp, p, x, y), "test_accuracy": self.accuracy(xp, p, xt, yt),
+                   "train_loss": self.loss(xp, p, x, y), "test_loss": self.loss(xp, p, xt, yt)}
+            out.update(hidden_progress(xp, p, p0, WEIGHTS))
+            return out
 
         return run
 
@@ -154,7 +164,6 @@ class SGD:
             o.accuracy = self.accuracy(xp, p, xt, yt)
             o.curves = log.curves()
             o.train_accuracy = o.curves["train_accuracy"][-1]
-            o.extra["hidden_progress"] = o.curves["hidden_progress"][-1]
 
         traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
         return Outcome(epochs=epochs, traces=traces, evaluate=evaluate)
@@ -173,7 +182,7 @@ class SGD:
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
         xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
         log = EpochLog()
-        measure = self.measure(be.xp, x, y, xt, yt, p["W1"] * 1.0)
+        measure = self.measure(be.xp, x, y, xt, yt, {k: p[k] * 1.0 for k in WEIGHTS})
         epochs, _ = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, log, measure)
         if ctx.scope == "published" and ctx.trace.enabled:
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
