@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +19,9 @@ from sweep.paths import STORE_DIR, default_tracking_uri, git_commit
 from sweep.result import RunResult
 
 HASH_TAG = "sweep.config_hash"
+KILLED_REASON_TAG = "sweep.killed_reason"
+# who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
+HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
 MAX_PARAM_LEN = 6000
 
 
@@ -110,8 +115,9 @@ class Recorder:
             self.client.log_artifacts(run_id, tmp)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
+        owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
         run = self.client.create_run(self.experiment_id, run_name=name,
-                                     tags={**tags, "sweep.parent": "true", "git_commit": git_commit()})
+                                     tags={**tags, **owner, "sweep.parent": "true", "git_commit": git_commit()})
         if params:
             from mlflow.entities import Param
 
@@ -142,6 +148,59 @@ class Recorder:
             max_results=1,
         )
         return runs[0].info.run_id if runs else None
+
+
+    def repair_abandoned(self) -> list[str]:
+        """Parent runs of this experiment left RUNNING by a launcher process that is gone (SIGKILL, a crash, a
+        power cut), and their RUNNING children: marked KILLED, with the reason in a tag. A run whose launcher
+        still runs (another sweep on this store) or runs on another host is left alone. Returns the ids."""
+        repaired: list[str] = []
+        for run in self.client.search_runs(
+                [self.experiment_id], max_results=1000,
+                filter_string="attributes.status = 'RUNNING' and tags.`sweep.parent` = 'true'"):
+            tags = run.data.tags
+            pid = tags.get(PID_TAG, "")
+            if tags.get(HOST_TAG) != socket.gethostname() or not pid.isdigit() or _alive(int(pid), tags.get(PROC_START_TAG, "")):
+                continue
+            why = (f"launcher process {pid} on {tags[HOST_TAG]} ended without closing this run (killed); "
+                   f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep")
+            children = self.client.search_runs(
+                [self.experiment_id], max_results=50000,
+                filter_string=f"attributes.status = 'RUNNING' and tags.`mlflow.parentRunId` = '{run.info.run_id}'")
+            for r in [*children, run]:
+                self.client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
+                self.client.set_terminated(r.info.run_id, status="KILLED")
+                repaired.append(r.info.run_id)
+        return repaired
+
+
+def _proc_stat(pid: int) -> list[str]:
+    """Fields of /proc/PID/stat after the command name (Linux); [] elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def _proc_start(pid: int) -> str:
+    """The process's start time (clock ticks since boot, Linux): with the pid, it names one process even
+    after the pid is reused. "" where /proc is not there."""
+    stat = _proc_stat(pid)
+    return stat[19] if len(stat) > 19 else ""
+
+
+def _alive(pid: int, start: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        pass
+    stat = _proc_stat(pid)
+    if stat and stat[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
+        return False
+    return not start or len(stat) <= 19 or stat[19] == start
 
 
 def _run_name(result: RunResult) -> str:

@@ -9,23 +9,18 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 from __future__ import annotations
 
 import gc
-import importlib
 import pickle
-import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import cloudpickle
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, setup_globals
+from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
 from hydra.types import HydraContext
 from omegaconf import DictConfig
-
-from hydra_plugins.sweep_launcher._run_job import HydraYaml, run_job
 
 MAX_SHIPPED_FILE = 1 << 20  # job output files larger than this stay in the Modal container
 
@@ -37,6 +32,7 @@ class Session:
     hydra_context: HydraContext
     task_function: Callable[[DictConfig], Any]
     singleton_state: dict[Any, Any]
+    fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
 
 
 @dataclass
@@ -72,11 +68,12 @@ def dump_config(cfg: DictConfig) -> bytes:
 
 
 def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False,
-            hydra_template: Optional[HydraYaml] = None) -> Reply:
+            hydra_template: Any = None) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
-    them from its own copy if anything asks (`_sweep.ReturnedJob`); `output_dir` is what the worker added."""
+    them from its own copy if anything asks (`_jobs.ReturnedJob`); `output_dir` is what the worker added.
+    `hydra_template`: a `_run_job.HydraYaml` (fast path only)."""
     _restore(session)
     clock: dict[str, float] = {}
 
@@ -89,9 +86,15 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
 
     error = reason = output_dir = None
     try:
-        ret = run_job(hydra_context=session.hydra_context, task_function=timed, config_bytes=cfg_bytes,
-                      job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir",
-                      hydra_template=hydra_template)
+        if session.fast:
+            from hydra_plugins.sweep_launcher._run_job import run_job as lean_run_job
+
+            ret = lean_run_job(hydra_context=session.hydra_context, task_function=timed, config_bytes=cfg_bytes,
+                               job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir",
+                               hydra_template=hydra_template)
+        else:
+            ret = run_job(hydra_context=session.hydra_context, task_function=timed, config=pickle.loads(cfg_bytes),
+                          job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
         if ret.status == JobStatus.FAILED:
             exc = ret._return_value
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -147,46 +150,3 @@ def execute(payload: bytes) -> bytes:
     """Self-contained entry point (Modal: remote and Function.local()): payload -> cloudpickled Reply."""
     job = cloudpickle.loads(payload)
     return dump_reply(run_one(job["session"], job["idx"], job["cfg_bytes"], job.get("collect_files", False)))
-
-
-def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
-    """Local worker process loop: ("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes,
-    modal options or None, (template id, its hydra section or None) or None) ..."""
-    # The launching process owns Ctrl-C: it stops the workers and records what was unfinished.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in preload:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
-    # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
-    gc.freeze()
-    sessions: dict[int, Session] = {}
-    templates: dict[int, HydraYaml] = {}  # template id -> its hydra.yaml (the section is sent once, see _run_job)
-    while True:
-        try:
-            msg = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        kind, sid, *rest = pickle.loads(msg)  # cloudpickle's output loads with plain pickle
-        if kind == "stop":
-            return
-        if kind == "session":
-            sessions = {sid: cloudpickle.loads(rest[0])}  # one batch at a time: drop older sessions
-            continue
-        idx, cfg_bytes, via_modal, tpl = rest
-        if tpl is not None and tpl[1] is not None:
-            templates[tpl[0]] = HydraYaml(tpl[1])
-        if via_modal:
-            from hydra_plugins.sweep_launcher._modal_app import run_offline
-
-            data = run_offline(cloudpickle.dumps({"session": sessions[sid], "idx": idx, "cfg_bytes": cfg_bytes}),
-                               via_modal)
-        else:
-            data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,
-                                      hydra_template=templates.get(tpl[0]) if tpl is not None else None))
-        conn.send_bytes(data)
-        sys.stdout.flush()
-        sys.stderr.flush()
-

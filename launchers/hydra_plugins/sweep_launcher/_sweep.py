@@ -18,12 +18,11 @@ import logging
 import multiprocessing as mp
 import os
 import pickle
-import signal
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -35,7 +34,9 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, worker_main
+from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config
+from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
 
 log = logging.getLogger(__name__)
 JOB_KEYS = ("problem", "method", "variant", "device", "tracker")  # = sweep.job.JOB_KEYS (no heavy import)
@@ -68,68 +69,6 @@ def route_of(cfg: DictConfig, route: str) -> str:
         return "local"
     cuda = device.get("backend") == "torch" and str(device.get("torch_device", "cpu")).startswith("cuda")
     return "modal" if cuda and not device.get("local_gpu", False) else "local"
-
-
-# -- the local worker pool ---------------------------------------------------------------------------------
-@dataclass
-class Worker:
-    proc: Any
-    conn: Any
-    sessions: set[int] = field(default_factory=set)
-    templates: set[int] = field(default_factory=set)  # template hydra sections this worker already has
-    jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
-
-
-class Pool:
-    """Warm worker processes (spawned once per sweep), one job each at a time, over a pipe. A worker that
-    dies takes only its own job down: it is replaced and the job becomes FAILED."""
-
-    def __init__(self, n: int, preload: Sequence[str] = ()) -> None:
-        self.preload = list(preload)
-        self.workers: list[Worker] = []
-        self.grow(n)
-
-    @staticmethod
-    def _context() -> Any:
-        # fork starts a worker in milliseconds with Hydra already imported, but only a single-threaded process
-        # forks safely; once Modal's client or rich's refresh thread runs (a worker replaced mid-sweep), spawn.
-        if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
-            return mp.get_context("fork")
-        return mp.get_context("spawn")
-
-    def grow(self, n: int) -> None:
-        while len(self.workers) < n:
-            self.workers.append(self._start())
-
-    def _start(self) -> Worker:
-        ctx = self._context()
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(target=worker_main, args=(child, self.preload), daemon=True, name="sweep-worker")
-        proc.start()
-        child.close()
-        return Worker(proc, parent)
-
-    def replace(self, w: Worker) -> None:
-        w.conn.close()
-        w.proc.join(timeout=1)
-        self.workers[self.workers.index(w)] = self._start()
-
-    def close(self, kill: bool = False) -> None:
-        for w in self.workers:
-            if kill:
-                w.proc.terminate()
-            else:
-                try:
-                    w.conn.send_bytes(cloudpickle.dumps(("stop", 0)))
-                except OSError:
-                    pass
-        for w in self.workers:
-            w.proc.join(timeout=2)
-            if w.proc.is_alive():
-                w.proc.kill()
-                w.proc.join(timeout=2)
-            w.conn.close()
-        self.workers = []
 
 
 _wal_on = False
@@ -205,12 +144,16 @@ class SweepRun:
     def start_recording(self) -> None:
         if not self.recording or self.recorder is not None:
             return
-        from sweep.recorder import Recorder
+        from sweep.recorder import KILLED_REASON_TAG, Recorder
 
         cfg = self.launcher.config
         _sqlite_wal()
         self.recorder = Recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment)
         gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
+        repaired = self.recorder.repair_abandoned()  # before resume reads the store
+        if repaired:
+            print(f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "
+                  f"(tag {KILLED_REASON_TAG})", file=sys.stderr, flush=True)
         overrides = " ".join(OmegaConf.to_container(cfg.hydra.overrides.task))
         self.parent = self.recorder.start_parent(
             f"sweep {overrides}".strip(),
@@ -432,33 +375,6 @@ def _write_files(job: Job, files: dict[str, str]) -> None:
         p.write_text(text)
 
 
-class _Interrupt:
-    """SIGINT handler: raise KeyboardInterrupt, but never in the middle of an MLflow write."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.in_write = False
-        self.previous: Any = None
-
-    def __enter__(self) -> "_Interrupt":
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        self.requested = True
-        if not self.in_write:
-            raise KeyboardInterrupt
-
-    def check(self) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-
-
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     setup_globals()
     cfg: DictConfig = launcher.config
@@ -512,7 +428,7 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
     from hydra_plugins.sweep_launcher._progress import Progress
 
     session = Session(hydra_context=launcher.hydra_context, task_function=launcher.task_function,
-                      singleton_state=Singleton.get_state())
+                      singleton_state=Singleton.get_state(), fast=launcher.fast)
     sid = next(_session_ids)
     session_bytes = cloudpickle.dumps(session)
     modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
@@ -525,7 +441,7 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
     n_remote_left = len(remote)
 
     progress = Progress(len(jobs), enabled=launcher.progress)
-    interrupt = _Interrupt()
+    interrupt = Interrupt()
 
     def handle(job: Job, reply: Reply) -> None:
         ret = _job_return(job, reply)
@@ -629,8 +545,8 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
                 for job, reply in arrived:
                     handle(job, reply)
                 progress.refresh()
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the recording short
+    except Interrupted as e:
+        Interrupt.ignore()  # a second signal must not cut the recording short
         stop.set()
         running = [w.jobs[0] for w in pool.workers if w.jobs] if pool is not None else []
         local.extend(j for w in (pool.workers if pool is not None else []) for j in list(w.jobs)[1:])
@@ -640,11 +556,11 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
             run.pool = None
         for job in running:
             run.record(job, Reply(idx=job.idx, job_return=None,
-                                  error="interrupted (Ctrl-C) while the job was running\n"),
+                                  error=f"interrupted ({e.name}) while the job was running\n"),
                        JobReturn(status=JobStatus.FAILED), status="KILLED")
         run.n_killed += len(running)
         not_started = len(local)
-        print(f"\nsweep: interrupted: {len(running)} running job(s) recorded KILLED, {not_started} not started",
-              file=sys.stderr, flush=True)
+        print(f"\nsweep: interrupted by {e.name}: {len(running)} running job(s) recorded KILLED, "
+              f"{not_started} not started", file=sys.stderr, flush=True)
         run.finish(status="KILLED")
-        raise SystemExit(130)
+        raise SystemExit(e.exit_code)

@@ -13,10 +13,18 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+TESTED_HYDRA = ("1.3.",)  # Hydra versions whose internals the fast paths were checked against (version prefix)
+
+
+def fast_paths_tested() -> bool:
+    from hydra import __version__
+
+    return __version__.startswith(TESTED_HYDRA)
+
 
 class SweepLauncher(Launcher):
     def __init__(self, route: str = "device", n_workers: Optional[int] = None, force: bool = False,
-                 progress: bool = True, preload: Sequence[str] = (), fast_compose: bool = True,
+                 progress: bool = True, preload: Sequence[str] = (), fast: Optional[bool] = None,
                  modal: Any = None) -> None:
         if route not in ("device", "local", "modal"):
             raise ValueError(f"hydra.launcher.route={route!r} is not allowed: expected device, local or modal")
@@ -25,7 +33,9 @@ class SweepLauncher(Launcher):
         self.force = force
         self.progress = progress
         self.preload = [str(m) for m in preload]
-        self.fast_compose = fast_compose
+        # the fast paths (FastComposer, the lean run_job) use Hydra internals: on by default only on the Hydra
+        # versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
+        self.fast = fast_paths_tested() if fast is None else bool(fast)
         self.modal: dict[str, Any] = dict(modal or {})
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
@@ -34,7 +44,7 @@ class SweepLauncher(Launcher):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
-        if self.fast_compose and hydra_context is not None:
+        if self.fast and hydra_context is not None:
             from hydra_plugins.sweep_launcher._compose import FastComposer
 
             # The sweeper composes each job through this same context before launch: share the work.

@@ -1,0 +1,108 @@
+"""Warm local worker processes, one job each at a time over a pipe, that never outlive the launcher.
+
+A worker dies with the launching process whatever kills it (SIGKILL included): it asks the kernel for SIGKILL
+when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`), and elsewhere it sees end-of-file on its pipe, which it
+can because it closes every pipe end it inherited from the launcher (its own parent end, and the other
+workers' ends a fork copies).
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import cloudpickle
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this process when its parent dies (Linux); a parent that is already gone: exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: end-of-file on the pipe stops an idle worker
+        pass
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _worker_entry(conn: Any, preload: Sequence[str], parent_pid: int, inherited: Sequence[Any]) -> None:
+    die_with_parent(parent_pid)
+    for c in inherited:  # the launcher's pipe ends a fork copied into this process (the objects themselves:
+        c.close()  # closing them marks them closed, so nothing closes the fd numbers again later)
+    from hydra_plugins.sweep_launcher._worker import worker_main
+
+    worker_main(conn, preload)
+
+
+@dataclass
+class Worker:
+    proc: Any
+    conn: Any
+    sessions: set[int] = field(default_factory=set)
+    templates: set[int] = field(default_factory=set)  # template hydra sections this worker already has
+    jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
+
+
+class Pool:
+    """Worker processes started once per sweep. A worker that dies takes only its own job down: the
+    dispatcher replaces it and the job becomes FAILED."""
+
+    def __init__(self, n: int, preload: Sequence[str] = ()) -> None:
+        self.preload = list(preload)
+        self.workers: list[Worker] = []
+        self.grow(n)
+
+    @staticmethod
+    def _context() -> Any:
+        # fork starts a worker in milliseconds with Hydra already imported, but only a single-threaded process
+        # forks safely; once Modal's client or rich's refresh thread runs (a worker replaced mid-sweep), spawn.
+        if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+            return mp.get_context("fork")
+        return mp.get_context("spawn")
+
+    def grow(self, n: int) -> None:
+        while len(self.workers) < n:
+            self.workers.append(self._start())
+
+    def _start(self) -> Worker:
+        ctx = self._context()
+        parent, child = ctx.Pipe(duplex=True)
+        # fork passes these objects as they are; spawn would pickle (duplicate) them, and inherits none anyway
+        inherited = [parent, *(w.conn for w in self.workers)] if ctx.get_start_method() == "fork" else []
+        proc = ctx.Process(target=_worker_entry, args=(child, self.preload, os.getpid(), inherited),
+                           daemon=True, name="sweep-worker")
+        proc.start()
+        child.close()
+        return Worker(proc, parent)
+
+    def replace(self, w: Worker) -> None:
+        w.conn.close()
+        w.proc.join(timeout=1)
+        self.workers[self.workers.index(w)] = self._start()
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self.workers]
+
+    def close(self, kill: bool = False) -> None:
+        for w in self.workers:
+            if kill:
+                w.proc.kill()  # a job cut short: SIGKILL, nothing of it may go on
+            else:
+                try:
+                    w.conn.send_bytes(cloudpickle.dumps(("stop", 0)))
+                except OSError:
+                    pass
+        for w in self.workers:
+            w.proc.join(timeout=2)
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join(timeout=2)
+            w.conn.close()
+        self.workers = []

@@ -1,0 +1,59 @@
+"""A local worker process's loop: receive a session once per batch, then jobs; send back each Reply."""
+from __future__ import annotations
+
+import gc
+import importlib
+import pickle
+import signal
+import sys
+from typing import Any, Sequence
+
+import cloudpickle
+
+from hydra_plugins.sweep_launcher._core import Session, dump_reply, run_one
+
+
+def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
+    """("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes, modal options or None,
+    (template id, its hydra section or None) or None) ...; ("stop", 0) or end-of-file ends it."""
+    # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
+    # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
+    gc.freeze()
+    sessions: dict[int, Session] = {}
+    templates: dict[int, Any] = {}  # template id -> its _run_job.HydraYaml (the section is sent once)
+    while True:
+        try:
+            msg = conn.recv_bytes()
+        except (EOFError, OSError):  # the launcher is gone
+            return
+        kind, sid, *rest = pickle.loads(msg)  # cloudpickle's output loads with plain pickle
+        if kind == "stop":
+            return
+        if kind == "session":
+            sessions = {sid: cloudpickle.loads(rest[0])}  # one batch at a time: drop older sessions
+            continue
+        idx, cfg_bytes, via_modal, tpl = rest
+        if tpl is not None and tpl[1] is not None:
+            from hydra_plugins.sweep_launcher._run_job import HydraYaml
+
+            templates[tpl[0]] = HydraYaml(tpl[1])
+        if via_modal:
+            from hydra_plugins.sweep_launcher._modal_app import run_offline
+
+            data = run_offline(cloudpickle.dumps({"session": sessions[sid], "idx": idx, "cfg_bytes": cfg_bytes}),
+                               via_modal)
+        else:
+            data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,
+                                      hydra_template=templates.get(tpl[0]) if tpl is not None else None))
+        conn.send_bytes(data)
+        sys.stdout.flush()
+        sys.stderr.flush()

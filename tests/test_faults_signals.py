@@ -1,0 +1,142 @@
+"""Faults with real processes and real signals: a `python -m sweep -m` launcher stopped by SIGTERM, SIGHUP or
+SIGKILL mid-sweep, then resumed; a worker killed with -9. Each asserts the exit code, the message, the runs'
+states, that no worker outlives the launcher, and that nothing finished is lost."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
+
+# max_epochs=1 jobs finish at once; max_epochs=100000 at a tiny lr never converge: running when the signal comes
+SHORT = ["method=sgd", "method.lr=1e-6", "tracker=none", "problem.seed=1,2", "hydra/launcher=local",
+         "hydra.launcher.n_workers=2"]
+ARGS = [*SHORT, "method.max_epochs=1,100000"]
+
+
+def _stat(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir()
+            if p.name.isdigit() and (s := _stat(int(p.name))) and s[1] == str(pid)]
+
+
+def alive(pid: int) -> bool:
+    s = _stat(pid)
+    return bool(s) and s[0] not in ("Z", "X")  # a zombie has ended: only its exit status is left
+
+
+def start_until_two_finished(store: str, cwd: Path, experiment: str) -> subprocess.Popen:
+    """Start the sweep; return once both short jobs are recorded and the two long ones run."""
+    proc = subprocess.Popen([sys.executable, "-m", "sweep", "-m", *ARGS, f"mlflow.experiment={experiment}"],
+                            cwd=cwd, env={**os.environ, "MLFLOW_TRACKING_URI": store}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline, finished = time.monotonic() + 120, 0
+    while finished < 2 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        finished += line.startswith("[FINISHED]")
+    assert finished == 2, proc.stderr.read() if proc.poll() is not None else "no 2 finished jobs in time"
+    time.sleep(1.0)  # the long jobs are running now
+    return proc
+
+
+def assert_gone(pids: list[int], within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while [p for p in pids if alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if alive(p)], f"orphaned workers: {[p for p in pids if alive(p)]}"
+
+
+def no_running(store: str, experiment: str) -> bool:
+    c = MlflowClient(store)
+    return not c.search_runs([c.get_experiment_by_name(experiment).experiment_id],
+                             filter_string="attributes.status = 'RUNNING'")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_stop_a_sweep_like_ctrl_c(store, tmp_path, sig, code):
+    exp = f"term_{sig.name}"
+    proc = start_until_two_finished(store, tmp_path, exp)
+    try:
+        workers = children_of(proc.pid)
+        assert len(workers) == 2
+        os.kill(proc.pid, sig)  # the launcher alone, as `kill`, a scheduler or a container stop does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
+    assert lines == [f"sweep: interrupted by {sig.name}: 2 running job(s) recorded KILLED, 0 not started"], err
+    assert "Traceback" not in err
+    assert_gone(workers)
+    (parent,), children = runs(store, exp)
+    assert parent.info.status == "KILLED"
+    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED", "KILLED", "KILLED"]
+    assert no_running(store, exp)
+    # resume: the two finished jobs are not lost (skipped, not re-run)
+    p = sweep(store, tmp_path, *SHORT, "method.max_epochs=1", f"mlflow.experiment={exp}")
+    assert p.returncode == 0 and "skipping 2 job(s)" in p.stdout, p.stderr
+
+
+def test_sigkill_of_the_launcher_leaves_no_worker_and_the_rerun_repairs_its_runs(store, tmp_path):
+    exp = "sigkill"
+    proc = start_until_two_finished(store, tmp_path, exp)
+    try:
+        workers = children_of(proc.pid)
+        assert len(workers) == 2
+        os.kill(proc.pid, signal.SIGKILL)  # no handler runs: the workers must notice on their own
+        proc.wait(timeout=30)
+        assert_gone(workers)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    (parent,), children = runs(store, exp)
+    assert parent.info.status == "RUNNING"  # what a dead launcher leaves behind
+    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"]
+    p = sweep(store, tmp_path, *SHORT, "method.max_epochs=1", f"mlflow.experiment={exp}")
+    assert p.returncode == 0, p.stderr
+    assert "1 run(s) left RUNNING by a launcher that was killed are now KILLED" in p.stderr
+    assert "skipping 2 job(s)" in p.stdout  # nothing finished was lost
+    parents, _ = runs(store, exp)
+    old = MlflowClient(store).get_run(parent.info.run_id)
+    assert old.info.status == "KILLED" and f"launcher process {proc.pid}" in old.data.tags["sweep.killed_reason"]
+    assert no_running(store, exp) and len(parents) == 2
+
+
+def test_kill_9_of_a_worker_fails_its_job_only(store, tmp_path):
+    exp = "worker_kill"
+    proc = start_until_two_finished(store, tmp_path, exp)
+    try:
+        workers = children_of(proc.pid)
+        os.kill(workers[0], signal.SIGKILL)
+        time.sleep(2.0)  # the launcher replaces the worker; the other long job keeps running
+        assert alive(proc.pid) and alive(workers[1])
+        workers += [p for p in children_of(proc.pid) if p not in workers]  # the replacement
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert f"worker process {workers[0]} died (exit code -9)" in err
+    assert "1 running job(s) recorded KILLED" in err
+    assert_gone(workers)
+    (parent,), children = runs(store, exp)
+    assert parent.info.status == "KILLED"
+    assert sorted(c.info.status for c in children) == ["FAILED", "FINISHED", "FINISHED", "KILLED"]
+    assert no_running(store, exp)
