@@ -91,3 +91,42 @@ def test_swept_keys_ignore_keys_of_one_group_choice():
     assert cmpmod.swept_keys(params) == ["method.name"]
     params.append({"method.name": "sgd", "method.hidden": "500", "problem.seed": "42"})
     assert cmpmod.swept_keys(params) == ["method.hidden", "method.name"]
+
+
+def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
+    # sgd (the baseline arm) vs sign_sgd x two seeds: reads/writes/total_floats/dmc columns, "% vs baseline" and
+    # speed-up cells computed from the table's own means, per-epoch curves averaged over seeds into a plot
+    store = sweep_store[0]
+    rec, parent = Recorder(store, "curves"), None
+    parent = rec.start_parent("sweep sweeps=curves", {"sweep.overrides": "sweeps=curves"})
+    results = []
+    for method in ("sgd", "sign_sgd"):
+        for seed in (42, 43):
+            r = job.run(compose(f"method={method}", f"problem.seed={seed}", "problem.n_bits=8", "problem.n_test=50",
+                                "method.max_epochs=40"))
+            rec.log(r, parent_run_id=parent)
+            results.append(r)
+    rec.end_parent(parent, "FINISHED", results)
+    settings = {"baseline": {"method.name": "sgd"}, "relative": {"epochs": "speedup", "ard": "percent"}}
+    cmp, files = cmpmod.compare("curves", store, tmp_path / "out", settings=settings)
+    assert cmp.keys == ["method.name"]
+    assert {"reads", "writes", "total_floats", "dmc"} <= set(cmp.metrics)
+    assert cmp.relative == ["epochs speed-up", "ard vs base"]
+    sgd, sign = (next(r for r in cmp.rows if r.key["method.name"] == m) for m in ("sgd", "sign_sgd"))
+    assert sgd.relative == {"epochs speed-up": "baseline", "ard vs base": "baseline"}
+    speedup = sgd.stats["epochs"].mean / sign.stats["epochs"].mean
+    assert sign.relative["epochs speed-up"] == f"{speedup:.2f}x"
+    pct = (sign.stats["ard"].mean - sgd.stats["ard"].mean) / sgd.stats["ard"].mean * 100
+    assert sign.relative["ard vs base"] == f"{pct:+.1f}%"
+    assert cmp.header()[-2:] == ["epochs speed-up", "ard vs base"] and "baseline" in cmp.markdown()
+    # curves: one point per epoch of the longest seed; a seed that stopped early keeps its last value
+    runs = [r for r in results if r.tags["method"] == "sgd"]
+    longest = max(len(r.curves["test_loss"]) for r in runs)
+    mean, std = sgd.curves["test_loss"]
+    assert len(mean) == longest
+    last = [r.curves["test_loss"][-1] for r in runs]
+    assert mean[-1] == pytest.approx(statistics.fmean(last)) and std[-1] == pytest.approx(statistics.pstdev(last))
+    assert mean[0] == pytest.approx(statistics.fmean(r.curves["test_loss"][0] for r in runs))
+    assert set(sgd.curves) == set(cmpmod.CURVES)
+    assert [f.name for f in files][-2:] == ["curves.png", "curves-curves.png"]
+    assert files[-1].stat().st_size > 10000

@@ -67,7 +67,9 @@ def test_ard_variants_runs_and_compares_to_the_published_table(store, tmp_path):
     assert ard == {"standard": 17976, "fused": 17741, "perlayer": 17299}
     assert [r.key["variant.name"] for r in cmp.rows] == ["standard", "fused", "perlayer"]
     assert "| standard | 1/1 |" in cmp.markdown() and "17,976" in cmp.markdown()
-    assert Path(files[-1]).name == "ard_variants.png"
+    # seed 001's "ARD vs standard" column: 1.3% and 3.8% better
+    assert [r.relative["ard vs base"] for r in cmp.rows] == ["baseline", "-1.3%", "-3.8%"]
+    assert [Path(f).name for f in files[2:]] == ["ard_variants.png", "ard_variants-curves.png"]
 
 
 def _modal_token() -> bool:

@@ -18,8 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-# The figures a sweep is compared on, in table order (only those some child logged are shown).
-METRICS = ("accuracy", "epochs", "wall_clock_s", "ard", "cache_hit_rate", "cost_usd")
+# The figures a sweep is compared on, in table order (only those some child logged are shown): the group's own
+# columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside accuracy, time and cost.
+METRICS = ("accuracy", "epochs", "wall_clock_s", "warmup_s", "ard", "reads", "writes", "total_floats", "dmc", "dmd",
+           "cache_hit_rate", "energy_pj", "cost_usd")
+# Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
+CURVES = ("test_accuracy", "train_loss", "test_loss", "hidden_progress")
+# How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
+RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
 # Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
 AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -40,8 +46,9 @@ class Stat:
         return s if self.n < 2 else f"{s} ± {spec.format(self.std)}"
 
 
-_FORMATS = {"accuracy": "{:.3f}", "epochs": "{:.1f}", "wall_clock_s": "{:.4f}", "ard": "{:,.0f}",
-            "cache_hit_rate": "{:.3f}", "cost_usd": "{:.3g}"}
+_FORMATS = {"accuracy": "{:.3f}", "epochs": "{:.1f}", "wall_clock_s": "{:.4f}", "warmup_s": "{:.4f}",
+            "ard": "{:,.0f}", "reads": "{:,.0f}", "writes": "{:,.0f}", "total_floats": "{:,.0f}", "dmc": "{:,.0f}",
+            "dmd": "{:,.0f}", "cache_hit_rate": "{:.3f}", "energy_pj": "{:.4g}", "cost_usd": "{:.3g}"}
 
 
 @dataclass
@@ -51,6 +58,9 @@ class Row:
     total: int
     stats: dict[str, Stat] = field(default_factory=dict)
     failure: str = ""  # the last line of a failed child's error, when no child of the group finished
+    relative: dict[str, str] = field(default_factory=dict)  # "<metric> <rule>" -> cell, against the baseline
+    run_ids: list[str] = field(default_factory=list)  # the finished runs
+    curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
 
 
 @dataclass
@@ -61,14 +71,16 @@ class Comparison:
     keys: list[str]
     metrics: list[str]
     rows: list[Row]
+    relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
 
     # -- renderings -------------------------------------------------------------------------------
     def header(self) -> list[str]:
-        return [*self.keys, "runs", *self.metrics]
+        return [*self.keys, "runs", *self.metrics, *self.relative]
 
     def cells(self, row: Row) -> list[str]:
         out = [row.key[k] for k in self.keys] + [f"{row.finished}/{row.total}"]
         out += [row.stats[m].fmt(m) if m in row.stats else "-" for m in self.metrics]
+        out += [row.relative.get(c, "-") for c in self.relative]
         return out
 
     def markdown(self) -> str:
@@ -84,12 +96,13 @@ class Comparison:
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow([*self.keys, "finished", "total",
-                    *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")], "failure"])
+                    *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")], *self.relative, "failure"])
         for r in self.rows:
             vals: list[Any] = []
             for m in self.metrics:
                 st = r.stats.get(m)
                 vals += [st.mean, st.std, st.n] if st else ["", "", 0]
+            vals += [r.relative.get(c, "") for c in self.relative]
             w.writerow([*(r.key[k] for k in self.keys), r.finished, r.total, *vals, r.failure])
         return buf.getvalue()
 
@@ -194,8 +207,10 @@ def _sort_key(v: str | None, first_seen: dict) -> tuple:
 
 
 def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
-              metrics: Sequence[str] = METRICS) -> Comparison:
-    """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs."""
+              metrics: Sequence[str] = METRICS, baseline: dict[str, Any] | None = None,
+              relative: dict[str, str] | None = None) -> Comparison:
+    """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
+    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`)."""
     # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
     runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
     params = [dict(r.data.params) for r in runs]
@@ -213,7 +228,7 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
         members = groups[gkey]
         done = [r for r in members if r.info.status == "FINISHED"]
         row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
-                  finished=len(done), total=len(members))
+                  finished=len(done), total=len(members), run_ids=[r.info.run_id for r in done])
         for m in present:
             vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
             if vals:
@@ -222,8 +237,39 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
         if not done:
             row.failure = _failure_line(members)
         rows.append(row)
-    return Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
-                      rows=rows)
+    cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
+                     rows=rows)
+    if baseline and relative:
+        set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
+    return cmp
+
+
+def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
+    """Fill each row's relative cells from the baseline row that shares its other keys (the same n, width, ...):
+    `percent` = (row - base) / base as a signed %, `speedup` = base / row as "N.Nx" (seed 002's 14.6x). The
+    baseline's keys must be swept; a row whose baseline did not finish, or a metric it lacks, stays "-"."""
+    if not set(baseline) <= set(cmp.keys):
+        return
+    for metric, rule in relative.items():
+        if rule not in RELATIVE:
+            raise ValueError(f"compare.relative.{metric}: {rule!r} is not one of {', '.join(RELATIVE)}")
+        if metric in cmp.metrics:
+            cmp.relative.append(f"{metric} {RELATIVE[rule]}")
+    others = [k for k in cmp.keys if k not in baseline]
+    bases = {tuple(r.key[k] for k in others): r for r in cmp.rows
+             if all(r.key[k] == v for k, v in baseline.items())}
+    for row in cmp.rows:
+        base = bases.get(tuple(row.key[k] for k in others))
+        if base is None:
+            continue
+        for metric, rule in relative.items():
+            col = f"{metric} {RELATIVE.get(rule, rule)}"
+            if row is base:
+                row.relative[col] = "baseline"
+            elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
+                b, v = base.stats[metric].mean, row.stats[metric].mean
+                row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
+                    (f"{b / v:.2f}x" if v else "-")
 
 
 def _failure_line(members: list) -> str:
@@ -249,14 +295,45 @@ def _failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:
                     continue
 
 
+def load_curves(client: Any, cmp: Comparison, curves: Sequence[str] = CURVES) -> None:
+    """Each row's per-epoch curves (MLflow steps >= 1), mean ± std over its finished runs. A run that stopped
+    early (it reached the target) keeps its last value for the later epochs: a solved net stays solved."""
+    for row in cmp.rows:
+        for name in curves:
+            series = []
+            for rid in row.run_ids:
+                hist = sorted((m.step, m.value) for m in client.get_metric_history(rid, name) if m.step >= 1)
+                if hist:
+                    series.append([v for _, v in hist])
+            if not series:
+                continue
+            width = max(len(v) for v in series)
+            padded = [v + [v[-1]] * (width - len(v)) for v in series]
+            cols = list(zip(*padded))
+            row.curves[name] = ([statistics.fmean(c) for c in cols],
+                                [statistics.pstdev(c) if len(c) > 1 else 0.0 for c in cols])
+
+
+def study_settings(study: str) -> dict[str, Any]:
+    """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml; {} otherwise."""
+    from omegaconf import OmegaConf
+
+    from sweep.paths import SWEEPS_DIR
+
+    path = SWEEPS_DIR / f"{study}.yaml"
+    node = OmegaConf.load(path).get("compare") if path.is_file() else None
+    return OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[return-value]
+
+
 # -- the command ---------------------------------------------------------------------------------
 def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = None, log: bool = True,
-            plot: bool = True) -> tuple[Comparison, list[Path]]:
-    """Build the comparison for sweep `ref`, write table and plot to `out_dir`, log them on the parent run."""
+            plot: bool = True, settings: dict[str, Any] | None = None) -> tuple[Comparison, list[Path]]:
+    """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
+    `settings` (baseline, relative) default to the preset's `compare:` node."""
     from mlflow.tracking import MlflowClient
 
     from sweep.paths import PROJECT_ROOT, default_tracking_uri
-    from sweep.plots import plot_comparison
+    from sweep.plots import plot_comparison, plot_curves
 
     client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
     parent = find_parent(client, ref)
@@ -265,8 +342,11 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     runs = load_children(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
-    cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment)
+    settings = study_settings(study) if settings is None else settings
+    cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
+                    baseline=settings.get("baseline"), relative=settings.get("relative"))
     _failure_reasons(client, cmp, runs)
+    load_curves(client, cmp)
 
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{study}-{parent.info.run_id[:8]}"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -276,6 +356,8 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
                         f"over seeds/repeats.\n\n" + cmp.markdown())
     if plot:
         files.append(plot_comparison(cmp, out_dir / f"{study}.png"))
+        if any(r.curves for r in cmp.rows):
+            files.append(plot_curves(cmp, out_dir / f"{study}-curves.png"))
     if log:
         for f in files:
             client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)

@@ -157,6 +157,30 @@ def plot_default(cmp: "Comparison", path: Path) -> Path:
     return _save(fig, path)
 
 
+# -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
+CURVE_LABELS = {"test_accuracy": "test accuracy", "train_loss": "train loss", "test_loss": "test loss",
+                "hidden_progress": "hidden progress ||w_t - w_0||_1"}
+
+
+def plot_curves(cmp: "Comparison", path: Path) -> Path:
+    names = [n for n in CURVE_LABELS if any(n in r.curves for r in cmp.rows)]
+    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        for i, row in enumerate(r for r in cmp.rows if name in r.curves):
+            mean, std = row.curves[name]
+            epochs = range(1, len(mean) + 1)
+            ax.plot(epochs, mean, color=f"C{i % 10}", label=" ".join(row.key.values()) or "all")
+            ax.fill_between(epochs, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                            color=f"C{i % 10}", alpha=0.2)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(CURVE_LABELS[name])
+        if name == "hidden_progress":
+            ax.set_yscale("log")
+    axes[0][0].legend(fontsize=7, title=" ".join(cmp.keys) or None, title_fontsize=7)
+    fig.suptitle(f"{cmp.study}: per-epoch curves, mean ± std over seeds (a run that stopped keeps its last value)")
+    return _save(fig, path)
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)

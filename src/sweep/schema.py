@@ -154,6 +154,14 @@ class MLflowConfig:
 
 
 @dataclass
+class CompareConfig:
+    """How `python -m sweep.compare` reads a preset's study (set in sweeps/<study>.yaml; jobs ignore it)."""
+
+    baseline: dict[str, Any] = field(default_factory=dict)  # swept key -> value of the baseline arm
+    relative: dict[str, str] = field(default_factory=dict)  # metric -> percent | speedup, against the baseline
+
+
+@dataclass
 class Config:
     problem: ProblemConfig = MISSING
     method: MethodConfig = MISSING
@@ -163,6 +171,7 @@ class Config:
     mlflow: MLflowConfig = field(default_factory=MLflowConfig)
     run_name: Optional[str] = None
     extra: dict[str, Any] = field(default_factory=dict)
+    compare: CompareConfig = field(default_factory=CompareConfig)
 
 
 SCHEMAS: dict[str, dict[str, type]] = {
