@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 READ = 0
 WRITE = 1
+OP_KINDS = ("fma", "add", "mul", "div", "sqrt", "exp", "cmp", "max", "sign", "xor")
 
 
 @dataclass
