@@ -128,6 +128,15 @@ class TrackerConfig:
 
 
 @dataclass
+class EnergyTrackerConfig(TrackerConfig):
+    # a file conf/energy/<hierarchy>.yaml (sweep.trackers.hierarchy); the three below override it key by key
+    hierarchy: str = "cpu"
+    levels: dict[str, Any] = field(default_factory=dict)
+    ops_pj: dict[str, Any] = field(default_factory=dict)
+    bytes_per_float: Optional[int] = None
+
+
+@dataclass
 class DeviceConfig:
     name: str = "cpu"
     backend: str = "numpy"  # numpy | torch
@@ -181,7 +190,7 @@ SCHEMAS: dict[str, dict[str, type]] = {
                "forward_forward": ForwardForwardConfig, "ols": OLSConfig},
     "variant": {"variant": VariantConfig},
     "device": {"device": DeviceConfig},
-    "tracker": {"tracker": TrackerConfig},
+    "tracker": {"tracker": TrackerConfig, "energy": EnergyTrackerConfig},
 }
 
 

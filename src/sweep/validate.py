@@ -142,3 +142,13 @@ def _method_applies(cfg: ConfigView) -> None:
 
 
 EXTRA_CHECKS.append(_method_applies)
+
+
+def _energy_hierarchy(cfg: ConfigView) -> None:
+    """tracker=energy: the hierarchy file and its overrides (sweep.trackers.hierarchy)."""
+    from sweep.trackers.hierarchy import check_energy_config
+
+    check_energy_config(cfg)
+
+
+EXTRA_CHECKS.append(_energy_hierarchy)

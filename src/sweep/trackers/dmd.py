@@ -5,16 +5,9 @@ moves the element to the top of the stack; a read moves nothing and observes the
 stack ordered by most recent write; a never-written element has depth stack size + 1. DMD = sum of sqrt(depth)
 over read elements.
 
-A per-element simulation (splay tree) costs O(log n) Python work per float. This one works per *run* of
-elements instead, offline over the whole trace, because events touch whole buffers:
-
-- A write event gives its elements consecutive write stamps, and a later write of the same buffer overwrites a
-  prefix 0..s'-1 of it. So each write event's still-live elements are a suffix of its index range, and a
-  buffer's current elements form a staircase of runs: the newest write covers 0..s0-1, an older, longer one
-  s0..s1-1, and so on (normally a single run).
-- For a run (write event e, indices lo..hi-1) the element at index j has depth
-  1 + (live elements of events after e) + (hi - 1 - j): the depths are consecutive integers, so a read costs one
-  Fenwick query per run and its sqrt sum is a difference of a precomputed cumulative-sqrt table.
+A per-element simulation (splay tree) costs O(log n) Python work per float. The depths come instead from the
+run-based stack pass in sweep.trackers.stack (shared with the energy model): a read's run of elements has
+consecutive depths, so its sqrt sum is a difference of a precomputed cumulative-sqrt table.
 """
 from __future__ import annotations
 
@@ -25,80 +18,15 @@ import numpy as np
 
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.trace import READ, Trace
-
-
-class _Fenwick:
-    """Prefix sums over write-event ids (live element count per write event)."""
-
-    __slots__ = ("n", "tree", "total")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.tree = [0] * (n + 1)
-        self.total = 0
-
-    def add(self, i: int, delta: int) -> None:
-        self.total += delta
-        i += 1
-        tree, n = self.tree, self.n
-        while i <= n:
-            tree[i] += delta
-            i += i & -i
-
-    def after(self, i: int) -> int:
-        """Sum over ids > i."""
-        s = 0
-        i += 1
-        tree = self.tree
-        while i > 0:
-            s += tree[i]
-            i -= i & -i
-        return self.total - s
+from sweep.trackers.stack import stack_runs
+from sweep.trackers.trace import Trace
 
 
 def read_runs(trace: Trace) -> Iterator[tuple[int, int, int]]:
     """For every read event, in order, its element runs as (first depth, step, count): the run's depths are
     first, first + step, ..., for count elements (step -1 for written runs, 0 for never-written elements)."""
-    n_writes = sum(1 for op in trace.ops if op != READ)
-    fw = _Fenwick(n_writes)
-    stairs: dict[str, list[list[int]]] = {}  # buffer -> [[event id, lo, hi], ...], newest (lowest index) first
-    stack = 0  # distinct elements ever written
-    ev = 0
-    for op, name, size in trace:
-        runs = stairs.get(name)
-        if op == READ:
-            covered = 0
-            if runs:
-                for e, lo, hi in runs:
-                    if lo >= size:
-                        break
-                    n = min(hi, size) - lo
-                    yield fw.after(e) + hi - lo, -1, n
-                    covered = hi
-            if size > covered:
-                yield stack + 1, 0, size - covered
-            continue
-        if size <= 0:
-            ev += 1
-            continue
-        kept: list[list[int]] = [[ev, 0, size]]
-        top = 0
-        if runs:
-            for run in runs:
-                e, lo, hi = run
-                top = hi
-                if lo >= size:
-                    kept.append(run)
-                    continue
-                cut = min(hi, size)
-                fw.add(e, lo - cut)  # elements lo..cut-1 move to the new write
-                if cut < hi:
-                    kept.append([e, cut, hi])
-        stack += max(0, size - top)
-        fw.add(ev, size)
-        stairs[name] = kept
-        ev += 1
+    for _, first, step, count in stack_runs(trace, reads_move=False):
+        yield first, step, count
 
 
 def element_distances(trace: Trace) -> np.ndarray:
