@@ -16,6 +16,7 @@ import numpy as np
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
 from sweep.methods.sgd import SGD, WEIGHTS, init_params
+from sweep.trackers.trace import NULL_TRACE
 from sweep.variants.base import Params
 
 
@@ -45,9 +46,11 @@ class Curriculum(SGD):
         added = np.setdiff1d(new, old)
         fresh = be.asarray(rng.randn(H, added.size) * self.widen_scale)
         order = np.argsort(np.concatenate([old, added]), kind="stable")  # back to the stage's column order
-        ctx.trace.read("W1", H * old.size)
+        # part of the training only when every step is traced (else the trace is one step's, by itself)
+        trace = ctx.trace if ctx.scope == "all_steps" else NULL_TRACE
+        trace.read("W1", H * old.size)
         p["W1"] = xp.take(xp.concat([p["W1"], fresh], axis=1), be.index(order), axis=1)
-        ctx.trace.write("W1", H * new.size)
+        trace.write("W1", H * new.size)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem

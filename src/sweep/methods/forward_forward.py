@@ -97,33 +97,65 @@ class ForwardForward:
                         self.goodness(xp, net, self.embed(xp, x, -ones)), 1.0, -1.0)
         return float(xp.mean(xp.astype(pred == y, x.dtype)))
 
+    @staticmethod
+    def init_trace(trace: Trace, net: Layers) -> None:
+        """The writes that put every layer's parameters in memory, before the first step reads them."""
+        for li, layer in enumerate(net):
+            trace.write(f"W{li}", layer["W"])
+            trace.write(f"b{li}", layer["b"])
+
     def step(self, xp, net: Layers, x, y, trace: Trace) -> None:
-        """Both passes through every layer, each layer updated from its local objective right away."""
-        R, W = trace.read, trace.write
+        """Both passes through every layer, each layer updated from its local objective right away.
+
+        Traced as it runs: per layer and pass, the layer's input, W and b are read for the forward; the
+        activity, goodness and the local gradient dz are written and read back; the update reads both passes'
+        dz and inputs and W (so W is read three times a step: two forwards, one update) and writes W and b;
+        the normalised activities become the next layer's inputs."""
+        R, W, C = trace.read, trace.write, trace.compute
+        B, n = x.shape
+        R("x", x); R("y", y)
         pos, neg = self.embed(xp, x, y), self.embed(xp, x, -y)
-        B, thr = x.shape[0], self.threshold
+        W("pos0", pos); W("neg0", neg)
+        C("mul", B)  # -y
+        thr = self.threshold
         for li, layer in enumerate(net):
             Wl, bl = layer["W"], layer["b"]
-            H = bl.shape[0]
+            H, n_in = Wl.shape
             acts = []
-            for sign, inp in ((1.0, pos), (-1.0, neg)):  # the two forward passes
-                R(f"in{li}", inp.shape[0] * inp.shape[1]); R(f"W{li}", H * Wl.shape[1]); R(f"b{li}", H)
+            for sign, inp, tag in ((1.0, pos, "pos"), (-1.0, neg, "neg")):  # the two forward passes
+                R(f"{tag}{li}", inp); R(f"W{li}", Wl); R(f"b{li}", bl)
                 a = xp.maximum(inp @ Wl.T + bl, 0.0)
-                W(f"a{li}", B * H)
-                R(f"a{li}", B * H)
+                C("fma", B * n_in * H); C("add", B * H); C("max", B * H)
+                W(f"a_{tag}{li}", a)
+                R(f"a_{tag}{li}", a)
                 g = xp.mean(a * a, axis=1)
+                C("fma", B * H); C("mul", B)
+                W(f"g_{tag}{li}", g)
+                R(f"g_{tag}{li}", g)
                 # d/dg of softplus(thr - g) is -sigmoid(thr - g); of softplus(g - thr) it is sigmoid(g - thr)
                 dg = -sign / (1.0 + xp.exp(sign * (g - thr))) / B
-                acts.append((inp, a, dg[:, None] * (2.0 / H) * a))  # dloss/dz = dg * 2a/H (relu: 0 where a=0)
-            R(f"a{li}", 2 * B * H); R(f"in{li}", 2 * pos.shape[0] * pos.shape[1]); R(f"W{li}", H * Wl.shape[1])
-            gW = acts[0][2].T @ acts[0][0] + acts[1][2].T @ acts[1][0]
+                C("add", 2 * B); C("mul", 2 * B); C("exp", B); C("div", B)
+                R(f"a_{tag}{li}", a)
+                dz = dg[:, None] * (2.0 / H) * a  # dloss/dz = dg * 2a/H (relu: 0 where a=0)
+                C("mul", B + B * H)
+                W(f"dz_{tag}{li}", dz)
+                acts.append((inp, a, dz))
+            (pin, pa, pdz), (nin, na, ndz) = acts
+            R(f"dz_pos{li}", pdz); R(f"pos{li}", pin); R(f"dz_neg{li}", ndz); R(f"neg{li}", nin)
+            R(f"W{li}", Wl)
+            gW = pdz.T @ pin + ndz.T @ nin
             Wl -= self.lr * gW
-            W(f"W{li}", H * Wl.shape[1])
-            R(f"b{li}", H)
-            bl -= self.lr * (xp.sum(acts[0][2], axis=0) + xp.sum(acts[1][2], axis=0))
-            W(f"b{li}", H)
-            pos, neg = self.normalise(xp, acts[0][1]), self.normalise(xp, acts[1][1])  # no gradient flows back
-            W(f"in{li + 1}", 2 * B * H)
+            C("fma", 2 * B * n_in * H); C("add", 2 * n_in * H); C("mul", n_in * H)
+            W(f"W{li}", Wl)
+            R(f"dz_pos{li}", pdz); R(f"dz_neg{li}", ndz); R(f"b{li}", bl)
+            bl -= self.lr * (xp.sum(pdz, axis=0) + xp.sum(ndz, axis=0))
+            C("add", 2 * B * H + 2 * H); C("mul", H)
+            W(f"b{li}", bl)
+            if li + 1 < len(net):  # no gradient flows back: the next layer sees the direction only
+                R(f"a_pos{li}", pa); R(f"a_neg{li}", na)
+                pos, neg = self.normalise(xp, pa), self.normalise(xp, na)
+                C("fma", 2 * B * H); C("add", 2 * B); C("sqrt", 2 * B); C("div", 2 * B * H)
+                W(f"pos{li + 1}", pos); W(f"neg{li + 1}", neg)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
@@ -133,7 +165,12 @@ class ForwardForward:
         traced_all = ctx.scope == "all_steps" and ctx.trace.enabled
         if ctx.trace.enabled and not traced_all:
             # published / init_sample0: one traced single-sample step on a copy of the initial net
-            self.step(xp, [{k: v * 1.0 for k, v in layer.items()} for layer in net], x[:1], y[:1], ctx.trace)
+            copy = [{k: v * 1.0 for k, v in layer.items()} for layer in net]
+            self.init_trace(ctx.trace, copy)
+            ctx.trace.write("x", x[:1]); ctx.trace.write("y", y[:1])
+            self.step(xp, copy, x[:1], y[:1], ctx.trace)
+        elif traced_all:
+            self.init_trace(ctx.trace, net)
         step = be.compiled(self.step)
         n, epochs = x.shape[0], 0
         test_acc = 0.0
@@ -143,8 +180,10 @@ class ForwardForward:
             perm = be.index(rng.permutation(n))
             xs, ys = x[perm], y[perm]
             for s in range(0, n, self.batch_size):
-                step(xp, net, xs[s : s + self.batch_size], ys[s : s + self.batch_size],
-                     ctx.trace if traced_all else NULL_TRACE)
+                xb, yb = xs[s : s + self.batch_size], ys[s : s + self.batch_size]
+                if traced_all:
+                    ctx.trace.write("x", xb); ctx.trace.write("y", yb)
+                step(xp, net, xb, yb, ctx.trace if traced_all else NULL_TRACE)
             epochs = epoch + 1
             log.record(self.flatten(net), measure)
             test_acc = self.accuracy(xp, net, xt, yt)

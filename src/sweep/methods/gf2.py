@@ -42,6 +42,7 @@ def insert_rows(basis: dict[int, int], rows: Iterable[int], n: int, trace: Trace
     vectorised 0/1 matrix by orders of magnitude at every size, from n = 20 to n = 1000.
     """
     width, coeffs, used = n + 1, (1 << n) - 1, 0
+    words = -(-width // 64)  # a row XOR is one XOR per 64-bit machine word
     for used, row in enumerate(rows, 1):
         trace.read("A", width)
         xors = 0
@@ -53,6 +54,7 @@ def insert_rows(basis: dict[int, int], rows: Iterable[int], n: int, trace: Trace
             xors += 1
         if xors:
             trace.read("basis", xors * width)
+            trace.compute("xor", xors * words)
         if row & coeffs:  # else the row was a sum of basis rows: nothing new
             basis[row & -row] = row
             trace.write("basis", width)
@@ -93,5 +95,6 @@ class GF2:
             rows = pack_rows(d.x_train[used:stop], d.y_train[used:stop])
             used += insert_rows(basis, rows, n, trace)
         trace.read("basis", len(basis) * (n + 1))
+        trace.compute("xor", len(basis) * -(-(n + 1) // 64))  # back substitution: one AND (+ popcount) a row
         found = back_substitute(basis, n)
         return subset_outcome(ctx.problem, d, found, rows_used=float(used), rank=float(len(basis)))

@@ -43,16 +43,20 @@ class KM:
         signs = be.asarray(1.0 - 2.0 * np.eye(n + 1, n, k=-1))
         trace.read("X", m * n)
         queries = X * signs[:, None, :]  # (n + 1, m, n), built on the device
+        trace.compute("mul", (n + 1) * m * n)
         trace.write("X_flipped", n * m * n)
         trace.read("X", m * n)
         trace.read("X_flipped", n * m * n)
         y = prob.labels(queries, d.secret)  # the oracle: (n + 1, m) labels
+        trace.compute(prob.combine_op, (n + 1) * m * (k - 1))
         trace.write("y0", m)
         trace.write("y_flipped", n * m)
         trace.read("y_flipped", n * m)
         trace.read("y0", m)
         # influence of bit i: how often flipping it changes the label (a count: the mean's order, no division)
         changed = (y[1:] != y[0]).sum(1)
+        trace.compute("cmp", n * m)
+        trace.compute("add", n * m)
         trace.write("influence", n)
         trace.read("influence", n)
         top = np.argsort(-be.to_numpy(changed), kind="stable")[:k]

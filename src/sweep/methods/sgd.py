@@ -42,6 +42,11 @@ class SGDUpdate:
             p *= self.keep
         p -= g
 
+    def count(self, trace: Trace, size: int, decay: bool) -> None:
+        if decay and self.keep != 1.0:
+            trace.compute("mul", size)
+        trace.compute("add", size)
+
 
 @dataclass
 class SGD:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sweep.methods.sgd import SGD
+from sweep.trackers.trace import Trace
 from sweep.variants.base import Update
 
 
@@ -39,3 +40,11 @@ class SignUpdate:
         # a gradient within rounding noise of zero has no sign: numpy and torch sum in different orders,
         # and stepping +lr or -lr on that noise would make their runs drift apart
         p -= self.lr * xp.sign(xp.where(xp.abs(g) > self.noise, g, 0.0))
+
+    def count(self, trace: Trace, size: int, decay: bool) -> None:
+        if decay:
+            trace.compute("fma", size)  # g + wd p
+        trace.compute("cmp", size)  # |g| > dead zone (abs is a sign-bit clear, not counted)
+        trace.compute("sign", size)
+        trace.compute("mul", size)
+        trace.compute("add", size)

@@ -34,6 +34,10 @@ class SMT:
         self._xs, self._ys = be.asarray(d.x_train[:m]), be.asarray(d.y_train[:m])
         self._x, self._y = be.asarray(d.x_train), be.asarray(d.y_train)
         self.nodes = self.checked = 0
+        ctx.trace.write("x", self._x.shape[0] * n)
+        ctx.trace.write("y", self._y.shape[0])
+        ctx.trace.read("x", m * n)  # the screening rows are a copy of the first m rows
+        ctx.trace.read("y", m)
         ctx.trace.write("x_screen", m * n)
         ctx.trace.write("y_screen", m)
         found = self._search((), None) or ()
@@ -46,6 +50,8 @@ class SMT:
         self.nodes += 1
         if partial is not None:
             ctx.trace.read("partial", partial.shape[0])
+            ctx.trace.read("y_screen", partial.shape[0])
+            ctx.trace.compute("cmp", partial.shape[0])
             if not prob.feasible(xp, partial, self._ys, k - len(prefix)):
                 return None  # pruned: no completion of this prefix can fit the screening rows
         if len(prefix) >= k - 2:
@@ -54,7 +60,12 @@ class SMT:
         for i in range(start, n - (k - len(prefix)) + 1):
             col = self._xs[:, i]
             ctx.trace.read("x_screen", col.shape[0])
-            nxt = col if partial is None else prob.combine(partial, col)
+            if partial is None:
+                nxt = col
+            else:
+                ctx.trace.read("partial", col.shape[0])
+                nxt = prob.combine(partial, col)
+                ctx.trace.compute(prob.combine_op, col.shape[0])
             ctx.trace.write("partial", col.shape[0])
             hit = self._search(prefix + (i,), nxt)
             if hit is not None:
@@ -69,8 +80,14 @@ class SMT:
         if left == 1:
             ext = xs if partial is None else prob.combine(partial[:, None], xs)  # (m, n): prefix + each bit
             ctx.trace.read("x_screen", m * n)
+            ctx.trace.read("y_screen", m)
+            if partial is not None:
+                ctx.trace.read("partial", m)
+                ctx.trace.compute(prob.combine_op, m * n)
             match = xp.all(ext == ys[:, None], axis=0)
+            ctx.trace.compute("cmp", m * n)
             ctx.trace.write("match", n)
+            ctx.trace.read("match", n)
             pairs = [(int(j),) for j in np.flatnonzero(be.to_numpy(match)) if j >= start]
             return self._verify(prefix, pairs)
         block = max(1, self.pair_block // (m * n))
@@ -79,10 +96,16 @@ class SMT:
             first = xs[:, i0:i1] if partial is None else prob.combine(partial[:, None], xs[:, i0:i1])
             ext = prob.combine(first[:, :, None], xs[:, None, :])  # (m, i, j): prefix + bits i and j
             ctx.trace.read("x_screen", m * (i1 - i0 + n))
+            if partial is not None:
+                ctx.trace.read("partial", m)
+            ctx.trace.compute(prob.combine_op, m * (i1 - i0) * (n + (partial is not None)))
             ctx.trace.write("ext", m * (i1 - i0) * n)
             ctx.trace.read("ext", m * (i1 - i0) * n)
+            ctx.trace.read("y_screen", m)
             match = be.to_numpy(xp.all(ext == ys[:, None, None], axis=0))
+            ctx.trace.compute("cmp", m * (i1 - i0) * n)
             ctx.trace.write("match", (i1 - i0) * n)
+            ctx.trace.read("match", (i1 - i0) * n)
             ii, jj = np.nonzero(match)
             pairs = [(int(i0 + a), int(b)) for a, b in zip(ii, jj) if b > i0 + a]
             hit = self._verify(prefix, pairs)
@@ -96,7 +119,11 @@ class SMT:
         for tail in tails:
             subset = prefix + tail
             self.checked += 1
-            ctx.trace.read("x", self._x.shape[0] * len(subset))
+            rows = self._x.shape[0]
+            ctx.trace.read("x", rows * len(subset))
+            ctx.trace.read("y", rows)
+            ctx.trace.compute(prob.combine_op, rows * (len(subset) - 1))
+            ctx.trace.compute("cmp", rows)
             if bool(xp.all(prob.labels(self._x, subset) == self._y)):
                 return subset
         return None

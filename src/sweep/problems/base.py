@@ -38,6 +38,7 @@ class Problem:
     n_train: int = 1000
     n_test: int = 200
     seed: int = 42
+    combine_op: ClassVar[str] = "mul"  # the operation kind of one combine per element (Trace.compute)
 
     def combine(self, a, b):
         """Fold two partial labels (or a partial label and a bit) into one; works on numpy and torch."""

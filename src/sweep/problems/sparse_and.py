@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from array_api_compat import array_namespace
 
@@ -11,6 +12,7 @@ from sweep.problems.base import Problem
 @dataclass
 class SparseAnd(Problem):
     name: str = "sparse_and"
+    combine_op: ClassVar[str] = "max"  # a minimum: one compare-select, priced like relu's max
 
     def combine(self, a, b):
         return array_namespace(a, b).minimum(a, b)

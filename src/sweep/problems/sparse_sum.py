@@ -14,6 +14,8 @@ class SparseSum(Problem):
 
     name: str = "sparse_sum"
 
+    combine_op: ClassVar[str] = "add"
+
     def combine(self, a, b):
         return a + b
 

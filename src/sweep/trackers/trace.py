@@ -1,10 +1,23 @@
 """The memory-access trace every tracker is fed from.
 
 A method is instrumented once: it calls ``trace.read(name, size)`` / ``trace.write(name, size)`` where it
-really touches a buffer, and ``trace.compute(kind, count)`` for the arithmetic it does (``fma``, ``add``,
-``mul``, ``cmp``, ``xor``, ...: the energy tracker prices each kind per operation; order does not matter, so
-counts are summed per kind). Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a
-tracker never touches a method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
+really touches a buffer, and ``trace.compute(kind, count)`` for the arithmetic it does, counted per element
+(order does not matter, so counts are summed per kind; the energy tracker prices each kind per operation).
+The kinds (``OP_KINDS``), kept few so that a price list stays short:
+
+- ``fma``: a multiply-add, the inner step of a dot product: a (B, n) @ (n, H) matmul is B*n*H of them (so is
+  a sum of squares); a lone ``a * b + c`` of arrays counts as one too;
+- ``add``: an addition or subtraction (bias adds, sums along an axis: B*H for summing (B, H) over B, update
+  steps ``p -= g``);
+- ``mul``: a multiplication (scaling by a constant, masks applied as products);
+- ``div``: a division; ``sqrt``, ``exp``: the transcendental ones (forward-forward's norm and sigmoid);
+- ``cmp``: a comparison (margins, relu masks, equality tests);
+- ``max``: a max against a value (relu itself);
+- ``sign``: taking a sign (sign-SGD);
+- ``xor``: a word-wide XOR of bit-packed rows (GF(2) elimination), counted per machine word of 64 bits.
+
+Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a tracker never touches a
+method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
 """
 from __future__ import annotations
 
@@ -16,6 +29,7 @@ from typing import Any, Iterator
 READ = 0
 WRITE = 1
 OP_KINDS = ("fma", "add", "mul", "div", "sqrt", "exp", "cmp", "max", "sign", "xor")
+_OP_KINDS = frozenset(OP_KINDS)  # the membership test of every compute call
 
 
 @dataclass
@@ -38,7 +52,10 @@ class Trace:
         self.events.append((1, name, size if size.__class__ is int else _size(size)))
 
     def compute(self, kind: str, count: "int | Any") -> None:
-        """``count`` operations of ``kind`` (an int, or an array: one operation per element)."""
+        """``count`` operations of ``kind`` (an int, or an array: one operation per element); ``kind`` must be
+        one of OP_KINDS, so that every count recorded has a price in each energy hierarchy."""
+        if kind not in _OP_KINDS:
+            raise ValueError(f"Trace.compute: unknown operation kind {kind!r}; OP_KINDS: {', '.join(OP_KINDS)}")
         c = self.compute_ops
         c[kind] = c.get(kind, 0) + (count if count.__class__ is int else _size(count))
 

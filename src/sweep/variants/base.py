@@ -29,6 +29,9 @@ class Update(Protocol):
 
     def __call__(self, param: Any, g: Any, decay: bool) -> None: ...
 
+    def count(self, trace: Trace, size: int, decay: bool) -> None:
+        """Report the arithmetic of one call on a parameter of ``size`` floats (Trace.compute)."""
+
 
 @dataclass
 class Variant:
@@ -41,7 +44,8 @@ class Variant:
             trace.write(k, p[k])
 
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
-        """One step on the batch (x: (B, n), y: (B,)); returns False when every margin is >= 1."""
+        """One step on the batch (x: (B, n), y: (B,)); returns False when every margin is >= 1, and then has
+        changed no parameter (so the step can be repeated; the trace templates of SGD's loop rely on it)."""
         raise NotImplementedError
 
 
@@ -52,24 +56,36 @@ def forward(xp, p: Params, x, trace: Trace):
     trace.read("b1", p["b1"])
     h_pre = x @ p["W1"].T
     h_pre += p["b1"]  # in place: no second (B, H) array
+    (B, n), H = x.shape, h_pre.shape[1]
+    trace.compute("fma", B * n * H)
+    trace.compute("add", B * H)
     trace.write("h_pre", h_pre)
     trace.read("h_pre", h_pre)
     h = xp.maximum(h_pre, 0.0)
+    trace.compute("max", B * H)
     trace.write("h", h)
     trace.read("h", h)
     trace.read("W2", p["W2"])
     trace.read("b2", p["b2"])
     out = h @ p["W2"][0] + p["b2"]
+    trace.compute("fma", B * H)
+    trace.compute("add", B)
     trace.write("out", out)
     return h_pre, h, out
 
 
-def hinge_dout(xp, out, y, trace: Trace, scale: float):
+def hinge_dout(xp, out, y, trace: Trace, scale: float, reads: bool = True):
     """MARGIN: the gradient of the hinge loss max(0, 1 - y out), averaged over the batch, with respect to out,
-    times ``scale`` (Update.scale); None if no sample is active."""
-    trace.read("out", out)
-    trace.read("y", y)
+    times ``scale`` (Update.scale); None if no sample is active. ``reads=False``: the margin test is fused
+    into the step (perlayer), so out and y are not traced as reads; the arithmetic is counted either way."""
+    if reads:
+        trace.read("out", out)
+        trace.read("y", y)
     active = (out * y) < 1.0
+    B = out.shape[0]
+    trace.compute("mul", B)
+    trace.compute("cmp", B)
     if not bool(active.any()):
         return None
-    return xp.where(active, y * (-scale / out.shape[0]), 0.0)
+    trace.compute("mul", B)
+    return xp.where(active, y * (-scale / B), 0.0)

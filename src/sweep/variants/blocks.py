@@ -19,11 +19,15 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
     else:
         read_h()
     dW2 = dout[None, :] @ h
+    B = dout.shape[0]
+    trace.compute("fma", B * H)
     W("dW2", H)
     db2 = dout.sum(0, keepdims=True)
+    trace.compute("add", B)
     W("db2", 1)
     R("W2", H); R("dout", dout)
     dh = dout[:, None] * p["W2"]
+    trace.compute("mul", B * H)
     W("dh", dh)
     return dW2, db2, dh
 
@@ -33,6 +37,8 @@ def relu_backward(xp, h_pre, dh, trace: Trace, suffix: str = "") -> Any:
     new (B, H) array), which makes the returned dh_pre the same array as dh."""
     trace.read("dh" + suffix, dh); trace.read("h_pre" + suffix, h_pre)
     dh *= h_pre > 0  # the relu mask as a product: where()'s values, faster
+    trace.compute("cmp", dh)
+    trace.compute("mul", dh)
     trace.write("dh_pre" + suffix, dh)
     return dh
 
@@ -42,9 +48,14 @@ def layer1_update(xp, W1, b1, x, dh_pre, update: Update, trace: Trace, suffix: s
     R, W = trace.read, trace.write
     R("dh_pre" + suffix, dh_pre); R("x", x); R("W1" + suffix, W1)
     update(W1, dh_pre.T @ x, True)
+    (B, s), n = dh_pre.shape, x.shape[1]
+    trace.compute("fma", B * n * s)
+    update.count(trace, n * s, True)
     W("W1" + suffix, W1)
     R("dh_pre" + suffix, dh_pre); R("b1" + suffix, b1)
     update(b1, dh_pre.sum(0), False)
+    trace.compute("add", B * s)
+    update.count(trace, s, False)
     W("b1" + suffix, b1)
 
 
@@ -54,8 +65,10 @@ def layer2_update(p: Params, dW2, db2, update: Update, trace: Trace) -> None:
     H = p["W2"].shape[1]
     R("dW2", H); R("W2", H)
     update(p["W2"], dW2, True)
+    update.count(trace, H, True)
     W("W2", H)
     R("db2", 1); R("b2", 1)
     update(p["b2"], db2, False)
+    update.count(trace, 1, False)
     W("b2", 1)
 

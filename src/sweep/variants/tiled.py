@@ -41,8 +41,11 @@ class Tiled(Variant):
         for t, (lo, hi) in enumerate(tiles):
             R("x", x); R(f"W1_tile{t}", W1[lo:hi]); R(f"b1_tile{t}", hi - lo)
             hp = x @ W1[lo:hi].T + b1[lo:hi]
+            trace.compute("fma", hp.shape[0] * x.shape[1] * (hi - lo))
+            trace.compute("add", hp)
             W(f"h_pre_tile{t}", hp); R(f"h_pre_tile{t}", hp)
             h_t.append(xp.maximum(hp, 0.0))
+            trace.compute("max", hp)
             h_pre_t.append(hp)
             W(f"h_tile{t}", hp)
         # the output layer needs every tile of h
@@ -55,6 +58,8 @@ class Tiled(Variant):
         h = xp.concat(h_t, axis=1)
         R("W2", p["W2"]); R("b2", 1)
         out = h @ p["W2"][0] + p["b2"]
+        trace.compute("fma", h)
+        trace.compute("add", out)
         W("out", out)
         dout = hinge_dout(xp, out, y, trace, update.scale)
         if dout is None:

@@ -1,0 +1,116 @@
+"""Every method's trace, solved for real: operation counts of the known kinds (Trace.compute), the same on
+numpy and torch, and a hand-checked count of one SGD step."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra.utils import get_class
+
+from sweep import job
+from sweep.methods.base import Context
+from sweep.methods.sgd import SGD
+from sweep.paths import CONF_DIR
+from sweep.trackers.trace import OP_KINDS, Trace
+from sweep.variants.standard import Standard
+from tests.conftest import compose
+
+METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
+PROBLEMS = sorted(p.stem for p in (CONF_DIR / "problem").glob("*.yaml"))
+VARIANTS = sorted(p.stem for p in (CONF_DIR / "variant").glob("*.yaml"))
+SGD_LIKE = ("sgd", "sign_sgd", "curriculum")  # the methods whose step is the variant's
+BASE = ("problem.n_bits=8", "problem.k_sparse=2", "problem.n_train=200", "problem.n_test=50")
+SMALL = {  # a few epochs of a narrow net: enough to cover every branch of the loop, cheap to trace whole
+    "sgd": ("method.hidden=16", "method.max_epochs=3"),
+    "sign_sgd": ("method.hidden=16", "method.max_epochs=3"),
+    "curriculum": ("method.hidden=16", "method.max_epochs=3", "method.schedule=[5]"),
+    "forward_forward": ("method.hidden=8", "method.max_epochs=2"),
+    "km": ("method.influence_samples=40",),
+}
+TILE = {"tiled": ("variant.tile_size=4",)}
+
+
+def applies(method: str, problem: str) -> bool:
+    cfg = compose(f"method={method}", f"problem={problem}")
+    return get_class(cfg.problem._target_).name in get_class(cfg.method._target_).problems
+
+
+def arms() -> list[tuple[str, str, str]]:
+    """(method, problem, variant) for every method x applicable problem; SGD-like methods x every variant."""
+    out = []
+    for m in METHODS:
+        for p in PROBLEMS:
+            if applies(m, p):
+                out += [(m, p, v) for v in (VARIANTS if m in SGD_LIKE else ("standard",))]
+    return out
+
+
+ARMS = arms()
+
+
+def solve_traced(method: str, problem: str, variant: str = "standard", scope: str = "all_steps",
+                 device: str = "cpu") -> Trace:
+    """The trace of one real solve (the whole solve with scope all_steps)."""
+    cfg = compose(f"method={method}", f"problem={problem}", f"variant={variant}", f"device={device}",
+                  f"tracker.scope={scope}", *BASE, *SMALL.get(method, ()), *TILE.get(variant, ()))
+    prob = job.build(cfg.problem)
+    ctx = Context(problem=prob, data=prob.generate(), backend=job.make_backend(cfg.device), trace=Trace(),
+                  scope=scope, variant=job.build(cfg.variant))
+    job.build(cfg.method).solve(ctx)
+    return ctx.trace
+
+
+def test_compute_rejects_an_unknown_kind():
+    t = Trace()
+    t.compute("fma", 3)
+    with pytest.raises(ValueError, match=r"unknown operation kind 'madd'.*OP_KINDS: fma, add"):
+        t.compute("madd", 1)
+    assert t.compute_ops == {"fma": 3}
+
+
+@pytest.mark.parametrize("method, problem, variant", ARMS)
+def test_every_method_counts_its_arithmetic(method, problem, variant):
+    ops = solve_traced(method, problem, variant).compute_ops
+    assert ops and set(ops) <= set(OP_KINDS), ops
+    assert all(isinstance(c, int) and c > 0 for c in ops.values()), ops
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "gf2"])  # gf2 eliminates Python ints
+def test_torch_counts_what_numpy_counts(method):
+    pytest.importorskip("torch")
+    problem = "sparse_parity"
+    assert solve_traced(method, problem, device="torch_cpu").compute_ops == \
+        solve_traced(method, problem).compute_ops
+
+
+def test_one_sgd_step_hand_counted():
+    B, n, H, lr, wd = 2, 3, 4, 0.1, 0.01
+    rng = np.random.RandomState(0)
+    p = {"W1": rng.randn(H, n), "b1": np.zeros(H), "W2": rng.randn(1, H), "b2": np.zeros(1)}
+    x, y = np.ones((B, n)), np.array([1.0, -1.0])  # same input, both labels: one of the margins is below 1
+    t = Trace()
+    import array_api_compat.numpy as xp
+
+    assert Standard().step(xp, p, x, y, SGD(lr=lr, wd=wd).make_update(xp), t)
+    assert t.compute_ops == {
+        # forward: x W1^T (B n H), out = h W2 (B H); + b1 (B H), + b2 (B); relu (B H)
+        "fma": B * n * H + B * H
+        # layer 2 grad dW2 = dout h (B H); layer 1 grad dh_pre^T x (B n H)
+        + B * H + B * n * H,
+        # + b1, + b2; db2 = sum dout (B); db1 = sum dh_pre (B H); the updates p -= g (nH + H + H + 1)
+        "add": B * H + B + B + B * H + (n * H + H + H + 1),
+        "max": B * H,
+        # margin out*y (B), dout = y * -lr/B (B); dh = dout W2 (B H), relu mask (B H); weight decay (nH + H)
+        "mul": B + B + B * H + B * H + (n * H + H),
+        "cmp": B + B * H,  # margin < 1, h_pre > 0
+    }
+
+
+def test_stopped_step_counts_only_forward_and_margin():
+    import array_api_compat.numpy as xp
+
+    B, n, H = 1, 3, 4
+    p = {"W1": np.ones((H, n)), "b1": np.zeros(H), "W2": np.ones((1, H)), "b2": np.zeros(1)}
+    t = Trace()
+    assert not Standard().step(xp, p, np.ones((B, n)), np.ones(B), SGD().make_update(xp), t)  # out = 12
+    assert t.compute_ops == {"fma": B * n * H + B * H, "add": B * H + B, "max": B * H, "mul": B, "cmp": B}
+
