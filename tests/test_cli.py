@@ -30,10 +30,12 @@ def test_cfg_job_prints_composed_config(tmp_path):
 def test_end_to_end_run_lands_in_mlflow(store, tmp_path):
     p = run_sweep("method=gf2", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    line = [ln for ln in p.stdout.splitlines() if "method=gf2" in ln][0]
+    # a single run is named by its groups and seed, on the console and in MLflow
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("[FINISHED] gf2-standard-cpu-seed42 ")][0]
     assert "accuracy=1.000" in line and "ard=" in line and "cost_usd=" in line and "run_id=" in line
     (run,) = _runs(store)
     assert run.info.status == "FINISHED" and run.data.metrics["accuracy"] == 1.0
+    assert run.info.run_name == "gf2-standard-cpu-seed42"
     assert line.endswith(run.info.run_id)
 
 
@@ -45,6 +47,8 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1 and len(children) == 2
     assert {c.data.tags["method"] for c in children} == {"gf2", "km"}
+    assert {c.info.run_name for c in children} == {"method=gf2", "method=km"}  # named by what the sweep varies
+    assert "[FINISHED] method=km accuracy=" in p.stdout
 
 
 @pytest.mark.parametrize(

@@ -53,9 +53,15 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     p = sweep(store, tmp_path, *args)
     assert p.returncode == 1, p.stderr
     assert "2 failed" in p.stderr and "failed jobs:" in p.stderr
-    failed_lines = [ln for ln in p.stderr.splitlines() if ln.startswith("  #")]
-    assert len(failed_lines) == 2 and all("device.dtype=bogus" in ln and "AttributeError" in ln for ln in failed_lines)
+    # every job is named by what varies (seed, dtype): in the failure list, the per-job lines, the run names
+    failed_lines = p.stderr.split("failed jobs:\n")[1].splitlines()
+    assert sorted(ln.split(":")[0] for ln in failed_lines) == [
+        "  problem.seed=1 device.dtype=bogus", "  problem.seed=2 device.dtype=bogus"]
+    assert all("AttributeError" in ln for ln in failed_lines)
+    assert "[FINISHED] problem.seed=2 device.dtype=float64 accuracy=" in p.stdout
     (parent,), children = runs(store, "isolation")
+    assert sorted(c.info.run_name for c in children) == sorted(
+        f"problem.seed={s} device.dtype={d}" for s in (1, 2) for d in ("float64", "bogus"))
     assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
     assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]
     by_status = {s: [c for c in children if c.info.status == s] for s in ("FINISHED", "FAILED")}

@@ -75,7 +75,7 @@ class Recorder:
                 "git_commit": git_commit()}
         if parent_run_id:
             tags["mlflow.parentRunId"] = parent_run_id
-        name = run_name or _run_name(result)
+        name = run_name or result.short_name()
         now = int(time.time() * 1000)
         params = [Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in flatten(result.config).items()]
         metrics = [Metric(k, float(v), now, 0) for k, v in result.metrics.items()]
@@ -201,11 +201,6 @@ def _alive(pid: int, start: str) -> bool:
     if stat and stat[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
         return False
     return not start or len(stat) <= 19 or stat[19] == start
-
-
-def _run_name(result: RunResult) -> str:
-    t = result.tags
-    return "-".join(t.get(k, "?") for k in ("method", "variant", "device")) + f"-seed{result.config['problem'].get('seed')}"
 
 
 def store_dir() -> Path:

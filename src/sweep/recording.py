@@ -44,6 +44,7 @@ class MLflowCallback(Callback):
         self.recorder: Any = None
         self.parent: str | None = None
         self.results: list[RunResult] = []
+        self.namer: Any = None  # multiruns: a job is named by what it varies (the launcher's naming)
 
     def _recorder(self, config: DictConfig):
         if self.recorder is None:
@@ -55,6 +56,9 @@ class MLflowCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if launched_by_own_launcher(config) or not config.mlflow.enabled:
             return
+        from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
+
+        self.namer = Namer(swept_keys(sweep_overrides(config.hydra)))
         overrides = " ".join(OmegaConf.to_container(config.hydra.overrides.task))
         self.parent = self._recorder(config).start_parent(
             f"sweep {overrides}".strip(), {"sweep.overrides": overrides, "launcher": "basic"})
@@ -73,9 +77,12 @@ class MLflowCallback(Callback):
             job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
             result = failed_result(job_cfg, job_return._return_value)
         if isinstance(result, RunResult):
-            self._recorder(config).log(result, parent_run_id=self.parent, run_name=config.get("run_name"))
+            name = config.get("run_name")
+            if name is None and self.namer is not None:
+                name = self.namer.names([list(config.hydra.overrides.task)], [config.hydra.job.num])[0]
+            self._recorder(config).log(result, parent_run_id=self.parent, run_name=name)
             self.results.append(result)
-            print(result.summary(), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+            print(result.summary(name), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
         if job_return.status != JobStatus.COMPLETED and self.parent is not None:
             # Hydra's basic sweeper raises after this batch and on_multirun_end never comes: close the parent
             # now (a later job's failure or on_multirun_end closes it again with the full picture).

@@ -18,9 +18,16 @@ class RunResult:
     run_id: str | None = None  # filled in by the recorder
     start_time: float | None = None  # when the job started (time.time()): the run's start
 
-    def summary(self) -> str:
+    def short_name(self) -> str:
+        """A single run's name: its group choices and seed (`sgd-standard-cpu-seed42`). In a sweep a job is
+        named by what it varies instead (the launcher's naming)."""
+        return "-".join(self.tags.get(k, "?") for k in ("method", "variant", "device")) + \
+            f"-seed{self.config.get('problem', {}).get('seed')}"
+
+    def summary(self, name: str | None = None) -> str:
+        """One line: status, the job's name (default: short_name()), its headline metrics."""
         m = self.metrics
-        parts = [f"[{self.status}]", f"method={self.tags.get('method', '?')}"]
+        parts = [f"[{self.status}]", name or self.short_name()]
         for key, fmt in (("accuracy", "{:.3f}"), ("epochs", "{:.0f}"), ("wall_clock_s", "{:.4f}s"),
                          ("ard", "{:,.1f}"), ("cost_usd", "${:.3g}")):
             if key in m:

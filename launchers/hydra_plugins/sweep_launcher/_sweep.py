@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher.naming import Namer, swept_keys, sweep_overrides
 
 log = logging.getLogger(__name__)
 JOB_KEYS = ("problem", "method", "variant", "device", "tracker")  # = sweep.job.JOB_KEYS (no heavy import)
@@ -54,9 +55,10 @@ class Job:
     template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     config: Optional[dict[str, Any]] = None  # resolved job config (sweep structure only): resume + params
     started: Optional[float] = None
+    name: str = ""  # what the job varies within the sweep (naming.py): console lines, run name, failures
 
     def label(self) -> str:
-        return f"#{self.idx} " + (" ".join(self.overrides) or "(no overrides)")
+        return self.name or f"#{self.idx} " + (" ".join(self.overrides) or "(no overrides)")
 
 
 def route_of(cfg: DictConfig, route: str) -> str:
@@ -129,6 +131,7 @@ class SweepRun:
         self.n_done = self.n_skipped = self.n_killed = 0
         self.pool: Optional[Pool] = None
         self.finished = False
+        self.namer = Namer(swept_keys(sweep_overrides(cfg.hydra)))
         self.n_workers = int(launcher.n_workers or os.cpu_count() or 1)
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
@@ -213,7 +216,7 @@ class SweepRun:
             price = float(OmegaConf.select(job.cfg, "device.price_per_hour", default=0.0) or 0.0)
             result.metrics["cpu_s"] = reply.cpu_s
             result.metrics["cost_usd"] = cost_usd(reply.cpu_s, price)
-        run_name = OmegaConf.select(job.cfg, "run_name", default=None)
+        run_name = OmegaConf.select(job.cfg, "run_name", default=None) or job.name or None
         self.recorder.log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=route_tags)
         self.results.append(result)
 
@@ -394,6 +397,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             run.pool.grow(min(run.n_workers, len(job_overrides)))
     gc.freeze()  # Hydra's state and the imports stay for the whole sweep: per-job collections skip them
     jobs = _compose(launcher, job_overrides, initial_job_idx)
+    for job, name in zip(jobs, run.namer.names([j.overrides for j in jobs], [j.idx for j in jobs])):
+        job.name = name
     try:
         _validate(jobs, launcher.modal.get("prices"))
     except SystemExit:
@@ -462,7 +467,7 @@ def _dispatch(run: SweepRun, launcher: Any, jobs: list[Job], returns: dict[int, 
         else:
             run.n_done += 1
             value = ret._return_value
-            line = value.summary() if hasattr(value, "summary") else f"[FINISHED] {job.label()}"
+            line = value.summary(job.label()) if hasattr(value, "summary") else f"[FINISHED] {job.label()}"
             progress.job_done(job, ok=True, line=line)
         returns[job.idx] = ret
         interrupt.check()

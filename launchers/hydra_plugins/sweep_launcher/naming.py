@@ -1,0 +1,71 @@
+"""A job's name is what it varies: the overrides whose values differ between the jobs of one multirun.
+
+`method.hidden=1000 +arm=t50 problem.seed=44` in a sweep over widths, arms and seeds is named
+`method.hidden=1000 arm=t50 problem.seed=44`; the overrides every job shares (the preset's fixed values) are
+left out. Only the override lists are needed, so any Hydra app gets the same names: in the per-job console
+line, the run names and the failure list.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+_ABSENT = "\0"  # the value of a key a job does not override: a key some jobs lack varies too
+
+
+def split(override: str) -> tuple[str, str]:
+    """`+group/opt=value` -> (`group/opt`, `value`): Hydra's add/force-add/delete prefixes are not part of
+    what the job varies."""
+    key, _, value = override.partition("=")
+    return key.lstrip("+~"), value
+
+
+def swept_keys(overrides: Iterable[str]) -> set[str]:
+    """Keys the multirun sweeps over (`a=1,2`, `b=range(3)`, `c=interval(0,1)`): known before the first batch,
+    so a sweeper that launches in batches names its first batch by every key the sweep varies."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - naming never stops a sweep; the sweeper reports bad overrides itself
+        return set()
+    return {o.get_key_element().lstrip("+~") for o in parsed if o.is_sweep_override()}
+
+
+def sweep_overrides(hydra_cfg: Any) -> list[str]:
+    """The multirun's own overrides: the command line's and the sweeper's `params` (a preset's sweep)."""
+    out = [str(o) for o in (hydra_cfg.get("overrides", {}).get("task") or [])]
+    params = hydra_cfg.get("sweeper", {}).get("params") or {}
+    return out + [f"{k}={v}" for k, v in params.items()]
+
+
+class Namer:
+    """Names the jobs of one multirun, batch after batch (a sweeper may launch several): a key varies if the
+    sweep's overrides sweep it or once two jobs seen so far disagree on it; a name already given gets the
+    job's index."""
+
+    def __init__(self, swept: Iterable[str] = ()) -> None:
+        self.swept = set(swept)
+        self.values: dict[str, set[str]] = {}  # key -> values seen, in first-seen key order
+        self.n_jobs = 0
+        self.used: set[str] = set()
+
+    def names(self, job_overrides: Sequence[Sequence[str]], indices: Sequence[int]) -> list[str]:
+        parsed = [dict(split(o) for o in overrides) for overrides in job_overrides]
+        for job in parsed:
+            for key in job:
+                self.values.setdefault(key, set() if not self.n_jobs else {_ABSENT})
+        for job in parsed:
+            for key, seen in self.values.items():
+                seen.add(job.get(key, _ABSENT))
+        self.n_jobs += len(parsed)
+        varying = [k for k, seen in self.values.items() if len(seen) > 1 or k in self.swept]
+        out = []
+        for idx, job in zip(indices, parsed):
+            name = " ".join(f"{k}={job[k]}" for k in varying if k in job)
+            if not name:  # nothing varies (a one-job multirun): all its overrides, or its number
+                name = " ".join(f"{k}={v}" for k, v in job.items()) or f"#{idx}"
+            if name in self.used:
+                name = f"{name} #{idx}"
+            self.used.add(name)
+            out.append(name)
+        return out

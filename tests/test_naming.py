@@ -1,0 +1,40 @@
+"""A job is named by the overrides that vary within its multirun (the launcher's naming.py)."""
+from __future__ import annotations
+
+from hydra_plugins.sweep_launcher.naming import Namer
+
+
+def test_names_keep_only_what_varies_and_stay_unique():
+    jobs = [["variant=tiled", f"variant.tile_size={t}", f"method.hidden={h}", "problem.n_bits=20", f"problem.seed={s}"]
+            for t in (50, 100) for h in (1000, 500) for s in (42, 44)]
+    names = Namer().names(jobs, range(len(jobs)))
+    assert names[0] == "variant.tile_size=50 method.hidden=1000 problem.seed=42"
+    assert len(set(names)) == len(jobs)
+
+
+def test_add_prefix_absent_keys_one_job_and_duplicates():
+    namer = Namer()
+    names = namer.names([["+arm=t50", "problem.seed=1"], ["problem.seed=1"]], [0, 1])
+    assert names == ["arm=t50", "problem.seed=1"]  # the job without the key: all its overrides
+    assert Namer().names([["method=gf2", "problem.n_bits=12"]], [0]) == ["method=gf2 problem.n_bits=12"]
+    assert Namer().names([[]], [7]) == ["#7"]
+    assert Namer().names([["a=1"], ["a=1"]], [0, 1]) == ["a=1", "a=1 #1"]
+
+
+def test_a_later_batch_names_keys_that_varied_in_earlier_ones():
+    namer = Namer()
+    assert namer.names([["lr=0.1", "seed=1"], ["lr=0.2", "seed=1"]], [0, 1]) == ["lr=0.1", "lr=0.2"]
+    assert namer.names([["lr=0.3", "seed=2"]], [2]) == ["lr=0.3 seed=2"]
+
+
+def test_keys_the_sweep_sweeps_name_even_a_first_batch_where_they_do_not_vary_yet():
+    from omegaconf import OmegaConf
+
+    from hydra_plugins.sweep_launcher.naming import sweep_overrides, swept_keys
+
+    hydra = OmegaConf.create({"overrides": {"task": ["problem.seed=1,2", "method=gf2"]},
+                              "sweeper": {"params": {"+sweeps/arm": "a,b", "lr": "interval(0.1, 1)"}}})
+    swept = swept_keys(sweep_overrides(hydra))
+    assert swept == {"problem.seed", "sweeps/arm", "lr"}
+    names = Namer(swept).names([["problem.seed=1", "method=gf2", "+sweeps/arm=a", "lr=0.5"]], [0])
+    assert names == ["problem.seed=1 sweeps/arm=a lr=0.5"]
