@@ -134,6 +134,8 @@ class EnergyTrackerConfig(TrackerConfig):
     levels: dict[str, Any] = field(default_factory=dict)
     ops_pj: dict[str, Any] = field(default_factory=dict)
     bytes_per_float: Optional[int] = None
+    meter: str = "auto"  # measured energy (sweep.meter): auto (NVML on cuda, RAPL on a Linux CPU) | none
+    meter_window_s: float = 1.0  # the measured solves are repeated until the window is at least this long
 
 
 @dataclass

@@ -88,6 +88,8 @@ RULES: list[Rule] = [
     Rule("tracker.scope", "one of published, init_sample0, all_steps",
          lambda v, c: v in ("published", "init_sample0", "all_steps")),
     Rule("tracker.cache_size_floats", "an integer >= 1", _positive_int),
+    Rule("tracker.meter", "one of auto, none", lambda v, c: v in ("auto", "none")),
+    Rule("tracker.meter_window_s", "a finite number > 0", _positive_finite),
     Rule("device.price_per_hour", "a finite number >= 0", _nonneg_finite),
     Rule("device.backend", "one of numpy, torch", lambda v, c: v in ("numpy", "torch")),
     Rule("device.compile_mode", f"one of {', '.join(COMPILE_MODES)}", lambda v, c: v in COMPILE_MODES),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 from sweep.trackers.trace import Trace
 
@@ -39,3 +39,8 @@ class TrackerBase:
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
         """The metrics of each trace on its own (all_steps: one per epoch); trackers may batch this."""
         return [self.summarize(t).metrics for t in traces]
+
+    def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
+                ) -> tuple[dict[str, float], dict[str, str]]:
+        """Measured figures of `solve` (metrics, tags); only the energy tracker measures (sweep.meter)."""
+        return {}, {}

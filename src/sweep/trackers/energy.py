@@ -10,11 +10,12 @@ proxy and the energy sit side by side in one run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from sweep.meter import meter_solve
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.dmd import dmd
@@ -104,6 +105,8 @@ class EnergyTracker(TrackerBase):
     levels: dict[str, Any] = field(default_factory=dict)  # overrides of the file's levels, key by key
     ops_pj: dict[str, Any] = field(default_factory=dict)  # overrides of the file's operation prices
     bytes_per_float: int | None = None  # None: the file's
+    meter: str = "auto"  # auto: measure with the device's energy counter where there is one; none: never
+    meter_window_s: float = 1.0  # solves are repeated until the measured window is at least this long
 
     def __post_init__(self) -> None:
         self.model = load_hierarchy(self.hierarchy, _plain(self.levels), _plain(self.ops_pj), self.bytes_per_float)
@@ -111,6 +114,12 @@ class EnergyTracker(TrackerBase):
     def summarize(self, trace: Trace) -> TrackerReport:
         return (ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
                 .merge(energy_report(trace, self.model)))
+
+    def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
+                ) -> tuple[dict[str, float], dict[str, str]]:
+        if self.meter == "none":
+            return {}, {"energy.meter": "none", "energy.meter_reason": "tracker.meter=none"}
+        return meter_solve(solve, device, clock, self.meter_window_s)
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
         return [{**a, "dmd": dmd(t), **e}
