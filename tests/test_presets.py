@@ -6,12 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
-from sweep import compare
+from sweep import compare, job
+from sweep.validate import validate
 from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
 
-PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n")
+PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n", "sign_vs_sgd", "curriculum_speedup", "lr_width",
+           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models")
 
 
 def _compose(*overrides: str):
@@ -54,6 +57,42 @@ def test_presets_carry_their_study_settings():
     # combinable with further overrides
     o = _compose("sweeps=tiled_w1", "tracker.cache_size_floats=8192", "mlflow.experiment=mine")
     assert o.tracker.cache_size_floats == 8192 and o.mlflow.experiment == "mine"
+
+
+def test_study_presets_arms_and_baselines():
+    # each method at its own settings (seed 002: sign SGD needs a larger batch than SGD's 32 at k=5)
+    for arm, want in {"sgd": ("sgd", 0.1, 32), "sign_sgd": ("sign_sgd", 0.01, 128)}.items():
+        c = _compose("sweeps=sign_vs_sgd", f"+sweeps/sign_vs_sgd_arm={arm}")
+        assert (c.method.name, c.method.lr, c.method.batch_size) == want
+    # every torch_overhead arm is a valid job (numpy, torch options, cuda), all at float32 and fixed work
+    arms = _compose("sweeps=torch_overhead").hydra.sweeper.params["+sweeps/torch_overhead_arm"].split(",")
+    devices = {}
+    for arm in arms:
+        c = _compose("sweeps=torch_overhead", f"+sweeps/torch_overhead_arm={arm}")
+        validate(job.job_config(c))
+        devices[arm] = (c.device.name, c.device.compile, c.device.compile_mode, c.device.fullgraph, c.device.autocast)
+        assert c.device.dtype == "float32" and c.method.max_epochs == 3
+    assert devices["numpy"][0] == "cpu" and devices["max_autotune"][1:3] == (True, "max-autotune")
+    assert devices["fullgraph"][3] and devices["bf16"][4] == "bfloat16" and devices["cuda_fp16"][0] == "cuda"
+    # a declared baseline names config keys (a misspelt one would silently drop the relative columns)
+    for name in PRESETS:
+        cfg = _compose(f"sweeps={name}")
+        for key in compare.study_settings(name).get("baseline", {}):
+            assert OmegaConf.select(cfg, key) is not None, (name, key)
+
+
+@pytest.mark.slow
+def test_curriculum_speedup_prints_speedups_against_direct_training(store, tmp_path):
+    # shrunk: one n (14 bits: stages 10 -> 14), one seed
+    proc = run_sweep("sweeps=curriculum_speedup", "problem.n_bits=14", "problem.seed=42", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cmp, files = compare.compare("curriculum_speedup", out_dir=tmp_path / "cmp")
+    assert cmp.keys == ["method.name"] and cmp.relative == ["epochs speed-up", "wall_clock_s speed-up"]
+    sgd, cur = cmp.rows
+    assert sgd.relative["epochs speed-up"] == "baseline"
+    assert cur.relative["epochs speed-up"] == f"{sgd.stats['epochs'].mean / cur.stats['epochs'].mean:.2f}x"
+    assert cur.relative["wall_clock_s speed-up"].endswith("x")
+    assert [Path(f).name for f in files[2:]] == ["curriculum_speedup.png", "curriculum_speedup-curves.png"]
 
 
 @pytest.mark.slow

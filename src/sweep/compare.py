@@ -245,9 +245,11 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
 
 
 def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
-    """Fill each row's relative cells from the baseline row that shares its other keys (the same n, width, ...):
-    `percent` = (row - base) / base as a signed %, `speedup` = base / row as "N.Nx" (seed 002's 14.6x). The
-    baseline's keys must be swept; a row whose baseline did not finish, or a metric it lacks, stays "-"."""
+    """Fill each row's relative cells from its baseline row: the baseline arm's row with the same values of the
+    keys the baseline arm itself is swept over (the same n, width, k, ...; an arm's own settings such as
+    device.compile are not matched). `percent` = (row - base) / base as a signed %, `speedup` = base / row as
+    "N.NNx" (seed 002's 14.6x). The baseline's keys must be swept; a row whose baseline did not finish, or a
+    metric it lacks, stays "-"."""
     if not set(baseline) <= set(cmp.keys):
         return
     for metric, rule in relative.items():
@@ -255,9 +257,9 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
             raise ValueError(f"compare.relative.{metric}: {rule!r} is not one of {', '.join(RELATIVE)}")
         if metric in cmp.metrics:
             cmp.relative.append(f"{metric} {RELATIVE[rule]}")
-    others = [k for k in cmp.keys if k not in baseline]
-    bases = {tuple(r.key[k] for k in others): r for r in cmp.rows
-             if all(r.key[k] == v for k, v in baseline.items())}
+    base_rows = [r for r in cmp.rows if all(r.key[k] == v for k, v in baseline.items())]
+    others = [k for k in cmp.keys if len({r.key[k] for r in base_rows}) > 1]
+    bases = {tuple(r.key[k] for k in others): r for r in base_rows}
     for row in cmp.rows:
         base = bases.get(tuple(row.key[k] for k in others))
         if base is None:

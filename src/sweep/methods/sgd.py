@@ -100,19 +100,18 @@ class SGD:
                 return False
         return True
 
-    def loss(self, xp, p: Params, x, y) -> float:
-        """The training objective without weight decay: mean hinge loss max(0, 1 - y out)."""
-        return float(xp.mean(xp.maximum(1.0 - y * self.predict(xp, p, x), 0.0)))
-
     def measure(self, xp, x, y, xt, yt, p0: Params) -> Measure:
-        """The per-epoch diagnostics of one training set: train/test accuracy and loss, and hidden progress
-        (seed 002: ||w_t - w_0||_1) of each weight matrix and of all of them."""
+        """The per-epoch diagnostics of one training set: train/test accuracy and loss (the hinge max(0, 1 - y out)
+        without weight decay), and hidden progress (seed 002: ||w_t - w_0||_1) of each weight matrix and of all."""
+
+        def scores(p: Params, split: str, xs, ys) -> dict[str, float]:
+            out = self.predict(xp, p, xs)  # one forward pass for both figures
+            pred = xp.where(out >= 0, 1.0, -1.0)
+            return {f"{split}_accuracy": float(xp.mean(xp.astype(pred == ys, xs.dtype))),
+                    f"{split}_loss": float(xp.mean(xp.maximum(1.0 - ys * out, 0.0)))}
 
         def run(p: Params) -> dict[str, float]:
-            out = {"train_accuracy": self.accuracy(xp, p, x, y), "test_accuracy": self.accuracy(xp, p, xt, yt),
-                   "train_loss": self.loss(xp, p, x, y), "test_loss": self.loss(xp, p, xt, yt)}
-            out.update(hidden_progress(xp, p, p0, WEIGHTS))
-            return out
+            return {**scores(p, "train", x, y), **scores(p, "test", xt, yt), **hidden_progress(xp, p, p0, WEIGHTS)}
 
         return run
 
