@@ -47,21 +47,21 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
 
 
 def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path):
-    # dtype=bogus passes validation and raises inside the job; batches of 2 put a failure in each batch
-    args = ["hydra/launcher=local", "method=gf2", "tracker=none", "problem.seed=1,2", "device.dtype=float64,bogus",
+    # chunk=-1 passes validation and raises inside the job (islice); batches of 2 put a failure in each batch
+    args = ["hydra/launcher=local", "method=fourier", "tracker=none", "problem.seed=1,2", "method.chunk=2048,-1",
             "hydra.sweeper.max_batch_size=2", "mlflow.experiment=isolation"]
     p = sweep(store, tmp_path, *args)
     assert p.returncode == 1, p.stderr
     assert "2 failed" in p.stderr and "failed jobs:" in p.stderr
-    # every job is named by what varies (seed, dtype): in the failure list, the per-job lines, the run names
+    # every job is named by what varies (seed, chunk): in the failure list, the per-job lines, the run names
     failed_lines = p.stderr.split("failed jobs:\n")[1].splitlines()
     assert sorted(ln.split(":")[0] for ln in failed_lines) == [
-        "  problem.seed=1 device.dtype=bogus", "  problem.seed=2 device.dtype=bogus"]
-    assert all("AttributeError" in ln for ln in failed_lines)
-    assert "[FINISHED] problem.seed=2 device.dtype=float64 accuracy=" in p.stdout
+        "  problem.seed=1 method.chunk=-1", "  problem.seed=2 method.chunk=-1"]
+    assert all("ValueError" in ln for ln in failed_lines)
+    assert "[FINISHED] problem.seed=2 method.chunk=2048 accuracy=" in p.stdout
     (parent,), children = runs(store, "isolation")
     assert sorted(c.info.run_name for c in children) == sorted(
-        f"problem.seed={s} device.dtype={d}" for s in (1, 2) for d in ("float64", "bogus"))
+        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "-1"))
     assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
     assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]
     by_status = {s: [c for c in children if c.info.status == s] for s in ("FINISHED", "FAILED")}
@@ -69,7 +69,7 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     assert all(c.data.tags["mlflow.parentRunId"] == parent.info.run_id for c in children)
     client = MlflowClient(store)
     tb = client.download_artifacts(by_status["FAILED"][0].info.run_id, "traceback.txt", str(tmp_path))
-    assert "AttributeError" in Path(tb).read_text()
+    assert "ValueError" in Path(tb).read_text()
     # cost: CPU seconds x device.price_per_hour; the parent sums cost and wall-clock
     fin = by_status["FINISHED"]
     for c in fin:

@@ -143,7 +143,7 @@ class DeviceConfig:
     name: str = "cpu"
     backend: str = "numpy"  # numpy | torch
     torch_device: str = "cpu"  # torch device string when backend=torch
-    dtype: str = "float64"
+    dtype: str = "float64"  # float64: the seeds' precision; float32: faster, see README "float32 on CPU"
     compile: bool = False  # torch.compile the hot step (seed 004)
     compile_backend: str = "inductor"  # torch.compile backend: inductor, or aot_eager (no C++ codegen)
     # torch.compile mode (seed 004 tunes with max-autotune) and fullgraph=True (no graph breaks back to Python)

@@ -95,6 +95,7 @@ RULES: list[Rule] = [
     Rule("device.compile_mode", f"one of {', '.join(COMPILE_MODES)}", lambda v, c: v in COMPILE_MODES),
     Rule("device.autocast", f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
          lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch")),
+    Rule("device.dtype", "one of float32, float64", lambda v, c: v in ("float32", "float64")),
 ]
 
 _MISSING = object()
