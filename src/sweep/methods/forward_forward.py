@@ -172,6 +172,7 @@ class ForwardForward:
         elif traced_all:
             self.init_trace(ctx.trace, net)
         step = be.compiled(self.step)
+        steps_trace = ctx.trace if traced_all else NULL_TRACE
         n, epochs = x.shape[0], 0
         test_acc = 0.0
         log = EpochLog()
@@ -181,9 +182,9 @@ class ForwardForward:
             xs, ys = x[perm], y[perm]
             for s in range(0, n, self.batch_size):
                 xb, yb = xs[s : s + self.batch_size], ys[s : s + self.batch_size]
-                if traced_all:
-                    ctx.trace.write("x", xb); ctx.trace.write("y", yb)
-                step(xp, net, xb, yb, ctx.trace if traced_all else NULL_TRACE)
+                steps_trace.write("x", xb); steps_trace.write("y", yb)
+                step(xp, net, xb, yb, steps_trace)
+                steps_trace.end_step()  # one segment per step (sweep.trackers.trace)
             epochs = epoch + 1
             log.record(self.flatten(net), measure)
             test_acc = self.accuracy(xp, net, xt, yt)

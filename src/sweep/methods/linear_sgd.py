@@ -87,6 +87,7 @@ def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
             xb, yb = xs[s : s + bs], ys[s : s + bs]
             epoch_trace.write("x", xb); epoch_trace.write("y", yb)
             linear_step(p, xb, yb, sgd.lr, keep, epoch_trace)
+            epoch_trace.end_step()  # one segment per step (sweep.trackers.trace)
         if all_steps:
             ctx.trace.extend(epoch_trace)
             log.traces.append(epoch_trace)

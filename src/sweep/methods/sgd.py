@@ -134,6 +134,7 @@ class SGD:
                 epoch_trace.write("x", xb)
                 epoch_trace.write("y", yb)
                 step(xp, p, xb, yb, update, epoch_trace)
+                epoch_trace.end_step()  # one segment per step: a whole-solve trace is a few repeated templates
             if all_steps:
                 ctx.trace.extend(epoch_trace)
                 log.traces.append(epoch_trace)

@@ -4,8 +4,9 @@ The clock counts floats and advances by each event's size after the event. A rea
 at the read minus the clock at that buffer's last *write* (re-reads do not shorten it); a read of a buffer
 never written has distance -1 and is left out of ARD and of the read count.
 
-Computed with numpy over the whole trace (no per-event Python), because tracker.scope=all_steps feeds it
-tens of thousands of events per run and its cost counts against the untracked run (target <= 15%).
+Computed with numpy over the whole trace (no per-event Python; columns expanded from the trace's templates),
+because tracker.scope=all_steps feeds it tens of thousands of events per run and its cost counts against the
+untracked run (target <= 1.25x).
 """
 from __future__ import annotations
 
@@ -14,36 +15,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.trace import READ, Trace
-
-
-@dataclass
-class Columns:
-    """A trace as arrays: op is write?, size, buffer code; and the buffer names in order of first use."""
-
-    is_write: np.ndarray
-    sizes: np.ndarray
-    codes: np.ndarray
-    names: list[str]
-
-    @classmethod
-    def of(cls, trace: Trace) -> "Columns":
-        ops, names, sizes = trace.columns()
-        uniq = list(dict.fromkeys(names))  # C-level loops only: this runs on every all_steps trace
-        index = {name: i for i, name in enumerate(uniq)}
-        # small integer codes sort by radix (argsort kind="stable"), several times faster than int64
-        dtype = np.int16 if len(uniq) < 2**15 else np.int64
-        codes = np.fromiter(map(index.__getitem__, names), dtype=dtype, count=len(names))
-        return cls(np.array(ops, dtype=np.int8) != READ, np.array(sizes, dtype=np.int64), codes, uniq)
+from sweep.trackers.columns import Columns
+from sweep.trackers.trace import Trace
 
 
 def reuse_distances(trace: Trace) -> np.ndarray:
     """Per event: the reuse distance for reads (-1 if cold), -1 for writes."""
-    return _distances(Columns.of(trace))
+    return distances(Columns.of(trace))
 
 
-def _distances(c: Columns, groups: np.ndarray | None = None) -> np.ndarray:
-    """Reuse distances; ``groups`` (default: the buffer codes) says which events share a last-write clock."""
+def distances(c: Columns, groups: np.ndarray | None = None) -> np.ndarray:
+    """Per event: the reuse distance for reads (-1 if cold), -1 for writes; ``groups`` (default: the buffer
+    codes) says which events share a last-write clock."""
     if not len(c.sizes):
         return np.zeros(0, dtype=np.int64)
     clock = np.cumsum(c.sizes) - c.sizes  # the clock at the start of each event
@@ -64,7 +47,7 @@ def _distances(c: Columns, groups: np.ndarray | None = None) -> np.ndarray:
 
 def ard_report(trace: Trace) -> TrackerReport:
     c = Columns.of(trace)
-    dists = _distances(c)
+    dists = distances(c)
     warm = dists >= 0
     w_sizes, w_dists = c.sizes[warm].astype(np.float64), dists[warm].astype(np.float64)
     den = w_sizes.sum()
@@ -83,12 +66,10 @@ def ard_each(traces: list[Trace]) -> list[dict[str, float]]:
     all_steps per-epoch curves: dozens of traces, where per-trace numpy call overhead would dominate)."""
     if not traces:
         return []
-    lengths = [len(t) for t in traces]
-    c = Columns.of(Trace([e for t in traces for e in t.events]))
-    seg = np.repeat(np.arange(len(traces)), lengths)
+    c, seg = Columns.of_many(traces)
     # distances within a trace only: group by (trace, buffer); clocks are global, but a distance is a
     # difference of two clocks of the same trace, so the same as with each trace's own clock
-    dists = _distances(c, seg * len(c.names) + c.codes)
+    dists = distances(c, seg * len(c.names) + c.codes)
     warm = dists >= 0
     s, d = c.sizes[warm].astype(np.float64), dists[warm].astype(np.float64)
     n, ws = len(traces), seg[warm]

@@ -4,15 +4,23 @@ Seed 003 left open whether tiling W1 pays off in a real cache even though ARD ca
 the cache the group's CacheTracker did. A read of a resident buffer is a hit; a miss inserts the buffer
 (evicting least recently used ones) unless it is larger than the cache, which then never becomes resident.
 A write makes its buffer resident (an existing entry takes the new size without an eviction check).
+
+The cache's contents are a small hashable state, so the simulation runs once per distinct (contents, step
+template) pair (sweep.trackers.replay) and the figures are summed with numpy over the expanded trace.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 
-from sweep.trackers.ard import ard_each, ard_report, reuse_distances
+import numpy as np
+
+from sweep.trackers.ard import ard_each, ard_report, distances
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.trace import READ, Trace
+from sweep.trackers.columns import Columns
+from sweep.trackers.replay import Replay
+from sweep.trackers.trace import READ, Event, Trace
 
 
 class LRUCache:
@@ -50,34 +58,78 @@ class LRUCache:
             self.insert(name, size)
 
 
-def cache_report(trace: Trace, capacity: int) -> TrackerReport:
+HIT, MISS = 1, 2  # per event of a replayed segment; writes are 0
+
+
+def _simulate(capacity: int, state: tuple[tuple[str, int], ...], events: tuple[Event, ...]):
+    """One segment from the cache holding ``state`` (least recently used first): the next state, and per event
+    HIT, MISS or 0 (a write)."""
     cache = LRUCache(capacity)
-    hits = misses = miss_floats = 0
-    num = den = 0
-    per: dict[str, dict] = {}
-    for (op, name, size), d in zip(trace, reuse_distances(trace).tolist()):
+    cache.entries.update(state)
+    cache.used = sum(size for _, size in state)
+    kinds = np.zeros(len(events), dtype=np.int8)
+    for pos, (op, name, size) in enumerate(events):
         if op != READ:
             cache.write(name, size)
-            continue
-        row = per.setdefault(name, {"buffer": name, "cache_hits": 0, "cache_misses": 0})
-        if cache.read(name, size):
-            hits += 1
-            row["cache_hits"] += 1
-            continue
-        misses += 1
-        row["cache_misses"] += 1
-        miss_floats += size
-        if d >= 0:  # cold reads have no distance (as in ARD)
-            num += size * d
-            den += size
-    metrics = {
-        "cache_hit_rate": hits / (hits + misses) if hits + misses else 0.0,
-        "cache_hits": float(hits),
-        "cache_misses": float(misses),
-        "effective_ard": num / den if den else 0.0,
-        "cache_miss_floats": float(miss_floats),
-    }
-    return TrackerReport(metrics, list(per.values()))
+        else:
+            kinds[pos] = HIT if cache.read(name, size) else MISS
+    return tuple(cache.entries.items()), kinds
+
+
+def _kinds(traces: list[Trace], capacity: int) -> np.ndarray:
+    """HIT/MISS/0 per event of the traces one after another, each trace from an empty cache; memoised per
+    (cache state, segment) over all of them (sweep.trackers.replay)."""
+    replay: Replay = Replay(partial(_simulate, capacity))
+    parts = [replay.results[r] for t in traces for r in replay.run(t, ())[1]]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
+
+
+def _cache_metrics(c: Columns, dists: np.ndarray, kinds: np.ndarray, seg: np.ndarray, n: int) -> list[dict]:
+    """The cache figures of each of n traces (seg: the trace of each event)."""
+    hit, miss = kinds == HIT, kinds == MISS
+    hits = np.bincount(seg[hit], minlength=n)
+    misses = np.bincount(seg[miss], minlength=n)
+    miss_floats = np.bincount(seg[miss], weights=c.sizes[miss], minlength=n)
+    warm = miss & (dists >= 0)  # cold reads have no distance (as in ARD)
+    out = []
+    for i in range(n):
+        mine = warm & (seg == i) if n > 1 else warm
+        # integer sums, then one division: the same figure as summing event by event in Python
+        num, den = int((c.sizes[mine] * dists[mine]).sum()), int(c.sizes[mine].sum())
+        h, m = int(hits[i]), int(misses[i])
+        out.append({
+            "cache_hit_rate": h / (h + m) if h + m else 0.0,
+            "cache_hits": float(h),
+            "cache_misses": float(m),
+            "effective_ard": num / den if den else 0.0,
+            "cache_miss_floats": float(int(miss_floats[i])),
+        })
+    return out
+
+
+def cache_report(trace: Trace, capacity: int) -> TrackerReport:
+    c = Columns.of(trace)
+    dists = distances(c)
+    kinds = _kinds([trace], capacity)
+    metrics = _cache_metrics(c, dists, kinds, np.zeros(len(kinds), dtype=np.int64), 1)[0]
+    # per buffer read, in order of its first read
+    reads = kinds != 0
+    codes = c.codes[reads]
+    uniq, first = np.unique(codes, return_index=True)
+    hits = np.bincount(c.codes[kinds == HIT], minlength=len(c.names))
+    misses = np.bincount(c.codes[kinds == MISS], minlength=len(c.names))
+    table = [{"buffer": c.names[b], "cache_hits": int(hits[b]), "cache_misses": int(misses[b])}
+             for b in uniq[np.argsort(first)].tolist()]
+    return TrackerReport(metrics, table)
+
+
+def cache_each(traces: list[Trace], capacity: int) -> list[dict[str, float]]:
+    """cache_report(t, capacity).metrics for every trace, each on its own, in one batched pass."""
+    if not traces:
+        return []
+    c, seg = Columns.of_many(traces)
+    dists = distances(c, seg * len(c.names) + c.codes)  # distances within a trace only (as ard_each)
+    return _cache_metrics(c, dists, _kinds(traces, capacity), seg, len(traces))
 
 
 @dataclass
@@ -90,4 +142,4 @@ class CacheTracker(TrackerBase):
         return ard_report(trace).merge(cache_report(trace, self.cache_size_floats))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, **cache_report(t, self.cache_size_floats).metrics} for a, t in zip(ard_each(traces), traces)]
+        return [{**a, **m} for a, m in zip(ard_each(traces), cache_each(traces, self.cache_size_floats))]

@@ -6,8 +6,8 @@ stack ordered by most recent write; a never-written element has depth stack size
 over read elements.
 
 A per-element simulation (splay tree) costs O(log n) Python work per float. The depths come instead from the
-run-based stack pass in sweep.trackers.stack (shared with the energy model): a read's run of elements has
-consecutive depths, so its sqrt sum is a difference of a precomputed cumulative-sqrt table.
+run-based stack pass in sweep.trackers.stack (shared with the energy model, memoised per step template): a
+read's run of elements has consecutive depths, so its sqrt sum is a difference of a cumulative-sqrt table.
 """
 from __future__ import annotations
 
@@ -18,15 +18,16 @@ import numpy as np
 
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.stack import stack_runs
+from sweep.trackers.replay import Replay
+from sweep.trackers.stack import DepthRuns, depth_runs, stack_replay
 from sweep.trackers.trace import Trace
 
 
 def read_runs(trace: Trace) -> Iterator[tuple[int, int, int]]:
     """For every read event, in order, its element runs as (first depth, step, count): the run's depths are
     first, first + step, ..., for count elements (step -1 for written runs, 0 for never-written elements)."""
-    for _, first, step, count in stack_runs(trace, reads_move=False):
-        yield first, step, count
+    r = depth_runs(trace)
+    return zip(r.first.tolist(), r.step.tolist(), r.count.tolist())
 
 
 def element_distances(trace: Trace) -> np.ndarray:
@@ -35,21 +36,23 @@ def element_distances(trace: Trace) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def dmd(trace: Trace) -> float:
-    """Sum of sqrt(depth) over read elements."""
-    runs = list(read_runs(trace))
-    if not runs:
+def dmd_of(runs: DepthRuns) -> float:
+    """Sum of sqrt(depth) over the runs' elements, added run by run in trace order (np.cumsum is sequential, so
+    the float result is the same as a Python loop's, whatever the trace's segmentation)."""
+    if not len(runs.first):
         return 0.0
-    top = max(first for first, _, _ in runs)
+    first, step, count = runs.first, runs.step, runs.count
     # csum[d] = sqrt(1) + ... + sqrt(d): a run of depths a..b sums to csum[b] - csum[a-1]
-    csum = np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, top + 1, dtype=np.float64)))))
-    total = 0.0
-    for first, step, count in runs:
-        if step == 0:
-            total += count * float(np.sqrt(first))
-        else:
-            total += float(csum[first] - csum[first - count])
-    return total
+    csum = np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, int(first.max()) + 1, dtype=np.float64)))))
+    flat = step == 0
+    per_run = np.where(flat, count * np.sqrt(first.astype(np.float64)),
+                       csum[first] - csum[np.where(flat, 0, first - count)])
+    return float(np.cumsum(per_run)[-1])
+
+
+def dmd(trace: Trace, replay: Replay | None = None) -> float:
+    """Sum of sqrt(depth) over read elements."""
+    return dmd_of(depth_runs(trace, reads_move=False, replay=replay))
 
 
 @dataclass
@@ -62,4 +65,5 @@ class DMDTracker(TrackerBase):
         return ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, **{"dmd": dmd(t)}} for a, t in zip(ard_each(traces), traces)]
+        replay = stack_replay()  # one memo for every epoch
+        return [{**a, "dmd": dmd(t, replay)} for a, t in zip(ard_each(traces), traces)]

@@ -18,10 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.meter import meter_solve
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
+from sweep.trackers.columns import Columns
 from sweep.trackers.dmd import dmd
 from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
-from sweep.trackers.stack import COLD, stack_runs
-from sweep.trackers.trace import WRITE, Trace
+from sweep.trackers.replay import Replay
+from sweep.trackers.stack import COLD, depth_runs, stack_replay
+from sweep.trackers.trace import Trace
 
 
 @dataclass
@@ -33,20 +35,18 @@ class LevelCounts:
     event_pj: np.ndarray  # memory pJ of each event of the trace
 
 
-def level_counts(trace: Trace, h: Hierarchy) -> LevelCounts:
+def level_counts(trace: Trace, h: Hierarchy, replay: Replay | None = None) -> LevelCounts:
     n_levels = len(h.levels)
-    runs = np.array(list(stack_runs(trace, reads_move=True)), dtype=np.int64).reshape(-1, 4)
-    event, depth, count = runs[:, 0], runs[:, 1], runs[:, 3]
+    runs = depth_runs(trace, reads_move=True, replay=replay)
+    depth, count, is_write = runs.first, runs.count, runs.is_write
     level = np.searchsorted(np.asarray(h.capacities_floats(), dtype=np.int64), depth, side="left")
     level[depth == COLD] = n_levels - 1  # a first touch comes from the outermost level
-    ops = np.fromiter((e[0] for e in trace.events), dtype=np.int8, count=len(trace))
-    is_write = ops[event] == WRITE
     reads = np.bincount(level[~is_write], weights=count[~is_write], minlength=n_levels)
     writes = np.bincount(level[is_write], weights=count[is_write], minlength=n_levels)
     read_pj = np.array([lv.read_pj for lv in h.levels])
     write_pj = np.array([lv.write_pj for lv in h.levels])
     run_pj = count * np.where(is_write, write_pj[level], read_pj[level])
-    return LevelCounts(reads, writes, np.bincount(event, weights=run_pj, minlength=len(trace)))
+    return LevelCounts(reads, writes, np.bincount(runs.event, weights=run_pj, minlength=len(trace)))
 
 
 def compute_pj(compute_ops: Mapping[str, int], h: Hierarchy) -> float:
@@ -72,16 +72,17 @@ def energy_metrics(trace: Trace, h: Hierarchy) -> tuple[dict[str, float], LevelC
 def energy_report(trace: Trace, h: Hierarchy) -> TrackerReport:
     """The energy figures and, per buffer, the memory energy of its accesses (column energy_pj)."""
     metrics, lc = energy_metrics(trace, h)
-    per: dict[str, float] = {}
-    for (_, name, _), pj in zip(trace.events, lc.event_pj.tolist()):
-        per[name] = per.get(name, 0.0) + pj
-    return TrackerReport(metrics, [{"buffer": b, "energy_pj": pj} for b, pj in per.items()])
+    c = Columns.of(trace)
+    per = np.bincount(c.codes, weights=lc.event_pj, minlength=len(c.names))  # adds in event order, as a loop would
+    return TrackerReport(metrics, [{"buffer": b, "energy_pj": pj} for b, pj in zip(c.names, per.tolist())])
 
 
 def energy_each(traces: list[Trace], h: Hierarchy) -> list[dict[str, float]]:
     """Per trace (all_steps: per epoch), the energy of its accesses in one pass over them all, the stack
     carried from trace to trace, so the per-epoch figures add up to the whole solve's."""
-    whole = Trace([e for t in traces for e in t.events])
+    whole = Trace()
+    for t in traces:
+        whole.extend(t)  # templates shared: the stack pass is memoised over all epochs
     lc = level_counts(whole, h)
     bounds = np.cumsum([0] + [len(t) for t in traces])
     out = []
@@ -122,5 +123,6 @@ class EnergyTracker(TrackerBase):
         return meter_solve(solve, device, clock, self.meter_window_s)
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, "dmd": dmd(t), **e}
+        replay = stack_replay()  # one memo for every epoch's DMD
+        return [{**a, "dmd": dmd(t, replay), **e}
                 for a, t, e in zip(ard_each(traces), traces, energy_each(traces, self.model))]

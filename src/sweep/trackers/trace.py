@@ -21,10 +21,11 @@ method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import math
 from numbers import Integral
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 READ = 0
 WRITE = 1
@@ -32,24 +33,41 @@ OP_KINDS = ("fma", "add", "mul", "div", "sqrt", "exp", "cmp", "max", "sign", "xo
 _OP_KINDS = frozenset(OP_KINDS)  # the membership test of every compute call
 
 
-@dataclass
+Event = tuple[int, str, int]  # (op, buffer, size)
+
+
 class Trace:
-    """An ordered list of (op, buffer, size) events; op is READ or WRITE, size counts floats.
+    """An ordered sequence of (op, buffer, size) events; op is READ or WRITE, size counts floats.
 
-    One tuple per event, appended in one call: tracker.scope=all_steps records every event of every training
-    step, so recording is kept as cheap as Python allows (trackers vectorise over ``columns()``)."""
+    Stored as *segments*: the recording loop calls ``end_step()`` after every training step, and the events since
+    the last call are interned as one template (a tuple of events). A training step's events are the same every
+    step but for a few branches (SGD's margin test), so a whole-solve trace is a handful of templates plus the
+    order they came in (``templates``, ``seq``), not millions of events; the trackers work per template and
+    memoise over repeats (sweep.trackers.replay). Every step is still recorded event by event and compared with
+    its template, so the trace stays exactly what the method did. ``events`` is the flat view."""
 
-    events: list[tuple[int, str, int]] = field(default_factory=list)
-    enabled: bool = True
-    compute_ops: dict[str, int] = field(default_factory=dict)  # operation kind -> count
+    def __init__(self, events: Iterable[Event] = (), enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.compute_ops: dict[str, int] = {}  # operation kind -> count
+        self.templates: list[tuple[Event, ...]] = []  # distinct segments
+        self.seq: list[int] = []  # template ids, in order
+        self._ids: dict[tuple[Event, ...], int] = {}
+        self._open: list[Event] = []  # events since the last end_step()
+        self._last: tuple[int, list[Event]] = (-1, [])  # the last template closed, as (id, events)
+        if events:
+            self._open.extend(events)
+            self.end_step()
 
     # `size` is a float count or the array itself: callers pass arrays so that an untracked step (NullTrace)
     # never pays for computing sizes. Literals, not READ/WRITE: a global lookup per event is measurable here.
+    # numpy arrays' sizes are read inline: a function call per event is measurable here.
     def read(self, name: str, size: "int | Any") -> None:
-        self.events.append((0, name, size if size.__class__ is int else _size(size)))
+        self._open.append((0, name, size if size.__class__ is int else
+                           size.size if size.__class__ is _ndarray else _size(size)))
 
     def write(self, name: str, size: "int | Any") -> None:
-        self.events.append((1, name, size if size.__class__ is int else _size(size)))
+        self._open.append((1, name, size if size.__class__ is int else
+                           size.size if size.__class__ is _ndarray else _size(size)))
 
     def compute(self, kind: str, count: "int | Any") -> None:
         """``count`` operations of ``kind`` (an int, or an array: one operation per element); ``kind`` must be
@@ -59,14 +77,50 @@ class Trace:
         c = self.compute_ops
         c[kind] = c.get(kind, 0) + (count if count.__class__ is int else _size(count))
 
-    def __len__(self) -> int:
-        return len(self.events)
+    def end_step(self) -> None:
+        """Close the events recorded since the last call as one segment (a no-op if there are none)."""
+        ev = self._open
+        if not ev:
+            return
+        if ev == self._last[1]:  # most steps repeat the previous one: one list comparison, no hashing
+            self.seq.append(self._last[0])
+        else:
+            tid = self._intern(tuple(ev))
+            self.seq.append(tid)
+            self._last = (tid, ev[:])
+        ev.clear()
 
-    def __iter__(self) -> Iterator[tuple[int, str, int]]:
+    def _intern(self, tpl: tuple[Event, ...]) -> int:
+        tid = self._ids.get(tpl)
+        if tid is None:
+            tid = self._ids[tpl] = len(self.templates)
+            self.templates.append(tpl)
+        return tid
+
+    def segments(self) -> tuple[list[tuple[Event, ...]], list[int]]:
+        """(templates, seq): the trace is templates[seq[0]] + templates[seq[1]] + ... (open events closed)."""
+        self.end_step()
+        return self.templates, self.seq
+
+    @property
+    def events(self) -> list[Event]:
+        """The flat event list (tests, small traces; trackers read segments())."""
+        tpls, seq = self.segments()
+        return [e for t in seq for e in tpls[t]]
+
+    def __len__(self) -> int:
+        lens = [len(t) for t in self.templates]
+        return sum(lens[t] for t in self.seq) + len(self._open)
+
+    def __iter__(self) -> Iterator[Event]:
         return iter(self.events)
 
     def extend(self, other: "Trace") -> None:
-        self.events.extend(other.events)
+        """Append other's events (and add its operation counts)."""
+        self.end_step()
+        tpls, seq = other.segments()
+        ids = [self._intern(t) for t in tpls]
+        self.seq.extend([ids[t] for t in seq])
         for kind, n in other.compute_ops.items():
             self.compute_ops[kind] = self.compute_ops.get(kind, 0) + n
 
@@ -115,6 +169,9 @@ class NullTrace(Trace):
     def compute(self, kind: str, count: "int | Any") -> None:  # noqa: D102
         pass
 
+    def end_step(self) -> None:  # noqa: D102
+        pass
+
 
 NULL_TRACE = NullTrace()
 
@@ -122,6 +179,9 @@ NULL_TRACE = NullTrace()
 def numel(a: Any) -> int:
     """Number of elements of a numpy or torch array (or anything with .shape)."""
     return int(math.prod(a.shape))
+
+
+_ndarray = np.ndarray
 
 
 def _size(s: Any) -> int:
