@@ -75,7 +75,8 @@ class Trace:
         if kind not in _OP_KINDS:
             raise ValueError(f"Trace.compute: unknown operation kind {kind!r}; OP_KINDS: {', '.join(OP_KINDS)}")
         c = self.compute_ops
-        c[kind] = c.get(kind, 0) + (count if count.__class__ is int else _size(count))
+        c[kind] = c.get(kind, 0) + (count if count.__class__ is int else
+                                    count.size if count.__class__ is _ndarray else _size(count))
 
     def end_step(self) -> None:
         """Close the events recorded since the last call as one segment (a no-op if there are none)."""
