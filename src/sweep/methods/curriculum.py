@@ -48,9 +48,11 @@ class Curriculum(SGD):
         order = np.argsort(np.concatenate([old, added]), kind="stable")  # back to the stage's column order
         # part of the training only when every step is traced (else the trace is one step's, by itself)
         trace = ctx.trace if ctx.scope == "all_steps" else NULL_TRACE
-        trace.read("W1", H * old.size)
+        for name, size in ctx.variant.w1_buffers(H, old.size):
+            trace.read(name, size)
         p["W1"] = xp.take(xp.concat([p["W1"], fresh], axis=1), be.index(order), axis=1)
-        trace.write("W1", H * new.size)
+        for name, size in ctx.variant.w1_buffers(H, new.size):
+            trace.write(name, size)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem

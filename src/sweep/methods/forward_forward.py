@@ -108,9 +108,11 @@ class ForwardForward:
         """Both passes through every layer, each layer updated from its local objective right away.
 
         Traced as it runs: per layer and pass, the layer's input, W and b are read for the forward; the
-        activity, goodness and the local gradient dz are written and read back; the update reads both passes'
-        dz and inputs and W (so W is read three times a step: two forwards, one update) and writes W and b;
-        the normalised activities become the next layer's inputs."""
+        activity, goodness and the local gradient dz are written and read back. Then the layer's two local
+        updates, one per phase (positive, negative), each read that phase's dz and input and the layer's W and
+        b and write them back: W is read four times a step (two forwards, two updates; seed 002's count,
+        against backprop's two for W1). Both updates come after both forwards, so the math is that of one
+        update by the summed gradient. The normalised activities become the next layer's inputs."""
         R, W, C = trace.read, trace.write, trace.compute
         B, n = x.shape
         R("x", x); R("y", y)
@@ -132,25 +134,25 @@ class ForwardForward:
                 C("fma", B * H); C("mul", B)
                 W(f"g_{tag}{li}", g)
                 R(f"g_{tag}{li}", g)
-                # d/dg of softplus(thr - g) is -sigmoid(thr - g); of softplus(g - thr) it is sigmoid(g - thr)
-                dg = -sign / (1.0 + xp.exp(sign * (g - thr))) / B
-                C("add", 2 * B); C("mul", 2 * B); C("exp", B); C("div", B)
+                # d/dg of softplus(thr - g) is -sigmoid(thr - g); of softplus(g - thr) it is sigmoid(g - thr);
+                # the learning rate is folded in here (B floats), so an update is one subtract per weight
+                dg = (-sign * self.lr / B) / (1.0 + xp.exp(sign * (g - thr)))
+                C("add", 2 * B); C("mul", B); C("exp", B); C("div", B)
                 R(f"a_{tag}{li}", a)
-                dz = dg[:, None] * (2.0 / H) * a  # dloss/dz = dg * 2a/H (relu: 0 where a=0)
+                dz = dg[:, None] * (2.0 / H) * a  # lr * dloss/dz = dg * 2a/H (relu: 0 where a=0)
                 C("mul", B + B * H)
                 W(f"dz_{tag}{li}", dz)
-                acts.append((inp, a, dz))
-            (pin, pa, pdz), (nin, na, ndz) = acts
-            R(f"dz_pos{li}", pdz); R(f"pos{li}", pin); R(f"dz_neg{li}", ndz); R(f"neg{li}", nin)
-            R(f"W{li}", Wl)
-            gW = pdz.T @ pin + ndz.T @ nin
-            Wl -= self.lr * gW
-            C("fma", 2 * B * n_in * H); C("add", 2 * n_in * H); C("mul", n_in * H)
-            W(f"W{li}", Wl)
-            R(f"dz_pos{li}", pdz); R(f"dz_neg{li}", ndz); R(f"b{li}", bl)
-            bl -= self.lr * (xp.sum(pdz, axis=0) + xp.sum(ndz, axis=0))
-            C("add", 2 * B * H + 2 * H); C("mul", H)
-            W(f"b{li}", bl)
+                acts.append((tag, inp, a, dz))
+            for tag, inp, _, dz in acts:  # the two local updates, one per phase
+                R(f"dz_{tag}{li}", dz); R(f"{tag}{li}", inp); R(f"W{li}", Wl)
+                Wl -= dz.T @ inp
+                C("fma", B * n_in * H); C("add", n_in * H)
+                W(f"W{li}", Wl)
+                R(f"dz_{tag}{li}", dz); R(f"b{li}", bl)
+                bl -= xp.sum(dz, axis=0)
+                C("add", B * H + H)
+                W(f"b{li}", bl)
+            pa, na = acts[0][2], acts[1][2]
             if li + 1 < len(net):  # no gradient flows back: the next layer sees the direction only
                 R(f"a_pos{li}", pa); R(f"a_neg{li}", na)
                 pos, neg = self.normalise(xp, pa), self.normalise(xp, na)

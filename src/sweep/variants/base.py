@@ -43,6 +43,11 @@ class Variant:
         for k in ("W1", "b1", "W2", "b2"):
             trace.write(k, p[k])
 
+    def w1_buffers(self, hidden: int, n_in: int) -> list[tuple[str, int]]:
+        """The trace buffers W1 is kept in, (name, floats) each: one here, one per tile when tiled (a method
+        that reshapes W1 between steps, curriculum's widening, reads and writes it under these names)."""
+        return [("W1", hidden * n_in)]
+
     def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
         """One step on the batch (x: (B, n), y: (B,)); returns False when every margin is >= 1, and then has
         changed no parameter (so the step can be repeated; the trace templates of SGD's loop rely on it)."""

@@ -24,6 +24,9 @@ class Tiled(Variant):
         T = self.tile_size
         return [(lo, min(lo + T, hidden)) for lo in range(0, hidden, T)]
 
+    def w1_buffers(self, hidden: int, n_in: int) -> list[tuple[str, int]]:
+        return [(f"W1_tile{t}", n_in * (hi - lo)) for t, (lo, hi) in enumerate(self.tiles(hidden))]
+
     def init_trace(self, trace: Trace, p: Params) -> None:
         n = p["W1"].shape[1]
         for t, (lo, hi) in enumerate(self.tiles(p["W1"].shape[0])):
