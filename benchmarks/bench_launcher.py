@@ -3,6 +3,11 @@ sweep launcher's local pool and on Hydra's basic launcher, each recording into a
 
     .venv/bin/python benchmarks/bench_launcher.py [--jobs 200] [--skip-basic] [--workers N] [--repeats 3]
 
+Like with like: `local` (all CPUs, fast path), `local-public` (Hydra's public load_sweep_config and run_job,
+hydra.launcher.fast=false), `local-1w` (one worker: serial, as `basic` is) and `basic`, each measured
+`--repeats` times; the ratios to `basic` are of CPU per job (every process, every core) and of wall-clock
+per job (`local-1w` is the serial comparison; `local` adds the parallel pool).
+
 Figures per launcher: total wall-clock of the command; the pure solve time (sum of the runs' wall_clock_s);
 per-job overhead = (total wall - sum of solve) / N, everything else included (interpreter and Hydra start-up,
 composition, shipping, MLflow); the same without the command's fixed start-up cost (a 1-job sweep's wall
@@ -51,10 +56,10 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
             [r for r in rs if r.data.tags.get("sweep.parent") == "true"])
 
 
-def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: int) -> dict[str, float]:
+def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: int, name: str) -> dict[str, float]:
     """One measurement: a 1-job sweep (the fixed start-up) then the n-job sweep, each in its own experiment."""
     common = ["method=gf2", "tracker=none", *extra, f"hydra/launcher={launcher}"]
-    warm, bench_exp = f"warm_{launcher}_{rep}", f"bench_{launcher}_{rep}"
+    warm, bench_exp = f"warm_{name}_{rep}", f"bench_{name}_{rep}"
     start_up, start_up_cpu = run([*common, "problem.seed=100000", f"mlflow.experiment={warm}"], store, cwd)
     wall, cpu = run([*common, f"problem.seed=range(0,{n})", f"mlflow.experiment={bench_exp}"], store, cwd)
     kids, parents = runs(store, bench_exp)
@@ -70,10 +75,11 @@ def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: in
     return out
 
 
-def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str], repeats: int) -> dict[str, float]:
+def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str], repeats: int,
+          name: str) -> dict[str, float]:
     """The median over `repeats` measurements of every figure (start-up noise of a second or so moves a
     single amortized figure by ~5 ms a job at n=200)."""
-    reps = [once(launcher, n, store, cwd, extra, i) for i in range(repeats)]
+    reps = [once(launcher, n, store, cwd, extra, i, name) for i in range(repeats)]
     return {k: statistics.median(r[k] for r in reps) for k in reps[0]} | {"repeats": repeats}
 
 
@@ -82,7 +88,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--workers", type=int, default=None, help="hydra.launcher.n_workers (default: CPU count)")
     ap.add_argument("--skip-basic", action="store_true", help="only the sweep launcher")
-    ap.add_argument("--repeats", type=int, default=3, help="measurements of the sweep launcher (median)")
+    ap.add_argument("--repeats", type=int, default=3, help="measurements of each launcher (median)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -91,24 +97,31 @@ def main() -> None:
 
         Recorder(store, "warmup")  # the store's schema exists before either launcher runs
         extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []
-        results = {"local": bench("local", a.jobs, store, cwd, extra, a.repeats)}
-        if not a.skip_basic:  # ~2 minutes a measurement: once
-            results["basic"] = bench("basic", a.jobs, store, cwd, [], 1)
+        configs = {"local": ("local", extra), "local-public": ("local", [*extra, "hydra.launcher.fast=false"]),
+                   "local-1w": ("local", ["hydra.launcher.n_workers=1"])}
+        if not a.skip_basic:  # ~2 minutes a measurement
+            configs["basic"] = ("basic", [])
+        results = {name: bench(launcher, a.jobs, store, cwd, ex, a.repeats, name)
+                   for name, (launcher, ex) in configs.items()}
     print(f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
           f"load average {os.getloadavg()[0]:.1f}")
-    print("figures: the median over the measurements (local: " + str(a.repeats) + ", basic: 1)")
-    print(f"{'launcher':<9}{'total wall':>12}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
-          f"{'CPU/job':>10}")
+    print(f"figures: the median over {a.repeats} measurements of each")
+    base = results.get("basic")
+    print(f"{'launcher':<13}{'total wall':>11}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
+          f"{'CPU/job':>10}" + (f"{'wall/basic':>12}{'CPU/basic':>11}" if base else ""))
     for name, r in results.items():
-        print(f"{name:<9}{r['wall']:>11.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
-              f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms")
+        ratios = (f"{r['amortized_ms'] / base['amortized_ms']:>12.3f}{r['cpu_per_job_ms'] / base['cpu_per_job_ms']:>11.3f}"
+                  if base else "")
+        print(f"{name:<13}{r['wall']:>10.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
+              f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms" + ratios)
     for name, r in results.items():
         if "launcher_cpu_ms" in r:
             print(f"{name}: CPU per job in the launching process {r['launcher_cpu_ms']:.1f} ms (compose, route, "
                   f"record in MLflow), in the workers {r['workers_cpu_ms']:.1f} ms (Hydra's job set-up, the job)")
     print("per job = (total wall - sum solve) / jobs; amortized = the same less the start-up of a 1-job sweep; "
           "CPU/job = CPU seconds of the command and its workers, less the 1-job sweep's, per job (all processes, "
-          "all cores; a loaded machine inflates wall-clock, not CPU). Target (local): amortized <= 30 ms.")
+          "all cores; a loaded machine inflates wall-clock, not CPU); wall/basic and CPU/basic: amortized wall and "
+          "CPU per job as a fraction of basic's. Target (local, local-public): amortized <= 30 ms.")
 
 
 if __name__ == "__main__":

@@ -234,22 +234,20 @@ def test_modal_without_token_fails_at_once_with_setup_help(store, tmp_path):
     assert [c.info.status for c in children] == ["FAILED", "FAILED"] and parent.info.status == "FAILED"
 
 
-def test_route_of_and_prices():
+def test_placement_and_prices():
     from omegaconf import OmegaConf
 
-    from hydra_plugins.sweep_launcher._prices import gpu_price_per_hour
-    from hydra_plugins.sweep_launcher._sweep import route_of
+    from sweep.cost import gpu_price_per_hour
+    from sweep.launch_hooks import placement
 
     def dev(**kw):
         return OmegaConf.create({"device": {"backend": "numpy", "torch_device": "cpu", "local_gpu": False, **kw}})
 
-    assert route_of(dev(), "device") == "local"
-    assert route_of(dev(backend="torch"), "device") == "local"
-    assert route_of(dev(backend="torch", torch_device="cuda"), "device") == "modal"
-    assert route_of(dev(backend="torch", torch_device="cuda:0", local_gpu=True), "device") == "local"
-    assert route_of(dev(backend="torch", torch_device="cuda"), "local") == "local"
-    assert route_of(dev(), "modal") == "modal"
-    assert route_of(OmegaConf.create({"x": 1}), "device") == "local"  # not a sweep job: local
+    assert placement(dev()) == ("local", None)
+    assert placement(dev(backend="torch")) == ("local", None)
+    assert placement(dev(backend="torch", torch_device="cuda", gpu="L4")) == ("modal", "L4")
+    assert placement(dev(backend="torch", torch_device="cuda:0", local_gpu=True))[0] == "local"
+    assert placement(OmegaConf.create({"x": 1})) == ("local", None)  # not a sweep job: local
     assert gpu_price_per_hour("H100") == pytest.approx(3.9492)
     assert gpu_price_per_hour("a100-80gb:2") == pytest.approx(2 * 2.4984)
     assert gpu_price_per_hour(None) == pytest.approx(0.04716)

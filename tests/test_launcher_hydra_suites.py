@@ -1,6 +1,7 @@
-"""Hydra's own launcher test suites against the sweep launcher: `local`, and `modal` in offline mode (the real
-modal Function run through Function.local() on the local worker pool). Fixtures come from hydra-core's pytest
-plugin; see ../shared/specs/hydra-launcher-tests.md."""
+"""Hydra's own launcher test suites against the sweep launcher: `local` on its fast path (Hydra internals,
+gated to the tested Hydra version) and on Hydra's public path (hydra.launcher.fast=false), and `modal` in
+offline mode (the real modal Function run through Function.local() on the local worker pool). Fixtures come
+from hydra-core's pytest plugin (hydra.extra.pytest_plugin)."""
 from __future__ import annotations
 
 from hydra.test_utils.launcher_common_tests import (
@@ -10,7 +11,7 @@ from hydra.test_utils.launcher_common_tests import (
 )
 from pytest import mark
 
-LAUNCHERS = [("local", []), ("modal", ["hydra.launcher.modal.offline=true"])]
+LAUNCHERS = [("local", []), ("local", ["hydra.launcher.fast=false"]), ("modal", ["hydra.launcher.modal.offline=true"])]
 QUIET = ["hydra/hydra_logging=disabled", "hydra/job_logging=disabled"]
 
 
@@ -29,6 +30,7 @@ class TestSweepLauncherBatched(BatchedSweeperTestSuite):
 @mark.parametrize(
     "task_launcher_cfg, extra_flags",
     [({}, ["-m", "hydra/launcher=local", *QUIET]),
+     ({}, ["-m", "hydra/launcher=local", "hydra.launcher.fast=false", *QUIET]),
      ({}, ["-m", "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *QUIET])],
 )
 class TestSweepLauncherIntegration(IntegrationTestSuite):

@@ -1,6 +1,10 @@
 """What a run cost in US dollars: the device's hourly price times the seconds it was busy."""
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
 
 def cost_usd(seconds: float, price_per_hour: float) -> float:
     """cost = seconds x price_per_hour / 3600.
@@ -9,3 +13,31 @@ def cost_usd(seconds: float, price_per_hour: float) -> float:
     price_per_hour; Modal runs pass billed seconds and the GPU's rate from conf/prices.
     """
     return float(seconds) * float(price_per_hour) / 3600.0
+
+
+def price_table() -> Path:
+    from sweep.paths import CONF_DIR
+
+    return Path(CONF_DIR) / "prices" / "modal_gpu.yaml"
+
+
+@lru_cache(maxsize=4)
+def load_prices(path: Optional[str] = None) -> dict[str, float]:
+    """USD per hour by Modal gpu type (upper case), from conf/prices/modal_gpu.yaml or `path`."""
+    from omegaconf import OmegaConf
+
+    table = OmegaConf.to_container(OmegaConf.load(path or price_table()).usd_per_hour)
+    return {str(k).upper(): float(v) for k, v in table.items()}
+
+
+def gpu_price_per_hour(gpu: Optional[str], path: Optional[str] = None) -> float:
+    """USD per hour for a Modal gpu spec: "L4", "H100!", "A100-80GB:2" (2 GPUs); None: one CPU core."""
+    if not gpu:
+        return load_prices(path)["CPU"]
+    kind, _, count = str(gpu).partition(":")
+    kind = kind.rstrip("!").upper()
+    prices = load_prices(path)
+    if kind not in prices:
+        raise KeyError(f"no Modal price for gpu={gpu!r}: add it to {path or price_table()} "
+                       f"(known: {', '.join(sorted(prices))})")
+    return prices[kind] * (int(count) if count else 1)

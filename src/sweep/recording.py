@@ -1,17 +1,16 @@
 """Hydra callback that records jobs in MLflow when Hydra itself runs them (single runs, and multiruns on
-Hydra's basic launcher). The project's launcher records its jobs itself, in the launching process, so this
-callback stands aside for it."""
+Hydra's basic launcher). Under the project's launcher the same object is the launcher's hooks
+(`sweep.launch_hooks`): it records there, in the launching process, and stands aside in the workers."""
 from __future__ import annotations
 
 import sys
-import traceback
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from sweep.launch_hooks import SweepLaunchHooks, failed_result  # noqa: F401 - failed_result: used here
 from sweep.result import RunResult
 from sweep.validate import ConfigError
 
@@ -26,20 +25,7 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
     return str(target).startswith(OWN_LAUNCHER_PREFIX)
 
 
-def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = "FAILED",
-                  error: str | None = None) -> RunResult:
-    """The record of a job that raised: its config, tags, and the traceback (logged as an artifact).
-
-    `error`: the traceback as text, for a job that raised in another process (the exception's traceback
-    does not travel with it)."""
-    from sweep.job import JOB_KEYS, job_config
-
-    tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_KEYS}
-    return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
-
-
-class MLflowCallback(Callback):
+class MLflowCallback(SweepLaunchHooks):
     def __init__(self) -> None:
         self.recorder: Any = None
         self.parent: str | None = None
@@ -54,6 +40,7 @@ class MLflowCallback(Callback):
         return self.recorder
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        super().on_multirun_start(config, **kwargs)  # offers these hooks to the project's launcher
         if launched_by_own_launcher(config) or not config.mlflow.enabled:
             return
         from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
@@ -89,6 +76,8 @@ class MLflowCallback(Callback):
             self.recorder.end_parent(self.parent, "FAILED", self.results)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.tally is not None:  # the project's launcher drove these hooks: close as its hooks
+            return super().on_multirun_end(config, **kwargs)
         if self.parent is None:
             return
         failed = any(r.status != "FINISHED" for r in self.results)

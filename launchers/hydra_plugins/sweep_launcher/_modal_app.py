@@ -1,8 +1,9 @@
 """Modal side of the launcher: a real modal.App, an Image carrying the project, one Function per GPU type.
 
 Every Function wraps `_core.execute` (payload bytes -> reply bytes). Offline mode calls the very same Function
-through `Function.local()` on a local worker process, so only the network hop is left untested; real mode
-calls `.remote()` inside `app.run()` and streams replies back as the jobs finish.
+through `Function.local()` on a local worker process, so only the network hop is left untested; real mode fans
+the jobs out with `Function.map` inside `app.run()` (retries: `modal.Retries`) and streams each reply back as
+its job finishes.
 
 Credentials: Modal's own token mechanism (`modal token new` / `modal token set`, or MODAL_TOKEN_ID and
 MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts are scrubbed of it.
@@ -13,7 +14,7 @@ import os
 import re
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +26,8 @@ import modal
 from hydra_plugins.sweep_launcher._core import Reply, execute
 
 REMOTE_ROOT = "/root/project"
+# what stays out of the image: environments, stores, outputs, caches
+IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycache__", "**/*.pyc", "**/*.egg-info"]
 # Distributions the job needs in the container, pinned to this machine's versions: the payload is a
 # cloudpickle of Hydra/OmegaConf objects, which must unpickle with the same library versions.
 PINNED = ("hydra-core", "omegaconf", "cloudpickle", "numpy", "array-api-compat", "torch", "modal")
@@ -34,9 +37,11 @@ TOKEN_HELP = ("Modal has no API token on this machine. Set one up with `modal to
 
 
 def project_root() -> Path:
-    from sweep.paths import PROJECT_ROOT
-
-    return Path(PROJECT_ROOT)
+    """The app's project: the nearest directory above the running program (`python -m app`, a script) that
+    holds a pyproject.toml; else the working directory."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    start = Path(main).resolve().parent if main else Path.cwd()
+    return next((d for d in (start, *start.parents) if (d / "pyproject.toml").is_file()), Path.cwd())
 
 
 def _pins() -> list[str]:
@@ -50,20 +55,19 @@ def _pins() -> list[str]:
 
 
 def build_image(python_version: Optional[str] = None) -> modal.Image:
-    """debian_slim + pinned dependencies + the project's source, configs and launcher plugin."""
+    """debian_slim + pinned dependencies + the project directory (its `src/` and `launchers/` on the path)."""
     root = project_root()
     pv = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
-    ignore = ["**/__pycache__", "**/*.pyc", "**/*.egg-info"]
-    return (
-        modal.Image.debian_slim(python_version=pv)
-        .pip_install(*_pins())
-        .pip_install_from_pyproject(str(root / "pyproject.toml"))
-        .env({"PYTHONPATH": f"{REMOTE_ROOT}/src:{REMOTE_ROOT}/launchers", "SWEEP_ROOT": REMOTE_ROOT})
-        .add_local_dir(root / "src" / "sweep", f"{REMOTE_ROOT}/src/sweep", ignore=ignore)
-        .add_local_dir(root / "conf", f"{REMOTE_ROOT}/conf", ignore=ignore)
-        .add_local_dir(root / "launchers" / "hydra_plugins", f"{REMOTE_ROOT}/launchers/hydra_plugins",
-                       ignore=ignore)
-    )
+    path = [f"{REMOTE_ROOT}/{d}" for d in ("src", "launchers") if (root / d).is_dir()] + [REMOTE_ROOT]
+    image = modal.Image.debian_slim(python_version=pv).pip_install(*_pins())
+    if (root / "pyproject.toml").is_file():
+        image = image.pip_install_from_pyproject(str(root / "pyproject.toml"))
+    return image.env({"PYTHONPATH": ":".join(path)}).add_local_dir(root, REMOTE_ROOT, ignore=IGNORE)
+
+
+def retries(n: int) -> Any:
+    """n retries of a failed container call, with exponential back-off (Modal's own policy object)."""
+    return modal.Retries(max_retries=n, backoff_coefficient=2.0, initial_delay=1.0) if n > 0 else 0
 
 
 def function_name(gpu: Optional[str]) -> str:
@@ -78,7 +82,7 @@ def build_app(opts: dict[str, Any], gpus: Iterable[Optional[str]]) -> tuple[moda
     for gpu in sorted(set(gpus), key=str):
         # serialized=True: the Function is made in a factory (its gpu comes from the job), not at import time
         fns[gpu] = app.function(image=image, gpu=gpu, timeout=int(opts.get("timeout", 3600)),
-                                retries=int(opts.get("retries", 0)),
+                                retries=retries(int(opts.get("retries", 0))),
                                 max_containers=int(opts.get("max_containers", 8)),
                                 serialized=True, name=function_name(gpu))(execute)
     return app, fns
@@ -124,30 +128,46 @@ def failure(idx: int, message: str) -> bytes:
 
 def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,
                stop: threading.Event) -> None:
-    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes."""
+    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes.
+
+    One `Function.map` per GPU type (in parallel), unordered: each reply arrives as its job ends. `execute`
+    never raises (a task's error is in its Reply), so an exception out of the map is Modal's own (a container
+    lost, a timeout after `modal.Retries`): the jobs it left unanswered become FAILED with its message."""
     answered: set[int] = set()
+    lock = threading.Lock()
 
     def send(idx: int, data: bytes) -> None:
-        answered.add(idx)
-        out.send_bytes(data)
+        with lock:
+            if idx not in answered:
+                answered.add(idx)
+                out.send_bytes(data)
+
+    def fan_out(fn: Any, group: list[tuple[int, bytes]]) -> None:
+        errors: list[str] = []
+        for item in fn.map([p for _, p in group], order_outputs=False, return_exceptions=True):
+            if stop.is_set():
+                return
+            if isinstance(item, bytes):
+                send(cloudpickle.loads(item).idx, item)
+            else:
+                errors.append(f"Modal: {type(item).__name__}: {item}")
+        for idx, _ in group:  # what the map did not answer
+            if not stop.is_set():
+                send(idx, failure(idx, errors[0] if errors else "Modal: no result came back"))
 
     try:
         app, fns = build_app(opts, [g for _, g, _ in jobs])
         with app.run():
-            with ThreadPoolExecutor(max_workers=max(1, int(opts.get("max_containers", 8)))) as pool:
-                futures = {pool.submit(fns[gpu].remote, payload): idx for idx, gpu, payload in jobs}
-                for fut in as_completed(futures):
-                    if stop.is_set():
-                        break
-                    idx = futures[fut]
-                    try:
-                        send(idx, fut.result())
-                    except Exception as e:  # noqa: BLE001 - a container crash, a timeout: this job FAILED
-                        send(idx, failure(idx, f"Modal: {type(e).__name__}: {e}"))
+            groups: dict[Optional[str], list[tuple[int, bytes]]] = {}
+            for idx, gpu, payload in jobs:
+                groups.setdefault(gpu, []).append((idx, payload))
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                for f in [pool.submit(fan_out, fns[gpu], group) for gpu, group in groups.items()]:
+                    f.result()
     except Exception as e:  # noqa: BLE001 - AuthError, no network: every unanswered job FAILED, at once
         msg = f"Modal: {type(e).__name__}: {e}"
         if type(e).__name__ == "AuthError":
             msg += "\n" + TOKEN_HELP
         for idx, _, _ in jobs:
-            if idx not in answered and not stop.is_set():
+            if not stop.is_set():
                 send(idx, failure(idx, msg))

@@ -1,4 +1,4 @@
-"""Launcher configs, registered under `hydra/launcher`: `sweep` (routes each job by its device), `local`, `modal`.
+"""Launcher configs, registered under `hydra/launcher`: `sweep` (the app's hooks place each job), `local`, `modal`.
 
 Hydra scans this module at start-up: it must stay light (no mlflow, modal or rich imports here).
 """
@@ -25,21 +25,22 @@ class ModalConf:
     retries: int = 0  # modal Function retries
     max_containers: int = 8  # modal Function max_containers: jobs running at once on Modal
     python_version: Optional[str] = None  # container Python; null: this interpreter's major.minor
-    # price table (USD per GPU-hour by modal gpu type); null: <project>/conf/prices/modal_gpu.yaml
+    # price table (USD per GPU-hour by Modal gpu type), read by the app's hooks (the sweep app's cost); null:
+    # the app's default table
     prices: Optional[str] = None
 
 
 @dataclass
 class SweepLauncherConf:
     _target_: str = TARGET
-    route: str = "device"  # device: cpu jobs local, cuda jobs Modal (unless device.local_gpu) | local | modal
+    route: str = "device"  # device: where the app's hooks place each job (sweep: cuda jobs to Modal) | local | modal
     n_workers: Optional[int] = None  # local worker processes; null: CPU count
     force: bool = False  # re-run jobs that already have a FINISHED run with the same resolved config
     progress: bool = True  # live done / failed / running / ETA line (rich) on stderr
     # modules each local worker imports when it starts, while the launcher composes: the first job of a
     # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped
-    # (array_api_compat.numpy: the numpy backend's namespace, ~0.13 s to import)
-    preload: List[str] = field(default_factory=lambda: ["sweep.job", "array_api_compat.numpy"])
+    # (the app's hooks add their own: LaunchHooks.preload)
+    preload: List[str] = field(default_factory=list)
     # fast paths (Hydra internals): compose each distinct set of group choices once, then apply a job's value
     # overrides (_compose.py), and the lean run_job (_run_job.py). null: on where the Hydra version was tested
     # (launcher.TESTED_HYDRA), else Hydra's public load_sweep_config and run_job; false: always the public path

@@ -1,8 +1,9 @@
-"""The sweep launcher: local worker processes and Modal GPUs, one MLflow parent run per sweep.
+"""A Hydra launcher: warm local worker processes and Modal containers, for any Hydra app.
 
-`hydra/launcher=sweep` (the project's default) routes each job by its device config; `local` and `modal`
-send every job to one place. The work happens in `_sweep` (imported on first launch: Hydra scans this module
-at every start-up, so it stays light).
+`hydra/launcher=local` and `modal` send every job to one place; `sweep` (route=device) asks the app's hooks
+where each job runs. What an app adds around its jobs (checks, recording, resume, the exit code) comes through
+`hooks.LaunchHooks`; see docs/architecture.md. The work happens in `_launch` (imported on first launch: Hydra
+scans this module at every start-up, so it stays light).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class SweepLauncher(Launcher):
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.task_function: Optional[TaskFunction] = None
-        self.sweep: Any = None  # _sweep.SweepRun, created by the first launch()
+        self.multirun: Any = None  # _launch.Multirun, created by the first launch()
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -53,6 +54,6 @@ class SweepLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from hydra_plugins.sweep_launcher import _sweep
+        from hydra_plugins.sweep_launcher import _launch
 
-        return _sweep.launch(self, job_overrides, initial_job_idx)
+        return _launch.launch(self, job_overrides, initial_job_idx)

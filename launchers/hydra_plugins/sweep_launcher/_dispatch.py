@@ -1,0 +1,229 @@
+"""One batch of jobs, from the first job sent to the last reply: the local pool, Modal, the hooks, signals.
+
+Local workers get two jobs each (the next waits in the pipe, so a worker never idles while this process hands
+the previous result to the hooks); Modal jobs go out from one thread and their replies come back on a pipe.
+The loop waits on every pipe and on every worker's exit at once, so a worker that dies is seen at once.
+"""
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import pickle
+import sys
+import threading
+import time
+from collections import deque
+from multiprocessing.connection import wait
+from typing import Any, Optional, Sequence
+
+import cloudpickle
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus
+
+from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config
+from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
+from hydra_plugins.sweep_launcher._pool import Pool, Worker
+from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
+
+PER_WORKER = 2  # jobs in flight per local worker
+_session_ids = itertools.count(1)
+
+
+class HooksFailed(Exception):
+    """The app's hooks raised while taking a result (its store cannot be written): the sweep stops."""
+
+
+class Dispatcher:
+    def __init__(self, launcher: Any, jobs: Sequence[Job], pool: Optional[Pool], hooks: Sequence[LaunchHooks],
+                 tally: Tally, offline: bool) -> None:
+        from hydra_plugins.sweep_launcher._progress import Progress
+
+        self.launcher = launcher
+        self.hooks = list(hooks)
+        self.tally = tally
+        self.pool = pool
+        self.offline = offline
+        self.isolate = bool(hooks)  # with hooks, a failure does not stop the sweeper (see hooks.py)
+        self.session = Session(hydra_context=launcher.hydra_context, task_function=launcher.task_function,
+                               singleton_state=Singleton.get_state(), fast=launcher.fast)
+        self.sid = next(_session_ids)
+        self.session_bytes = cloudpickle.dumps(self.session)
+        self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
+        self.local = deque(j for j in jobs if j.where == "local" or offline)
+        self.remote = [j for j in jobs if j.where == "modal" and not offline]
+        self.by_idx = {j.idx: j for j in jobs}
+        self.loader = launcher.hydra_context.config_loader  # a FastComposer when jobs carry a template id
+        self.returns: dict[int, JobReturn] = {}
+        self.stop = threading.Event()
+        self.remote_conn: Any = None
+        self.n_remote_left = len(self.remote)
+        self.progress = Progress(len(jobs), enabled=launcher.progress)
+        self.interrupt = Interrupt()
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    def run(self) -> dict[int, JobReturn]:
+        try:
+            with self.interrupt, self.progress:
+                if self.remote:
+                    self._start_remote()
+                while self.local or self.n_remote_left or self._busy():
+                    self._refill()
+                    arrived = self._collect()
+                    self._refill()  # before handing results over: the workers go on meanwhile
+                    for job, reply in arrived:
+                        self._handle(job, reply)
+                    self.progress.refresh()
+        except Interrupted as e:
+            self._interrupted(e)
+        except HooksFailed as e:
+            self._abort(str(e))
+        return self.returns
+
+    def _busy(self) -> list[Worker]:
+        return [w for w in self.pool.workers if w.jobs] if self.pool is not None else []
+
+    def _refill(self) -> None:
+        for w in self.pool.workers if self.pool is not None else []:
+            while self.local and len(w.jobs) < PER_WORKER:
+                self._send(w, self.local.popleft())
+        self.progress.running_now(len(self._busy()))
+
+    def _send(self, w: Worker, job: Job) -> None:
+        if self.sid not in w.sessions:
+            w.conn.send_bytes(cloudpickle.dumps(("session", self.sid, self.session_bytes)))
+            w.sessions = {self.sid}
+        via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
+        tpl = None
+        if job.template is not None:  # its hydra section goes to each worker once
+            doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
+            tpl = (job.template, doc)
+            w.templates.add(job.template)
+        msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, tpl)
+        try:
+            w.conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
+            w.conn.send_bytes(cloudpickle.dumps(msg))
+        w.jobs.append(job)
+        job.started = time.perf_counter()
+
+    def _collect(self) -> list[tuple[Job, Reply]]:
+        busy = self._busy()
+        waitables: list[Any] = [w.conn for w in busy] + [w.proc.sentinel for w in busy]
+        if self.remote_conn is not None and self.n_remote_left:
+            waitables.append(self.remote_conn)
+        ready = set(wait(waitables, timeout=1.0))
+        arrived: list[tuple[Job, Reply]] = []
+        if self.remote_conn is not None and self.remote_conn in ready:
+            reply: Reply = cloudpickle.loads(self.remote_conn.recv_bytes())
+            self.n_remote_left -= 1
+            arrived.append((self.by_idx[reply.idx], reply))
+        for w in busy:
+            if w.conn not in ready and w.proc.sentinel not in ready:
+                continue
+            try:
+                data = w.conn.recv_bytes() if w.conn.poll() else None
+            except (EOFError, OSError):
+                data = None
+            job = w.jobs.popleft()
+            if data is not None:
+                arrived.append((job, cloudpickle.loads(data)))
+                continue
+            # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
+            w.proc.join(timeout=1)
+            why = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode}) while running the job"
+            arrived.append((job, Reply(idx=job.idx, job_return=None, error=why + "\n", reason=why)))
+            self.local.extendleft(reversed(w.jobs))
+            assert self.pool is not None
+            self.pool.replace(w)
+        return arrived
+
+    # -- one result ------------------------------------------------------------------------------------------
+    def _handle(self, job: Job, reply: Reply) -> None:
+        ret = job_return(job, reply)
+        if reply.files:
+            write_files(job, reply.files)
+        ok = ret.status == JobStatus.COMPLETED
+        outcome = Outcome(status="FINISHED" if ok else "FAILED", job_return=ret, error=reply.error,
+                          reason=reply.reason, wall_s=reply.wall_s, cpu_s=reply.cpu_s,
+                          offline=self.offline and job.where == "modal")
+        self._tell(job, outcome)
+        if ok:
+            self.tally.done += 1
+            value = ret._return_value
+            line = value.summary(job.label()) if hasattr(value, "summary") else f"[FINISHED] {job.label()}"
+            self.progress.job_done(job, ok=True, line=line)
+        else:
+            why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]
+            self.tally.failures.append((job.label(), why))
+            if self.isolate:
+                ret = IsolatedFailure.from_return(ret)
+            self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
+        self.returns[job.idx] = ret
+        self.interrupt.check()
+
+    def _tell(self, job: Job, outcome: Outcome) -> None:
+        """Hand one outcome to the hooks; a signal waits until they are done writing."""
+        self.interrupt.in_write = True
+        try:
+            for h in self.hooks:
+                h.job_ended(job, outcome)
+        except Exception as e:  # noqa: BLE001 - surfaced as one line by _abort
+            raise HooksFailed(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
+        finally:
+            self.interrupt.in_write = False
+
+    # -- Modal ---------------------------------------------------------------------------------------------------
+    def _start_remote(self) -> None:
+        from hydra_plugins.sweep_launcher import _modal_app
+
+        problem = _modal_app.token_problem()
+        if problem:  # fail at once, as FAILED jobs, with how to set a token up
+            for job in self.remote:
+                self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{problem}\n"))
+            self.n_remote_left = 0
+            return
+        self.remote_conn, sender = mp.Pipe(duplex=False)
+        payloads = [(j.idx, j.gpu, cloudpickle.dumps({"session": self.session, "idx": j.idx,
+                                                      "cfg_bytes": cloudpickle.dumps(j.cfg),
+                                                      "collect_files": True}))
+                    for j in self.remote]
+        for j in self.remote:
+            j.started = time.perf_counter()
+            self.progress.job_started(j)
+        threading.Thread(target=_modal_app.run_remote, args=(payloads, self.modal_opts, sender, self.stop),
+                         daemon=True, name="sweep-modal").start()
+
+    # -- the end of a sweep that cannot go on ------------------------------------------------------------------
+    def _stop_all(self) -> tuple[list[Job], int]:
+        """Kill what runs; (the jobs that were running, how many never started)."""
+        Interrupt.ignore()  # a second signal must not cut the recording short
+        self.stop.set()
+        busy = self._busy()
+        running = [w.jobs[0] for w in busy] + [j for j in self.remote if j.idx not in self.returns]
+        not_started = len(self.local) + sum(len(w.jobs) - 1 for w in busy)
+        if self.pool is not None:
+            self.pool.close(kill=True)  # SIGKILL: nothing of a running job may go on
+        self.tally.close()
+        return running, not_started
+
+    def _interrupted(self, e: Interrupted) -> None:
+        running, not_started = self._stop_all()
+        for job in running:
+            try:
+                self._tell(job, Outcome(status="KILLED", job_return=None, reason=f"interrupted ({e.name})",
+                                        error=f"interrupted ({e.name}) while the job was running\n"))
+            except HooksFailed:
+                break
+        self.tally.killed += len(running)
+        print(f"\nsweep: interrupted by {e.name}: {len(running)} running job(s) recorded KILLED, "
+              f"{not_started} not started", file=sys.stderr, flush=True)
+        for h in self.hooks:
+            h.sweep_ended("KILLED", self.tally)
+        raise SystemExit(e.exit_code)
+
+    def _abort(self, why: str) -> None:
+        running, not_started = self._stop_all()
+        print(f"sweep: stopped: {why} ({len(running)} running job(s) killed, {not_started} not started)",
+              file=sys.stderr, flush=True)
+        raise SystemExit(1)

@@ -1,0 +1,107 @@
+"""A job as the launcher holds it, and the JobReturns it hands back to the sweeper."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from hydra_plugins.sweep_launcher._core import Reply
+from hydra_plugins.sweep_launcher.hooks import PlannedJob
+
+
+@dataclass
+class Job(PlannedJob):
+    template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
+    started: Optional[float] = None
+
+
+def task_config(cfg: DictConfig) -> DictConfig:
+    return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+
+
+def _configs_property(name: str) -> property:
+    def get(self: "ReturnedJob") -> Any:
+        if self._source is not None:
+            self._build()
+        return self.__dict__.get(name)
+
+    def set_(self: "ReturnedJob", value: Any) -> None:
+        self.__dict__[name] = value
+
+    return property(get, set_)
+
+
+class ReturnedJob(JobReturn):
+    """A worker's JobReturn. Its cfg and hydra_cfg do not travel back (pickling them both ways cost more than
+    the rest of a job's overhead): they are rebuilt from the launcher's composed config on first access, with
+    the output dir the worker set."""
+
+    _source: Optional[tuple[DictConfig, Optional[str]]] = None
+    cfg = _configs_property("cfg")  # type: ignore[assignment]
+    hydra_cfg = _configs_property("hydra_cfg")  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, ret: JobReturn, full_cfg: DictConfig, output_dir: Optional[str]) -> "ReturnedJob":
+        out = cls(**{k: ret.__dict__.get(k) for k in ("overrides", "working_dir", "task_name", "status",
+                                                      "_return_value")})
+        out._source = (full_cfg, output_dir)
+        return out
+
+    def _build(self) -> None:
+        full, output_dir = self._source  # type: ignore[misc]
+        self._source = None
+        self.__dict__["cfg"] = task_config(full)
+        hydra_cfg = OmegaConf.masked_copy(full, "hydra")
+        if output_dir is not None:
+            with read_write(hydra_cfg.hydra.runtime), open_dict(hydra_cfg.hydra.runtime):
+                hydra_cfg.hydra.runtime.output_dir = output_dir
+        OmegaConf.set_readonly(hydra_cfg.hydra, True)
+        self.__dict__["hydra_cfg"] = hydra_cfg
+
+
+class IsolatedFailure(ReturnedJob):
+    """A FAILED JobReturn whose `return_value` gives the exception instead of raising it, so the sweeper
+    goes on with its next batch; the hooks' sweep_ended decides the exit code once the whole sweep ran."""
+
+    @property  # type: ignore[override]
+    def return_value(self) -> Any:
+        return self._return_value
+
+    @return_value.setter
+    def return_value(self, value: Any) -> None:
+        self._return_value = value
+
+    @classmethod
+    def from_return(cls, ret: JobReturn) -> "IsolatedFailure":
+        failure = cls.__new__(cls)  # the same fields (lazy configs included)
+        failure.__dict__.update(ret.__dict__)
+        return failure
+
+
+def job_return(job: Job, reply: Reply) -> JobReturn:
+    if reply.job_return is not None:
+        return ReturnedJob.of(reply.job_return, job.cfg, reply.output_dir)
+    # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
+    return JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), hydra_cfg=None, working_dir=None,
+                     task_name=str(job.cfg.hydra.job.name), status=JobStatus.FAILED,
+                     _return_value=RuntimeError((reply.error or "failed").strip().splitlines()[-1]))
+
+
+def skipped_return(job: Job) -> JobReturn:
+    """A job the hooks skipped (already done): COMPLETED with no value."""
+    return JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), task_name=str(job.cfg.hydra.job.name),
+                     status=JobStatus.COMPLETED, _return_value=None)
+
+
+def write_files(job: Job, files: dict[str, str]) -> None:
+    """Output files of a job that ran in a Modal container, under its usual local job dir."""
+    HydraConfig.instance().set_config(job.cfg)
+    out = Path(str(job.cfg.hydra.sweep.dir)) / str(job.cfg.hydra.sweep.subdir)
+    for rel, text in files.items():
+        p = out / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)

@@ -1,0 +1,125 @@
+"""One batch of the sweeper, in the launching process: compose every job, place it, let the app's hooks check
+and skip jobs, then hand the rest to the dispatcher.
+
+A `Multirun` lives for all of the sweeper's batches: the app's hooks (taken once), the tally they are told
+at the end, and the local worker pool. Only this process talks to the hooks (and so writes the app's store):
+workers and Modal containers send back a `_core.Reply`.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from hydra.core.utils import JobReturn, configure_log, setup_globals
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from hydra_plugins.sweep_launcher import hooks as hooks_mod
+from hydra_plugins.sweep_launcher._jobs import Job, skipped_return
+from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
+from hydra_plugins.sweep_launcher.naming import Namer, swept_keys, sweep_overrides
+
+
+class Multirun:
+    def __init__(self, launcher: Any) -> None:
+        cfg: DictConfig = launcher.config
+        self.hooks: list[LaunchHooks] = hooks_mod.take()
+        self.tally = Tally()
+        self.n_workers = int(launcher.n_workers or os.cpu_count() or 1)
+        env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
+        self.offline = bool(launcher.modal.get("offline", False)) or env_offline
+        self.tally.launcher = {
+            "name": str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher", default=launcher.route)),
+            "route": launcher.route, "n_workers": self.n_workers, "force": launcher.force,
+            "modal.offline": self.offline}
+        self.tally.closers.append(self.close_pool)
+        for h in self.hooks:
+            h.driven, h.tally = True, self.tally  # driven travels to the workers with Hydra's context
+        self.pool: Optional[Pool] = None
+        self.namer = Namer(swept_keys(sweep_overrides(cfg.hydra)))
+
+    def close_pool(self, kill: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.close(kill=kill)
+            self.pool = None
+
+    def placement(self, cfg: DictConfig, route: str) -> tuple[str, Optional[str]]:
+        where, gpu = "local", None
+        for h in self.hooks:
+            said = h.placement(cfg)
+            if said is not None:
+                where, gpu = said
+                break
+        return (where if route == "device" else route), gpu
+
+
+def compose(launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Job]:
+    """Each job's config as Hydra's launchers compose it (`load_sweep_config`, then hydra.job.id and num);
+    with the fast path, FastComposer hands over the sweeper's own composition of the job."""
+    loader = launcher.hydra_context.config_loader
+    jobs = []
+    for i, overrides in enumerate(job_overrides):
+        idx = initial_job_idx + i
+        if hasattr(loader, "take"):  # FastComposer
+            cfg, template = loader.take(launcher.config, list(overrides))
+        else:
+            cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
+        with open_dict(cfg):
+            cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
+            cfg.hydra.job.num = idx
+        where, gpu = run.placement(cfg, launcher.route)
+        jobs.append(Job(idx=idx, overrides=list(overrides), cfg=cfg, where=where,
+                        gpu=gpu if where == "modal" else None, template=template))
+    return jobs
+
+
+def plan(run: Multirun, jobs: list[Job]) -> set[int]:
+    """The hooks' checks (exit 2 on a refused job, before any job starts) and the jobs they skip."""
+    skip: set[int] = set()
+    try:
+        for h in run.hooks:
+            skip |= h.plan(jobs)
+    except Refused as e:
+        run.tally.close()  # nothing runs: no worker may stay
+        print(str(e), file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    return skip
+
+
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher
+
+    setup_globals()
+    cfg: DictConfig = launcher.config
+    configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
+    Path(str(cfg.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    run: Multirun = launcher.multirun or Multirun(launcher)
+    launcher.multirun = run
+    if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process composes
+        if run.offline:  # import modal once here, before the fork, not once per worker
+            import hydra_plugins.sweep_launcher._modal_app  # noqa: F401
+        n = min(run.n_workers, len(job_overrides))
+        if run.pool is None:
+            run.pool = Pool(n, [*launcher.preload, *(m for h in run.hooks for m in h.preload)])
+        else:
+            run.pool.grow(n)
+    gc.freeze()  # Hydra's state and the imports stay for the whole sweep: per-job collections skip them
+    jobs = compose(launcher, run, job_overrides, initial_job_idx)
+    for job, name in zip(jobs, run.namer.names([j.overrides for j in jobs], [j.idx for j in jobs])):
+        job.name = name
+    skip = plan(run, jobs)
+    returns: dict[int, JobReturn] = {}
+    if skip and not launcher.force:
+        for j in jobs:
+            if j.idx in skip:
+                returns[j.idx] = skipped_return(j)
+        run.tally.skipped += len(skip)
+        print(f"sweep: skipping {len(skip)} job(s) already done (hydra.launcher.force=true re-runs them)",
+              flush=True)
+    todo = [j for j in jobs if j.idx not in returns]
+    if todo:
+        returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline).run())
+    return [returns[j.idx] for j in jobs]

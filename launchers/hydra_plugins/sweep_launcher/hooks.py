@@ -1,0 +1,148 @@
+"""The one seam between this launcher and the app it runs: `LaunchHooks`, a Hydra callback that the launcher
+also drives from the launching process. The launcher imports nothing of the app; the app names its hooks the
+usual Hydra way, in `hydra.callbacks` (`_target_: myapp.MyHooks`, a subclass of `LaunchHooks`).
+
+Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`, `on_job_end`,
+`on_multirun_end`, ...). Under this launcher they offer themselves at `on_multirun_start`, and the launcher
+then calls, in the launching process:
+
+    placement(cfg)              where a job runs under route=device: ("local" | "modal", Modal gpu or None)
+    plan(jobs)                  before any job of a batch starts: refuse a bad job (raise `Refused`: the
+                                launcher prints its message and exits 2), return the indices of jobs to skip
+                                (already done: resume; ignored with hydra.launcher.force=true)
+    job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process
+    sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
+
+and they stand aside on the job side: `self.driven` is true in the workers (Hydra's run_job calls
+`on_job_end` there), so the app records each job once, from one process, whatever ran it.
+
+With hooks, a failed job does not stop the sweep: the launcher returns it as a FAILED JobReturn that does not
+raise, and `sweep_ended` (default: the summary, the failures, exit 1) decides the exit code once every batch
+ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises the first failure of a batch).
+"""
+# No `from __future__ import annotations`: Hydra's plugin scan execs this module outside sys.modules, where
+# dataclasses cannot resolve string annotations.
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from hydra.core.utils import JobReturn
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+_offered: list["LaunchHooks"] = []  # hooks of the multirun in progress in this process
+
+
+class Refused(Exception):
+    """Raised by `plan`: a job's config is not allowed. The launcher prints the message and exits 2 before
+    any job starts."""
+
+
+@dataclass
+class PlannedJob:
+    """A composed job as the hooks see it."""
+
+    idx: int
+    overrides: list[str]
+    cfg: DictConfig  # composed, hydra section included
+    where: str = "local"  # local | modal
+    gpu: Optional[str] = None
+    data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
+    name: str = ""  # what the job varies within the sweep (naming.py): console lines, run name, failures
+
+    def label(self) -> str:
+        return self.name or f"#{self.idx} " + (" ".join(self.overrides) or "(no overrides)")
+
+
+@dataclass
+class Outcome:
+    status: str  # FINISHED | FAILED | KILLED
+    job_return: Optional[JobReturn]  # None: the job never ran to an end (worker died, Modal refused, killed)
+    error: Optional[str] = None  # traceback text
+    reason: Optional[str] = None  # one line
+    wall_s: float = 0.0  # the task's wall-clock where it ran (Modal: what is billed)
+    cpu_s: float = 0.0  # the task's CPU seconds
+    offline: bool = False  # a Modal job run through Function.local()
+
+    @property
+    def value(self) -> Any:
+        return self.job_return._return_value if self.job_return is not None else None  # noqa: SLF001
+
+
+@dataclass
+class Tally:
+    """What the launcher saw over the whole multirun."""
+
+    t0: float = field(default_factory=time.perf_counter)  # when the multirun's first batch began
+    done: int = 0
+    skipped: int = 0
+    killed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
+    launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
+    closers: list[Any] = field(default_factory=list)  # the launcher's own end-of-sweep steps (its pool)
+
+    def close(self) -> None:
+        while self.closers:
+            self.closers.pop()()
+
+
+class LaunchHooks(Callback):
+    driven: bool = False  # set by the launcher: true in the workers and in the launching process
+    tally: Optional[Tally] = None
+    # modules each local worker imports when it starts, while the launcher composes: a worker's first job
+    # then pays no import time (added to hydra.launcher.preload; missing ones are skipped)
+    preload: Sequence[str] = ()
+
+    # -- what the launcher calls (launching process) ----------------------------------------------------------
+    def placement(self, cfg: DictConfig) -> Optional[tuple[str, Optional[str]]]:
+        return None  # no opinion: local
+
+    def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
+        return set()
+
+    def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
+        pass
+
+    def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
+        """Default: one summary line, the failures on stderr, exit 1 when there were any (not when the sweep
+        was interrupted: the launcher exits 128+signal)."""
+        n_failed = len(tally.failures)
+        msg = (f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
+               + (" (already done; hydra.launcher.force=true re-runs them)" if tally.skipped else "")
+               + (f", {tally.killed} killed" if tally.killed else "") + note)
+        print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)
+        if tally.failures:
+            print("sweep: failed jobs:", file=sys.stderr)
+            for label, why in tally.failures:
+                print(f"  {label}: {why}", file=sys.stderr)
+            sys.stderr.flush()
+            if status != "KILLED":
+                raise SystemExit(1)
+
+    # -- Hydra's callback events ----------------------------------------------------------------------------
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.driven, self.tally = False, None
+        _offered.append(self)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self in _offered:
+            _offered.remove(self)
+        tally, self.tally = self.tally, None
+        if tally is not None:  # driven by the launcher: the sweep ends here (Hydra calls this after the sweeper)
+            tally.close()
+            self.sweep_ended("FAILED" if tally.failures else "FINISHED", tally)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Hooks travel to the workers inside Hydra's context. Driven: only the flag (the app's state, an open
+        # store, stays in the launching process); under another launcher, as they are.
+        if self.driven:
+            return {"driven": True}
+        return {k: v for k, v in self.__dict__.items() if k != "tally"}
+
+
+def take() -> list[LaunchHooks]:
+    """The hooks offered by this process's multirun (the launcher calls this once, at its first launch)."""
+    out = list(_offered)
+    _offered.clear()
+    return out
