@@ -67,7 +67,7 @@ def test_an_apps_hooks_are_driven_by_the_launcher_in_the_launching_process(tmp_p
     assert "sweep: 2 job(s) finished, 1 failed, 1 skipped" in p.stderr and "ValueError: three" in p.stderr
 
     p = app(tmp_path, "hydra/launcher=local", "x=1,-1")
-    assert p.returncode == 2 and "app: x must be >= 0 (job #1 x=-1)" in p.stderr
+    assert p.returncode == 2 and "app: x must be >= 0 (job x=-1)" in p.stderr
     assert "ENDED" not in p.stdout  # refused before any job started
 
 
