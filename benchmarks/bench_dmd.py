@@ -1,7 +1,7 @@
 """DMD throughput: sweep's run-based offline DMD (sweep.trackers.dmd) against a straightforward per-element
 splay-tree implementation in pure Python (written here), on the same traces. Both must give the same DMD.
 
-    /tmp/venv/bin/python benchmarks/bench_dmd.py [--hidden 1000] [--steps 10]
+    .venv/bin/python benchmarks/bench_dmd.py [--hidden 1000] [--steps 10]
 
 Traces: one single-sample standard step at n=20, H=hidden (the published protocol, ~1e5 element accesses at
 H=1000), and `steps` consecutive single-sample steps after one INIT (a longer trace whose stack carries over).

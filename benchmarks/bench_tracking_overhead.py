@@ -1,12 +1,14 @@
 """What tracker.scope=all_steps (every training step traced; per-epoch curves + totals) costs over an untracked
 run (tracker=none) of the same job. Target: <= 1.25x.
 
-    /tmp/venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,cache,dmd] [k=v ...]
+    .venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,cache,dmd,energy] [k=v ...]
 
 Tracking costs twice: recording events inside the solve, and summarising the traces after it (the whole run
-and every epoch). Both are measured on the real job path (sweep.job.run): the solve as the logged
-wall_clock_s, the summaries by timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none
-+ summaries) / solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
+and every epoch). Both are kept small by the trace's step templates (sweep.trackers.trace): a step's events are
+compared with the previous step's and stored as a template id, and the passes run per (state, template).
+Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
+timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
+solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
 other load on a shared machine only ever adds time. (The job's untimed per-epoch diagnostics do not depend on
 tracking and are left out of the ratio.)
 """
@@ -60,7 +62,7 @@ def measure(cfg) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--trackers", default="ard", help="comma-separated trackers to compare with none")
+    ap.add_argument("--trackers", default="ard,cache,dmd,energy", help="comma-separated trackers to compare with none")
     ap.add_argument("overrides", nargs="*", help="extra config overrides, e.g. method.hidden=500")
     args = ap.parse_args()
     from hydra import compose, initialize_config_dir

@@ -91,17 +91,17 @@ def _cache_metrics(c: Columns, dists: np.ndarray, kinds: np.ndarray, seg: np.nda
     misses = np.bincount(seg[miss], minlength=n)
     miss_floats = np.bincount(seg[miss], weights=c.sizes[miss], minlength=n)
     warm = miss & (dists >= 0)  # cold reads have no distance (as in ARD)
+    # integer-valued float64 sums are exact (below 2**53), so these equal summing event by event in Python
+    num = np.bincount(seg[warm], weights=c.sizes[warm] * dists[warm], minlength=n)
+    den = np.bincount(seg[warm], weights=c.sizes[warm], minlength=n)
     out = []
     for i in range(n):
-        mine = warm & (seg == i) if n > 1 else warm
-        # integer sums, then one division: the same figure as summing event by event in Python
-        num, den = int((c.sizes[mine] * dists[mine]).sum()), int(c.sizes[mine].sum())
         h, m = int(hits[i]), int(misses[i])
         out.append({
             "cache_hit_rate": h / (h + m) if h + m else 0.0,
             "cache_hits": float(h),
             "cache_misses": float(m),
-            "effective_ard": num / den if den else 0.0,
+            "effective_ard": int(num[i]) / int(den[i]) if den[i] else 0.0,
             "cache_miss_floats": float(int(miss_floats[i])),
         })
     return out

@@ -18,7 +18,6 @@ import numpy as np
 
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.replay import Replay
 from sweep.trackers.stack import DepthRuns, depth_runs, stack_replay
 from sweep.trackers.trace import Trace
 
@@ -36,23 +35,43 @@ def element_distances(trace: Trace) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def dmd_of(runs: DepthRuns) -> float:
+def sqrt_sums(top: int) -> np.ndarray:
+    """csum[d] = sqrt(1) + ... + sqrt(d), d = 0..top: a run of depths a..b sums to csum[b] - csum[a-1]. np.cumsum
+    adds in order, so a longer table has the same entries: one table serves many traces."""
+    return np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, top + 1, dtype=np.float64)))))
+
+
+def _top(runs: DepthRuns) -> int:
+    """The deepest first depth of a run of consecutive depths (what the sqrt_sums table must reach)."""
+    consecutive = runs.first[runs.step != 0]
+    return int(consecutive.max()) if len(consecutive) else 0
+
+
+def dmd_of(runs: DepthRuns, csum: np.ndarray | None = None) -> float:
     """Sum of sqrt(depth) over the runs' elements, added run by run in trace order (np.cumsum is sequential, so
-    the float result is the same as a Python loop's, whatever the trace's segmentation)."""
+    the float result is the same as a Python loop's, whatever the trace's segmentation). ``csum``: a
+    sqrt_sums table reaching at least _top(runs)."""
     if not len(runs.first):
         return 0.0
     first, step, count = runs.first, runs.step, runs.count
-    # csum[d] = sqrt(1) + ... + sqrt(d): a run of depths a..b sums to csum[b] - csum[a-1]
-    csum = np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, int(first.max()) + 1, dtype=np.float64)))))
+    csum = sqrt_sums(_top(runs)) if csum is None else csum
     flat = step == 0
     per_run = np.where(flat, count * np.sqrt(first.astype(np.float64)),
-                       csum[first] - csum[np.where(flat, 0, first - count)])
+                       csum[np.where(flat, 0, first)] - csum[np.where(flat, 0, first - count)])
     return float(np.cumsum(per_run)[-1])
 
 
-def dmd(trace: Trace, replay: Replay | None = None) -> float:
+def dmd(trace: Trace) -> float:
     """Sum of sqrt(depth) over read elements."""
-    return dmd_of(depth_runs(trace, reads_move=False, replay=replay))
+    return dmd_of(depth_runs(trace, reads_move=False))
+
+
+def dmd_each(traces: list[Trace]) -> list[float]:
+    """dmd(t) for every trace, each on its own stack: one memo and one sqrt table for all of them."""
+    replay = stack_replay()
+    runs = [depth_runs(t, reads_move=False, replay=replay) for t in traces]
+    csum = sqrt_sums(max((_top(r) for r in runs), default=0))
+    return [dmd_of(r, csum) for r in runs]
 
 
 @dataclass
@@ -65,5 +84,4 @@ class DMDTracker(TrackerBase):
         return ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        replay = stack_replay()  # one memo for every epoch
-        return [{**a, "dmd": dmd(t, replay)} for a, t in zip(ard_each(traces), traces)]
+        return [{**a, "dmd": d} for a, d in zip(ard_each(traces), dmd_each(traces))]

@@ -19,10 +19,10 @@ from sweep.meter import meter_solve
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.columns import Columns
-from sweep.trackers.dmd import dmd
+from sweep.trackers.dmd import dmd, dmd_each
 from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
 from sweep.trackers.replay import Replay
-from sweep.trackers.stack import COLD, depth_runs, stack_replay
+from sweep.trackers.stack import COLD, depth_runs
 from sweep.trackers.trace import Trace
 
 
@@ -123,6 +123,5 @@ class EnergyTracker(TrackerBase):
         return meter_solve(solve, device, clock, self.meter_window_s)
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        replay = stack_replay()  # one memo for every epoch's DMD
-        return [{**a, "dmd": dmd(t, replay), **e}
-                for a, t, e in zip(ard_each(traces), traces, energy_each(traces, self.model))]
+        return [{**a, "dmd": d, **e}
+                for a, d, e in zip(ard_each(traces), dmd_each(traces), energy_each(traces, self.model))]
