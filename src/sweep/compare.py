@@ -23,7 +23,7 @@ from typing import Any, Sequence
 METRICS = ("accuracy", "epochs", "wall_clock_s", "warmup_s", "ard", "reads", "writes", "total_floats", "dmc", "dmd",
            "cache_hit_rate", "energy_pj", "cost_usd")
 # Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
-CURVES = ("test_accuracy", "train_loss", "test_loss", "hidden_progress")
+CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
 # How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
 RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
 # Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.

@@ -158,8 +158,9 @@ def plot_default(cmp: "Comparison", path: Path) -> Path:
 
 
 # -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
-CURVE_LABELS = {"test_accuracy": "test accuracy", "train_loss": "train loss", "test_loss": "test loss",
-                "hidden_progress": "hidden progress ||w_t - w_0||_1"}
+CURVE_LABELS = {"test_accuracy": "accuracy (test; train dashed)", "train_loss": "train loss",
+                "test_loss": "test loss", "hidden_progress": "hidden progress ||w_t - w_0||_1"}
+DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (grokking: train fits first)
 
 
 def plot_curves(cmp: "Comparison", path: Path) -> Path:
@@ -172,6 +173,8 @@ def plot_curves(cmp: "Comparison", path: Path) -> Path:
             ax.plot(epochs, mean, color=f"C{i % 10}", label=" ".join(row.key.values()) or "all")
             ax.fill_between(epochs, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
                             color=f"C{i % 10}", alpha=0.2)
+            if DASHED.get(name) in row.curves:
+                ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=f"C{i % 10}", ls="--", lw=0.8)
         ax.set_xlabel("epoch")
         ax.set_ylabel(CURVE_LABELS[name])
         if name == "hidden_progress":
