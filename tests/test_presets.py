@@ -14,7 +14,7 @@ from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
 
 PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n", "sign_vs_sgd", "curriculum_speedup", "lr_width",
-           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models")
+           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models", "energy_proxies")
 
 
 def _compose(*overrides: str):
@@ -93,6 +93,33 @@ def test_curriculum_speedup_prints_speedups_against_direct_training(store, tmp_p
     assert cur.relative["epochs speed-up"] == f"{sgd.stats['epochs'].mean / cur.stats['epochs'].mean:.2f}x"
     assert cur.relative["wall_clock_s speed-up"].endswith("x")
     assert [Path(f).name for f in files[2:]] == ["curriculum_speedup.png", "curriculum_speedup-curves.png"]
+def test_energy_proxies_arms():
+    e = _compose("sweeps=energy_proxies")
+    assert (e.tracker.name, e.tracker.scope) == ("energy", "all_steps")
+    assert e.hydra.sweeper.params["tracker.hierarchy"] == "cpu,gpu"
+    assert e.hydra.sweeper.params["problem.seed"] == "42,43,44"
+    arms = e.hydra.sweeper.params["+sweeps/energy_proxies_arm"].split(",")
+    seen = set()
+    for arm in arms:
+        c = _compose("sweeps=energy_proxies", f"+sweeps/energy_proxies_arm={arm}")
+        seen.add((c.method.name, c.variant.name, c.variant.tile_size, c.method.get("hidden")))
+    methods = {m for m, *_ in seen}
+    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"}
+    sgd = {(v, t, h) for m, v, t, h in seen if m == "sgd"}
+    assert sgd == {(v, t, h) for h in (100, 200) for v, t in
+                   (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))}
+
+
+@pytest.mark.slow
+def test_energy_proxies_runs_and_ranks_the_proxies(store, tmp_path):
+    # the preset shrunk to its cheap arms: a command-line sweep replaces the preset's
+    proc = run_sweep("sweeps=energy_proxies", "+sweeps/energy_proxies_arm=gf2,km", "problem.seed=42,43",
+                     "tracker.meter=none", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cmp, files = compare.compare("energy_proxies", out_dir=tmp_path / "cmp")
+    for hierarchy in ("cpu", "gpu"):
+        assert f"| {hierarchy} | energy_pj | 4 | Spearman |" in cmp.proxies
+    assert {"proxies.md", "energy_proxies-proxies.png"} <= {Path(f).name for f in files}
 
 
 @pytest.mark.slow

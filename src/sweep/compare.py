@@ -72,6 +72,7 @@ class Comparison:
     metrics: list[str]
     rows: list[Row]
     relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
+    proxies: str = ""  # the proxy ranking (sweep.proxies), as Markdown, when the preset asks for one
 
     # -- renderings -------------------------------------------------------------------------------
     def header(self) -> list[str]:
@@ -327,6 +328,25 @@ def study_settings(study: str) -> dict[str, Any]:
     return OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[return-value]
 
 
+def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Path, plot: bool = True) -> list[Path]:
+    """The preset's `compare.proxies`: each proxy's rank correlation with the target(s) (sweep.proxies), kept on
+    `cmp.proxies` (Markdown) and written as proxies.md (+ the scatter grid <study>-proxies.png)."""
+    from sweep import proxies as px
+
+    targets = spec.get("target", ["energy_pj"])
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    by, metrics = spec.get("by", ""), list(spec.get("metrics", []))
+    rankings = px.rank_proxies(runs, targets, by, metrics, keys=cmp.keys)
+    cmp.proxies = px.markdown(rankings, metrics, by) if rankings else ""
+    files = [out_dir / "proxies.md"]
+    files[0].write_text(f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
+                        f"One point per finished run, per {by}.\n\n{cmp.proxies}")
+    if plot and rankings:
+        files.append(px.plot(rankings, metrics, out_dir / f"{cmp.study}-proxies.png",
+                             f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
+    return files
+
+
 # -- the command ---------------------------------------------------------------------------------
 def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = None, log: bool = True,
             plot: bool = True, settings: dict[str, Any] | None = None) -> tuple[Comparison, list[Path]]:
@@ -360,6 +380,8 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
         files.append(plot_comparison(cmp, out_dir / f"{study}.png"))
         if any(r.curves for r in cmp.rows):
             files.append(plot_curves(cmp, out_dir / f"{study}-curves.png"))
+    if settings.get("proxies"):
+        files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     if log:
         for f in files:
             client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
@@ -384,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if a.markdown:
         print(cmp.markdown(), end="")
+        if cmp.proxies:
+            print("\n" + cmp.proxies, end="")
     else:
         from rich.console import Console
 
@@ -392,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in cmp.rows:
             if r.failure:
                 console.print(f"[red]{_label(cmp.keys, r)}[/red]: {r.failure}")
+        if cmp.proxies:
+            console.print(cmp.proxies, markup=False)
         console.print("wrote " + ", ".join(str(f) for f in files)
                       + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
     return 0

@@ -62,7 +62,7 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
         ax.set_title(LABELS[metric] + (f" (hidden={hidden:g})" if hidden is not None else ""))
         ax.legend(fontsize=8)
     fig.suptitle(f"{cmp.study}: tiled W1 vs baseline (mean ± std over seeds)")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _fmt_like(cmp: "Comparison", key: str, value: float) -> str:
@@ -111,7 +111,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
     ax2.set_title("GPU/CPU time ratio per method")
     _annotate_failures(ax2, cmp)
     fig.suptitle(f"{cmp.study}: mean ± std over repeats")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # -- ard_variants (seed 001): ARD per training variant ---------------------------------------------
@@ -124,7 +124,7 @@ def plot_variants(cmp: "Comparison", path: Path) -> Path:
         ax.text(i, st.mean, f"{st.mean:,.0f}", ha="center", va="bottom")
     ax.set_ylabel(LABELS["ard"])
     ax.set_title(f"{cmp.study}: ARD per variant")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # -- anything else: each metric against the swept keys ---------------------------------------------
@@ -154,7 +154,7 @@ def plot_default(cmp: "Comparison", path: Path) -> Path:
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(LABELS.get(metric, metric))
     fig.suptitle(f"{cmp.study}: mean ± std over seeds/repeats")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
@@ -181,10 +181,10 @@ def plot_curves(cmp: "Comparison", path: Path) -> Path:
             ax.set_yscale("log")
     axes[0][0].legend(fontsize=7, title=" ".join(cmp.keys) or None, title_fontsize=7)
     fig.suptitle(f"{cmp.study}: per-epoch curves, mean ± std over seeds (a run that stopped keeps its last value)")
-    return _save(fig, path)
+    return save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

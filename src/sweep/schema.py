@@ -170,6 +170,8 @@ class CompareConfig:
 
     baseline: dict[str, Any] = field(default_factory=dict)  # swept key -> value of the baseline arm
     relative: dict[str, str] = field(default_factory=dict)  # metric -> percent | speedup, against the baseline
+    # proxy ranking (sweep.proxies): {target: [metric, ...], by: a swept key, metrics: [proxy, ...]}
+    proxies: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

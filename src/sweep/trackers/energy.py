@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.meter import meter_solve
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
+from sweep.trackers.cache import cache_report
 from sweep.trackers.columns import Columns
 from sweep.trackers.dmd import dmd, dmd_each
 from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
@@ -99,7 +100,8 @@ def _plain(node: Any) -> Any:
 
 @dataclass
 class EnergyTracker(TrackerBase):
-    """tracker=energy: modelled energy on tracker.hierarchy, plus ard, dmc and dmd of the same trace."""
+    """tracker=energy: modelled energy on tracker.hierarchy, plus the proxies of the same trace: ard, dmc, dmd
+    and the whole-buffer LRU cache's figures (cache_miss_floats, ...; capacity tracker.cache_size_floats)."""
 
     name: str = "energy"
     hierarchy: str = "cpu"
@@ -113,8 +115,8 @@ class EnergyTracker(TrackerBase):
         self.model = load_hierarchy(self.hierarchy, _plain(self.levels), _plain(self.ops_pj), self.bytes_per_float)
 
     def summarize(self, trace: Trace) -> TrackerReport:
-        return (ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
-                .merge(energy_report(trace, self.model)))
+        return (ard_report(trace).merge(cache_report(trace, self.cache_size_floats))
+                .merge(TrackerReport({"dmd": dmd(trace)})).merge(energy_report(trace, self.model)))
 
     def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
                 ) -> tuple[dict[str, float], dict[str, str]]:
