@@ -5,6 +5,10 @@ splay-tree implementation in pure Python (written here), on the same traces. Bot
 
 Traces: one single-sample standard step at n=20, H=hidden (the published protocol, ~1e5 element accesses at
 H=1000), and `steps` consecutive single-sample steps after one INIT (a longer trace whose stack carries over).
+
+Then the energy tracker's stack pass (every level of the cpu hierarchy in one LRU pass, sweep.trackers.energy)
+against DMD's on the whole-solve trace (tracker.scope=all_steps) of SGD at n=20, hidden=--solve-hidden (200):
+float accesses per second and their ratio (target: energy no slower than DMD, >= 1.0x).
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import numpy as np
 from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
 from sweep.trackers.dmd import dmd
+from sweep.trackers.energy import level_counts
+from sweep.trackers.hierarchy import load_hierarchy
 from sweep.trackers.trace import READ, Trace
 from sweep.variants.standard import Standard
 
@@ -148,10 +154,37 @@ def timed(f, trace: Trace, min_s: float = 0.5) -> tuple[float, float]:
             return value, (time.perf_counter() - t0) / calls
 
 
+def solve_trace(hidden: int) -> Trace:
+    """The all_steps trace of one default SGD solve (n=20, k=3, n_train=1000) at this width."""
+    from sweep.methods.base import Context
+    from sweep.problems.sparse_parity import SparseParity
+    from sweep.variants.standard import Standard as StandardVariant
+
+    problem, trace = SparseParity(), Trace()
+    ctx = Context(problem=problem, data=problem.generate(), backend=Backend("numpy"), trace=trace,
+                  scope="all_steps", variant=StandardVariant())
+    SGD(hidden=hidden).solve(ctx)
+    return trace
+
+
+def energy_vs_dmd(hidden: int) -> None:
+    trace = solve_trace(hidden)
+    floats = sum(trace.sizes)
+    cpu = load_hierarchy("cpu")
+    _, t_dmd = timed(dmd, trace)
+    _, t_energy = timed(lambda t: level_counts(t, cpu), trace)
+    print(f"\nwhole-solve SGD trace, n=20, H={hidden}: {len(trace):,} events, {floats:,} float accesses")
+    print(f"{'pass':<28} {'floats/s':>14}")
+    print(f"{'dmd (reads observed)':<28} {floats / t_dmd:>14,.0f}")
+    print(f"{'energy (LRU, all levels)':<28} {floats / t_energy:>14,.0f}")
+    print(f"energy / dmd throughput: {t_dmd / t_energy:.2f}x (target >= 1.0x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hidden", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--solve-hidden", type=int, default=200)
     args = ap.parse_args()
     print(f"{'trace':<28} {'elements':>10} {'splay el/s':>12} {'sweep el/s':>13} {'ratio':>8}  DMD")
     for label, steps in ((f"1 standard step, H={args.hidden}", 1),
@@ -163,6 +196,7 @@ def main() -> None:
         assert math.isclose(ref, got, rel_tol=1e-9), (ref, got)
         print(f"{label:<28} {elements:>10,} {elements / t_ref:>12,.0f} {elements / t_got:>13,.0f} "
               f"{t_ref / t_got:>7,.0f}x  {got:,.1f}")
+    energy_vs_dmd(args.solve_hidden)
 
 
 if __name__ == "__main__":
