@@ -32,7 +32,7 @@ SMALL = {  # a few epochs of a narrow net: enough to cover every branch of the l
     "forward_forward": ("method.hidden=8", "method.max_epochs=2"),
     "km": ("method.influence_samples=40",),
 }
-TILE = {"tiled": ("variant.tile_size=4",)}
+TILE = {v: ("variant.tile_size=4",) for v in ("tiled", "tiled_fused", "tiled_w2")}
 
 
 def applies(method: str, problem: str) -> bool:

@@ -120,12 +120,16 @@ EXTRA_CHECKS: list[Callable[[ConfigView], None]] = []
 
 
 def _tile_size_divides_hidden(cfg: ConfigView) -> None:
-    """variant=tiled: tile_size must divide method.hidden (the error lists the divisors that would)."""
-    if cfg.select("variant.name") != "tiled":
+    """A tiled variant (its class says ``tiled``): tile_size must divide method.hidden (the error lists the
+    divisors that would)."""
+    from sweep.methods.applicability import target_class
+
+    if not getattr(target_class(cfg, "variant"), "tiled", False):
         return
+    variant = cfg.select("variant.name")
     hidden = cfg.select("method.hidden")
     if not isinstance(hidden, int) or hidden < 1:
-        raise ConfigError(f"variant=tiled needs a method with hidden units (method.hidden); "
+        raise ConfigError(f"variant={variant} needs a method with hidden units (method.hidden); "
                           f"method={cfg.select('method.name', '?')} has none")
     size = cfg.select("variant.tile_size")
     divisors = [d for d in range(1, hidden + 1) if hidden % d == 0]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from sweep.validate import ConfigView
 
 
-def _target_class(cfg: "ConfigView", group: str) -> Any:
+def target_class(cfg: "ConfigView", group: str) -> Any:
     from sweep.validate import ConfigError  # late: sweep.validate imports this module
 
     target = cfg.select(f"{group}._target_")
@@ -30,7 +30,7 @@ def check_method_applies(cfg: "ConfigView") -> None:
     """Raise ConfigError when the method does not apply to the problem (or breaks its own limits)."""
     from sweep.validate import ConfigError
 
-    method_cls, problem_cls = _target_class(cfg, "method"), _target_class(cfg, "problem")
+    method_cls, problem_cls = target_class(cfg, "method"), target_class(cfg, "problem")
     if method_cls is None or problem_cls is None:
         return
     allowed = getattr(method_cls, "problems", None)

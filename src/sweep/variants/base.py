@@ -12,7 +12,7 @@ no array operation that the result does not need.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from sweep.trackers.trace import Trace
 
@@ -35,8 +35,10 @@ class Update(Protocol):
 
 @dataclass
 class Variant:
+    tiled: ClassVar[bool] = False  # processes W1 in tiles of tile_size hidden units (validated to divide hidden)
+
     name: str = "standard"
-    tile_size: int = 0  # only tiled uses it
+    tile_size: int = 0  # only the tiled variants use it
 
     def init_trace(self, trace: Trace, p: Params) -> None:
         """The writes that put the parameters in memory (INIT in the spec, before x and y)."""

@@ -8,9 +8,11 @@ from sweep.trackers.trace import Trace
 from sweep.variants.base import Params, Update
 
 
-def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[[], None]] = None):
+def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[[], None]] = None,
+                with_dh: bool = True):
     """LAYER-2 GRAD: dW2 = dout h, db2 = sum dout, dh = dout W2 (the weights before any update).
-    ``read_h`` emits the reads of h (tiled reads it tile by tile)."""
+    ``read_h`` emits the reads of h (tiled reads it tile by tile); ``with_dh=False``: dh is left to the caller
+    (tiled_fused takes it tile by tile) and None is returned for it."""
     R, W = trace.read, trace.write
     H = p["W2"].shape[1]
     W("dout", dout); R("dout", dout)
@@ -25,6 +27,8 @@ def layer2_grad(xp, p: Params, h, dout, trace: Trace, read_h: Optional[Callable[
     db2 = dout.sum(0, keepdims=True)
     trace.compute("add", B)
     W("db2", 1)
+    if not with_dh:
+        return dW2, db2, None
     R("W2", H); R("dout", dout)
     dh = dout[:, None] * p["W2"]
     trace.compute("mul", B * H)

@@ -3,11 +3,12 @@
 Each tile's forward runs tile by tile, the output layer needs all of h, then each tile's backward and update
 run tile by tile. The parameters stay whole arrays (tiles are views, updated in place), so the arithmetic is
 standard's; only the trace names and order differ. dh is written whole but read per tile under the name
-dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (sweep.validate).
+dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (sweep.validate), for every tiled variant.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sweep.trackers.trace import Trace
 from sweep.variants.base import Params, Update, Variant, hinge_dout
@@ -16,6 +17,8 @@ from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, rel
 
 @dataclass
 class Tiled(Variant):
+    tiled: ClassVar[bool] = True
+
     name: str = "tiled"
     tile_size: int = 100
 
@@ -35,23 +38,28 @@ class Tiled(Variant):
         trace.write("W2", p["W2"])
         trace.write("b2", p["b2"])
 
-    def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
+    def tile_forward(self, xp, x, W1, b1, t: int, trace: Trace):
+        """FWD of tile t (W1, b1: the tile's views): h_pre_tile = x W1_t^T + b1_t, h_tile = relu(h_pre_tile)."""
         R, W = trace.read, trace.write
-        W1, b1 = p["W1"], p["b1"]
-        tiles = self.tiles(W1.shape[0])
-        # forward, tile by tile
+        R("x", x); R(f"W1_tile{t}", W1); R(f"b1_tile{t}", b1)
+        hp = x @ W1.T + b1
+        trace.compute("fma", hp.shape[0] * x.shape[1] * W1.shape[0])
+        trace.compute("add", hp)
+        W(f"h_pre_tile{t}", hp); R(f"h_pre_tile{t}", hp)
+        h = xp.maximum(hp, 0.0)
+        trace.compute("max", hp)
+        W(f"h_tile{t}", h)
+        return hp, h
+
+    def forward(self, xp, p: Params, x, trace: Trace):
+        """Every tile's forward, then the output layer on all of h (it needs every tile). Returns the tiles'
+        h_pre, h whole, out, and ``read_h`` (the reads of h, tile by tile)."""
+        R, W = trace.read, trace.write
         h_pre_t, h_t = [], []
-        for t, (lo, hi) in enumerate(tiles):
-            R("x", x); R(f"W1_tile{t}", W1[lo:hi]); R(f"b1_tile{t}", hi - lo)
-            hp = x @ W1[lo:hi].T + b1[lo:hi]
-            trace.compute("fma", hp.shape[0] * x.shape[1] * (hi - lo))
-            trace.compute("add", hp)
-            W(f"h_pre_tile{t}", hp); R(f"h_pre_tile{t}", hp)
-            h_t.append(xp.maximum(hp, 0.0))
-            trace.compute("max", hp)
+        for t, (lo, hi) in enumerate(self.tiles(p["W1"].shape[0])):
+            hp, h = self.tile_forward(xp, x, p["W1"][lo:hi], p["b1"][lo:hi], t, trace)
             h_pre_t.append(hp)
-            W(f"h_tile{t}", hp)
-        # the output layer needs every tile of h
+            h_t.append(h)
 
         def read_h() -> None:
             for t, ht in enumerate(h_t):
@@ -64,12 +72,17 @@ class Tiled(Variant):
         trace.compute("fma", h)
         trace.compute("add", out)
         W("out", out)
+        return h_pre_t, h, out, read_h
+
+    def step(self, xp, p: Params, x, y, update: Update, trace: Trace) -> bool:
+        W1, b1 = p["W1"], p["b1"]
+        h_pre_t, h, out, read_h = self.forward(xp, p, x, trace)
         dout = hinge_dout(xp, out, y, trace, update.scale)
         if dout is None:
             return False
         dW2, db2, dh = layer2_grad(xp, p, h, dout, trace, read_h=read_h)
         # backward and layer-1 update, tile by tile
-        for t, (lo, hi) in enumerate(tiles):
+        for t, (lo, hi) in enumerate(self.tiles(W1.shape[0])):
             sfx = f"_tile{t}"
             dh_pre = relu_backward(xp, h_pre_t[t], dh[:, lo:hi], trace, suffix=sfx)
             layer1_update(xp, W1[lo:hi], b1[lo:hi], x, dh_pre, update, trace, suffix=sfx)
