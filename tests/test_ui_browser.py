@@ -1,6 +1,5 @@
-"""The real MLflow UI (started like `python -m sweep.ui` starts it) shows a recorded sweep in headless Chromium:
-the sweep's child runs, with their ard / accuracy / cost_usd columns and values. Keeps a screenshot in the
-test's tmp dir and in tests/artifacts/ (git-ignored).
+"""`python -m sweep.ui <study>` and headless Chromium, as a user: the printed address shows the study's child
+runs with their accuracy / ard / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
 
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
@@ -8,9 +7,11 @@ them on a developer machine; under CI (CI set) their absence fails the test inst
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -18,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from sweep import ui
 from tests.conftest import ROOT, record_small_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-METRICS = ("accuracy", "ard", "cost_usd")
+METRICS = ("accuracy", "ard", "wall_clock_s", "cost_usd")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
@@ -68,23 +68,26 @@ def recorded_sweep(tmp_path):
 
 
 @pytest.fixture
-def mlflow_server(recorded_sweep, tmp_path):
+def ui_address(recorded_sweep, tmp_path):
+    """`python -m sweep.ui ui_demo` as a user starts it; yields the address it prints."""
     uri = recorded_sweep[0]
     port = _free_port()
-    log = open(tmp_path / "mlflow-ui.log", "w")
-    proc = subprocess.Popen(ui.command(uri, "127.0.0.1", port), stdout=log, stderr=subprocess.STDOUT,
-                            cwd=tmp_path, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "ui_demo", "--port", str(port), "--tracking-uri", uri],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+                            start_new_session=True)
     try:
-        _wait_healthy(url, proc, timeout=150)
-        yield url
+        first = proc.stdout.readline()
+        address = re.search(r"http://\S+", first)
+        assert address, first
+        _wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=150)
+        yield address.group(0)
     finally:
         os.killpg(proc.pid, 15)  # the server and its uvicorn worker: its own session, started here
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
-        log.close()
+        proc.stdout.close()
 
 
 def _browser():
@@ -102,47 +105,26 @@ def _browser():
 
 
 @pytest.mark.slow
-def test_mlflow_ui_shows_sweep_runs_with_metric_columns(recorded_sweep, tmp_path, request):
+def test_printed_address_opens_the_study_runs_with_metric_values(recorded_sweep, tmp_path, request):
     missing = _requirements()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"browser test cannot run in CI: {missing}")
         pytest.skip(missing)
-    url = request.getfixturevalue("mlflow_server")
-    from selenium.common.exceptions import TimeoutException
+    address = request.getfixturevalue("ui_address")
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _, exp_id, parent, results = recorded_sweep
+    _, _, _, results = recorded_sweep
     shot = tmp_path / "mlflow-ui.png"
     driver = _browser()
     try:
-        port = int(url.rsplit(":", 1)[1])
-        driver.get(ui.runs_url("127.0.0.1", port, exp_id))
-        wait = WebDriverWait(driver, 60)
-        # the sweep is one parent row; expand it to show the child runs
-        wait.until(EC.element_to_be_clickable(
-            (By.CSS_SELECTOR, f"div[row-id='{parent}'] button[data-component-id*='runnamecellrenderer']"))).click()
+        driver.get(address)  # the address as printed: the study's child runs, metric columns shown
+        wait = WebDriverWait(driver, 90)
         wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.run_id}']") for r in results))
         # close the assistant side panel: the grid renders only the columns in view, so it needs the width
         for close in driver.find_elements(By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
             close.click()
-        # show the metric columns (the runs table starts with attributes only); the menu can take a moment to
-        # become clickable, so open it until its items are there
-        columns = "//button[.//*[text()='Columns'] or text()='Columns']"
-        item = "//*[@role='menu' or @role='dialog' or contains(@class,'dropdown')]//*[text()='{}']"
-        for _ in range(10):
-            driver.find_element(By.XPATH, columns).click()
-            try:
-                WebDriverWait(driver, 5).until(EC.element_to_be_clickable((By.XPATH, item.format(METRICS[0]))))
-                break
-            except TimeoutException:
-                driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
-        for m in METRICS:
-            wait.until(EC.element_to_be_clickable((By.XPATH, item.format(m)))).click()
-        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
         for m in METRICS:
             wait.until(lambda d, m=m: d.find_elements(By.CSS_SELECTOR, f"div[col-id='metrics.`{m}`']"))
         time.sleep(0.5)  # let the grid finish painting before the screenshot
@@ -155,7 +137,7 @@ def test_mlflow_ui_shows_sweep_runs_with_metric_columns(recorded_sweep, tmp_path
         for r in results:
             row = f"div[row-id='{r.run_id}']"
             name = driver.find_element(By.CSS_SELECTOR, f"{row} a[href*='/runs/{r.run_id}']")
-            assert name.get_attribute("textContent").startswith(f"{r.tags['method']}-")
+            assert name.get_attribute("textContent") == r.short_name()
             for m in METRICS:
                 cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='metrics.`{m}`']")
                 shown = float(cell.get_attribute("textContent").replace(",", ""))

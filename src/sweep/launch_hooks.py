@@ -95,6 +95,10 @@ class SweepLaunchHooks(LaunchHooks):
     def placement(self, cfg: DictConfig) -> tuple[str, Optional[str]]:
         return placement(cfg)
 
+    def title(self, cfg: DictConfig) -> Optional[str]:
+        """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
+        return str(OmegaConf.select(cfg, "mlflow.experiment", default="")) or None
+
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         from sweep.cost import gpu_price_per_hour
         from sweep.job import job_config
@@ -211,5 +215,12 @@ class SweepLaunchHooks(LaunchHooks):
                 Metric("jobs_killed", float(tally.killed), now, 0)])
             self.recorder.end_parent(self.parent, status, self.results)  # type: ignore[attr-defined]
         note = f"; parent run {self.parent} is {status}" if self.parent else ""
-        self.parent = None
-        super().sweep_ended(status, tally, note)
+        parent, self.parent = self.parent, None
+        try:
+            super().sweep_ended(status, tally, note)
+        finally:  # the last line, after the failures: where to look next
+            if self.recorder is not None and parent is not None:
+                from sweep.ui import next_steps
+
+                r = self.recorder
+                print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)

@@ -63,7 +63,11 @@ class Recorder:
         if self.tracking_uri.startswith("sqlite:///"):
             db = Path(self.tracking_uri[len("sqlite:///"):])
             artifact_location = (db.parent / "artifacts").resolve().as_uri()
-        return self.client.create_experiment(name, artifact_location=artifact_location)
+        from sweep.ui import KIND_TAG, MODEL_TRAINING
+
+        # MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
+        return self.client.create_experiment(name, artifact_location=artifact_location,
+                                             tags={KIND_TAG: MODEL_TRAINING})
 
     # -- runs -------------------------------------------------------------------------------------
     def log(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,

@@ -82,3 +82,7 @@ class MLflowCallback(SweepLaunchHooks):
             return
         failed = any(r.status != "FINISHED" for r in self.results)
         self.recorder.end_parent(self.parent, "FAILED" if failed else "FINISHED", self.results)
+        from sweep.ui import next_steps
+
+        r = self.recorder
+        print(next_steps(r.client, r.tracking_uri, r.experiment_id, self.parent), flush=True)

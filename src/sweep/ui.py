@@ -1,47 +1,103 @@
-"""`python -m sweep.ui`: the MLflow UI on the project's store, bound to 127.0.0.1 (this machine only).
+"""`python -m sweep.ui [study]`: the MLflow UI on the project's store, bound to 127.0.0.1 (this machine only),
+and the address that opens a study's runs.
 
 It runs MLflow's own server (`mlflow ui --backend-store-uri <store> --host 127.0.0.1 --port <port>`) with one
 worker: a single-user local UI needs no more, and each extra worker costs seconds of start-up and memory.
+
+Two of MLflow's own conventions make the study open on its runs:
+- the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
+  creates): MLflow 3 opens such an experiment on its "Model training" runs table, not on its GenAI overview;
+- a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
+  table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
+  columns a study compares and lists the child runs of the study's latest sweep (a search on their parent).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import subprocess
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
-# MLflow 3 opens an experiment on its GenAI (traces) pages unless the URL asks for the model-training workflow,
-# which has the runs table: sweep's runs are model training.
-RUNS_VIEW = "#/experiments?workflowType=machine_learning"
+KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
+# the runs table's metric columns (those no run of the study logged are simply not shown)
+COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
+HOST, PORT = "127.0.0.1", 5000
 
 
-def command(tracking_uri: str, host: str = "127.0.0.1", port: int = 5000, workers: int = 1) -> list[str]:
-    """The server command line (also what the browser test starts)."""
+def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
+    """The server command line."""
     return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
             "--port", str(port), "--workers", str(workers)]
 
 
-def runs_url(host: str, port: int, experiment_id: str | None = None) -> str:
-    """The UI page with the runs table: the experiments list, or one experiment's runs."""
+def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None) -> str:
+    """The experiments list in the model-training view, or one experiment's runs in the project's view."""
     if experiment_id is None:
-        return f"http://{host}:{port}/{RUNS_VIEW}"
-    return f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+        return f"http://{host}:{port}/#/experiments?workflowType=machine_learning"
+    return (f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+            f"&viewStateShareKey={VIEW_KEY}")
+
+
+def study_view(client: Any, experiment_id: str, parent_run_id: str | None) -> None:
+    """Write the study's view onto its experiment: the model-training kind, the metric columns, and the runs
+    list filtered to the child runs of the sweep `parent_run_id` (clearing the search shows every run)."""
+    state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS]}
+    if parent_run_id:  # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
+        state["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+        # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
+        state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
+    client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
+
+
+def _store_args(tracking_uri: str) -> str:
+    from sweep.paths import default_tracking_uri
+
+    return "" if tracking_uri == default_tracking_uri() else f" --tracking-uri {shlex.quote(tracking_uri)}"
+
+
+def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
+    """The line a sweep ends with: how to compare it, and the address of its runs (view written here)."""
+    study_view(client, experiment_id, parent_run_id)
+    name = shlex.quote(client.get_experiment(experiment_id).name)
+    store = _store_args(tracking_uri)
+    return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
+            f"{runs_url(experiment_id=experiment_id)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from sweep.paths import default_tracking_uri
 
     ap = argparse.ArgumentParser(prog="python -m sweep.ui", description=__doc__.splitlines()[0])
-    ap.add_argument("--port", type=int, default=5000)
-    ap.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; another address exposes the store")
+    ap.add_argument("study", nargs="?", default=None,
+                    help="a preset or experiment name (or a sweep's parent run id): print the address of its runs")
+    ap.add_argument("--port", type=int, default=PORT)
+    ap.add_argument("--host", default=HOST, help="default 127.0.0.1; another address exposes the store")
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
         return 1
-    print(f"MLflow UI on {runs_url(a.host, a.port)} (store {uri}); Ctrl-C stops it", flush=True)
+    url = runs_url(a.host, a.port)
+    if a.study is not None:
+        from mlflow.tracking import MlflowClient
+
+        from sweep.compare import find_parent
+
+        client = MlflowClient(tracking_uri=uri)
+        try:
+            parent = find_parent(client, a.study)
+        except LookupError as e:
+            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            return 2
+        study_view(client, parent.info.experiment_id, parent.info.run_id)
+        url = runs_url(a.host, a.port, parent.info.experiment_id)
+    print(f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", flush=True)
     try:
         return subprocess.call(command(uri, a.host, a.port))
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 import cloudpickle
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf
 
 from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
@@ -58,7 +59,9 @@ class Dispatcher:
         self.stop = threading.Event()
         self.remote_conn: Any = None
         self.n_remote_left = len(self.remote)
-        self.progress = Progress(len(jobs), enabled=launcher.progress)
+        titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
+        title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
+        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
         self.interrupt = Interrupt()
 
     # -- the loop ------------------------------------------------------------------------------------------

@@ -98,6 +98,10 @@ class LaunchHooks(Callback):
     def placement(self, cfg: DictConfig) -> Optional[tuple[str, Optional[str]]]:
         return None  # no opinion: local
 
+    def title(self, cfg: DictConfig) -> Optional[str]:
+        """The multirun's name on the progress line (`<title> 3/30 · 3 done · ...`); None: Hydra's job name."""
+        return None
+
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         return set()
 
