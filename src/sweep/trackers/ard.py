@@ -45,9 +45,30 @@ def distances(c: Columns, groups: np.ndarray | None = None) -> np.ndarray:
     return np.where(~c.is_write & (last_write >= 0), clock - last_write, -1)
 
 
-def ard_report(trace: Trace) -> TrackerReport:
-    c = Columns.of(trace)
-    dists = distances(c)
+@dataclass
+class Distances:
+    """Traces as columns (one after another; seg = the trace of each event) and every event's reuse distance
+    within its own trace: computed once per tracker call and shared by the figures read from it (ARD, cache)."""
+
+    c: Columns
+    seg: np.ndarray
+    dists: np.ndarray
+    n: int
+
+    @classmethod
+    def of(cls, traces: list[Trace]) -> "Distances":
+        c, seg = Columns.of_many(traces)
+        # distances within a trace only: group by (trace, buffer); clocks are global, but a distance is a
+        # difference of two clocks of the same trace, so the same as with each trace's own clock
+        groups = seg * len(c.names) + c.codes
+        small = len(traces) * len(c.names) < 2**15  # int16 codes sort by radix
+        return cls(c, seg, distances(c, groups.astype(np.int16) if small else groups), len(traces))
+
+
+def ard_report(trace: Trace, d: Distances | None = None) -> TrackerReport:
+    """``d``: Distances.of([trace]), if already computed."""
+    d = d or Distances.of([trace])
+    c, dists = d.c, d.dists
     warm = dists >= 0
     w_sizes, w_dists = c.sizes[warm].astype(np.float64), dists[warm].astype(np.float64)
     den = w_sizes.sum()
@@ -61,26 +82,25 @@ def ard_report(trace: Trace) -> TrackerReport:
     return TrackerReport(metrics, _buffer_table(c, warm, dists))
 
 
-def ard_each(traces: list[Trace]) -> list[dict[str, float]]:
+def ard_each(traces: list[Trace], d: Distances | None = None) -> list[dict[str, float]]:
     """ard_report(t).metrics for every trace, each on its own, in one vectorised pass over all of them (the
-    all_steps per-epoch curves: dozens of traces, where per-trace numpy call overhead would dominate)."""
+    all_steps per-epoch curves: dozens of traces, where per-trace numpy call overhead would dominate).
+    ``d``: Distances.of(traces), if already computed."""
     if not traces:
         return []
-    c, seg = Columns.of_many(traces)
-    # distances within a trace only: group by (trace, buffer); clocks are global, but a distance is a
-    # difference of two clocks of the same trace, so the same as with each trace's own clock
-    dists = distances(c, seg * len(c.names) + c.codes)
+    d = d or Distances.of(traces)
+    c, seg, dists, n = d.c, d.seg, d.dists, d.n
     warm = dists >= 0
-    s, d = c.sizes[warm].astype(np.float64), dists[warm].astype(np.float64)
-    n, ws = len(traces), seg[warm]
+    s, dw = c.sizes[warm].astype(np.float64), dists[warm].astype(np.float64)
+    ws = seg[warm]
     den = np.bincount(ws, weights=s, minlength=n)
-    num = np.bincount(ws, weights=s * d, minlength=n)
+    num = np.bincount(ws, weights=s * dw, minlength=n)
     cols = {
         "ard": np.divide(num, den, out=np.zeros(n), where=den > 0),
         "reads": np.bincount(ws, minlength=n).astype(np.float64),
         "writes": np.bincount(seg[c.is_write], minlength=n).astype(np.float64),
         "total_floats": np.bincount(seg, weights=c.sizes, minlength=n),
-        "dmc": np.bincount(ws, weights=s * np.sqrt(d), minlength=n),
+        "dmc": np.bincount(ws, weights=s * np.sqrt(dw), minlength=n),
     }
     return [{k: float(v[i]) for k, v in cols.items()} for i in range(n)]
 

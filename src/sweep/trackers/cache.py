@@ -16,9 +16,8 @@ from functools import partial
 
 import numpy as np
 
-from sweep.trackers.ard import ard_each, ard_report, distances
+from sweep.trackers.ard import Distances, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.columns import Columns
 from sweep.trackers.replay import Replay
 from sweep.trackers.trace import READ, Event, Trace
 
@@ -84,8 +83,9 @@ def _kinds(traces: list[Trace], capacity: int) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
 
 
-def _cache_metrics(c: Columns, dists: np.ndarray, kinds: np.ndarray, seg: np.ndarray, n: int) -> list[dict]:
-    """The cache figures of each of n traces (seg: the trace of each event)."""
+def _cache_metrics(d: Distances, kinds: np.ndarray) -> list[dict]:
+    """The cache figures of each of the d.n traces."""
+    c, seg, dists, n = d.c, d.seg, d.dists, d.n
     hit, miss = kinds == HIT, kinds == MISS
     hits = np.bincount(seg[hit], minlength=n)
     misses = np.bincount(seg[miss], minlength=n)
@@ -107,29 +107,25 @@ def _cache_metrics(c: Columns, dists: np.ndarray, kinds: np.ndarray, seg: np.nda
     return out
 
 
-def cache_report(trace: Trace, capacity: int) -> TrackerReport:
-    c = Columns.of(trace)
-    dists = distances(c)
+def cache_report(trace: Trace, capacity: int, d: Distances | None = None) -> TrackerReport:
+    """``d``: Distances.of([trace]), if already computed."""
+    d = d or Distances.of([trace])
+    c = d.c
     kinds = _kinds([trace], capacity)
-    metrics = _cache_metrics(c, dists, kinds, np.zeros(len(kinds), dtype=np.int64), 1)[0]
     # per buffer read, in order of its first read
-    reads = kinds != 0
-    codes = c.codes[reads]
-    uniq, first = np.unique(codes, return_index=True)
+    uniq, first = np.unique(c.codes[kinds != 0], return_index=True)
     hits = np.bincount(c.codes[kinds == HIT], minlength=len(c.names))
     misses = np.bincount(c.codes[kinds == MISS], minlength=len(c.names))
     table = [{"buffer": c.names[b], "cache_hits": int(hits[b]), "cache_misses": int(misses[b])}
              for b in uniq[np.argsort(first)].tolist()]
-    return TrackerReport(metrics, table)
+    return TrackerReport(_cache_metrics(d, kinds)[0], table)
 
 
-def cache_each(traces: list[Trace], capacity: int) -> list[dict[str, float]]:
+def cache_each(traces: list[Trace], capacity: int, d: Distances | None = None) -> list[dict[str, float]]:
     """cache_report(t, capacity).metrics for every trace, each on its own, in one batched pass."""
     if not traces:
         return []
-    c, seg = Columns.of_many(traces)
-    dists = distances(c, seg * len(c.names) + c.codes)  # distances within a trace only (as ard_each)
-    return _cache_metrics(c, dists, _kinds(traces, capacity), seg, len(traces))
+    return _cache_metrics(d or Distances.of(traces), _kinds(traces, capacity))
 
 
 @dataclass
@@ -139,7 +135,9 @@ class CacheTracker(TrackerBase):
     name: str = "cache"
 
     def summarize(self, trace: Trace) -> TrackerReport:
-        return ard_report(trace).merge(cache_report(trace, self.cache_size_floats))
+        d = Distances.of([trace])
+        return ard_report(trace, d).merge(cache_report(trace, self.cache_size_floats, d))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, **m} for a, m in zip(ard_each(traces), cache_each(traces, self.cache_size_floats))]
+        d = Distances.of(traces)
+        return [{**a, **m} for a, m in zip(ard_each(traces, d), cache_each(traces, self.cache_size_floats, d))]
