@@ -9,7 +9,8 @@ compared with the previous step's and stored as a template id, and the passes ru
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
 solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
-other load on a shared machine only ever adds time. (The job's untimed per-epoch diagnostics do not depend on
+other load on a shared machine only ever adds time; ``--cpu`` times the process's CPU seconds instead, which
+load inflates far less. (The job's untimed per-epoch diagnostics do not depend on
 tracking and are left out of the ratio.)
 """
 from __future__ import annotations
@@ -22,7 +23,10 @@ from typing import Iterator
 from hydra.utils import get_class
 
 from sweep import job
+from sweep.backend import Backend
 from sweep.schema import register_configs
+
+CLOCK = [time.perf_counter]  # --cpu: time.process_time
 
 
 @contextmanager
@@ -32,11 +36,11 @@ def timing_summaries(cls: type, spent: list[float]) -> Iterator[None]:
 
     def timed(original):
         def call(self, arg):
-            t0 = time.perf_counter()
+            t0 = CLOCK[0]()
             try:
                 return original(self, arg)
             finally:
-                spent[0] += time.perf_counter() - t0
+                spent[0] += CLOCK[0]() - t0
         return call
 
     for name, original in originals.items():
@@ -63,8 +67,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--trackers", default="ard,cache,dmd,energy", help="comma-separated trackers to compare with none")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time this process's CPU seconds instead of wall-clock (steadier on a loaded machine)")
     ap.add_argument("overrides", nargs="*", help="extra config overrides, e.g. method.hidden=500")
     args = ap.parse_args()
+    if args.cpu:
+        CLOCK[0] = time.process_time
+        Backend.clock = lambda self: (self.sync(), time.process_time())[1]  # the solve's logged seconds too
     from hydra import compose, initialize_config_dir
 
     from sweep.paths import CONF_DIR
@@ -80,7 +89,8 @@ def main() -> None:
         for k, cfg in cfgs.items():
             runs[k].append(measure(cfg))
     solve_none = min(s for s, _ in runs["none"])
-    print(f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} runs each, minima")
+    print(f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} runs each, minima of "
+          f"{'CPU' if args.cpu else 'wall-clock'} seconds")
     print(f"{'tracker':<8} {'solve s':>8} {'summaries s':>12} {'overhead':>9}")
     for k, rs in runs.items():
         solve, summ = min(s for s, _ in rs), min(m for _, m in rs)
