@@ -99,6 +99,10 @@ class Backend:
         if key not in self._compiled:
             target = key
             if self.compile:
+                if not self._compiled:
+                    # dynamo caches compiled code per code object, process-wide: without a reset, a job run after
+                    # another in the same worker reuses that job's graphs (and its fullgraph/mode choice)
+                    self._torch.compiler.reset()
                 mode = None if self.compile_mode == "default" else self.compile_mode
                 target = self._torch.compile(key, backend=self.compile_backend, dynamic=False, mode=mode,
                                              fullgraph=self.fullgraph)
