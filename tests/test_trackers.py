@@ -15,7 +15,7 @@ from tests.conftest import compose
 
 
 def literal_distances(trace: Trace) -> list[int]:
-    """specs/traces.md "Tracker rules", event by event."""
+    """docs/traces.md "ARD", event by event."""
     last_write: dict[str, int] = {}
     out, clock = [], 0
     for op, name, size in trace:

@@ -1,4 +1,4 @@
-"""Variants of the SGD step: exact trace events (specs/traces.md), the published ARD numbers, and the math."""
+"""Variants of the SGD step: exact trace events (docs/traces.md), the published ARD numbers, and the math."""
 from __future__ import annotations
 
 import numpy as np

@@ -25,7 +25,7 @@ import modal
 
 from hydra_plugins.sweep_launcher._core import Reply, execute
 
-REMOTE_ROOT = "/root/project"
+REMOTE_ROOT = "/project"  # where the image holds the project (a path inside the container)
 # what stays out of the image: environments, stores, outputs, caches
 IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycache__", "**/*.pyc", "**/*.egg-info"]
 # Distributions the job needs in the container, pinned to this machine's versions: the payload is a

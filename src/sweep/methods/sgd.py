@@ -23,7 +23,7 @@ WEIGHTS = ("W1", "W2")  # the weight matrices whose hidden progress is logged
 
 
 def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
-    """He-style init drawn like the group's harness: RandomState(seed + 1) (specs/traces.md)."""
+    """He-style init drawn like the group's harness: RandomState(seed + 1) (docs/traces.md)."""
     rng = np.random.RandomState(seed + 1)
     W1 = rng.randn(hidden, n) * np.sqrt(2.0 / n)
     W2 = rng.randn(1, hidden) * np.sqrt(2.0 / hidden)

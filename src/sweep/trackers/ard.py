@@ -1,4 +1,4 @@
-"""ARD: average reuse distance with the group's MemTracker semantics (seeds 001/002, specs/traces.md).
+"""ARD: average reuse distance with the group's MemTracker semantics (seeds 001/002, docs/traces.md).
 
 The clock counts floats and advances by each event's size after the event. A read's distance is the clock
 at the read minus the clock at that buffer's last *write* (re-reads do not shorten it); a read of a buffer

@@ -1,4 +1,4 @@
-"""Cache: an LRU cache of whole buffers, capacity `tracker.cache_size_floats` (specs/traces.md "Cache tracker").
+"""Cache: an LRU cache of whole buffers, capacity `tracker.cache_size_floats` (docs/traces.md, "Cache").
 
 Seed 003 left open whether tiling W1 pays off in a real cache even though ARD cannot show it; this simulates
 the cache the group's CacheTracker did. A read of a resident buffer is a hit; a miss inserts the buffer

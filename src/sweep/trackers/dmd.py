@@ -1,4 +1,4 @@
-"""DMD: element-level LRU stack distance with the group's definition (specs/traces.md "Element-level DMD").
+"""DMD: element-level LRU stack distance with the group's definition (docs/traces.md, "DMD").
 
 Every float is an element (buffer, index); an event touches its buffer's elements 0..size-1 in order. A write
 moves the element to the top of the stack; a read moves nothing and observes the element's 1-based depth in the

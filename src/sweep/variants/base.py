@@ -1,6 +1,6 @@
 """A training variant: the order in which one SGD step of the 2-layer MLP reads, computes and writes.
 
-Each variant emits the trace events of specs/traces.md from the same code that does the arithmetic, so the
+Each variant emits the trace events of docs/traces.md from the same code that does the arithmetic, so the
 trace describes what the step really did. Parameters: dict W1 (H, n), b1 (H,), W2 (1, H), b2 (1,).
 ``update(p, g, decay)`` applies the optimiser in place (sgd or sign_sgd, weight decay included).
 
@@ -57,7 +57,7 @@ class Variant:
 
 
 def forward(xp, p: Params, x, trace: Trace):
-    """FWD of specs/traces.md: h_pre = x W1^T + b1, h = relu(h_pre), out = h W2^T + b2."""
+    """FWD of docs/traces.md: h_pre = x W1^T + b1, h = relu(h_pre), out = h W2^T + b2."""
     trace.read("x", x)
     trace.read("W1", p["W1"])
     trace.read("b1", p["b1"])

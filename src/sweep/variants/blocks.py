@@ -1,4 +1,4 @@
-"""The phases of one SGD step (specs/traces.md), each doing its arithmetic and emitting its events, so
+"""The phases of one SGD step (docs/traces.md), each doing its arithmetic and emitting its events, so
 variants that only reorder phases (fused) or tile some of them (tiled) share them."""
 from __future__ import annotations
 

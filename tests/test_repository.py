@@ -1,0 +1,52 @@
+"""The repository explains itself: no developer's machine paths, and every document it cites is in it
+(docs/, the studies it names as "seed 00N" in docs/studies.md)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SHIPPED = ("src", "launchers", "benchmarks", "conf", "sweeps", "docs", "README.md")
+CODE = SHIPPED + ("tests", "pyproject.toml")
+TEXT = {".py", ".yaml", ".yml", ".md", ".toml", ".txt", ".cfg", ".sh"}
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt)/")
+SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)")
+
+
+def _files(tops: tuple[str, ...]) -> list[Path]:
+    out = []
+    for top in tops:
+        p = ROOT / top
+        paths = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        out += [f for f in paths if f.suffix in TEXT and "__pycache__" not in f.parts and f.name != Path(__file__).name]
+    return out
+
+
+def test_no_machine_paths_in_what_the_project_ships():
+    found = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}" for f in _files(SHIPPED)
+             for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not found, "absolute paths of a machine:\n" + "\n".join(found)
+
+
+def test_every_cited_document_is_in_the_repository():
+    studies = (ROOT / "docs" / "studies.md").read_text()
+    sections = set(re.findall(r"^## seed (0\d\d)\b", studies, re.M))
+    assert sections == {"000", "001", "002", "003", "004"}
+    bad = []
+    for f in _files(CODE):
+        text = f.read_text(errors="replace")
+        where = f.relative_to(ROOT)
+        if re.search(r"\bspecs/|\.\./shared|shared/seeds", text):
+            bad.append(f"{where}: points outside the repository (specs/, ../shared): point it at docs/")
+        for group in SEED_REF.findall(text):
+            bad += [f"{where}: seed {n} has no section in docs/studies.md" for n in re.findall(r"0\d\d", group)
+                    if n not in sections]
+        for doc in re.findall(r"\bdocs/([\w./-]+\.(?:md|png))", text):
+            if not (ROOT / "docs" / doc).is_file():
+                bad.append(f"{where}: docs/{doc} does not exist")
+    for f in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:  # relative Markdown links resolve
+        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", f.read_text()):
+            if not re.match(r"\w+://", link) and not (f.parent / link).exists():
+                bad.append(f"{f.relative_to(ROOT)}: link {link} does not resolve")
+    assert not bad, "\n".join(bad)
