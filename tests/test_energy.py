@@ -149,6 +149,7 @@ def test_hierarchies_price_every_level_and_operation():
         (["+tracker.levels.L2.capacity_bytes=1024"], "tracker.levels.L2.capacity_bytes=1024"),
         (["+tracker.levels.L1.read_pj=null"], "tracker.levels.L1.read_pj is missing"),
         (["+tracker.levels.L9.read_pj=1"], "tracker.levels.L9"),
+        (["+tracker.levels.L1=5"], "tracker.levels.L1 is not allowed"),
         (["+tracker.ops_pj.fma=-1"], "tracker.ops_pj.fma=-1"),
         (["+tracker.ops_pj.teleport=1"], "tracker.ops_pj.teleport"),
         (["tracker.bytes_per_float=0"], "tracker.bytes_per_float=0"),
@@ -167,6 +168,7 @@ def test_hierarchy_file_without_a_price_or_an_operation(tmp_path, monkeypatch):
     no_op = {**cpu, "ops_pj": {k: v for k, v in cpu["ops_pj"].items() if k != "xor"}}
     (tmp_path / "no_price.yaml").write_text(yaml.safe_dump(no_price, sort_keys=False))
     (tmp_path / "no_op.yaml").write_text(yaml.safe_dump(no_op, sort_keys=False))
+    (tmp_path / "broken.yaml").write_text("levels: [unclosed\n")
     monkeypatch.setattr(hier, "HIERARCHY_DIR", tmp_path)
     hier._file.cache_clear()
     try:
@@ -174,6 +176,8 @@ def test_hierarchy_file_without_a_price_or_an_operation(tmp_path, monkeypatch):
             load_hierarchy("no_price")
         with pytest.raises(ConfigError, match="tracker.ops_pj.xor is missing"):
             load_hierarchy("no_op")
+        with pytest.raises(ConfigError, match="broken.yaml is not valid YAML"):
+            load_hierarchy("broken")
     finally:
         hier._file.cache_clear()
 

@@ -42,12 +42,6 @@ class Hierarchy:
         """Depth limit of every level but the last: depth d fits a level iff d x bytes_per_float <= capacity."""
         return [lv.capacity_bytes // self.bytes_per_float for lv in self.levels[:-1]]  # type: ignore[operator]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes_per_float": self.bytes_per_float,
-                "levels": {lv.name: {"capacity_bytes": lv.capacity_bytes, "read_pj": lv.read_pj,
-                                     "write_pj": lv.write_pj} for lv in self.levels},
-                "ops_pj": dict(self.ops_pj)}
-
 
 def hierarchy_names() -> list[str]:
     return sorted(p.stem for p in HIERARCHY_DIR.glob("*.yaml"))
@@ -55,8 +49,16 @@ def hierarchy_names() -> list[str]:
 
 @lru_cache(maxsize=32)
 def _file(name: str) -> dict[str, Any]:
-    with open(HIERARCHY_DIR / f"{name}.yaml") as f:
-        return yaml.safe_load(f) or {}
+    try:
+        with open(HIERARCHY_DIR / f"{name}.yaml") as f:
+            spec = yaml.safe_load(f) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"tracker.hierarchy={name!r}: conf/energy/{name}.yaml is not valid YAML "
+                          f"({str(e).splitlines()[0]})") from None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"tracker.hierarchy={name!r}: conf/energy/{name}.yaml must be a mapping with "
+                          f"bytes_per_float, levels and ops_pj")
+    return spec
 
 
 def _known(name: Any, field: str) -> dict[str, Any]:
@@ -89,8 +91,12 @@ def load_hierarchy(name: str, levels: Mapping[str, Any] | None = None, ops_pj: M
     out: list[Level] = []
     prev: int | None = None
     for i, (lname, lspec) in enumerate(file_levels.items()):
-        merged = {**(lspec or {}), **((levels or {}).get(lname) or {})}
         field = f"tracker.levels.{lname}"
+        override = (levels or {}).get(lname) or {}
+        if not isinstance(lspec or {}, Mapping) or not isinstance(override, Mapping):
+            raise ConfigError(f"{field} is not allowed as given: expected a mapping of capacity_bytes, read_pj, "
+                              f"write_pj")
+        merged = {**(lspec or {}), **override}
         last = i == len(file_levels) - 1
         cap = merged.get("capacity_bytes")
         if cap is None and not last:
