@@ -73,6 +73,7 @@ class Comparison:
     rows: list[Row]
     relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
     proxies: str = ""  # the proxy ranking (sweep.proxies), as Markdown, when the preset asks for one
+    front: "Comparison | None" = None  # a search study's Pareto front (sweep.pareto)
 
     # -- renderings -------------------------------------------------------------------------------
     def header(self) -> list[str]:
@@ -318,14 +319,29 @@ def load_curves(client: Any, cmp: Comparison, curves: Sequence[str] = CURVES) ->
 
 
 def study_settings(study: str) -> dict[str, Any]:
-    """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml; {} otherwise."""
+    """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml, plus a search
+    preset's `objectives` (its hydra.sweeper.objectives); {} otherwise."""
     from omegaconf import OmegaConf
 
     from sweep.paths import SWEEPS_DIR
 
     path = SWEEPS_DIR / f"{study}.yaml"
-    node = OmegaConf.load(path).get("compare") if path.is_file() else None
-    return OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[return-value]
+    raw = OmegaConf.load(path) if path.is_file() else OmegaConf.create()
+    node = raw.get("compare")
+    out: dict[str, Any] = OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[assignment]
+    objectives = OmegaConf.select(raw, "hydra.sweeper.objectives")
+    if objectives:
+        out["objectives"] = OmegaConf.to_container(objectives)
+    return out
+
+
+def study_runs(client: Any, parent: Any, study: str) -> list:
+    """The child runs of every sweep of `study` in the parent's experiment: a search study resumed over
+    several commands is one study."""
+    experiment = client.get_experiment(parent.info.experiment_id).name
+    parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+               if _study_of(p, experiment) == study]
+    return [r for p in parents or [parent] for r in load_children(client, p)]
 
 
 def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Path, plot: bool = True) -> list[Path]:
@@ -361,10 +377,11 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = ref if not RUN_ID.match(ref) else _study_of(parent, experiment)
-    runs = load_children(client, parent)
+    settings = study_settings(study) if settings is None else settings
+    objectives = settings.get("objectives")
+    runs = study_runs(client, parent, study) if objectives else load_children(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
-    settings = study_settings(study) if settings is None else settings
     cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
                     baseline=settings.get("baseline"), relative=settings.get("relative"))
     _failure_reasons(client, cmp, runs)
@@ -376,8 +393,15 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     files[0].write_text(cmp.csv())
     files[1].write_text(f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
                         f"over seeds/repeats.\n\n" + cmp.markdown())
+    if objectives:
+        from sweep.pareto import front, plot_front
+
+        cmp.front = front(cmp, objectives)
+        files.append(out_dir / "front.md")
+        files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
-        files.append(plot_comparison(cmp, out_dir / f"{study}.png"))
+        files.append(plot_front(cmp, cmp.front, objectives, out_dir / f"{study}.png") if cmp.front is not None
+                     else plot_comparison(cmp, out_dir / f"{study}.png"))
         if any(r.curves for r in cmp.rows):
             files.append(plot_curves(cmp, out_dir / f"{study}-curves.png"))
     if settings.get("proxies"):
@@ -408,11 +432,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(cmp.markdown(), end="")
         if cmp.proxies:
             print("\n" + cmp.proxies, end="")
+        if cmp.front is not None:
+            print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
     else:
         from rich.console import Console
 
         console = Console()
         console.print(cmp.rich_table())
+        if cmp.front is not None:
+            console.print(cmp.front.rich_table())
         for r in cmp.rows:
             if r.failure:
                 console.print(f"[red]{_label(cmp.keys, r)}[/red]: {r.failure}")

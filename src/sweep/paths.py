@@ -18,6 +18,14 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{STORE_DIR / 'mlflow.db'}"
 
 
+def store_sibling(name: str, tracking_uri: str | None = None) -> str:
+    """An SQLite URL for database file `name` beside the MLflow store (Optuna's studies: `${store_sibling:optuna.db,
+    ${mlflow.tracking_uri}}`): in the store's folder when the store is an SQLite file, else in <project>/mlruns."""
+    uri = tracking_uri or default_tracking_uri()
+    folder = Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///") else STORE_DIR
+    return f"sqlite:///{folder / name}"
+
+
 @lru_cache(maxsize=1)
 def git_commit() -> str:
     try:

@@ -204,3 +204,8 @@ def register_configs() -> None:
     for group, nodes in SCHEMAS.items():
         for name, node in nodes.items():
             cs.store(group=f"schema/{group}", name=name, node=node)
+    from omegaconf import OmegaConf
+
+    from sweep.paths import store_sibling
+
+    OmegaConf.register_new_resolver("store_sibling", store_sibling, replace=True)  # sweeps/tune_sgd.yaml's storage

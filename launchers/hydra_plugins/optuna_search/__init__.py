@@ -1,0 +1,1 @@
+"""`hydra/sweeper=optuna`: a search sweeper on Optuna's ask-and-tell interface (see sweeper.py)."""

@@ -1,0 +1,63 @@
+"""Hydra's sweep syntax as Optuna distributions: choice(...) and a,b,c -> categorical; range(a, b, step) ->
+integers in [a, b) by step; interval(a, b) -> floats in [a, b] (tag(log, ...): log scale; tag(int, ...):
+integers). Anything that is not a sweep is a fixed override of every trial."""
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, Override, RangeSweep
+
+
+class SpaceError(ValueError):
+    """A search-space entry Optuna cannot represent; the message names the key."""
+
+
+def distribution(override: Override) -> Any:
+    import optuna.distributions as od
+
+    key, sweep = override.get_key_element(), override.value()
+    tags = getattr(sweep, "tags", set()) or set()
+    if isinstance(sweep, ChoiceSweep):
+        return od.CategoricalDistribution([_plain(v) for v in sweep.list])
+    if isinstance(sweep, RangeSweep):
+        if not all(isinstance(v, int) for v in (sweep.start, sweep.stop, sweep.step)):
+            return od.CategoricalDistribution(list(override.sweep_iterator()))
+        last = sweep.start + ((sweep.stop - 1 - sweep.start) // sweep.step) * sweep.step  # range() excludes stop
+        return od.IntDistribution(sweep.start, last, step=sweep.step, log="log" in tags)
+    if isinstance(sweep, IntervalSweep):
+        if "int" in tags:
+            return od.IntDistribution(int(sweep.start), int(sweep.end), log="log" in tags)
+        return od.FloatDistribution(float(sweep.start), float(sweep.end), log="log" in tags)
+    raise SpaceError(f"{key}: {override.input_line!r} is not a search space Optuna can sample "
+                     "(use choice(...), range(...), interval(...) or a,b,c)")
+
+
+def _plain(v: Any) -> Any:
+    """A categorical choice as Optuna stores it (None, bool, int, float or str)."""
+    return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+
+def parse(params: dict[str, str], arguments: list[str], parser: OverridesParser) -> tuple[dict[str, Any], list[str]]:
+    """(key -> distribution, fixed overrides) from the config's `params` and the command line's overrides; a key
+    on the command line replaces the same key of `params`."""
+    lines = {**{k: f"{k}={v}" for k, v in params.items()}}
+    for o in parser.parse_overrides(arguments):
+        lines[o.get_key_element()] = o.input_line
+    space: dict[str, Any] = {}
+    fixed: list[str] = []
+    for o in parser.parse_overrides(list(lines.values())):
+        if o.is_sweep_override():
+            space[o.get_key_element()] = distribution(o)
+        else:
+            fixed.append(o.input_line)
+    return space, fixed
+
+
+def as_override(key: str, value: Any) -> str:
+    """A sampled value as a command-line override (strings quoted where Hydra's grammar needs it)."""
+    if isinstance(value, str) and not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        value = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    elif isinstance(value, bool):
+        value = str(value).lower()
+    return f"{key}={value}"

@@ -1,0 +1,55 @@
+"""The Pareto front of a search study (`hydra/sweeper=optuna` with several objectives, e.g. sweeps/tune_sgd.yaml):
+the rows no other row beats on every objective. `python -m sweep.compare <study>` shows it, as a table and a
+plot, when the preset declares `hydra.sweeper.objectives` (metric -> maximize | minimize)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+TRIAL_KEY = "extra.trial"  # sweeps/tune_sgd.yaml's hydra.sweeper.trial_key: a point is labelled by its trial
+
+if TYPE_CHECKING:
+    from sweep.compare import Comparison, Row
+
+
+def _scores(row: "Row", objectives: dict[str, str]) -> list[float] | None:
+    """The row's means, signed so that larger is better on every objective (None: one is missing)."""
+    if not all(m in row.stats for m in objectives):
+        return None
+    return [row.stats[m].mean * (1 if d == "maximize" else -1) for m, d in objectives.items()]
+
+
+def front(cmp: "Comparison", objectives: dict[str, str]) -> "Comparison":
+    """The rows of `cmp` on the Pareto front, best first on the first objective."""
+    scored = [(r, s) for r in cmp.rows if (s := _scores(r, objectives)) is not None]
+
+    def dominated(s: list[float]) -> bool:
+        return any(all(a >= b for a, b in zip(o, s)) and o != s for _, o in scored)
+
+    rows = sorted((r for r, s in scored if not dominated(s)), key=lambda r: _scores(r, objectives), reverse=True)
+    metrics = [m for m in (*objectives, "epochs") if m in cmp.metrics]  # the trade-off, not every column
+    return dataclasses.replace(cmp, rows=rows, study=f"{cmp.study}: Pareto front", metrics=metrics, relative=[])
+
+
+def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path) -> Path:
+    """Every finished row as a point of (second objective, first objective), the front joined and labelled."""
+    from sweep.plots import LABELS, _save, plt
+
+    y, x = list(objectives)[:2]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    pts = [(r.stats[x].mean, r.stats[y].mean) for r in cmp.rows if x in r.stats and y in r.stats]
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts], color="0.6", label="trials")
+    best = sorted((r.stats[x].mean, r.stats[y].mean, r) for r in on_front.rows)
+    ax.plot([b[0] for b in best], [b[1] for b in best], "o-", color="C3", drawstyle="steps-post",
+            label="Pareto front")
+    for bx, by, r in best:
+        label = f"#{r.key[TRIAL_KEY]}" if TRIAL_KEY in r.key else " ".join(r.key.values())
+        ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
+    if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{LABELS.get(x, x)} ({objectives[x]})")
+    ax.set_ylabel(f"{LABELS.get(y, y)} ({objectives[y]})")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{cmp.study}: {len(pts)} trials, {len(best)} on the front")
+    return _save(fig, path)

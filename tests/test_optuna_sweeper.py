@@ -1,0 +1,95 @@
+"""hydra/sweeper=optuna (launchers/hydra_plugins/optuna_search): trials are the launcher's jobs, recorded as child
+runs with their trial number; objectives come from the runs' metrics; failed trials are told as failed; the
+study lives in Optuna's sqlite storage beside the MLflow store, so re-running resumes it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+from optuna.trial import TrialState
+
+from sweep.compare import compare
+from tests.conftest import run_sweep
+
+# tune_sgd at a toy size: seconds a trial
+SMALL = ["problem.n_bits=8", "problem.n_train=200", "problem.n_test=100", "method.max_epochs=5",
+         "hydra.sweeper.n_jobs=2", "hydra/launcher=local", "hydra.launcher.n_workers=2"]
+
+
+def _sweep(store: str, tmp_path: Path, *args: str):
+    return run_sweep(*args, cwd=tmp_path, env={"MLFLOW_TRACKING_URI": store})
+
+
+def _children(store: str, experiment: str) -> list:
+    c = MlflowClient(store)
+    exp = c.get_experiment_by_name(experiment)
+    runs = c.search_runs([exp.experiment_id]) if exp else []
+    return [r for r in runs if r.data.tags.get("sweep.parent") != "true"]
+
+
+def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
+    p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=2", *SMALL)
+    assert p.returncode == 0, p.stderr
+    storage = store.replace("mlflow.db", "optuna.db")  # Optuna's storage beside the MLflow store
+    study = optuna.load_study(study_name="tune_sgd", storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    children = {int(r.data.params["extra.trial"]): r for r in _children(store, "tune_sgd")}
+    assert sorted(children) == [0, 1]
+    for t in study.trials:  # each trial a child run: its number, its sampled values, its metrics told
+        run = children[t.number]
+        assert run.info.status == "FINISHED" and run.data.tags["hydra.job.num"] == str(t.number)
+        assert float(run.data.params["method.lr"]) == pytest.approx(t.params["method.lr"])
+        assert run.data.params["variant.name"] == t.params["variant"]
+        assert t.values == [run.data.metrics["accuracy"], run.data.metrics["energy_pj"]]
+    assert (tmp_path / "multirun").exists() and "Pareto front" in p.stdout
+
+    # re-running with a larger budget resumes the study: one more trial, numbered on
+    p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=3", *SMALL)
+    assert p.returncode == 0, p.stderr
+    study = optuna.load_study(study_name="tune_sgd", storage=storage)
+    assert [t.number for t in study.trials] == [0, 1, 2]
+    assert study.trials[2].params != study.trials[0].params  # the resumed sampler draws new points
+    assert sorted(int(r.data.params["extra.trial"]) for r in _children(store, "tune_sgd")) == [0, 1, 2]
+    # the budget is spent: nothing runs
+    p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=3", *SMALL)
+    assert p.returncode == 0 and "0 to run" in p.stderr + p.stdout
+    assert len(_children(store, "tune_sgd")) == 3
+
+    # compare: the study over both sweeps, its Pareto front as a table and a plot
+    cmp, files = compare("tune_sgd", tracking_uri=store, out_dir=tmp_path / "cmp", log=False)
+    assert len(cmp.rows) == 3 and cmp.front is not None and 1 <= len(cmp.front.rows) <= 3
+    best = max(r.stats["accuracy"].mean for r in cmp.rows)
+    assert cmp.front.rows[0].stats["accuracy"].mean == best  # the most accurate trial is always on the front
+    assert (tmp_path / "cmp" / "tune_sgd.png").stat().st_size > 0 and (tmp_path / "cmp" / "front.md").exists()
+
+
+def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    # chunk=-1 raises inside the job (random sampler, seed 0: both choices among 4 trials)
+    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=fourier", "tracker=none",
+               "method.chunk=choice(2048,-1)", "+hydra.sweeper.objectives.accuracy=maximize",
+               "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0",
+               f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=fails", "hydra.sweeper.n_trials=4",
+               "hydra.sweeper.trial_key=extra.trial", "mlflow.experiment=fails")
+    assert p.returncode == 1, p.stderr  # the launcher's summary: a job failed
+    trials = optuna.load_study(study_name="fails", storage=storage).trials
+    states = {(t.params["method.chunk"], t.state) for t in trials}
+    assert states == {(-1, TrialState.FAIL), (2048, TrialState.COMPLETE)}, states
+    assert len(trials) == 4 and len(_children(store, "fails")) == 4  # every trial ran, failed ones too
+
+    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=gf2", "tracker=none", "problem.seed=1,2",
+               "+hydra.sweeper.objectives.nope=maximize", f"hydra.sweeper.storage={storage}",
+               "hydra.sweeper.study_name=missing", "hydra.sweeper.n_trials=1", "mlflow.experiment=missing")
+    assert p.returncode == 0, p.stderr  # the job itself finished
+    assert "trial 0 failed: no metric nope among accuracy," in p.stdout + p.stderr  # Hydra's log: stdout
+    assert [t.state for t in optuna.load_study(study_name="missing", storage=storage).trials] == [TrialState.FAIL]
+
+
+def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
+    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=gf2", "problem.seed=1,2",
+               "+hydra.sweeper.objectives.accuracy=biggest")
+    assert p.returncode == 2
+    assert "hydra.sweeper.objectives.accuracy='biggest' is not allowed: expected one of maximize, minimize" in p.stderr
+    assert not (tmp_path / "mlruns").exists() and _children(store, "sweep") == []
