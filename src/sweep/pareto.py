@@ -34,7 +34,7 @@ def front(cmp: "Comparison", objectives: dict[str, str]) -> "Comparison":
 
 def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path) -> Path:
     """Every finished row as a point of (second objective, first objective), the front joined and labelled."""
-    from sweep.plots import LABELS, _save, plt
+    from sweep.plots import LABELS, plt, save
 
     y, x = list(objectives)[:2]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -52,4 +52,4 @@ def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, 
     ax.set_ylabel(f"{LABELS.get(y, y)} ({objectives[y]})")
     ax.legend(fontsize=8)
     ax.set_title(f"{cmp.study}: {len(pts)} trials, {len(best)} on the front")
-    return _save(fig, path)
+    return save(fig, path)
