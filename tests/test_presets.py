@@ -14,7 +14,7 @@ from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
 
 PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n", "sign_vs_sgd", "curriculum_speedup", "lr_width",
-           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models", "energy_proxies")
+           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models", "energy_proxies", "tune_sgd")
 
 
 def _compose(*overrides: str):
