@@ -9,7 +9,7 @@ import pytest
 from sweep import job
 from sweep.backend import Backend
 from sweep.methods.base import Context
-from sweep.trackers.ard import ARDTracker
+from sweep.trackers.ard import ARDTracker, reuse_distances
 from sweep.trackers.cache import CacheTracker
 from sweep.trackers.dmd import DMDTracker
 from sweep.trackers.energy import EnergyTracker
@@ -17,6 +17,7 @@ from sweep.trackers.stack import COLD, depth_runs
 from sweep.trackers.trace import READ, Trace
 from tests.conftest import compose
 from tests.test_dmd import brute_force
+from tests.test_trackers import literal_distances
 
 TRACKERS = [ARDTracker(), CacheTracker(), CacheTracker(cache_size_floats=300), DMDTracker(), EnergyTracker()]
 
@@ -97,6 +98,7 @@ def test_stack_depths_match_brute_force(seed):
 @pytest.mark.parametrize("seed", range(30))
 def test_memoised_passes_equal_one_plain_pass(seed):
     t = random_steps(seed)
+    assert reuse_distances(t).tolist() == literal_distances(t)  # per template and instance, as the spec's rule
     for tracker in (ARDTracker(), CacheTracker(cache_size_floats=6), DMDTracker(), EnergyTracker()):
         got, ref = tracker.summarize(t), tracker.summarize(flat(t))
         assert got.metrics == ref.metrics and got.table == ref.table

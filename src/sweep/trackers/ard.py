@@ -21,7 +21,7 @@ from sweep.trackers.trace import Trace
 
 def reuse_distances(trace: Trace) -> np.ndarray:
     """Per event: the reuse distance for reads (-1 if cold), -1 for writes."""
-    return distances(Columns.of(trace))
+    return Distances.of([trace]).dists
 
 
 def distances(c: Columns, groups: np.ndarray | None = None) -> np.ndarray:
@@ -58,11 +58,40 @@ class Distances:
     @classmethod
     def of(cls, traces: list[Trace]) -> "Distances":
         c, seg = Columns.of_many(traces)
-        # distances within a trace only: group by (trace, buffer); clocks are global, but a distance is a
-        # difference of two clocks of the same trace, so the same as with each trace's own clock
-        groups = seg * len(c.names) + c.codes
-        small = len(traces) * len(c.names) < 2**15  # int16 codes sort by radix
-        return cls(c, seg, distances(c, groups.astype(np.int16) if small else groups), len(traces))
+        return cls(c, seg, template_distances(c), len(traces))
+
+
+def template_distances(c: Columns) -> np.ndarray:
+    """distances() of every event, each within its own trace, worked out per template and per instance rather
+    than over the expanded events: a read whose buffer was written earlier in its own segment has the same
+    distance in every instance of the template (found over the templates' columns alone); any other read
+    measures from the buffer's last write in an earlier instance of the same trace, a running maximum over an
+    (instances x buffers) table of write clocks."""
+    L = c.layout
+    assert L is not None
+    if not len(L.seq):
+        return np.zeros(0, dtype=np.int64)
+    nb, nt = len(c.names), int(L.t_tpl[-1]) + 1
+    flat_clock = np.cumsum(L.t_sizes) - L.t_sizes
+    first = np.flatnonzero(np.r_[True, L.t_tpl[1:] != L.t_tpl[:-1]])  # each template's first event
+    off = flat_clock - flat_clock[first][L.t_tpl]  # clock within the template
+    local = distances(Columns(L.t_write, L.t_sizes, L.t_codes, c.names), L.t_tpl * nb + L.t_codes)
+    external = ~L.t_write & (local < 0)  # a read before any write of its buffer in the template
+    t_size = np.add.reduceat(L.t_sizes, first)
+    last_w = np.full((nt, nb), -1, dtype=np.int64)  # per template and buffer: clock of its last write, or -1
+    np.maximum.at(last_w, (L.t_tpl[L.t_write], L.t_codes[L.t_write]), off[L.t_write])
+    inst_size = t_size[L.seq]
+    inst_start = np.cumsum(inst_size) - inst_size  # global clock at each instance
+    lw = last_w[L.seq]
+    written = np.where(lw >= 0, inst_start[:, None] + lw, -1)
+    prev = np.vstack((np.full((1, nb), -1, dtype=np.int64), np.maximum.accumulate(written, axis=0)[:-1]))
+    # a trace starts from nothing: writes of earlier traces (clocks before its first instance's) do not count
+    new_trace = np.r_[True, L.owner[1:] != L.owner[:-1]]
+    trace_start = np.maximum.accumulate(np.where(new_trace, inst_start, 0))
+    prev = np.where(prev >= trace_start[:, None], prev, -1)
+    pv = prev[L.inst, c.codes]
+    clock = inst_start[L.inst] + off[L.pos]
+    return np.where(external[L.pos], np.where(pv >= 0, clock - pv, -1), local[L.pos])
 
 
 def ard_report(trace: Trace, d: Distances | None = None) -> TrackerReport:

@@ -14,6 +14,22 @@ from sweep.trackers.trace import READ, Event, Trace
 
 
 @dataclass
+class Layout:
+    """Where the expanded events come from: the templates' own columns, one after another (``t_*``, with
+    ``t_tpl`` the template of each), the template and trace of each instance (``seq``, ``owner``), and per
+    expanded event its index in the template columns (``pos``) and its instance (``inst``)."""
+
+    t_write: np.ndarray
+    t_sizes: np.ndarray
+    t_codes: np.ndarray
+    t_tpl: np.ndarray
+    seq: np.ndarray
+    owner: np.ndarray
+    pos: np.ndarray
+    inst: np.ndarray
+
+
+@dataclass
 class Columns:
     """A trace as arrays: op is write?, size, buffer code; and the buffer names in order of first use."""
 
@@ -21,6 +37,7 @@ class Columns:
     sizes: np.ndarray
     codes: np.ndarray
     names: list[str]
+    layout: Layout | None = None  # set when built from templates
 
     @classmethod
     def of(cls, trace: Trace) -> "Columns":
@@ -40,8 +57,15 @@ class Columns:
         t_write = np.array([e[0] != READ for e in flat], dtype=bool)
         t_sizes = np.array([e[2] for e in flat], dtype=np.int64)
         t_codes = np.array([index[e[1]] for e in flat], dtype=dtype)
-        pos, seg = expand(templates, seq, owner)
-        return cls(t_write[pos], t_sizes[pos], t_codes[pos], uniq), seg
+        t_len = np.array([len(t) for t in templates], dtype=np.int64)
+        s, own = np.asarray(seq, dtype=np.int64), np.asarray(owner, dtype=np.int64)
+        lens = t_len[s]
+        offs = np.cumsum(lens) - lens  # where each instance starts in the expanded trace
+        pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat((np.cumsum(t_len) - t_len)[s] - offs, lens)
+        inst = np.repeat(np.arange(len(s), dtype=np.int64), lens)
+        layout = Layout(t_write, t_sizes, t_codes, np.repeat(np.arange(len(templates), dtype=np.int64), t_len),
+                        s, own, pos, inst)
+        return cls(t_write[pos], t_sizes[pos], t_codes[pos], uniq, layout), own[inst]
 
 
 def joined_segments(traces: list[Trace]) -> tuple[list[tuple[Event, ...]], list[int], list[int]]:
@@ -62,14 +86,3 @@ def joined_segments(traces: list[Trace]) -> tuple[list[tuple[Event, ...]], list[
         seq.extend([local[t] for t in tseq])
         owner.extend([i] * len(tseq))
     return templates, seq, owner
-
-
-def expand(templates: list[tuple[Event, ...]], seq: list[int], owner: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(pos, seg): per event of the expanded trace, its index in the concatenated templates and its owner."""
-    t_len = np.array([len(t) for t in templates], dtype=np.int64)
-    t_start = np.cumsum(t_len) - t_len
-    s = np.asarray(seq, dtype=np.int64)
-    lens = t_len[s]
-    offs = np.cumsum(lens) - lens  # where each instance starts in the expanded trace
-    pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(t_start[s] - offs, lens)
-    return pos, np.repeat(np.asarray(owner, dtype=np.int64), lens)

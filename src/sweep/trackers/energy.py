@@ -16,7 +16,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.meter import meter_solve
-from sweep.trackers.ard import ard_each, ard_report
+from sweep.trackers.ard import Distances, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.cache import cache_report
 from sweep.trackers.columns import Columns
@@ -70,10 +70,11 @@ def energy_metrics(trace: Trace, h: Hierarchy) -> tuple[dict[str, float], LevelC
     return metrics, lc
 
 
-def energy_report(trace: Trace, h: Hierarchy) -> TrackerReport:
-    """The energy figures and, per buffer, the memory energy of its accesses (column energy_pj)."""
+def energy_report(trace: Trace, h: Hierarchy, c: Columns | None = None) -> TrackerReport:
+    """The energy figures and, per buffer, the memory energy of its accesses (column energy_pj). ``c``: the
+    trace's Columns, if already made."""
     metrics, lc = energy_metrics(trace, h)
-    c = Columns.of(trace)
+    c = c or Columns.of(trace)
     per = np.bincount(c.codes, weights=lc.event_pj, minlength=len(c.names))  # adds in event order, as a loop would
     return TrackerReport(metrics, [{"buffer": b, "energy_pj": pj} for b, pj in zip(c.names, per.tolist())])
 
@@ -115,8 +116,9 @@ class EnergyTracker(TrackerBase):
         self.model = load_hierarchy(self.hierarchy, _plain(self.levels), _plain(self.ops_pj), self.bytes_per_float)
 
     def summarize(self, trace: Trace) -> TrackerReport:
-        return (ard_report(trace).merge(cache_report(trace, self.cache_size_floats))
-                .merge(TrackerReport({"dmd": dmd(trace)})).merge(energy_report(trace, self.model)))
+        d = Distances.of([trace])  # columns and reuse distances once, for ard and the cache
+        return (ard_report(trace, d).merge(cache_report(trace, self.cache_size_floats, d))
+                .merge(TrackerReport({"dmd": dmd(trace)})).merge(energy_report(trace, self.model, d.c)))
 
     def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
                 ) -> tuple[dict[str, float], dict[str, str]]:
