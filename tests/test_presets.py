@@ -47,9 +47,10 @@ def test_presets_carry_their_study_settings():
     assert t.tracker.name == "cache" and t.tracker.scope == "init_sample0"
     assert t.hydra.sweeper.params["problem.seed"] == "42,43,44"
     assert t.hydra.sweeper.params["method.hidden"] == "1000,500"
-    # each arm is one variant choice: the baseline is untiled, the others tile W1
-    arms = {"baseline": ("standard", 0), "t50": ("tiled", 50), "t100": ("tiled", 100), "t250": ("tiled", 250),
-            "t500": ("tiled", 500)}
+    # each arm is one variant choice: the baseline is untiled, the others tile W1 (tiled_fused, tiled_w2 too)
+    arms = {"baseline": ("standard", 0)}
+    for prefix, variant in (("t", "tiled"), ("fused_t", "tiled_fused"), ("w2_t", "tiled_w2")):
+        arms.update({f"{prefix}{T}": (variant, T) for T in (50, 100, 250, 500)})
     assert t.hydra.sweeper.params["+sweeps/tiled_w1_arm"] == ",".join(arms)
     for arm, (variant, size) in arms.items():
         c = _compose("sweeps=tiled_w1", f"+sweeps/tiled_w1_arm={arm}")

@@ -31,6 +31,9 @@ def _annotate_failures(ax, cmp: "Comparison") -> None:
 
 
 # -- tiled_w1 (seed 003): ARD and hit rate vs tile size, accuracy at the smaller width -------------
+TILED_LABELS = {"tiled": "tiled W1", "tiled_fused": "tiled W1, per-tile backward", "tiled_w2": "tiled W1 + W2"}
+
+
 def plot_tiled(cmp: "Comparison", path: Path) -> Path:
     hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys \
         else []
@@ -40,16 +43,18 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
     fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.6 * max(len(panels), 1), 3.8), squeeze=False)
     for ax, (metric, hidden) in zip(axes[0], panels):
         where = {} if hidden is None else {"method.hidden": _fmt_like(cmp, "method.hidden", hidden)}
-        base, tiled = [], []
+        base, lines = [], {}  # the untiled baseline (tile size 0); one line per tiled variant
         for row, st in cmp.values(metric, **where):
             size = _num(row.key.get("variant.tile_size", "-"))
-            is_base = row.key.get("variant.name", "tiled") != "tiled" or not size
-            (base if is_base else tiled).append((size, st))
-        tiled.sort(key=lambda t: t[0])
-        if tiled:
-            xs = [t[0] for t in tiled]
-            ax.errorbar(xs, [t[1].mean for t in tiled], yerr=[t[1].std for t in tiled], marker="o", capsize=3,
-                        label="tiled W1")
+            if size:
+                lines.setdefault(row.key.get("variant.name", "tiled"), []).append((size, st))
+            else:
+                base.append((size, st))
+        for name, pts in sorted(lines.items()):
+            pts.sort(key=lambda t: t[0])
+            xs = [t[0] for t in pts]
+            ax.errorbar(xs, [t[1].mean for t in pts], yerr=[t[1].std for t in pts], marker="o", capsize=3,
+                        label=TILED_LABELS.get(name, name))
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
@@ -61,7 +66,7 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
         ax.set_ylabel(LABELS[metric])
         ax.set_title(LABELS[metric] + (f" (hidden={hidden:g})" if hidden is not None else ""))
         ax.legend(fontsize=8)
-    fig.suptitle(f"{cmp.study}: tiled W1 vs baseline (mean ± std over seeds)")
+    fig.suptitle(f"{cmp.study}: tiled variants vs baseline (mean ± std over seeds)")
     return save(fig, path)
 
 
