@@ -60,11 +60,25 @@ def test_autocast_runs_the_step_in_lower_precision():
     assert f16.curves["train_loss"] != pytest.approx(f32.curves["train_loss"], rel=1e-6)
 
 
+def test_threads_sets_torchs_intra_op_pool():
+    before = torch.get_num_threads()
+    try:
+        r = _run("sgd", "torch_cpu", "device.threads=1")
+        assert r.metrics["accuracy"] == 1.0 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_fullgraph_names_the_graph_break_in_one_line():
     # seed 004 compiles with fullgraph=True; SGD's step has data-dependent exits (no sample inside the margin),
     # so torch refuses to make one graph of it: the job fails with one line saying where, not torch's pages
+    fullgraph = ("device.compile=true", "device.compile_backend=aot_eager", "device.fullgraph=true")
     with pytest.raises(RuntimeError, match=r"device.fullgraph=true: \w+\.step has a graph break: .+"):
-        _run("sgd", "torch_cpu", "device.compile=true", "device.compile_backend=aot_eager", "device.fullgraph=true")
+        _run("sgd", "torch_cpu", *fullgraph)
+    # also after a job compiled the same step without fullgraph in this process (each job compiles afresh)
+    _run("sgd", "torch_cpu", "device.compile=true", "device.compile_backend=aot_eager")
+    with pytest.raises(RuntimeError, match="graph break"):
+        _run("sgd", "torch_cpu", *fullgraph)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

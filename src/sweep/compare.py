@@ -273,7 +273,7 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
             elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
                 b, v = base.stats[metric].mean, row.stats[metric].mean
                 row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
-                    (f"{b / v:.2f}x" if v else "-")
+                    (f"{b / v:.3g}x" if v else "-")
 
 
 def _failure_line(members: list) -> str:

@@ -56,7 +56,7 @@ def make_backend(device: DictConfig) -> Backend:
     return Backend(name=device.backend, device=device.torch_device, dtype=device.dtype, compile=device.compile,
                    compile_backend=device.get("compile_backend", "inductor"),
                    compile_mode=device.get("compile_mode", "default"), fullgraph=device.get("fullgraph", False),
-                   autocast=device.get("autocast", "none"))
+                   autocast=device.get("autocast", "none"), threads=device.get("threads", 0))
 
 
 def config_yaml(cfg: DictConfig) -> str:
