@@ -16,6 +16,7 @@ def store(tmp_path, monkeypatch) -> str:
     """A fresh SQLite MLflow store; MLFLOW_TRACKING_URI points at it for this test and its subprocesses."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))  # never the project's own spool
     return uri
 
 

@@ -8,7 +8,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from sweep.paths import CONF_DIR
+from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.result import RunResult
 from sweep.schema import register_configs
 from sweep.validate import ConfigError
@@ -30,7 +30,27 @@ def task(cfg: DictConfig) -> RunResult:
         sys.exit(2)
 
 
+def presets() -> list[str]:
+    """The sweep presets: `sweeps/<name>.yaml` at the project root."""
+    return sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+
+
+def refuse_unknown_preset(argv: list[str]) -> None:
+    """`sweeps` is an optional config group, so Hydra skips an option it cannot find and runs the default job:
+    an unknown preset (a typo) is refused here, exit 2, before anything is composed or run."""
+    for arg in argv:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if key != "sweeps" or not eq or "(" in value:
+            continue
+        unknown = [v for v in value.split(",") if not (SWEEPS_DIR / f"{v.strip()}.yaml").is_file()]
+        if unknown:
+            print(f"sweep: config error: sweeps={unknown[0]} is not a preset: expected one of "
+                  f"{', '.join(presets())}", file=sys.stderr, flush=True)
+            sys.exit(2)
+
+
 def main() -> None:
+    refuse_unknown_preset(sys.argv[1:])
     task()
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from sweep.paths import safe_name
+
 # The figures a sweep is compared on, in table order (only those some child logged are shown): the group's own
 # columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside accuracy, time and cost.
 METRICS = ("accuracy", "epochs", "wall_clock_s", "warmup_s", "ard", "reads", "writes", "total_floats", "dmc", "dmd",
@@ -136,19 +138,21 @@ def find_parent(client: Any, ref: str):
     """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
     parent whose overrides say `sweeps=ref`)."""
     if RUN_ID.match(ref):
-        return client.get_run(ref)
-    exps = client.search_experiments()
-    ids = [e.experiment_id for e in exps]
-    if not ids:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return client.get_run(ref)
+        except MlflowException:
+            raise LookupError(f"no run {ref} in the store") from None
+    exps = {e.experiment_id: e.name for e in client.search_experiments()}
+    if not exps:
         raise LookupError("the store has no experiments")
-    candidates = []
-    named = [e.experiment_id for e in exps if e.name == ref]
-    if named:
-        candidates += _search(client, named, f"tags.`{PARENT_TAG}` = 'true'")
-    # a preset run into another experiment (mlflow.experiment=... overridden) still names itself in the
-    # parent's overrides tag
-    candidates += _search(client, ids, f"tags.`{OVERRIDES_TAG}` LIKE '%sweeps={ref}%'")
-    candidates = [r for r in candidates if _study_of(r, ref) == ref]
+    # The name is data: it never enters a filter string (a quote in it would break MLflow's parser), the
+    # parents are matched here. A preset run into another experiment (mlflow.experiment=... overridden) still
+    # names itself in the parent's overrides tag.
+    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
+    candidates = [r for r in parents
+                  if _study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and _study_of(r, ref) == ref)]
     if not candidates:
         raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
                           "or pass a parent run id")
@@ -326,7 +330,7 @@ def study_settings(study: str) -> dict[str, Any]:
     from sweep.paths import SWEEPS_DIR
 
     path = SWEEPS_DIR / f"{study}.yaml"
-    raw = OmegaConf.load(path) if path.is_file() else OmegaConf.create()
+    raw = OmegaConf.load(path) if path.is_file() and path.parent == SWEEPS_DIR else OmegaConf.create()
     node = raw.get("compare")
     out: dict[str, Any] = OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[assignment]
     objectives = OmegaConf.select(raw, "hydra.sweeper.objectives")
@@ -358,7 +362,7 @@ def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Pa
     files[0].write_text(f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
                         f"One point per finished run, per {by}.\n\n{cmp.proxies}")
     if plot and rankings:
-        files.append(px.plot(rankings, metrics, out_dir / f"{cmp.study}-proxies.png",
+        files.append(px.plot(rankings, metrics, out_dir / f"{safe_name(cmp.study)}-proxies.png",
                              f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
     return files
 
@@ -368,12 +372,21 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
             plot: bool = True, settings: dict[str, Any] | None = None) -> tuple[Comparison, list[Path]]:
     """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
     `settings` (baseline, relative) default to the preset's `compare:` node."""
-    from mlflow.tracking import MlflowClient
-
+    from sweep import store
     from sweep.paths import PROJECT_ROOT, default_tracking_uri
     from sweep.plots import plot_comparison, plot_curves
 
-    client = MlflowClient(tracking_uri=tracking_uri or default_tracking_uri())
+    uri = tracking_uri or default_tracking_uri()
+    store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
+    if log:
+        try:
+            store.check(uri, write=True)
+        except store.StoreError as e:  # a read-only store is read: the table and plot stay on disk
+            print(f"sweep.compare: {e}: table and plot not logged to the parent run", file=sys.stderr)
+            log = False
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = ref if not RUN_ID.match(ref) else _study_of(parent, experiment)
@@ -387,7 +400,8 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     _failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
 
-    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{study}-{parent.info.run_id[:8]}"
+    # the study name is data: a safe file name (`../x` stays inside outputs/compare/)
+    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv", out_dir / "table.md"]
     files[0].write_text(cmp.csv())
@@ -400,10 +414,11 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
         files.append(out_dir / "front.md")
         files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
-        files.append(plot_front(cmp, cmp.front, objectives, out_dir / f"{study}.png") if cmp.front is not None
-                     else plot_comparison(cmp, out_dir / f"{study}.png"))
+        png = out_dir / f"{safe_name(study)}.png"
+        files.append(plot_front(cmp, cmp.front, objectives, png) if cmp.front is not None
+                     else plot_comparison(cmp, png))
         if any(r.curves for r in cmp.rows):
-            files.append(plot_curves(cmp, out_dir / f"{study}-curves.png"))
+            files.append(plot_curves(cmp, out_dir / f"{safe_name(study)}-curves.png"))
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     if log:
@@ -423,9 +438,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args(argv)
+    from sweep.store import StoreError
+
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
     except LookupError as e:
+        print(f"sweep.compare: {e}", file=sys.stderr)
+        return 1
+    except StoreError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
     if a.markdown:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +25,13 @@ def store_sibling(name: str, tracking_uri: str | None = None) -> str:
     uri = tracking_uri or default_tracking_uri()
     folder = Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///") else STORE_DIR
     return f"sqlite:///{folder / name}"
+
+
+def safe_name(name: str) -> str:
+    """`name` as one file name: characters other than letters, digits, `.`, `_`, `-` become `_`, and no leading
+    dot, so a name such as `../x` or `a/b` can neither climb out of nor descend into a directory."""
+    out = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
+    return out or "_"
 
 
 @lru_cache(maxsize=1)

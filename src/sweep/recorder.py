@@ -43,17 +43,34 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 class Recorder:
-    def __init__(self, tracking_uri: str | None = None, experiment: str = "sweep") -> None:
-        from mlflow.tracking import MlflowClient  # heavy import (~1 s): only where a store is written
+    """Opens (or creates) the store and the experiment; raises `sweep.store.StoreError` (one line naming the
+    store and the cause) when it cannot. Results spooled for this store are written in first (`sweep.spool`)."""
+
+    def __init__(self, tracking_uri: str | None = None, experiment: str = "sweep", import_spool: bool = True) -> None:
+        from sweep import store
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
-        if self.tracking_uri.startswith("sqlite:///"):
-            Path(self.tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(tracking_uri=self.tracking_uri)
-        self.experiment_id = self._experiment(experiment)
+        self.experiment = experiment
+        store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        try:
+            with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                from mlflow.tracking import MlflowClient  # heavy import (~1 s): only where a store is written
+
+                self.client = MlflowClient(tracking_uri=self.tracking_uri)
+                self.experiment_id = self._experiment(experiment)
+        except store.StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
+            raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
         from sweep.sql_run_writer import SqlRunWriter
 
         self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
+        if import_spool:
+            from sweep import spool
+
+            n = spool.import_into(self)
+            if n:
+                print(f"sweep: {n} spooled result(s) written into {self.tracking_uri}", flush=True)
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -72,6 +89,19 @@ class Recorder:
     # -- runs -------------------------------------------------------------------------------------
     def log(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
             extra_tags: dict[str, str] | None = None) -> str:
+        """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
+        says where (the result is saved or the command fails loudly, never both lost and silent)."""
+        from sweep import spool, store
+
+        try:
+            return self.write(result, parent_run_id, run_name, extra_tags)
+        except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
+            cause = store.cause_of(e)
+            path = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
+            raise store.StoreError(self.tracking_uri, f"{cause}; {spool.KEPT.format(path=path)}") from e
+
+    def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
+              extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
         from mlflow.entities import Metric, Param
 

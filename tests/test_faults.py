@@ -1,0 +1,206 @@
+"""Faults and bad input, driven as a user meets them: real `python -m sweep` processes against real stores that
+are read-only (as a non-root user: root ignores file modes), truncated, not SQLite, missing, or named oddly.
+Each test asserts the exit code, the one line said, what the store holds and that no result was lost."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import record_small_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+NOBODY = 65534
+
+
+def _runs(uri: str) -> list:
+    c = MlflowClient(uri)
+    return [r for e in c.search_experiments() for r in c.search_runs([e.experiment_id])]
+
+
+def sweep(*args: str, env: dict, cwd: Path, as_nobody: bool = False, module: str = "sweep",
+          timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` in a subprocess; `as_nobody`: as an unprivileged user when this is root (file
+    modes bind it), so a read-only store is read-only for real."""
+    cmd = [sys.executable, "-m", module, *args]
+    if as_nobody and os.geteuid() == 0:
+        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+        env = {"HOME": str(cwd), **env}  # root's home is not nobody's to write
+    return subprocess.run(cmd, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+def one_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def made_store(tmp_path_factory) -> Path:
+    """A real store with one finished run, made once (copied by the tests that break it)."""
+    d = tmp_path_factory.mktemp("made")
+    uri = f"sqlite:///{d / 'mlflow.db'}"
+    p = sweep("method=gf2", "problem.n_bits=10", env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")},
+              cwd=d)
+    assert p.returncode == 0, p.stderr
+    return d / "mlflow.db"
+
+
+@pytest.fixture
+def open_dir():
+    """A directory every user can enter (pytest's tmp_path is root's alone): for runs as nobody."""
+    d = Path(tempfile.mkdtemp(prefix="sweep-faults-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def read_only_store(made_store: Path, d: Path) -> str:
+    """A copy of the made store in `d/ro/`, file and directory without write permission; a spool and an output
+    directory that nobody can write."""
+    (d / "ro").mkdir()
+    shutil.copy(made_store, d / "ro" / "mlflow.db")
+    (d / "ro" / "mlflow.db").chmod(0o444)
+    (d / "ro").chmod(0o555)
+    for sub in ("spool", "work"):
+        (d / sub).mkdir()
+        (d / sub).chmod(0o777)
+    return f"sqlite:///{d / 'ro' / 'mlflow.db'}"
+
+
+# -- 1. a result is saved or the command fails loudly --------------------------------------------------------
+def test_single_run_on_read_only_store_spools_then_import_writes_it(made_store, open_dir):
+    uri = read_only_store(made_store, open_dir)
+    env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(open_dir / "spool")}
+    p = sweep("method=gf2", "problem.n_bits=12", "problem.seed=5", env=env, cwd=open_dir / "work", as_nobody=True)
+    assert p.returncode == 1, p.stderr
+    line = one_line(p.stderr)
+    assert line.startswith(f"sweep: result not recorded: store {uri}: read-only") and "spool" in line
+    assert "[FINISHED] method=gf2" in p.stdout  # the user still sees the result
+    (spooled,) = (open_dir / "spool").glob("*.json")
+    assert str(spooled) in line
+    before = {r.info.run_id for r in _runs(uri)}
+    (open_dir / "ro").chmod(0o755)
+    (open_dir / "ro" / "mlflow.db").chmod(0o644)
+    p = sweep("import", env=env, cwd=open_dir / "work", module="sweep.spool")
+    assert p.returncode == 0 and "1 result(s) written" in p.stdout, p.stderr
+    (new,) = [r for r in _runs(uri) if r.info.run_id not in before]
+    assert new.data.params["problem.seed"] == "5" and new.data.metrics["accuracy"] == 1.0
+    assert not list((open_dir / "spool").glob("*.json"))
+
+
+def test_next_command_writes_spooled_results_in(tmp_path, store):
+    """A result spooled against a store (here: a corrupt one, replaced by a sound one) is written by the next
+    command that records into it."""
+    db = Path(store[len("sqlite:///"):])
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"not a database at all" * 10)
+    p = sweep("method=gf2", "problem.seed=3", env={}, cwd=tmp_path)
+    assert p.returncode == 1
+    assert "corrupt: not an SQLite database" in one_line(p.stderr)
+    db.unlink()
+    p = sweep("method=km", env={}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "1 spooled result(s) written" in p.stdout
+    assert sorted(r.data.tags["method"] for r in _runs(store)) == ["gf2", "km"]
+
+
+def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_path):
+    p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)
+    assert p.returncode == 2
+    assert "mlflow.experiment=" in one_line(p.stderr) and "1 to 500 characters" in p.stderr
+    assert not Path(store[len("sqlite:///"):]).exists()
+
+
+# -- 2. unknown preset --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", ["nope", "ard_variant"])
+def test_unknown_preset_exits_2_with_the_presets(store, tmp_path, preset):
+    p = sweep(f"sweeps={preset}", env={}, cwd=tmp_path)
+    assert p.returncode == 2
+    line = one_line(p.stderr)
+    assert f"sweeps={preset} is not a preset" in line and "ard_variants" in line and "tiled_w1" in line
+    assert not Path(store[len("sqlite:///"):]).exists() and p.stdout == ""
+
+
+# -- 4. corrupt, read-only, missing stores ------------------------------------------------------------------
+@pytest.mark.parametrize("launcher", ["sweep", "basic"])
+def test_sweep_on_truncated_store_fails_in_seconds_with_one_line(made_store, tmp_path, launcher):
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(made_store.read_bytes()[: made_store.stat().st_size // 2])
+    uri = f"sqlite:///{db}"
+    t0 = time.monotonic()
+    p = sweep("-m", f"hydra/launcher={launcher}", "method=gf2,km",
+              env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}, cwd=tmp_path)
+    assert time.monotonic() - t0 < 60  # MLflow alone retries for ~100 s
+    assert p.returncode == 1
+    assert one_line(p.stderr) == f"sweep: store {uri}: corrupt: truncated " \
+                                 f"({db.stat().st_size} bytes, its header says {made_store.stat().st_size})"
+    assert "FINISHED" not in p.stdout  # no job ran
+
+
+def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_path):
+    # a real sweep's store, then read-only
+    d = open_dir / "ro"
+    d.mkdir()
+    uri = f"sqlite:///{d / 'mlflow.db'}"
+    rec, parent, results = record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
+    rec.end_parent(parent, "FINISHED", results)
+    (d / "mlflow.db").chmod(0o444)
+    d.chmod(0o555)
+    (open_dir / "work").mkdir(mode=0o777)
+    (open_dir / "work").chmod(0o777)
+    p = sweep("demo", "--markdown", "--no-plot", "--out", str(open_dir / "work" / "o"), "--tracking-uri", uri,
+              env={}, cwd=open_dir / "work", as_nobody=True, module="sweep.compare")
+    assert p.returncode == 0, p.stderr
+    assert "| gf2 | 2/2 |" in p.stdout
+    assert "read-only" in one_line(p.stderr) and "not logged" in p.stderr
+    # an empty directory: no store, one line, nothing created
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = sweep("demo", "--tracking-uri", f"sqlite:///{empty / 'mlflow.db'}", env={}, cwd=tmp_path,
+              module="sweep.compare")
+    assert p.returncode == 1 and "no store there" in one_line(p.stderr)
+    assert list(empty.iterdir()) == []
+
+
+# -- 5. study names are data --------------------------------------------------------------------------------
+def test_compare_quotes_names_and_keeps_files_inside_outputs(store, tmp_path):
+    from sweep import compare as cmpmod
+    from sweep.paths import PROJECT_ROOT
+
+    for study in ("o'brien", "../../escape"):
+        rec, parent, results = record_small_sweep(store, study, study, "problem.n_bits=10")
+        rec.end_parent(parent, "FINISHED", results)
+        cmp, files = cmpmod.compare(study, store, plot=True)
+        try:
+            assert cmp.parent_id == parent and cmp.study == study
+            outputs = (PROJECT_ROOT / "outputs" / "compare").resolve()
+            for f in files:
+                assert f.resolve().parent.parent == outputs, f
+        finally:
+            shutil.rmtree(files[0].parent, ignore_errors=True)
+
+
+# -- 3. two first sweeps on a store that does not exist yet ----------------------------------------------------
+def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    procs = [subprocess.Popen([sys.executable, "-m", "sweep", "-m", "method=gf2,km", f"problem.seed={s}",
+                               "hydra.launcher.n_workers=1", f"hydra.sweep.dir={tmp_path / str(s)}"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for s in (1, 2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "Traceback" not in err
+    runs = _runs(store)
+    parents = [r for r in runs if r.data.tags.get("sweep.parent") == "true"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 2 and len(children) == 4
+    assert all(r.info.status == "FINISHED" for r in runs)
