@@ -83,7 +83,7 @@ def test_single_run_on_read_only_store_spools_then_import_writes_it(made_store, 
     assert p.returncode == 1, p.stderr
     line = one_line(p.stderr)
     assert line.startswith(f"sweep: result not recorded: store {uri}: read-only") and "spool" in line
-    assert "[FINISHED] method=gf2" in p.stdout  # the user still sees the result
+    assert "[FINISHED] gf2" in p.stdout  # the user still sees the result
     (spooled,) = (open_dir / "spool").glob("*.json")
     assert str(spooled) in line
     before = {r.info.run_id for r in _runs(uri)}
@@ -204,3 +204,31 @@ def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 2 and len(children) == 4
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+# -- 7. size guard, unused additions ---------------------------------------------------------------------------
+def _limited(limit_bytes: int):
+    def set_limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    return set_limit
+
+
+@pytest.mark.parametrize("override", ["problem.n_bits=100000", "problem.n_train=100000000",
+                                      "method.hidden=10000000"])
+def test_job_too_big_for_memory_is_refused_naming_the_field(store, tmp_path, override):
+    """Under a 2.5 GB address-space limit (what a container or `ulimit -v` gives), each of these would climb
+    for minutes before failing; the estimate refuses it before the job, naming the field."""
+    p = subprocess.run([sys.executable, "-m", "sweep", override], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, preexec_fn=_limited(2_500_000_000))
+    assert p.returncode == 2, p.stderr
+    line = one_line(p.stderr)
+    assert "GB of memory" in line and line.endswith(f"lower {override}")
+    assert not Path(store[len("sqlite:///"):]).exists()
+
+
+def test_unused_top_level_addition_is_refused(store, tmp_path):
+    p = sweep("+foo=bar", env={}, cwd=tmp_path)
+    assert p.returncode == 2 and "+foo=bar is not read by any job" in one_line(p.stderr)
+    assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///"):]).exists()

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from sweep.recorder import Recorder
+from sweep.sql_run_writer import SqliteRunWriter, SqlRunWriter
 from sweep.result import RunResult
 
 
@@ -21,9 +22,18 @@ def result(status: str = "FINISHED", error: str | None = None) -> RunResult:
         status=status, error=error, start_time=1_700_000_000.0)
 
 
-def both(uri: str, res: RunResult):
-    rec = Recorder(uri, "parity")
-    assert rec.sql is not None, "a sqlite store takes the one-transaction path"
+def recorder(uri: str, experiment: str, writer: str) -> Recorder:
+    """A Recorder whose one-transaction writer is `writer`: "sqlalchemy" (MLflow's engine: the Recorder that
+    creates the store) or "sqlite3" (no MLflow import: a Recorder opened on the existing store)."""
+    rec = Recorder(uri, experiment)
+    if writer == "sqlite3":
+        rec = Recorder(uri, experiment)
+    assert type(rec.sql) is {"sqlalchemy": SqlRunWriter, "sqlite3": SqliteRunWriter}[writer]
+    return rec
+
+
+def both(uri: str, res: RunResult, writer: str = "sqlalchemy"):
+    rec = recorder(uri, "parity", writer)
     parent = rec.start_parent("p", {})
     fast = rec.log(res, parent_run_id=parent, extra_tags={"sweep.route": "local"})
     sql, rec.sql = rec.sql, None  # the same Recorder through MlflowClient
@@ -32,9 +42,13 @@ def both(uri: str, res: RunResult):
     return rec.client, rec.client.get_run(fast), rec.client.get_run(slow)
 
 
+WRITERS = ["sqlalchemy", "sqlite3"]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
 @pytest.mark.parametrize("status", ["FINISHED", "FAILED", "KILLED"])
-def test_sql_writer_reads_back_like_the_client(store, status):
-    client, a, b = both(store, result(status, error=None if status == "FINISHED" else "Traceback: boom\n"))
+def test_sql_writer_reads_back_like_the_client(store, status, writer):
+    client, a, b = both(store, result(status, error=None if status == "FINISHED" else "Traceback: boom\n"), writer)
     assert a.info.run_id != b.info.run_id
     for field in ("experiment_id", "status", "lifecycle_stage", "run_name", "user_id"):
         assert getattr(a.info, field) == getattr(b.info, field), field
@@ -42,6 +56,7 @@ def test_sql_writer_reads_back_like_the_client(store, status):
     assert a.info.start_time == b.info.start_time == 1_700_000_000_000  # the job's start, not the recording
     assert a.info.artifact_uri == b.info.artifact_uri.replace(b.info.run_id, a.info.run_id)
     assert a.data.params == b.data.params and len(a.data.params["extra.note"]) == 6000
+    assert a.data.tags["sweep.params_truncated"] == "extra.note (7000 characters)"  # the cut is noted
 
     def norm(metrics):
         return {k: ("nan" if math.isnan(v) else v) for k, v in metrics.items()}
@@ -73,8 +88,9 @@ def test_sql_written_runs_are_found_by_search(store):
     assert len(children) == 2
 
 
-def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path):
-    rec = Recorder(store, "bad")
+@pytest.mark.parametrize("writer", WRITERS)
+def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path, writer):
+    rec = recorder(store, "bad", writer)
     bad = result()
     bad.metrics["bad name?"] = 1.0
     with pytest.raises(Exception, match="bad name"):
@@ -84,12 +100,38 @@ def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path):
     assert not artifacts.exists() or not any(artifacts.iterdir()), "no orphan artifact files"
 
 
-def test_a_run_is_written_whole_or_not_at_all(store):
-    from mlflow.entities import Metric, Param
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_run_is_written_whole_or_not_at_all(store, writer):
+    from sweep.sql_run_writer import new_run_id
 
-    rec = Recorder(store, "atomic")
-    rid = rec.sql.new_run_id()
-    dup = [Param("a", "1"), Param("a", "2")]  # the params insert fails after the run row went in
+    rec = recorder(store, "atomic", writer)
+    dup = [("a", "1"), ("a", "2")]  # the params insert fails after the run row went in
     with pytest.raises(Exception):
-        rec.sql.write(rec.experiment_id, rid, "r", "FINISHED", 1, 2, {"t": "v"}, dup, [Metric("m", 1.0, 1, 0)])
+        rec.sql.write(rec.experiment_id, new_run_id(), "r", "FINISHED", 1, 2, {"t": "v"}, dup, [("m", 1.0, 1, 0)])
     assert rec.client.search_runs([rec.experiment_id]) == []
+
+
+def test_restated_mlflow_facts_match_the_installed_mlflow(store):
+    """The sqlite3 writer restates MLflow's schema revision, limits, key rule and metric sanitising; an MLflow
+    whose facts differ fails here (and its stores, at another revision, go through MLflow meanwhile)."""
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.utils import validation as v
+
+    from sweep import sql_run_writer as w
+    from sweep.store import schema_version, sqlite_path
+
+    Recorder(store, "facts")
+    assert schema_version(sqlite_path(store)) == w.KNOWN_SCHEMA
+    assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN) == (
+        v.MAX_ENTITY_KEY_LENGTH, v.MAX_PARAM_VAL_LENGTH, v.MAX_TAG_VAL_LENGTH)
+    assert w.ARTIFACTS_FOLDER == SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
+    for x in (1.5, float("inf"), float("-inf"), -0.0):
+        assert w.sanitize(x) == SqlAlchemyStore.sanitize_metric_value(None, x)
+    assert w.sanitize(float("nan"))[0] is True and SqlAlchemyStore.sanitize_metric_value(None, float("nan"))[0]
+    # what the restated rule lets through, MLflow accepts
+    for key in ("a", "method.lr", "a/b c:d-e_f", "x" * 250):
+        assert w.plainly_valid({key: "v"}, [(key, "v")], [(key, 1.0, 0, 0)])
+        v._validate_batch_log_data([Metric(key, 1.0, 0, 0)], [Param(key, "v")], [RunTag(key, "v")])
+    for key in ("bad name?", "../up", "/abs", "a//b", "x" * 251, ""):
+        assert not w.plainly_valid({key: "v"}, [], [])

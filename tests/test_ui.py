@@ -1,13 +1,100 @@
-"""`python -m sweep.ui` without a browser: the tags that make MLflow open a study on its runs, the address a
-sweep ends with, and an unknown study refused in one line."""
+"""`python -m sweep.ui`: the tags that make MLflow open a study on its runs, the address a sweep ends with, an
+unknown study refused in one line (without a browser); and the command as a user runs it: the printed address
+(port, store), the no-store message, and that SIGTERM or Ctrl-C stops everything it started (MLflow's server and
+its workers): real processes, real signals."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import ui
 from tests.conftest import record_small_sweep
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _session(sid: int) -> list[int]:
+    """Live processes of session `sid` (the server's own session: sweep.ui starts it with setsid)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+                out.append(int(d.name))
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_no_store_says_so_and_creates_nothing(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
+    p = subprocess.run([sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)"
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, code):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rec, parent, results = record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
+    rec.end_parent(parent, "FINISHED", results)
+    port = _free_port()
+    ui = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    leader = None
+    try:
+        line = ui.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line and f"(store {uri})" in line, line
+        deadline = time.monotonic() + 240
+        while True:  # MLflow's server answers once it has imported and bound the port
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert ui.poll() is None and time.monotonic() < deadline, ui.stderr.read()
+                time.sleep(0.5)
+        (leader,) = _children(ui.pid)
+        started = _session(leader)
+        assert leader in started
+        ui.send_signal(sig)
+        assert ui.wait(timeout=60) == code
+        assert f"stopped ({sig.name})" in ui.stderr.read()
+        deadline = time.monotonic() + 20
+        while _session(leader) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _session(leader) == [], "a process the UI started outlived it"
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+    finally:
+        if ui.poll() is None:
+            ui.kill()
+        for pid in _session(leader) if leader else []:
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_study_view_and_next_steps(tmp_path, capsys):

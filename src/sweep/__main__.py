@@ -49,8 +49,29 @@ def refuse_unknown_preset(argv: list[str]) -> None:
             sys.exit(2)
 
 
+def refuse_unused_additions(argv: list[str]) -> None:
+    """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused (exit 2).
+    Free-form keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
+    from dataclasses import fields
+
+    from sweep.schema import Config
+
+    known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
+    for arg in argv:
+        if not arg.startswith("+") or "=" not in arg:
+            continue
+        key = arg.lstrip("+").split("=", 1)[0]
+        top = key.split("@", 1)[0].split("/", 1)[0].split(".", 1)[0]
+        if top not in known:
+            print(f"sweep: config error: {arg} is not read by any job: put free-form keys under extra "
+                  f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}",
+                  file=sys.stderr, flush=True)
+            sys.exit(2)
+
+
 def main() -> None:
     refuse_unknown_preset(sys.argv[1:])
+    refuse_unused_additions(sys.argv[1:])
     task()
 
 

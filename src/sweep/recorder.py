@@ -17,12 +17,13 @@ from typing import Any, Iterable
 
 from sweep.paths import STORE_DIR, default_tracking_uri, git_commit
 from sweep.result import RunResult
+from sweep.sql_run_writer import MAX_PARAM_LEN, MAX_TAG_LEN
 
 HASH_TAG = "sweep.config_hash"
 KILLED_REASON_TAG = "sweep.killed_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
 HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
-MAX_PARAM_LEN = 6000
+TRUNCATED_TAG = "sweep.params_truncated"
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -52,25 +53,38 @@ class Recorder:
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
-        try:
-            with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
-                from mlflow.tracking import MlflowClient  # heavy import (~1 s): only where a store is written
+        from sweep.sql_run_writer import SqlRunWriter, SqliteRunWriter
 
-                self.client = MlflowClient(tracking_uri=self.tracking_uri)
-                self.experiment_id = self._experiment(experiment)
-        except store.StoreError:
-            raise
-        except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
-            raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
-        from sweep.sql_run_writer import SqlRunWriter
-
-        self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
+        self._client: Any = None
+        # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
+        path = store.sqlite_path(self.tracking_uri)
+        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
+        if self.sql is not None:
+            self.experiment_id = self.sql.experiment_id
+        else:
+            try:
+                with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                    self.experiment_id = self._experiment(experiment)
+            except store.StoreError:
+                raise
+            except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
+                raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
+            self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
             from sweep import spool
 
             n = spool.import_into(self)
             if n:
                 print(f"sweep: {n} spooled result(s) written into {self.tracking_uri}", flush=True)
+
+    @property
+    def client(self) -> Any:
+        """MLflow's client for this store, created on first use (importing MLflow costs seconds)."""
+        if self._client is None:
+            from mlflow.tracking import MlflowClient
+
+            self._client = MlflowClient(tracking_uri=self.tracking_uri)
+        return self._client
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -103,7 +117,7 @@ class Recorder:
     def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
               extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
-        from mlflow.entities import Metric, Param
+        from sweep.sql_run_writer import SqlRunWriter, new_run_id, plainly_valid
 
         tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config),
                 "git_commit": git_commit()}
@@ -111,32 +125,41 @@ class Recorder:
             tags["mlflow.parentRunId"] = parent_run_id
         name = run_name or result.short_name()
         now = int(time.time() * 1000)
-        params = [Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in flatten(result.config).items()]
-        metrics = [Metric(k, float(v), now, 0) for k, v in result.metrics.items()]
+        flat = {k: str(v) for k, v in flatten(result.config).items()}
+        params = [(k, v[:MAX_PARAM_LEN]) for k, v in flat.items()]
+        cut = [f"{k} ({len(v)} characters)" for k, v in flat.items() if len(v) > MAX_PARAM_LEN]
+        if cut:  # MLflow keeps 6,000 characters of a param: say which were cut (config.yaml has them whole)
+            tags[TRUNCATED_TAG] = ", ".join(cut)[:MAX_TAG_LEN]
+        metrics = [(k, float(v), now, 0) for k, v in result.metrics.items()]
         for key, values in result.curves.items():
-            metrics += [Metric(key, float(v), now, i + 1) for i, v in enumerate(values)]
+            metrics += [(key, float(v), now, i + 1) for i, v in enumerate(values)]
         files = {**result.artifacts, **({"traceback.txt": result.error} if result.error else {})}
         start = int(result.start_time * 1000) if result.start_time else now
-        if self.sql is not None:
-            self.sql.check(tags, params, metrics)
-            rid = self.sql.new_run_id()
-            self._write_artifacts(rid, files)  # first: a run that is visible has its files
-            self.sql.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
+        writer = self.sql
+        if isinstance(writer, SqlRunWriter) or (writer is not None and not plainly_valid(tags, params, metrics)):
+            SqlRunWriter.check(tags, params, metrics)  # MLflow's own rules judge, and name, what is wrong
+        if writer is not None:
+            rid = new_run_id()
+            self._write_artifacts(rid, files, writer)  # first: a run that is visible has its files
+            writer.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
         else:
+            from mlflow.entities import Metric, Param
+
             rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
+            params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
             for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
-                self.client.log_batch(rid, params=params[i * 100 : (i + 1) * 100],
-                                      metrics=metrics[i * 1000 : (i + 1) * 1000])
-            self._write_artifacts(rid, files)
+                self.client.log_batch(rid, params=params_e[i * 100 : (i + 1) * 100],
+                                      metrics=metrics_e[i * 1000 : (i + 1) * 1000])
+            self._write_artifacts(rid, files, None)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
-    def _write_artifacts(self, run_id: str, files: dict[str, str]) -> None:
+    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any) -> None:
         if not files:
             return
-        local = self.sql.artifact_dir(self.experiment_id, run_id) if self.sql is not None else None
+        local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None else None
         if local is not None:  # the local artifact repository is this directory: write straight into it
             for fname, text in files.items():
                 (local / fname).parent.mkdir(parents=True, exist_ok=True)

@@ -3,32 +3,109 @@
 The client path costs four store calls per run (create_run, log_batch, set_terminated, log_artifacts), each
 its own session, queries and commit: ~35 ms of launcher CPU per run on a 2-core machine, more than the sweep
 launcher's whole per-job budget. A finished job's run is known in full when its result arrives, so it can be
-inserted at once with the store's own table definitions (``mlflow.store.tracking.dbmodels``) and the store's
-own value rules (metric sanitising, batch validation): ~2 ms, and a run is never visible half-written.
+inserted at once into the store's own tables: ~2 ms, and a run is never visible half-written.
 
-Only SQL stores (``sqlite:///``, ``postgresql://``, ...) take this path; any other tracking URI (an MLflow
-server) goes through MlflowClient. tests/test_sql_run_writer.py checks that a run written here reads back
-exactly like one written through MlflowClient (info, params, metrics and their history, tags, artifacts), so
-an MLflow upgrade that changes the tables fails a test instead of corrupting a store.
+Two writers share the rows (`run_rows`):
+- `SqlRunWriter` runs them through the SQLAlchemy engine of MLflow's own store object, with MLflow's own
+  checks (``_validate_batch_log_data``): any SQL database, once MLflow is imported.
+- `SqliteRunWriter` runs them through Python's sqlite3 without importing MLflow at all. Importing MLflow's SQL
+  store costs seconds (it pulls in its GenAI scorers, FastAPI, pyarrow, pandas), far more than a single job; so
+  a single run into an existing SQLite store whose schema is the revision this module was checked against
+  (`KNOWN_SCHEMA`), with an existing experiment, takes this path. Anything else (a new store, another schema
+  revision, a name MLflow's rules might refuse) goes through MLflow.
+
+tests/test_sql_run_writer.py checks that a run written either way reads back exactly like one written through
+MlflowClient (info, params, metrics and their history, tags, artifacts), that `KNOWN_SCHEMA` is the schema the
+installed MLflow creates and that the value rules restated here match MLflow's: an MLflow upgrade that changes
+the tables fails a test instead of corrupting a store.
 """
 from __future__ import annotations
 
+import math
+import posixpath
+import re
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import unquote, urlparse
 
-try:  # MLflow internals: without them the recorder uses MlflowClient
-    from mlflow.entities import Metric, Param, RunTag
-    from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME, MLFLOW_USER
-    from mlflow.utils.uri import append_to_uri_path
-    from mlflow.utils.validation import _validate_batch_log_data
-except ImportError:  # pragma: no cover - depends on the installed MLflow
-    SqlAlchemyStore = None  # type: ignore[assignment,misc]
+# The alembic revision of MLflow's tracking schema whose tables `run_rows` fills (MLflow 3.7's head).
+KNOWN_SCHEMA = "dc11669786a5"
+# MLflow's rules for keys and values (mlflow.utils.validation), restated to check without importing MLflow;
+# a run that does not plainly pass them goes through MLflow, which says what is wrong.
+MAX_KEY_LEN, MAX_PARAM_LEN, MAX_TAG_LEN = 250, 6000, 8000
+_KEY = re.compile(r"^[/\w.\- :]*$")
+MLFLOW_RUN_NAME, MLFLOW_USER = "mlflow.runName", "mlflow.user"
+ARTIFACTS_FOLDER = "artifacts"  # SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
+MAX_FLOAT = 1.7976931348623157e308
+
+Metric = tuple[str, float, int, int]  # key, value, timestamp (ms), step
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex  # as SqlAlchemyStore.create_run makes them
+
+
+def sanitize(value: float) -> tuple[bool, float]:
+    """(is_nan, value) as MLflow's SQL store keeps a metric: NaN as 0 with a flag, infinities as +-max float."""
+    if math.isnan(value):
+        return True, 0
+    if math.isinf(value):
+        return False, MAX_FLOAT if value > 0 else -MAX_FLOAT
+    return False, value
+
+
+def plainly_valid(tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> bool:
+    """True when every key and value passes MLflow's rules as restated here (False: let MLflow judge)."""
+    for key in [*tags, *(k for k, _ in params), *(m[0] for m in metrics)]:
+        norm = posixpath.normpath(key)
+        if (not key or len(key) > MAX_KEY_LEN or not _KEY.match(key) or norm != key or norm.startswith("..")
+                or norm.startswith("/")):
+            return False
+    return (all(len(v) <= MAX_PARAM_LEN for _, v in params) and all(len(v) <= MAX_TAG_LEN for v in tags.values())
+            and all(isinstance(m[1], float) for m in metrics))
+
+
+def artifact_uri(root: str, run_id: str) -> str:
+    return f"{root.rstrip('/')}/{run_id}/{ARTIFACTS_FOLDER}"  # mlflow.utils.uri.append_to_uri_path, for paths
+
+
+def local_dir(uri: str) -> Optional[Path]:
+    """The directory of a file:// (or plain path) artifact URI; None for a remote one."""
+    if uri.startswith("file://"):
+        return Path(unquote(urlparse(uri).path))
+    return Path(uri) if "://" not in uri else None
+
+
+def run_rows(experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
+             tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric],
+             artifact_uri: str) -> dict[str, list[dict[str, Any]]]:
+    """The rows of one terminated run, by table: runs, tags, params, metrics, latest_metrics."""
+    tags = {**tags, MLFLOW_RUN_NAME: run_name}
+    rows = []
+    latest: dict[str, tuple] = {}
+    for key, value, timestamp, step in metrics:
+        is_nan, value = sanitize(value)
+        rows.append({"key": key, "value": value, "timestamp": timestamp, "step": step, "is_nan": is_nan,
+                     "run_uuid": run_id})
+        order = (step, timestamp, value)  # MLflow's rule for the latest value of a key
+        if key not in latest or order > latest[key][0]:
+            latest[key] = (order, rows[-1])
+    run = {"run_uuid": run_id, "name": run_name, "artifact_uri": artifact_uri,
+           "experiment_id": int(experiment_id), "source_type": "UNKNOWN", "source_name": "",
+           "entry_point_name": "", "user_id": tags.get(MLFLOW_USER, "unknown"), "status": status,
+           "start_time": start_ms, "end_time": end_ms, "deleted_time": None, "source_version": "",
+           "lifecycle_stage": "active"}
+    return {"runs": [run],
+            "tags": [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()],
+            "params": [{"key": k, "value": v, "run_uuid": run_id} for k, v in params],
+            "metrics": rows, "latest_metrics": [r for _, r in latest.values()]}
 
 
 class SqlRunWriter:
+    """Through the SQLAlchemy engine of MLflow's store object (MLflow already imported)."""
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self._artifact_root: dict[str, str] = {}
@@ -36,66 +113,95 @@ class SqlRunWriter:
     @classmethod
     def for_client(cls, client: Any) -> Optional["SqlRunWriter"]:
         """A writer for the client's store, or None when the store is not MLflow's SQLAlchemy store."""
-        store = getattr(getattr(client, "_tracking_client", None), "store", None)
-        if SqlAlchemyStore is None or not isinstance(store, SqlAlchemyStore):
+        try:
+            from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+        except ImportError:  # pragma: no cover - depends on the installed MLflow
             return None
-        return cls(store)
+        store = getattr(getattr(client, "_tracking_client", None), "store", None)
+        return cls(store) if isinstance(store, SqlAlchemyStore) else None
 
     def artifact_uri(self, experiment_id: str, run_id: str) -> str:
+        from mlflow.utils.uri import append_to_uri_path
+
         root = self._artifact_root.get(experiment_id)
         if root is None:
             root = self._artifact_root[experiment_id] = self.store.get_experiment(experiment_id).artifact_location
-        return append_to_uri_path(root, run_id, SqlAlchemyStore.ARTIFACTS_FOLDER_NAME)
-
-    @staticmethod
-    def new_run_id() -> str:
-        return uuid.uuid4().hex  # as SqlAlchemyStore.create_run makes them
-
-    @staticmethod
-    def check(tags: dict[str, str], params: list[Param], metrics: list[Metric]) -> None:
-        """MLflow's own checks of names and values (what log_batch would refuse), before anything is written."""
-        _validate_batch_log_data(metrics, params, [RunTag(k, v) for k, v in tags.items()])
-
-    def write(self, experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
-              tags: dict[str, str], params: list[Param], metrics: list[Metric]) -> None:
-        """Insert the run with its tags, params, metrics and latest metrics, already terminated (call
-        `check` first)."""
-        tags = {**tags, MLFLOW_RUN_NAME: run_name}
-        sanitize = self.store.sanitize_metric_value
-        rows = []
-        latest: dict[str, tuple] = {}
-        for m in metrics:
-            is_nan, value = sanitize(m.value)
-            rows.append({"key": m.key, "value": value, "timestamp": m.timestamp, "step": m.step,
-                         "is_nan": is_nan, "run_uuid": run_id})
-            order = (m.step, m.timestamp, value)  # MLflow's rule for the latest value of a key
-            if m.key not in latest or order > latest[m.key][0]:
-                latest[m.key] = (order, rows[-1])
-        run = {"run_uuid": run_id, "name": run_name, "artifact_uri": self.artifact_uri(experiment_id, run_id),
-               "experiment_id": int(experiment_id), "source_type": "UNKNOWN", "source_name": "",
-               "entry_point_name": "", "user_id": tags.get(MLFLOW_USER, "unknown"), "status": status,
-               "start_time": start_ms, "end_time": end_ms, "deleted_time": None, "source_version": "",
-               "lifecycle_stage": "active"}
-        # One Core transaction on the store's engine: no ORM session, no per-session PRAGMAs (~half the cost)
-        with self.store.engine.begin() as conn:
-            conn.execute(SqlRun.__table__.insert(), [run])
-            if tags:
-                conn.execute(SqlTag.__table__.insert(),
-                             [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()])
-            if params:
-                conn.execute(SqlParam.__table__.insert(),
-                             [{"key": p.key, "value": p.value, "run_uuid": run_id} for p in params])
-            if rows:
-                conn.execute(SqlMetric.__table__.insert(), rows)
-                conn.execute(SqlLatestMetric.__table__.insert(), [r for _, r in latest.values()])
+        return append_to_uri_path(root, run_id, ARTIFACTS_FOLDER)
 
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
-        """The run's artifact directory when artifacts live on a local disk (file:// or a plain path)."""
-        uri = self.artifact_uri(experiment_id, run_id)
-        if uri.startswith("file://"):
-            from mlflow.utils.file_utils import local_file_uri_to_path
+        return local_dir(self.artifact_uri(experiment_id, run_id))
 
-            return Path(local_file_uri_to_path(uri))
-        if "://" not in uri:
-            return Path(uri)
-        return None
+    @staticmethod
+    def check(tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
+        """MLflow's own checks of names and values (what log_batch would refuse), before anything is written."""
+        from mlflow.entities import Metric as MMetric, Param, RunTag
+        from mlflow.utils.validation import _validate_batch_log_data
+
+        _validate_batch_log_data([MMetric(*m) for m in metrics], [Param(k, v) for k, v in params],
+                                 [RunTag(k, v) for k, v in tags.items()])
+
+    def write(self, experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
+              tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
+        """Insert the run, already terminated (call `check` first), in one Core transaction on the store's
+        engine: no ORM session, no per-session PRAGMAs (~half the cost)."""
+        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
+
+        tables = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric,
+                  "latest_metrics": SqlLatestMetric}
+        rows = run_rows(experiment_id, run_id, run_name, status, start_ms, end_ms, tags, params, metrics,
+                        self.artifact_uri(experiment_id, run_id))
+        with self.store.engine.begin() as conn:
+            for table, values in rows.items():
+                if values:
+                    conn.execute(tables[table].__table__.insert(), values)
+
+
+class SqliteRunWriter:
+    """Through Python's sqlite3, without importing MLflow: for a SQLite store at `KNOWN_SCHEMA`."""
+
+    def __init__(self, path: Path, experiment_id: str, artifact_root: str) -> None:
+        self.path = path
+        self.experiment_id = experiment_id
+        self.artifact_root = artifact_root
+        self._conn: Optional[sqlite3.Connection] = None
+
+    @classmethod
+    def open(cls, path: Path, experiment: str) -> Optional["SqliteRunWriter"]:
+        """A writer for `experiment` of the store at `path`, or None when this store needs MLflow (another
+        schema revision, no such active experiment, artifacts not on a local disk)."""
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+            try:
+                if conn.execute("SELECT version_num FROM alembic_version").fetchone() != (KNOWN_SCHEMA,):
+                    return None
+                row = conn.execute("SELECT experiment_id, artifact_location FROM experiments WHERE name = ? AND "
+                                   "workspace = 'default' AND lifecycle_stage = 'active'", (experiment,)).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        if row is None or not row[1] or local_dir(row[1]) is None:
+            return None
+        return cls(path, str(row[0]), row[1])
+
+    def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
+        return local_dir(artifact_uri(self.artifact_root, run_id))
+
+    def write(self, experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
+              tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
+        rows = run_rows(experiment_id, run_id, run_name, status, start_ms, end_ms, tags, params, metrics,
+                        artifact_uri(self.artifact_root, run_id))
+        if self._conn is None:
+            # autocommit off; `with conn` is one transaction. WAL stores (the sweep launcher's) commit without
+            # waiting for fsync, as the launcher's own connections do; others keep SQLite's default.
+            self._conn = sqlite3.connect(str(self.path), timeout=30)
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+        with self._conn:
+            for table, values in rows.items():
+                if values:
+                    cols = list(values[0])
+                    names = ", ".join(f'"{c}"' for c in cols)  # "key" is an SQL keyword
+                    self._conn.executemany(
+                        f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
+                        [tuple(v[c] for c in cols) for v in values])

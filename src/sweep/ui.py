@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 from typing import Any, Sequence
 
@@ -98,10 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         study_view(client, parent.info.experiment_id, parent.info.run_id)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
     print(f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", flush=True)
-    try:
-        return subprocess.call(command(uri, a.host, a.port))
-    except KeyboardInterrupt:
-        return 0
+    from sweep.owned_process import run_owned
+
+    return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
 
 
 if __name__ == "__main__":

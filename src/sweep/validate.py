@@ -160,3 +160,14 @@ def _energy_hierarchy(cfg: ConfigView) -> None:
 
 
 EXTRA_CHECKS.append(_energy_hierarchy)
+
+
+def _fits_in_memory(cfg: ConfigView) -> None:
+    """The job's estimated memory against what this machine has left (sweep.size_guard), last: the value
+    rules above first say what is wrong with a field."""
+    from sweep.size_guard import check_fits
+
+    check_fits(cfg)
+
+
+EXTRA_CHECKS.append(_fits_in_memory)

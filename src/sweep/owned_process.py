@@ -1,0 +1,74 @@
+"""Run a server command as this process's own: whatever stops this process stops everything the command started.
+
+`mlflow ui` starts a server that starts its own workers and job runners. Run as a plain child, a SIGTERM to
+the parent (`kill`, a container stop, a CI timeout) ends only the parent and leaves the server serving. Here
+the command runs in its own process group (session), and:
+- SIGTERM, SIGHUP or Ctrl-C (SIGINT) of this process stops the whole group: SIGTERM, then SIGKILL after a grace
+  period; this process then exits 143 / 129 / 130 with one line;
+- if this process is killed outright (SIGKILL), the kernel sends the command's leader SIGTERM
+  (PR_SET_PDEATHSIG, Linux), and it stops its own children as on any SIGTERM.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from typing import Sequence
+
+GRACE_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the signal handlers below still cover kill and Ctrl-C
+        pass
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    """SIGTERM the command's process group, SIGKILL what is left after `grace_s`."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        try:  # the leader is gone; its group may still hold children it did not stop
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+
+
+def run_owned(cmd: Sequence[str], name: str) -> int:
+    """Run `cmd` until it ends or this process is told to stop; returns the exit code to use."""
+    def stop(signum: int, _frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=_die_with_parent)
+    try:
+        code = proc.wait()
+    except _Stopped as e:
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short
+        stop_group(proc)
+        print(f"{name}: stopped ({signal.Signals(e.signum).name}); the server and its workers are stopped",
+              file=sys.stderr, flush=True)
+        return 128 + e.signum
+    finally:
+        stop_group(proc, grace_s=2.0)  # the server ended by itself: nothing of its group outlives it
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return code
