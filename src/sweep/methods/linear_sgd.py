@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
-from sweep.methods.epoch_log import EpochLog
+from sweep.methods.epoch_log import EpochLog, hidden_progress
 from sweep.trackers.trace import NULL_TRACE, Trace
 
 if TYPE_CHECKING:
@@ -63,8 +63,15 @@ def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
         out = xa @ q["w"] + q["b"]
         return float(xp.mean(xp.astype(prob.decide(xp, out) == ya, xa.dtype)))
 
+    def loss(q: Params, xa, ya) -> float:
+        """The trained objective 1/2 mean (x w + b - y)^2, without weight decay (as the MLP's hinge curves)."""
+        return float(xp.mean((xa @ q["w"] + q["b"] - ya) ** 2) / 2)
+
+    p0 = {"w": p["w"] * 1.0}
+
     def measure(q: Params) -> dict[str, float]:
-        return {"train_accuracy": accuracy(q, x, y), "test_accuracy": accuracy(q, xt, yt)}
+        return {"train_accuracy": accuracy(q, x, y), "test_accuracy": accuracy(q, xt, yt),
+                "train_loss": loss(q, x, y), "test_loss": loss(q, xt, yt), **hidden_progress(xp, q, p0, ("w",))}
 
     def single_step(q: Params, i: int) -> None:
         """A traced single-sample step on training sample i, on a copy of the weights."""
