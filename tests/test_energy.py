@@ -25,35 +25,35 @@ def two_level(l1_bytes: int) -> Hierarchy:
 
 def test_worked_example():
     """docs/energy.md: L1 of 24 bytes serves the second `R a` at depth 6 exactly at its boundary."""
-    m, _ = energy_metrics(Trace.from_text(EXAMPLE), two_level(24))
+    m = energy_metrics(Trace.from_text(EXAMPLE), two_level(24))
     assert (m["L1_reads"], m["L1_writes"], m["DRAM_reads"], m["DRAM_writes"]) == (8, 0, 1, 6)
     assert m["energy_pj"] == m["energy_memory_pj"] == 1308.0
-    m, _ = energy_metrics(Trace.from_text(EXAMPLE), two_level(20))  # 5 floats: depth 6 goes to DRAM
+    m = energy_metrics(Trace.from_text(EXAMPLE), two_level(20))  # 5 floats: depth 6 goes to DRAM
     assert (m["L1_reads"], m["DRAM_reads"], m["DRAM_writes"], m["energy_pj"]) == (6, 3, 6, 1506.0)
 
 
 def test_read_of_element_just_written_costs_first_level():
-    m, _ = energy_metrics(Trace.from_text("W a 1, R a 1"), two_level(24))
+    m = energy_metrics(Trace.from_text("W a 1, R a 1"), two_level(24))
     assert (m["L1_pj"], m["L1_reads"]) == (1.0, 1)  # the read: depth 1, L1's read price
     assert m["DRAM_pj"] == 200.0  # the write is a first touch
 
 
 def test_first_touch_costs_outermost_level():
-    assert energy_metrics(Trace.from_text("R d 3"), two_level(1 << 20))[0]["DRAM_pj"] == 300.0
-    assert energy_metrics(Trace.from_text("W d 3"), two_level(1 << 20))[0]["DRAM_pj"] == 600.0
+    assert energy_metrics(Trace.from_text("R d 3"), two_level(1 << 20))["DRAM_pj"] == 300.0
+    assert energy_metrics(Trace.from_text("W d 3"), two_level(1 << 20))["DRAM_pj"] == 600.0
 
 
 def test_capacity_boundary():
     # after W a 4, re-reading a has depth 4 for every element: 16 bytes fit a 16-byte level, not a 15-byte one
     t = Trace.from_text("W a 4, R a 4")
-    assert energy_metrics(t, two_level(16))[0]["L1_reads"] == 4
-    assert energy_metrics(t, two_level(15))[0]["L1_reads"] == 0
+    assert energy_metrics(t, two_level(16))["L1_reads"] == 4
+    assert energy_metrics(t, two_level(15))["L1_reads"] == 0
 
 
 def test_one_level_hierarchy_is_floats_times_price():
     t = Trace.from_text(EXAMPLE)
     h = Hierarchy("one", (Level("M", None, 3.0, 5.0),), {}, 4)
-    assert energy_metrics(t, h)[0]["energy_pj"] == 3.0 * 9 + 5.0 * 6
+    assert energy_metrics(t, h)["energy_pj"] == 3.0 * 9 + 5.0 * 6
 
 
 def literal_lru_depths(trace: Trace) -> list[tuple[int, int]]:
@@ -98,7 +98,7 @@ def sgd_trace() -> Trace:
 
 
 def test_level_counts_add_up_to_trace_floats(sgd_trace):
-    m, _ = energy_metrics(sgd_trace, load_hierarchy("cpu"))
+    m = energy_metrics(sgd_trace, load_hierarchy("cpu"))
     names = [lv.name for lv in load_hierarchy("cpu").levels]
     read = sum(s for op, _, s in sgd_trace if op == READ)
     written = sum(s for op, _, s in sgd_trace if op != READ)
@@ -117,9 +117,9 @@ def test_doubling_every_price_doubles_energy(sgd_trace):
     t = Trace(list(sgd_trace.events))
     t.compute("fma", 1000)
     t.compute("cmp", 7)
-    base = energy_metrics(t, cpu)[0]
+    base = energy_metrics(t, cpu)
     assert base["energy_compute_pj"] > 0
-    assert energy_metrics(t, double)[0]["energy_pj"] == pytest.approx(2 * base["energy_pj"])
+    assert energy_metrics(t, double)["energy_pj"] == pytest.approx(2 * base["energy_pj"])
 
 
 def test_compute_energy_is_counts_times_prices():
@@ -127,7 +127,7 @@ def test_compute_energy_is_counts_times_prices():
     t.compute("fma", 10)
     t.compute("xor", 3)
     h = load_hierarchy("cpu")
-    assert energy_metrics(t, h)[0]["energy_compute_pj"] == pytest.approx(10 * h.ops_pj["fma"] + 3 * h.ops_pj["xor"])
+    assert energy_metrics(t, h)["energy_compute_pj"] == pytest.approx(10 * h.ops_pj["fma"] + 3 * h.ops_pj["xor"])
     t.compute_ops["teleport"] = 1  # Trace.compute refuses it; a trace built by other means is caught here
     with pytest.raises(ValueError, match="teleport"):
         energy_metrics(t, h)

@@ -7,18 +7,22 @@ over read elements.
 
 A per-element simulation (splay tree) costs O(log n) Python work per float. The depths come instead from the
 run-based stack pass in sweep.trackers.stack (shared with the energy model, memoised per step template): a
-read's run of elements has consecutive depths, so its sqrt sum is a difference of a cumulative-sqrt table.
+read's run of elements has consecutive depths, so its sqrt sum is a difference of a cumulative-sqrt table. The
+sum is taken once per distinct (stack state, step template) result and weighted by how often the result occurs
+(sweep.trackers.replay.PerResult), so a whole-solve trace never becomes arrays over its elements or events.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator
 
 import numpy as np
 
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.stack import DepthRuns, depth_runs, stack_replay
+from sweep.trackers.replay import PerResult
+from sweep.trackers.stack import depth_runs, stack_replay
 from sweep.trackers.trace import Trace
 
 
@@ -35,43 +39,42 @@ def element_distances(trace: Trace) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+_SQRT_SUMS = [np.zeros(1)]  # the longest sqrt_sums table made so far
+
+
 def sqrt_sums(top: int) -> np.ndarray:
-    """csum[d] = sqrt(1) + ... + sqrt(d), d = 0..top: a run of depths a..b sums to csum[b] - csum[a-1]. np.cumsum
-    adds in order, so a longer table has the same entries: one table serves many traces."""
-    return np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, top + 1, dtype=np.float64)))))
+    """csum[d] = sqrt(1) + ... + sqrt(d), d = 0..top (at least): a run of depths a..b sums to csum[b] - csum[a-1].
+    np.cumsum adds in order, so a longer table has the same entries: one table, grown by doubling, serves all."""
+    if len(_SQRT_SUMS[0]) <= top:
+        n = max(top, 2 * len(_SQRT_SUMS[0]))
+        _SQRT_SUMS[0] = np.concatenate(([0.0], np.cumsum(np.sqrt(np.arange(1, n + 1, dtype=np.float64)))))
+    return _SQRT_SUMS[0]
 
 
-def _top(runs: DepthRuns) -> int:
-    """The deepest first depth of a run of consecutive depths (what the sqrt_sums table must reach)."""
-    consecutive = runs.first[runs.step != 0]
-    return int(consecutive.max()) if len(consecutive) else 0
-
-
-def dmd_of(runs: DepthRuns, csum: np.ndarray | None = None) -> float:
-    """Sum of sqrt(depth) over the runs' elements, added run by run in trace order (np.cumsum is sequential, so
-    the float result is the same as a Python loop's, whatever the trace's segmentation). ``csum``: a
-    sqrt_sums table reaching at least _top(runs)."""
-    if not len(runs.first):
-        return 0.0
-    first, step, count = runs.first, runs.step, runs.count
-    csum = sqrt_sums(_top(runs)) if csum is None else csum
+def segment_dmd(rows: np.ndarray, events: tuple = ()) -> np.ndarray:
+    """[sum of sqrt(depth)] over the observed runs of one segment (sweep.trackers.stack rows), run by run."""
+    first, step, count = rows[:, 2], rows[:, 3], rows[:, 4]
     flat = step == 0
+    csum = sqrt_sums(int(first.max()) if len(first) else 0)
     per_run = np.where(flat, count * np.sqrt(first.astype(np.float64)),
                        csum[np.where(flat, 0, first)] - csum[np.where(flat, 0, first - count)])
-    return float(np.cumsum(per_run)[-1])
+    return np.array([float(np.cumsum(per_run)[-1]) if len(per_run) else 0.0])
 
 
-def dmd(trace: Trace) -> float:
+def dmd_pass() -> PerResult:
+    """DMD's stack pass (reads move nothing) with its per-segment sums: share one across the traces of a run."""
+    return PerResult(stack_replay(reads_move=False), segment_dmd, 1)
+
+
+def dmd_each(traces: list[Trace], p: PerResult | None = None) -> list[float]:
+    """dmd(t) for every trace, each on its own stack (from empty); one memo for all of them."""
+    p = p or dmd_pass()
+    return p.sums(p.replay.result_ids(traces, (), carry=False))[:, 0].tolist()
+
+
+def dmd(trace: Trace, p: PerResult | None = None) -> float:
     """Sum of sqrt(depth) over read elements."""
-    return dmd_of(depth_runs(trace, reads_move=False))
-
-
-def dmd_each(traces: list[Trace]) -> list[float]:
-    """dmd(t) for every trace, each on its own stack: one memo and one sqrt table for all of them."""
-    replay = stack_replay()
-    runs = [depth_runs(t, reads_move=False, replay=replay) for t in traces]
-    csum = sqrt_sums(max((_top(r) for r in runs), default=0))
-    return [dmd_of(r, csum) for r in runs]
+    return dmd_each([trace], p)[0]
 
 
 @dataclass
@@ -80,8 +83,12 @@ class DMDTracker(TrackerBase):
 
     name: str = "dmd"
 
+    @cached_property
+    def _pass(self) -> PerResult:  # one memo for the whole trace and its epochs
+        return dmd_pass()
+
     def summarize(self, trace: Trace) -> TrackerReport:
-        return ard_report(trace).merge(TrackerReport({"dmd": dmd(trace)}))
+        return ard_report(trace).merge(TrackerReport({"dmd": dmd(trace, self._pass)}))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, "dmd": d} for a, d in zip(ard_each(traces), dmd_each(traces))]
+        return [{**a, "dmd": d} for a, d in zip(ard_each(traces), dmd_each(traces, self._pass))]

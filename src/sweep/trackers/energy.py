@@ -10,6 +10,7 @@ proxy and the energy sit side by side in one run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -19,35 +20,51 @@ from sweep.meter import meter_solve
 from sweep.trackers.ard import Distances, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.cache import cache_report
-from sweep.trackers.columns import Columns
-from sweep.trackers.dmd import dmd, dmd_each
+from sweep.trackers.dmd import dmd, dmd_each, dmd_pass
 from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
-from sweep.trackers.replay import Replay
-from sweep.trackers.stack import COLD, depth_runs
-from sweep.trackers.trace import Trace
+from sweep.trackers.replay import PerResult
+from sweep.trackers.stack import COLD, stack_replay
+from sweep.trackers.trace import READ, Trace
 
 
 @dataclass
 class LevelCounts:
-    """Floats read and written at each level, and pJ per trace event."""
+    """Floats read and written at each level."""
 
     reads: np.ndarray  # per level
     writes: np.ndarray
-    event_pj: np.ndarray  # memory pJ of each event of the trace
 
 
-def level_counts(trace: Trace, h: Hierarchy, replay: Replay | None = None) -> LevelCounts:
-    n_levels = len(h.levels)
-    runs = depth_runs(trace, reads_move=True, replay=replay)
-    depth, count, is_write = runs.first, runs.count, runs.is_write
+def _levels(h: Hierarchy, rows: np.ndarray) -> np.ndarray:
+    """The level serving each observed run (LRU depth within its capacity; a first touch from the outermost)."""
+    depth = rows[:, 2]
     level = np.searchsorted(np.asarray(h.capacities_floats(), dtype=np.int64), depth, side="left")
-    level[depth == COLD] = n_levels - 1  # a first touch comes from the outermost level
-    reads = np.bincount(level[~is_write], weights=count[~is_write], minlength=n_levels)
-    writes = np.bincount(level[is_write], weights=count[is_write], minlength=n_levels)
-    read_pj = np.array([lv.read_pj for lv in h.levels])
-    write_pj = np.array([lv.write_pj for lv in h.levels])
-    run_pj = count * np.where(is_write, write_pj[level], read_pj[level])
-    return LevelCounts(reads, writes, np.bincount(runs.event, weights=run_pj, minlength=len(trace)))
+    level[depth == COLD] = len(h.levels) - 1
+    return level
+
+
+def _segment_counts(h: Hierarchy, rows: np.ndarray, events: tuple = ()) -> np.ndarray:
+    """[floats read per level..., floats written per level...] of one segment (sweep.trackers.stack rows)."""
+    n, level, is_write, count = len(h.levels), _levels(h, rows), rows[:, 1] != READ, rows[:, 4]
+    return np.concatenate((np.bincount(level[~is_write], weights=count[~is_write], minlength=n),
+                           np.bincount(level[is_write], weights=count[is_write], minlength=n)))
+
+
+def energy_pass(h: Hierarchy) -> PerResult:
+    """The LRU stack pass (reads and writes both touch) with per-segment level counts on ``h``: share one
+    across the traces of a run."""
+    return PerResult(stack_replay(reads_move=True), partial(_segment_counts, h), 2 * len(h.levels))
+
+
+def level_counts_each(traces: list[Trace], h: Hierarchy, p: PerResult | None = None) -> list[LevelCounts]:
+    """Level counts of each trace, the stack carried from one to the next (as one trace cut into pieces)."""
+    p = p or energy_pass(h)
+    n = len(h.levels)
+    return [LevelCounts(s[:n], s[n:]) for s in p.sums(p.replay.result_ids(traces, (), carry=True))]
+
+
+def level_counts(trace: Trace, h: Hierarchy, p: PerResult | None = None) -> LevelCounts:
+    return level_counts_each([trace], h, p)[0]
 
 
 def compute_pj(compute_ops: Mapping[str, int], h: Hierarchy) -> float:
@@ -58,40 +75,59 @@ def compute_pj(compute_ops: Mapping[str, int], h: Hierarchy) -> float:
     return float(sum(n * h.ops_pj[k] for k, n in compute_ops.items()))
 
 
-def energy_metrics(trace: Trace, h: Hierarchy) -> tuple[dict[str, float], LevelCounts]:
-    lc = level_counts(trace, h)
-    memory = float(lc.event_pj.sum())
-    compute = compute_pj(trace.compute_ops, h)
-    metrics = {"energy_pj": memory + compute, "energy_memory_pj": memory, "energy_compute_pj": compute}
+def energy_metrics(trace: Trace, h: Hierarchy, p: PerResult | None = None, lc: LevelCounts | None = None
+                   ) -> dict[str, float]:
+    """``lc``: the trace's level counts, if already made (else from ``p``, the tracker's pass)."""
+    lc = lc or level_counts(trace, h, p)
+    levels = {}
     for i, lv in enumerate(h.levels):
-        metrics[f"{lv.name}_reads"] = float(lc.reads[i])
-        metrics[f"{lv.name}_writes"] = float(lc.writes[i])
-        metrics[f"{lv.name}_pj"] = float(lc.reads[i] * lv.read_pj + lc.writes[i] * lv.write_pj)
-    return metrics, lc
+        levels[f"{lv.name}_reads"] = float(lc.reads[i])
+        levels[f"{lv.name}_writes"] = float(lc.writes[i])
+        levels[f"{lv.name}_pj"] = float(lc.reads[i] * lv.read_pj + lc.writes[i] * lv.write_pj)
+    memory = float(sum(levels[f"{lv.name}_pj"] for lv in h.levels))
+    compute = compute_pj(trace.compute_ops, h)
+    return {"energy_pj": memory + compute, "energy_memory_pj": memory, "energy_compute_pj": compute, **levels}
 
 
-def energy_report(trace: Trace, h: Hierarchy, c: Columns | None = None) -> TrackerReport:
-    """The energy figures and, per buffer, the memory energy of its accesses (column energy_pj). ``c``: the
-    trace's Columns, if already made."""
-    metrics, lc = energy_metrics(trace, h)
-    c = c or Columns.of(trace)
-    per = np.bincount(c.codes, weights=lc.event_pj, minlength=len(c.names))  # adds in event order, as a loop would
-    return TrackerReport(metrics, [{"buffer": b, "energy_pj": pj} for b, pj in zip(c.names, per.tolist())])
+def _result_buffer_pj(h: Hierarchy, p: PerResult, r: int) -> dict[str, float]:
+    """Memory pJ per buffer of one segment result (kept in p.memo)."""
+    got = p.memo.get(("buffer_pj", r))
+    if got is None:
+        rows, events = p.replay.results[r], p.replay.templates[p.replay.result_template[r]]
+        level = _levels(h, rows)
+        price = np.where(rows[:, 1] != READ, np.array([lv.write_pj for lv in h.levels])[level],
+                         np.array([lv.read_pj for lv in h.levels])[level])
+        got = {}
+        for pos, pj in zip(rows[:, 0].tolist(), (rows[:, 4] * price).tolist()):
+            got[events[pos][1]] = got.get(events[pos][1], 0.0) + pj
+        p.memo[("buffer_pj", r)] = got
+    return got
 
 
-def energy_each(traces: list[Trace], h: Hierarchy) -> list[dict[str, float]]:
-    """Per trace (all_steps: per epoch), the energy of its accesses in one pass over them all, the stack
-    carried from trace to trace, so the per-epoch figures add up to the whole solve's."""
-    whole = Trace()
-    for t in traces:
-        whole.extend(t)  # templates shared: the stack pass is memoised over all epochs
-    lc = level_counts(whole, h)
-    bounds = np.cumsum([0] + [len(t) for t in traces])
+def energy_report(trace: Trace, h: Hierarchy, p: PerResult | None = None) -> TrackerReport:
+    """The energy figures and, per buffer (in order of first use), the memory energy of its accesses (column
+    energy_pj): both from one pass, summed per distinct segment result."""
+    p = p or energy_pass(h)
+    rids = p.replay.run(trace, ())[1]
+    n = len(h.levels)
+    sums = p.sums([rids])[0]
+    metrics = energy_metrics(trace, h, lc=LevelCounts(sums[:n], sums[n:]))
+    tpls, seq = trace.segments()
+    per = dict.fromkeys((e[1] for t in dict.fromkeys(seq) for e in tpls[t]), 0.0)
+    occ = np.bincount(np.asarray(rids, dtype=np.int64), minlength=len(p.replay.results))
+    for r in np.flatnonzero(occ).tolist():  # a few distinct results
+        for name, pj in _result_buffer_pj(h, p, r).items():
+            per[name] += int(occ[r]) * pj
+    return TrackerReport(metrics, [{"buffer": b, "energy_pj": pj} for b, pj in per.items()])
+
+
+def energy_each(traces: list[Trace], h: Hierarchy, p: PerResult | None = None) -> list[dict[str, float]]:
+    """Per trace (all_steps: per epoch), the energy of its accesses, the stack carried from trace to trace, so
+    the per-epoch figures add up to the whole solve's."""
     out = []
-    for i, t in enumerate(traces):
-        memory = float(lc.event_pj[bounds[i]:bounds[i + 1]].sum())
-        compute = compute_pj(t.compute_ops, h)
-        out.append({"energy_pj": memory + compute, "energy_memory_pj": memory, "energy_compute_pj": compute})
+    for t, lc in zip(traces, level_counts_each(traces, h, p)):
+        m = energy_metrics(t, h, lc=lc)
+        out.append({k: m[k] for k in ("energy_pj", "energy_memory_pj", "energy_compute_pj")})
     return out
 
 
@@ -118,7 +154,8 @@ class EnergyTracker(TrackerBase):
     def summarize(self, trace: Trace) -> TrackerReport:
         d = Distances.of([trace])  # columns and reuse distances once, for ard and the cache
         return (ard_report(trace, d).merge(cache_report(trace, self.cache_size_floats, d))
-                .merge(TrackerReport({"dmd": dmd(trace)})).merge(energy_report(trace, self.model, d.c)))
+                .merge(TrackerReport({"dmd": dmd(trace, self._dmd)}))
+                .merge(energy_report(trace, self.model, self._energy)))
 
     def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
                 ) -> tuple[dict[str, float], dict[str, str]]:
@@ -127,5 +164,14 @@ class EnergyTracker(TrackerBase):
         return meter_solve(solve, device, clock, self.meter_window_s)
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, "dmd": d, **e}
-                for a, d, e in zip(ard_each(traces), dmd_each(traces), energy_each(traces, self.model))]
+        return [{**a, "dmd": d, **e} for a, d, e in zip(ard_each(traces), dmd_each(traces, self._dmd),
+                                                         energy_each(traces, self.model, self._energy))]
+
+    # the passes' memos, shared by the whole trace and its epochs
+    @cached_property
+    def _dmd(self) -> PerResult:
+        return dmd_pass()
+
+    @cached_property
+    def _energy(self) -> PerResult:
+        return energy_pass(self.model)

@@ -9,7 +9,10 @@ pair and the rest of the trace costs one dictionary lookup per step.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Generic, Hashable, TypeVar
+
+import numpy as np
 
 from sweep.trackers.trace import Event, Trace
 
@@ -29,6 +32,8 @@ class Replay(Generic[S, R]):
         self.states: list[S] = []
         self._state_ids: dict[S, int] = {}
         self.results: list[R] = []  # result id -> what the simulation observed
+        self.result_template: list[int] = []  # result id -> the template it was observed on
+        self.end: S | None = None  # the state the last run() ended in
         self._memo: dict[tuple[int, int], tuple[int, int]] = {}  # (state id, template id) -> (next state, result)
 
     def _state(self, state: S) -> int:
@@ -63,6 +68,48 @@ class Replay(Generic[S, R]):
                 nxt, res = self.simulate(states[sid], templates[tid])
                 hit = memo[(sid, tid)] = (self._state(nxt), len(results))
                 results.append(res)
+                self.result_template.append(tid)
             sid = hit[0]
             out.append(hit[1])
+        self.end = states[sid]
         return tids, out
+
+    def result_ids(self, traces: list[Trace], start: S, carry: bool) -> list[list[int]]:
+        """Per trace, the result id of each of its segments: every trace from ``start``, or (carry) each from
+        the state the previous one ended in."""
+        out = []
+        for trace in traces:
+            out.append(self.run(trace, start)[1])
+            if carry:
+                start = self.end
+        return out
+
+
+class PerResult(Generic[R]):
+    """A figure vector worked out once per distinct result of a replay (``figures(result, template)``), and
+    summed per trace by how often each result occurs in it: a whole-solve trace's figures cost a few small
+    numpy sums, never arrays over its events."""
+
+    def __init__(self, replay: Replay, figures: Callable[[R, tuple[Event, ...]], np.ndarray], width: int) -> None:
+        self.replay, self.figures, self.width = replay, figures, width
+        self.rows: list[np.ndarray] = []
+        self.memo: dict = {}  # other per-result figures a user keeps beside these (sweep.trackers.energy)
+
+    def table(self) -> np.ndarray:
+        """(results x figures), extended to every result the replay has seen."""
+        rp = self.replay
+        for r in range(len(self.rows), len(rp.results)):
+            self.rows.append(np.asarray(self.figures(rp.results[r], rp.templates[rp.result_template[r]]),
+                                        dtype=np.float64))
+        return np.array(self.rows).reshape(len(self.rows), self.width)
+
+    def sums(self, rid_lists: list[list[int]]) -> np.ndarray:
+        """(traces x figures): each trace's figures, the sum over its segments' results."""
+        table = self.table()
+        n = len(table)
+        lens = [len(r) for r in rid_lists]
+        flat = np.fromiter(chain.from_iterable(rid_lists), dtype=np.int64, count=sum(lens))
+        row = np.repeat(np.arange(len(rid_lists)), lens)
+        occ = np.bincount(row * n + flat, minlength=len(rid_lists) * n).reshape(len(rid_lists), n)
+        # a plain (pairwise) sum, not a BLAS matmul: the same figures whatever library and threads
+        return (occ[:, :, None] * table[None, :, :]).sum(axis=1)

@@ -61,31 +61,32 @@ def _simulate(reads_move: bool, state: Stack, events: tuple[Event, ...]) -> tupl
     for pos, (op, name, size) in enumerate(events):
         if size <= 0:
             continue
-        if reads_move or op == READ:
-            above = covered = 0
-            for b, lo, hi in stack:  # b's runs come in index order: newer touches cover lower indices
-                if b == name and lo < size:
-                    rows.append((pos, op, above + hi - lo, step, min(hi, size) - lo))
-                    covered = hi
-                above += hi - lo
-            if size > covered:  # never touched: cold
-                rows.append((pos, op, COLD if reads_move else total + 1, 0, size - covered))
-            if op == READ and not reads_move:
-                continue
-        new = [(name, 0, size)]
-        top = 0
+        observe, move = reads_move or op == READ, reads_move or op != READ
+        # one walk down the stack does both: observe (the depth of b's runs) and move (cut 0..size-1 out of b's
+        # runs, to put them on top); the LRU pass does both for every access, DMD one or the other
+        above = covered = top = 0
+        new = [(name, 0, size)] if move else stack
         for run in stack:
             b, lo, hi = run
-            if b != name:
+            if b == name:
+                if observe and lo < size:  # b's runs come in index order: newer touches cover lower indices
+                    rows.append((pos, op, above + hi - lo, step, (hi if hi < size else size) - lo))
+                    covered = hi
+                if move:
+                    if hi > top:
+                        top = hi
+                    if lo >= size:
+                        new.append(run)
+                    elif hi > size:
+                        new.append((name, size, hi))
+            elif move:
                 new.append(run)
-                continue
-            top = max(top, hi)
-            if lo >= size:
-                new.append(run)
-            elif hi > size:
-                new.append((name, size, hi))
-        total += max(0, size - top)
-        stack = new
+            above += hi - lo
+        if observe and size > covered:  # never touched: cold
+            rows.append((pos, op, COLD if reads_move else total + 1, 0, size - covered))
+        if move:
+            total += max(0, size - top)
+            stack = new
     return tuple(stack), np.array(rows, dtype=np.int64).reshape(-1, 5)
 
 
