@@ -3,6 +3,7 @@ device=cuda without a GPU is refused before the job starts; torch runs report wa
 from __future__ import annotations
 
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sweep import job
 from tests.conftest import compose, run_sweep
@@ -60,13 +61,16 @@ def test_autocast_runs_the_step_in_lower_precision():
     assert f16.curves["train_loss"] != pytest.approx(f32.curves["train_loss"], rel=1e-6)
 
 
-def test_threads_sets_torchs_intra_op_pool():
-    before = torch.get_num_threads()
+def test_threads_sets_torchs_intra_op_pool_and_numpys_blas():
+    before, blas = torch.get_num_threads(), threadpool_limits(limits=None)  # the latter restores BLAS's pools
     try:
         r = _run("sgd", "torch_cpu", "device.threads=1")
         assert r.metrics["accuracy"] == 1.0 and torch.get_num_threads() == 1
+        _run("sgd", "cpu", "device.threads=1")
+        assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}
     finally:
         torch.set_num_threads(before)
+        blas.restore_original_limits()
 
 
 def test_fullgraph_names_the_graph_break_in_one_line():

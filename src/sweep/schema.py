@@ -151,7 +151,7 @@ class DeviceConfig:
     fullgraph: bool = False
     # mixed precision for the hot step: none, or torch.autocast to float16 / bfloat16 (seed 004's fp16 matmuls)
     autocast: str = "none"
-    threads: int = 0  # torch intra-op threads (torch.set_num_threads); 0: torch's default
+    threads: int = 0  # CPU threads of torch's intra-op pool and numpy's BLAS; 0: the libraries' defaults
     # USD per hour of this device; cost_usd = wall_clock_s * price_per_hour / 3600
     price_per_hour: float = 0.0
     gpu: Optional[str] = None  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs

@@ -92,7 +92,7 @@ RULES: list[Rule] = [
     Rule("tracker.meter_window_s", "a finite number > 0", _positive_finite),
     Rule("device.price_per_hour", "a finite number >= 0", _nonneg_finite),
     Rule("device.backend", "one of numpy, torch", lambda v, c: v in ("numpy", "torch")),
-    Rule("device.threads", "an integer >= 0 (0: torch's default)", lambda v, c: isinstance(v, int) and v >= 0),
+    Rule("device.threads", "an integer >= 0 (0: the libraries' defaults)", lambda v, c: isinstance(v, int) and v >= 0),
     Rule("device.compile_mode", f"one of {', '.join(COMPILE_MODES)}", lambda v, c: v in COMPILE_MODES),
     Rule("device.autocast", f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
          lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch")),
