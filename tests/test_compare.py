@@ -62,6 +62,10 @@ def test_cli_markdown_by_run_id(sweep_store, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("| device.name | method.name | runs | accuracy |")
     assert "| cpu | km | 2/2 | 1.000 ± 0.000 |" in out
+    # the console table, wider than the 80 columns of a pipe, keeps every number whole
+    assert cmpmod.main([parent, "--no-plot", *args]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if " km " in ln and "2/2" in ln)
+    assert "…" not in row and "1.000 ± 0.000" in row and len(row) > 80
     assert not {a.path for a in MlflowClient(store).list_artifacts(parent, "compare")} - {
         "compare/table.csv", "compare/table.md", "compare/demo.png"}  # --no-log: nothing new
 

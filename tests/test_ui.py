@@ -1,7 +1,7 @@
-"""`python -m sweep.ui`: the tags that make MLflow open a study on its runs, the address a sweep ends with, an
-unknown study refused in one line (without a browser); and the command as a user runs it: the printed address
-(port, store), the no-store message, and that SIGTERM or Ctrl-C stops everything it started (MLflow's server and
-its workers): real processes, real signals."""
+"""`python -m sweep.ui`: the tags that make MLflow open a study on its runs, the address a sweep ends with (also
+after a re-run that had nothing left to do), an unknown study refused in one line (without a browser); and the
+command as a user runs it: the printed address (port, store), the no-store message, and that SIGTERM or Ctrl-C
+stops everything it started (MLflow's server and its workers): real processes, real signals."""
 from __future__ import annotations
 
 import json
@@ -18,6 +18,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import ui
+from sweep.compare import find_parent
 from tests.conftest import record_small_sweep
 
 
@@ -102,7 +103,7 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     rec, parent, results = record_small_sweep(uri, "ui-tags", "ui_tags", "problem.n_bits=10", "tracker=none")
     rec.end_parent(parent, "FINISHED", results)
     line = ui.next_steps(rec.client, uri, rec.experiment_id, parent)
-    assert line == (f"next: python -m sweep.compare ui-tags --tracking-uri {uri}  ·  python -m sweep.ui ui-tags "
+    assert line == (f"next: python -m sweep.compare ui_tags --tracking-uri {uri}  ·  python -m sweep.ui ui_tags "
                     f"--tracking-uri {uri}  →  http://127.0.0.1:5000/#/experiments/{rec.experiment_id}/runs"
                     "?workflowType=machine_learning&viewStateShareKey=sweep")
     tags = MlflowClient(uri).get_experiment(rec.experiment_id).tags
@@ -113,6 +114,12 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     # the runs the view lists are the sweep's children
     listed = rec.client.search_runs([rec.experiment_id], filter_string=view["searchFilter"])
     assert {r.info.run_id for r in listed} == {r.run_id for r in results}
+
+    # a re-run whose jobs were all done already (skipped) has no child runs: its line shows the earlier sweep's
+    rerun = rec.start_parent("sweep sweeps=ui_tags", {"sweep.overrides": "sweeps=ui_tags", "launcher": "basic"})
+    rec.end_parent(rerun, "FINISHED", [])
+    assert ui.next_steps(rec.client, uri, rec.experiment_id, rerun) == line
+    assert find_parent(rec.client, "ui_tags").info.run_id == parent
 
     assert ui.main(["no_such_study", "--tracking-uri", uri]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.ui")]  # MLflow logs too

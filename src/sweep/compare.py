@@ -136,7 +136,8 @@ def _label(keys: Sequence[str], row: Row) -> str:
 # -- finding the sweep ---------------------------------------------------------------------------
 def find_parent(client: Any, ref: str):
     """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
-    parent whose overrides say `sweeps=ref`)."""
+    parent whose overrides say `sweeps=ref`) that has child runs: a re-run whose jobs were all done already
+    (skipped) leaves an empty parent, and the study is still the earlier sweep's."""
     if RUN_ID.match(ref):
         from mlflow.exceptions import MlflowException
 
@@ -152,11 +153,22 @@ def find_parent(client: Any, ref: str):
     # names itself in the parent's overrides tag.
     parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
     candidates = [r for r in parents
-                  if _study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and _study_of(r, ref) == ref)]
+                  if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
     if not candidates:
         raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
                           "or pass a parent run id")
-    return max(candidates, key=lambda r: r.info.start_time)
+    candidates.sort(key=lambda r: r.info.start_time, reverse=True)
+    return next((r for r in candidates if has_children(client, r)), candidates[0])
+
+
+def has_children(client: Any, parent: Any) -> bool:
+    return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id),
+                                   max_results=1))
+
+
+def children_filter(parent_run_id: str) -> str:
+    """MLflow's search for the child runs of a parent run."""
+    return f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
 
 
 def _search(client: Any, exp_ids: list[str], filt: str) -> list:
@@ -169,15 +181,14 @@ def _search(client: Any, exp_ids: list[str], filt: str) -> list:
             return out
 
 
-def _study_of(parent: Any, default: str = "") -> str:
+def study_of(parent: Any, default: str = "") -> str:
     """The study a parent run belongs to: the preset named in its overrides, else its experiment's name."""
     m = re.search(r"(?:^|\s)\+?sweeps=(\S+)", parent.data.tags.get(OVERRIDES_TAG, ""))
     return m.group(1) if m else default
 
 
 def load_children(client: Any, parent: Any) -> list:
-    return _search(client, [parent.info.experiment_id],
-                   f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
 
 
 # -- grouping ------------------------------------------------------------------------------------
@@ -344,7 +355,7 @@ def study_runs(client: Any, parent: Any, study: str) -> list:
     several commands is one study."""
     experiment = client.get_experiment(parent.info.experiment_id).name
     parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
-               if _study_of(p, experiment) == study]
+               if study_of(p, experiment) == study]
     return [r for p in parents or [parent] for r in load_children(client, p)]
 
 
@@ -389,7 +400,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     client = MlflowClient(tracking_uri=uri)
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
-    study = ref if not RUN_ID.match(ref) else _study_of(parent, experiment)
+    study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)
     settings = study_settings(study) if settings is None else settings
     objectives = settings.get("objectives")
     runs = study_runs(client, parent, study) if objectives else load_children(client, parent)
@@ -458,9 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rich.console import Console
 
         console = Console()
-        console.print(cmp.rich_table())
-        if cmp.front is not None:
-            console.print(cmp.front.rich_table())
+        tables = [cmp.rich_table(), *([cmp.front.rich_table()] if cmp.front is not None else [])]
+        # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
+        # `less -S` shows them whole) rather than every number cut down to "1…"
+        need = max(console.measure(t, options=console.options.update_width(10_000)).maximum for t in tables)
+        if need > console.width:
+            console = Console(width=need)
+        for table in tables:
+            console.print(table)
         for r in cmp.rows:
             if r.failure:
                 console.print(f"[red]{_label(cmp.keys, r)}[/red]: {r.failure}")

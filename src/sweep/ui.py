@@ -46,7 +46,9 @@ def study_view(client: Any, experiment_id: str, parent_run_id: str | None) -> No
     list filtered to the child runs of the sweep `parent_run_id` (clearing the search shows every run)."""
     state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS]}
     if parent_run_id:  # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
-        state["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+        from sweep.compare import children_filter
+
+        state["searchFilter"] = children_filter(parent_run_id)
         # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
         state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
     client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
@@ -60,12 +62,22 @@ def _store_args(tracking_uri: str) -> str:
 
 
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
-    """The line a sweep ends with: how to compare it, and the address of its runs (view written here)."""
-    study_view(client, experiment_id, parent_run_id)
-    name = shlex.quote(client.get_experiment(experiment_id).name)
+    """The line a sweep ends with: how to compare it, and the address of its runs (view written here: on the
+    study's latest sweep with runs, which is an earlier one when every job of this one was already done)."""
+    from sweep.compare import find_parent, has_children, study_of
+
+    parent = client.get_run(parent_run_id)
+    study = study_of(parent, client.get_experiment(experiment_id).name)  # the name compare and ui look up
+    if not has_children(client, parent):
+        try:
+            parent = find_parent(client, study)
+        except LookupError:
+            pass
+    study_view(client, parent.info.experiment_id, parent.info.run_id)
+    name = shlex.quote(study)
     store = _store_args(tracking_uri)
     return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
-            f"{runs_url(experiment_id=experiment_id)}")
+            f"{runs_url(experiment_id=parent.info.experiment_id)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
