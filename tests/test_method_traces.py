@@ -91,7 +91,7 @@ def cold_reads(trace: Trace) -> set[str]:
     return cold
 
 
-@pytest.mark.parametrize("scope", ["all_steps", "published"])
+@pytest.mark.parametrize("scope", ["all_steps", "published", "init_sample0"])
 @pytest.mark.parametrize("method, problem, variant", ARMS)
 def test_every_read_follows_a_write(method, problem, variant, scope):
     t = solve_traced(method, problem, variant, scope)

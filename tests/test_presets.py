@@ -44,7 +44,7 @@ def test_presets_carry_their_study_settings():
     assert (a.method.hidden, a.problem.n_train, a.tracker.name) == (500, 500, "ard")
     assert a.hydra.sweeper.params.variant == "standard,fused,perlayer"
     t = _compose("sweeps=tiled_w1")
-    assert t.tracker.name == "cache" and t.tracker.scope == "init_sample0"
+    assert (t.tracker.name, t.tracker.scope, t.tracker.meter) == ("energy", "init_sample0", "none")
     assert t.hydra.sweeper.params["problem.seed"] == "42,43,44"
     assert t.hydra.sweeper.params["method.hidden"] == "1000,500"
     # each arm is one variant choice: the baseline is untiled, the others tile W1 (tiled_fused, tiled_w2 too)

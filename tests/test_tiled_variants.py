@@ -14,7 +14,7 @@ from sweep.variants.tiled import Tiled
 from sweep.variants.tiled_fused import TiledFused
 from sweep.variants.tiled_w2 import TiledW2
 from tests.conftest import compose
-from tests.test_variants import SMALL, _one_step, traced_step
+from tests.test_variants import SEED_003, SMALL, _ard, _one_step, traced_step
 
 L1 = ("R dh_tile{t} {s}, R h_pre_tile{t} {s}, W dh_pre_tile{t} {s}, R dh_pre_tile{t} {s}, R x {n}, "
       "R W1_tile{t} {ns}, W W1_tile{t} {ns}, R dh_pre_tile{t} {s}, R b1_tile{t} {s}, W b1_tile{t} {s}")
@@ -115,8 +115,34 @@ def test_tiled_w2_never_holds_h_whole_and_reads_h_tiles_at_once():
         assert _distances(t, f"h_tile{i}")[0] == 250  # the output layer reads it as soon as it is written
 
 
-# n=20, H=1000, one full step: tiled's ARD is seed 003's (test_variants); the new variants' are this table's
+@pytest.mark.parametrize("T", [1, 4, 6, 12])
+def test_totals_follow_the_spec_formulas(T):
+    """Total floats of one step, counted off the specs above with k = H / T tiles: per tile, tiled reads x
+    again in forward and backward (2kn); tiled_fused reads dout once more (k); tiled_w2 reads b2 or out and
+    W2_t in forward and dout, dW2_t, W2_t in backward per tile (4k). At k = 1 each is standard's
+    (4nH + 22H + 3n + 13 full, 2nH + 8H + 2n + 6 stopped: test_variants)."""
+    n, H = 7, 12
+    k = H // T
+    tiled_stopped = 2 * n * H + 8 * H + n + k * n + 6
+    want = {Tiled: (4 * n * H + 22 * H + n + 2 * k * n + 13, tiled_stopped),
+            TiledFused: (4 * n * H + 22 * H + n + 2 * k * n + k + 12, tiled_stopped),  # forward as tiled's
+            TiledW2: (4 * n * H + 22 * H + n + 2 * k * n + 4 * k + 10, 2 * n * H + 8 * H + n + k * n + 2 * k + 4)}
+    for cls, (full, stopped) in want.items():
+        assert _ard(cls(tile_size=T), n, H)["total_floats"] == full, cls
+        assert _ard(cls(tile_size=T), n, H, full=False)["total_floats"] == stopped, cls
+
+
+@pytest.mark.parametrize("T", list(t for t in SEED_003 if t))
+def test_tiled_fused_stopped_step_is_seed_003s_tiled(T):
+    """A step that stops after the margin check is forward only, and tiled_fused's forward is tiled's: its ARD
+    is seed 003's stopped-step figure at n=20, H=1000 (the one of its three seeds that stopped)."""
+    assert round(_ard(TiledFused(tile_size=T), 20, 1000, full=False)["ard"], 1) == SEED_003[T][1]
+
+
+# n=20, H=1000, one full step: tiled's ARD is seed 003's (test_variants); the new variants' are the ARD of
+# their spec's events (the hand-written lists above, checked at this size too)
 ARD_1000 = {(TiledFused, 250): 38951.2, (TiledW2, 250): 38362.6, (TiledFused, 50): 39958.1, (TiledW2, 50): 39351.5}
+SPECS = {TiledFused: tiled_fused_spec, TiledW2: tiled_w2_spec}
 
 
 @pytest.mark.parametrize("cls, T", list(ARD_1000))
@@ -124,6 +150,7 @@ def test_ard_at_hidden_1000(cls, T):
     def ard(v) -> float:
         return round(ard_report(traced_step(v, n=20, hidden=1000)).metrics["ard"], 1)
 
+    assert list(traced_step(cls(tile_size=T), n=20, hidden=1000)) == SPECS[cls](20, 1000, T)
     assert ard(cls(tile_size=T)) == ARD_1000[cls, T]
     # below tiled at the same tile size (its dh tiles now count, read at once), still above untiled (35,919.8)
     assert ard(Standard()) < ARD_1000[cls, T] < ard(Tiled(tile_size=T))

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from sweep.compare import Comparison, Row
 
 LABELS = {"accuracy": "test accuracy", "epochs": "epochs", "wall_clock_s": "wall-clock (s)",
-          "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)"}
+          "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)",
+          "energy_pj": "modelled energy (pJ)"}
 
 
 def _num(v: str) -> float | None:
@@ -30,18 +31,21 @@ def _annotate_failures(ax, cmp: "Comparison") -> None:
                 fontsize=7, color="firebrick", va="bottom")
 
 
-# -- tiled_w1 (seed 003): ARD and hit rate vs tile size, accuracy at the smaller width -------------
+# -- tiled_w1 (seed 003): ARD, hit rate and energy vs tile size, accuracy at the smaller width -----
 TILED_LABELS = {"tiled": "tiled W1", "tiled_fused": "tiled W1, per-tile backward", "tiled_w2": "tiled W1 + W2"}
 
 
 def plot_tiled(cmp: "Comparison", path: Path) -> Path:
     hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys \
         else []
-    panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate") if m in cmp.metrics]
+    panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate", "energy_pj")
+              if m in cmp.metrics]
     if "accuracy" in cmp.metrics:
         panels.append(("accuracy", hiddens[0] if hiddens else None))
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.6 * max(len(panels), 1), 3.8), squeeze=False)
-    for ax, (metric, hidden) in zip(axes[0], panels):
+    cols = 2 if len(panels) == 4 else max(len(panels), 1)
+    rows = -(-max(len(panels), 1) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.8 * rows), squeeze=False)
+    for ax, (metric, hidden) in zip(axes.flat, panels):
         where = {} if hidden is None else {"method.hidden": _fmt_like(cmp, "method.hidden", hidden)}
         base, lines = [], {}  # the untiled baseline (tile size 0); one line per tiled variant
         for row, st in cmp.values(metric, **where):
