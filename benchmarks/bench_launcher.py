@@ -2,11 +2,14 @@
 sweep launcher's local pool and on Hydra's basic launcher, each recording into a fresh MLflow store.
 
     .venv/bin/python benchmarks/bench_launcher.py [--jobs 200] [--skip-basic] [--workers N] [--repeats 3]
+                                                  [--only local,local-1w,basic]
 
-Like with like: `local` (all CPUs, fast path), `local-public` (Hydra's public load_sweep_config and run_job,
-hydra.launcher.fast=false), `local-1w` (one worker: serial, as `basic` is) and `basic`, each measured
-`--repeats` times; the ratios to `basic` are of CPU per job (every process, every core) and of wall-clock
-per job (`local-1w` is the serial comparison; `local` adds the parallel pool).
+Like with like, on both of the launcher's paths: `local` (all CPUs, fast path: hydra.launcher.fast=true),
+`local-public` (Hydra's public load_sweep_config and run_job: hydra.launcher.fast=false), `local-1w` and
+`local-public-1w` (one worker: serial, as `basic` is) and `basic`, each measured `--repeats` times, in turns
+(one measurement of each, then the next round), so a change in the machine's load touches them alike. The
+ratios to `basic` are of CPU per job (every process, every core) and of amortized wall-clock per job (the
+one-worker rows are the serial comparison; the all-CPU rows add the parallel pool).
 
 Figures per launcher: total wall-clock of the command; the pure solve time (sum of the runs' wall_clock_s);
 per-job overhead = (total wall - sum of solve) / N, everything else included (interpreter and Hydra start-up,
@@ -75,12 +78,10 @@ def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: in
     return out
 
 
-def bench(launcher: str, n: int, store: str, cwd: Path, extra: list[str], repeats: int,
-          name: str) -> dict[str, float]:
-    """The median over `repeats` measurements of every figure (start-up noise of a second or so moves a
-    single amortized figure by ~5 ms a job at n=200)."""
-    reps = [once(launcher, n, store, cwd, extra, i, name) for i in range(repeats)]
-    return {k: statistics.median(r[k] for r in reps) for k in reps[0]} | {"repeats": repeats}
+def median(reps: list[dict[str, float]]) -> dict[str, float]:
+    """The median of every figure (start-up noise of a second or so moves a single amortized figure by ~5 ms
+    a job at n=200)."""
+    return {k: statistics.median(r[k] for r in reps) for k in reps[0]} | {"repeats": len(reps)}
 
 
 def main() -> None:
@@ -89,6 +90,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="hydra.launcher.n_workers (default: CPU count)")
     ap.add_argument("--skip-basic", action="store_true", help="only the sweep launcher")
     ap.add_argument("--repeats", type=int, default=3, help="measurements of each launcher (median)")
+    ap.add_argument("--only", default="", help="comma-separated launchers to measure (default: all)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -97,22 +99,29 @@ def main() -> None:
 
         Recorder(store, "warmup")  # the store's schema exists before either launcher runs
         extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []
-        configs = {"local": ("local", extra), "local-public": ("local", [*extra, "hydra.launcher.fast=false"]),
-                   "local-1w": ("local", ["hydra.launcher.n_workers=1"])}
+        fast, public = ["hydra.launcher.fast=true"], ["hydra.launcher.fast=false"]
+        one = ["hydra.launcher.n_workers=1"]
+        configs = {"local": ("local", [*extra, *fast]), "local-public": ("local", [*extra, *public]),
+                   "local-1w": ("local", [*one, *fast]), "local-public-1w": ("local", [*one, *public])}
         if not a.skip_basic:  # ~2 minutes a measurement
             configs["basic"] = ("basic", [])
-        results = {name: bench(launcher, a.jobs, store, cwd, ex, a.repeats, name)
-                   for name, (launcher, ex) in configs.items()}
+        if a.only:
+            configs = {k: v for k, v in configs.items() if k in a.only.split(",")}
+        reps: dict[str, list] = {name: [] for name in configs}
+        for i in range(a.repeats):  # in turns: each launcher sees the same stretch of the machine's load
+            for name, (launcher, ex) in configs.items():
+                reps[name].append(once(launcher, a.jobs, store, cwd, ex, i, name))
+        results = {name: median(r) for name, r in reps.items()}
     print(f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"figures: the median over {a.repeats} measurements of each")
     base = results.get("basic")
-    print(f"{'launcher':<13}{'total wall':>11}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
+    print(f"{'launcher':<16}{'total wall':>11}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
           f"{'CPU/job':>10}" + (f"{'wall/basic':>12}{'CPU/basic':>11}" if base else ""))
     for name, r in results.items():
         ratios = (f"{r['amortized_ms'] / base['amortized_ms']:>12.3f}{r['cpu_per_job_ms'] / base['cpu_per_job_ms']:>11.3f}"
                   if base else "")
-        print(f"{name:<13}{r['wall']:>10.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
+        print(f"{name:<16}{r['wall']:>10.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
               f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms" + ratios)
     for name, r in results.items():
         if "launcher_cpu_ms" in r:
@@ -121,7 +130,7 @@ def main() -> None:
     print("per job = (total wall - sum solve) / jobs; amortized = the same less the start-up of a 1-job sweep; "
           "CPU/job = CPU seconds of the command and its workers, less the 1-job sweep's, per job (all processes, "
           "all cores; a loaded machine inflates wall-clock, not CPU); wall/basic and CPU/basic: amortized wall and "
-          "CPU per job as a fraction of basic's. Target (local, local-public): amortized <= 30 ms.")
+          "CPU per job as a fraction of basic's. Target (every local row, fast and public path): amortized <= 30 ms.")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def require_device(backend: str, device: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        from sweep.validate import ConfigError
+        from sweep.errors import ConfigError
 
         raise ConfigError(
             f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "

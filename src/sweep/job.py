@@ -19,9 +19,7 @@ from sweep.methods.base import Context
 from sweep.result import RunResult
 from sweep.trackers.base import TrackerReport
 from sweep.trackers.trace import NULL_TRACE, Trace
-from sweep.validate import validate
-
-JOB_KEYS = ("problem", "method", "variant", "device", "tracker")
+from sweep.validate import JOB_GROUPS, validate
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
@@ -29,7 +27,7 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
 
     `extra` holds user keys such as a preset's `extra.repeat`: they are part of a job's identity, so
     repeats of one config are distinct jobs (and distinct params) rather than one resumed run."""
-    out = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_KEYS}
+    out = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS}
     extra = cfg.get("extra")
     if extra:
         out["extra"] = OmegaConf.to_container(extra, resolve=True)
@@ -132,7 +130,7 @@ def run(cfg: DictConfig) -> RunResult:
         for key in per_epoch[0] if per_epoch else []:
             curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
 
-    tags = {g: str(cfg[g].name) for g in JOB_KEYS}
+    tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(meter_tags)
     tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:

@@ -197,6 +197,7 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "device": {"device": DeviceConfig},
     "tracker": {"tracker": TrackerConfig, "energy": EnergyTrackerConfig},
 }
+JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # the groups a job is made of: problem, method, variant, ...
 
 
 def register_configs() -> None:

@@ -16,13 +16,10 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES
+from sweep.errors import ConfigError  # noqa: F401 - raised here, and imported from here by the app
+from sweep.schema import JOB_GROUPS
 
 
-class ConfigError(ValueError):
-    """A composed config that cannot run; the message names the field and the allowed values."""
-
-
-JOB_GROUPS = ("problem", "method", "variant", "device", "tracker")
 
 
 class ConfigView(dict):

@@ -8,7 +8,8 @@ copying that config and applying the job's value overrides with Hydra's own `_ap
 and fills in `hydra.overrides.task` and `hydra.job.override_dirname` as Hydra does. Anything else (group
 choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. The sweeper's composition of a
 job is kept for the launcher, so each job is composed once. tests/test_launcher.py checks the result equals
-Hydra's full composition; `hydra.launcher.fast_compose=false` turns this off.
+Hydra's full composition. Fast path only: imported when `launcher.fast_paths` says so (the Hydra versions
+in `launcher.TESTED_HYDRA`, or `hydra.launcher.fast=true`); `hydra.launcher.fast=false` turns it off.
 """
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ import itertools
 import pickle
 from typing import Any, Optional, Sequence
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname  # fast path only
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+
+if not callable(getattr(ConfigLoaderImpl, "_apply_overrides_to_config", None)):  # what this module relies on
+    raise ImportError("hydra's ConfigLoaderImpl has no _apply_overrides_to_config")
 
 _template_ids = itertools.count(1)  # unique in the process: workers cache hydra sections by id
 

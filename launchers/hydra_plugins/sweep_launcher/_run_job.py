@@ -8,6 +8,7 @@ HydraConfig holds the job config's own hydra node (the worker discards both afte
 through libyaml's emitter with OmegaConf's own representers (the same documents; long strings may wrap at
 other places). Everything else is Hydra's: output dir, `hydra.job.chdir`, job logging, env_set, callbacks,
 the JobReturn. Hydra's launcher test suites run against this path (tests/test_launcher_hydra_suites.py).
+Fast path only: imported when `launcher.fast_paths` says so (the Hydra versions in `launcher.TESTED_HYDRA`).
 """
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ import copy
 import os
 import pickle
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 from hydra import version
-from hydra._internal.deprecation_warning import deprecation_warning
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobRuntime, JobStatus, _flush_loggers, configure_log, env_override
+from hydra.errors import HydraDeprecationError
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf._utils import get_omega_conf_dumper
@@ -32,6 +34,13 @@ _Dumper: Any = None
 CHDIR_WARNING = ("Future Hydra versions will no longer change working directory at job runtime by default.\n"
                  "See https://hydra.cc/docs/1.2/upgrades/1.1_to_1.2/changes_to_job_working_dir/ for more "
                  "information.")
+
+
+def _deprecation_warning(message: str) -> None:
+    """Hydra's deprecation warning (an error with HYDRA_DEPRECATION_WARNINGS_AS_ERRORS set)."""
+    if os.environ.get("HYDRA_DEPRECATION_WARNINGS_AS_ERRORS"):
+        raise HydraDeprecationError(message)
+    warnings.warn(message, stacklevel=3)
 
 
 def _dumper() -> Any:
@@ -156,7 +165,7 @@ def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_byt
         if _chdir is None:  # Hydra's default and warning
             _chdir = not version.base_at_least("1.2")
             if _chdir:
-                deprecation_warning(message=CHDIR_WARNING, stacklevel=2)
+                _deprecation_warning(CHDIR_WARNING)
         if _chdir:
             os.chdir(output_dir)
             ret.working_dir = output_dir

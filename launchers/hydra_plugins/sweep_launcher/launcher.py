@@ -7,6 +7,7 @@ scans this module at every start-up, so it stays light).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional, Sequence
 
 from hydra.core.utils import JobReturn
@@ -23,6 +24,25 @@ def fast_paths_tested() -> bool:
     return __version__.startswith(TESTED_HYDRA)
 
 
+def fast_paths(requested: Optional[bool]) -> bool:
+    """Whether to take the fast paths (`_compose.py`, `_run_job.py`: the only modules that touch Hydra
+    internals). None: where the Hydra version was tested; true: asked for. Either way only if the internals
+    they use are there; otherwise Hydra's public load_sweep_config and run_job (with a warning if asked for)."""
+    if requested is False or (requested is None and not fast_paths_tested()):
+        return False
+    try:
+        import hydra_plugins.sweep_launcher._compose  # noqa: F401
+        import hydra_plugins.sweep_launcher._run_job  # noqa: F401
+    except (ImportError, AttributeError) as e:
+        if requested:
+            from hydra import __version__
+
+            warnings.warn(f"hydra.launcher.fast=true: Hydra {__version__} lacks an internal the fast path uses "
+                          f"({e}); taking Hydra's public path", stacklevel=2)
+        return False
+    return True
+
+
 class SweepLauncher(Launcher):
     def __init__(self, route: str = "device", n_workers: Optional[int] = None, force: bool = False,
                  progress: bool = True, preload: Sequence[str] = (), fast: Optional[bool] = None,
@@ -36,7 +56,7 @@ class SweepLauncher(Launcher):
         self.preload = [str(m) for m in preload]
         # the fast paths (FastComposer, the lean run_job) use Hydra internals: on by default only on the Hydra
         # versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
-        self.fast = fast_paths_tested() if fast is None else bool(fast)
+        self.fast = fast_paths(fast)
         self.modal: dict[str, Any] = dict(modal or {})
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.utils import get_class
 
+from sweep.errors import ConfigError
+
 if TYPE_CHECKING:
     from sweep.validate import ConfigView
 
 
 def target_class(cfg: "ConfigView", group: str) -> Any:
-    from sweep.validate import ConfigError  # late: sweep.validate imports this module
-
     target = cfg.select(f"{group}._target_")
     if not target:
         return None
@@ -28,8 +28,6 @@ def target_class(cfg: "ConfigView", group: str) -> Any:
 
 def check_method_applies(cfg: "ConfigView") -> None:
     """Raise ConfigError when the method does not apply to the problem (or breaks its own limits)."""
-    from sweep.validate import ConfigError
-
     method_cls, problem_cls = target_class(cfg, "method"), target_class(cfg, "problem")
     if method_cls is None or problem_cls is None:
         return

@@ -30,7 +30,7 @@ class Fourier:
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:
-        from sweep.validate import ConfigError
+        from sweep.errors import ConfigError
 
         from hydra.utils import get_class
 

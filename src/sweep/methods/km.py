@@ -27,7 +27,7 @@ class KM:
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:
-        from sweep.validate import ConfigError
+        from sweep.errors import ConfigError
 
         m, n_train = cfg.method.influence_samples, cfg.problem.n_train
         if not 1 <= m <= n_train:

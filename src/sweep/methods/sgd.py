@@ -66,7 +66,7 @@ class SGD:
         """The variants order the MLP's step: a problem whose model is not the MLP takes variant=standard."""
         from hydra.utils import get_class
 
-        from sweep.validate import ConfigError
+        from sweep.errors import ConfigError
 
         problem = get_class(cfg.problem._target_)
         variant = cfg.select("variant.name", "standard")

@@ -17,7 +17,7 @@ import yaml
 
 from sweep.paths import CONF_DIR
 from sweep.trackers.trace import OP_KINDS
-from sweep.validate import ConfigError
+from sweep.errors import ConfigError
 
 HIERARCHY_DIR = CONF_DIR / "energy"
 PRICES = ("read_pj", "write_pj")

@@ -1,0 +1,126 @@
+"""The code's shape (docs/architecture.md): no import circles, a launcher plugin that imports nothing of the
+app and touches Hydra internals only in its version-gated fast-path modules, and launcher files of a readable
+size. Read from the source (ast), so a lazy import inside a function counts as much as one at the top."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SOURCES = {"src": ROOT / "src", "launchers": ROOT / "launchers"}
+FAST_PATH = {"hydra_plugins.sweep_launcher._compose", "hydra_plugins.sweep_launcher._run_job"}
+MAX_LAUNCHER_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for base in SOURCES.values():
+        for f in base.rglob("*.py"):
+            parts = list(f.relative_to(base).with_suffix("").parts)
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Nodes under `if TYPE_CHECKING:` (annotations only: never imported at run time)."""
+    skip: set[int] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test):
+            skip |= {id(x) for b in n.body for x in ast.walk(b)}
+    return skip
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
+    """(imported module name, at module top level) for every run-time import of a module."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    top = {id(n) for n in tree.body}
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for n in ast.walk(tree):
+        if id(n) in skip:
+            continue
+        if isinstance(n, ast.Import):
+            out += [(a.name, id(n) in top) for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level:
+                parts = pkg.split(".")
+                base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else []))
+            out += [(f"{base}.{a.name}", id(n) in top) for a in n.names] + [(base, id(n) in top)]
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+
+    def known(name: str) -> str | None:  # the project module a dotted name lives in
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return {m: {k for dep, _ in _imports(m, f) if (k := known(dep)) and k != m} for m, f in mods.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    graph = _graph()
+    assert "sweep.validate" in graph and "hydra_plugins.sweep_launcher._core" in graph
+    assert not _cycles(graph), "modules that import each other (directly or around a circle): " + str(_cycles(graph))
+
+
+def test_the_checker_sees_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_launchers_import_nothing_of_the_app_and_hydra_internals_only_on_the_gated_fast_path():
+    mods = {m: f for m, f in _modules().items() if m.startswith("hydra_plugins")}
+    assert FAST_PATH <= set(mods)
+    bad = []
+    for m, f in mods.items():
+        for dep, at_top in _imports(m, f):
+            if dep == "sweep" or dep.startswith("sweep."):
+                bad.append(f"{m} imports {dep}: the launcher plugin is generic (the app plugs in through hooks.py)")
+            if dep.startswith("hydra._internal") and m not in FAST_PATH:
+                bad.append(f"{m} imports {dep}: Hydra internals belong to the fast-path modules only")
+            if dep in FAST_PATH and at_top:
+                bad.append(f"{m} imports {dep} at start-up: a fast-path module is imported only behind the gate")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_launcher_file_is_over_400_lines():
+    long = {str(f.relative_to(ROOT)): n for f in (ROOT / "launchers").rglob("*.py")
+            if (n := len(f.read_text().splitlines())) > MAX_LAUNCHER_LINES}
+    assert not long, long
