@@ -49,6 +49,26 @@ def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = 
     return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
 
 
+def charge_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
+    """A job that ran on a CPU host (not a Modal GPU): its task's CPU seconds, and their cost at
+    device.price_per_hour (whichever launcher ran it)."""
+    from sweep.cost import cost_usd
+
+    price = float(OmegaConf.select(cfg, "device.price_per_hour", default=0.0) or 0.0)
+    result.metrics["cpu_s"] = cpu_s
+    result.metrics["cost_usd"] = cost_usd(cpu_s, price)
+
+
+def repair_abandoned(recorder: Any) -> None:
+    """Before a sweep opens its parent: runs a killed launcher left RUNNING become KILLED, said in one line."""
+    from sweep.recorder import KILLED_REASON_TAG
+
+    repaired = recorder.repair_abandoned()
+    if repaired:
+        print(f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "
+              f"(tag {KILLED_REASON_TAG})", file=sys.stderr, flush=True)
+
+
 def is_sweep_job(cfg: DictConfig) -> bool:
     return all(k in cfg for k in JOB_GROUPS)
 
@@ -136,15 +156,10 @@ class SweepLaunchHooks(LaunchHooks):
         passed its checks); runs a killed launcher left RUNNING are marked KILLED first."""
         if self.parent is not None:
             return
-        from sweep.recorder import KILLED_REASON_TAG
-
         _sqlite_wal()
         recorder = self._recorder(cfg)
         gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
-        repaired = recorder.repair_abandoned()  # before resume reads the store
-        if repaired:
-            print(f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "
-                  f"(tag {KILLED_REASON_TAG})", file=sys.stderr, flush=True)
+        repair_abandoned(recorder)  # before resume reads the store
         overrides = " ".join(OmegaConf.to_container(self.multirun_config.hydra.overrides.task))
         launcher = self.tally.launcher if self.tally is not None else {}
         self.parent = recorder.start_parent(
@@ -192,9 +207,7 @@ class SweepLaunchHooks(LaunchHooks):
             tags["modal.gpu"] = str(job.gpu or "cpu")
             tags["modal.offline"] = str(outcome.offline).lower()
         elif result.status == "FINISHED":
-            price = float(OmegaConf.select(job.cfg, "device.price_per_hour", default=0.0) or 0.0)
-            result.metrics["cpu_s"] = outcome.cpu_s
-            result.metrics["cost_usd"] = cost_usd(outcome.cpu_s, price)
+            charge_cpu(result, job.cfg, outcome.cpu_s)
         run_name = OmegaConf.select(job.cfg, "run_name", default=None) or job.name or None
         self.recorder.log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
         self.results.append(result)  # type: ignore[attr-defined]

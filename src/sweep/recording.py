@@ -3,21 +3,37 @@ Hydra's basic launcher). Under the project's launcher the same object is the lau
 (`sweep.launch_hooks`): it records there, in the launching process, and stands aside in the workers.
 
 A result the store refuses is kept in the spool (`sweep.spool`) and the command exits 1 with one line naming the
-store, the cause and the spool file; a store that cannot be written is found before a multirun starts a job."""
+store, the cause and the spool file; a store that cannot be written is found before a multirun starts a job.
+
+Under a launcher that runs jobs in other processes (submitit: local processes or SLURM jobs) this callback
+travels with Hydra's context: the launching process opens the parent run, each job's process writes its own
+child run into the shared store (its open store connection stays behind: see __getstate__), and the launching
+process closes the parent with the totals of the children the store holds, the same metrics the project's
+launcher writes. Re-running such a sweep skips jobs whose resolved config already has a FINISHED run
+(`already_done`; mlflow.force=true re-runs them), as the project's launcher does; each skip is a tag on the
+parent (`sweep.skipped.<job num>`), written by the job's process."""
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.launch_hooks import SweepLaunchHooks, failed_result  # noqa: F401 - failed_result: used here
+from hydra_plugins.sweep_launcher.hooks import Tally
+
+from sweep.launch_hooks import SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job, repair_abandoned
 from sweep.result import RunResult
 from sweep.validate import ConfigError
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
+SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
+FORCE_KEY = "mlflow.force"
 
 
 def launched_by_own_launcher(config: DictConfig) -> bool:
@@ -40,6 +56,21 @@ def refuse_bad_experiment(config: DictConfig) -> None:
         sys.exit(2)
 
 
+def already_done(cfg: DictConfig) -> str | None:
+    """In a job of a multirun under a launcher other than the project's (which skips done jobs before they
+    start): the id of a FINISHED run with this job's resolved config, so the job can be skipped; None to run it."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_cfg = HydraConfig.get()  # a job's own config has no hydra section
+    if (hydra_cfg.mode != RunMode.MULTIRUN or str(hydra_cfg.launcher.get("_target_", "")).startswith(OWN_LAUNCHER_PREFIX)
+            or not cfg.mlflow.enabled or cfg.mlflow.get("force", False) or not is_sweep_job(cfg)):
+        return None
+    from sweep.job import job_config
+    from sweep.recorder import Recorder
+
+    return Recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
+
+
 class MLflowCallback(SweepLaunchHooks):
     def __init__(self) -> None:
         self.recorder: Any = None
@@ -47,6 +78,9 @@ class MLflowCallback(SweepLaunchHooks):
         self.results: list[RunResult] = []
         self.namer: Any = None  # multiruns: a job is named by what it varies (the launcher's naming)
         self.unrecorded = 0
+        self.launching_pid: int | None = None  # the process that opened the parent (and alone closes it)
+        self.t0 = 0.0
+        self.cpu0 = 0.0  # at the job's start, in the process that runs it
 
     def _recorder(self, config: DictConfig):
         if self.recorder is None:
@@ -54,6 +88,12 @@ class MLflowCallback(SweepLaunchHooks):
 
             self.recorder = Recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
         return self.recorder
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A launcher that pickles Hydra's context (submitit) takes this callback to the jobs: everything but the
+        # open store (an MLflow client holds weak references; a job opens its own from mlflow.tracking_uri).
+        state = super().__getstate__()
+        return {k: v for k, v in (state or {}).items() if k != "recorder"}
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_bad_experiment(config)
@@ -77,15 +117,27 @@ class MLflowCallback(SweepLaunchHooks):
         self.namer = Namer(swept_keys(sweep_overrides(config.hydra)))
         overrides = " ".join(OmegaConf.to_container(config.hydra.overrides.task))
         try:
-            self.parent = self._recorder(config).start_parent(
-                f"sweep {overrides}".strip(), {"sweep.overrides": overrides, "launcher": "basic"})
+            recorder = self._recorder(config)
+            repair_abandoned(recorder)
+            self.parent = recorder.start_parent(
+                f"sweep {overrides}".strip(),
+                {"sweep.overrides": overrides, "launcher": launcher_name(config),
+                 "sweep.dir": str(Path(str(config.hydra.sweep.dir)).resolve())},
+                params=launcher_params(config))
         except store.StoreError as e:
             print(f"sweep: {e}", file=sys.stderr, flush=True)
             sys.exit(1)
+        self.launching_pid, self.t0 = os.getpid(), time.perf_counter()
+        # Hydra's basic sweeper raises a batch's failure and on_multirun_end never comes: close then, at exit
+        atexit.register(self._close_at_exit, config)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.cpu0 = time.process_time()
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if launched_by_own_launcher(config):
             return
+        cpu_s = time.process_time() - self.cpu0
         if not config.mlflow.enabled:
             if isinstance(job_return._return_value, RunResult):
                 print(job_return._return_value.summary(), flush=True)
@@ -93,20 +145,23 @@ class MLflowCallback(SweepLaunchHooks):
         result: Any = None
         if job_return.status == JobStatus.COMPLETED:
             result = job_return.return_value
+            if result is None and self.parent is not None and is_sweep_job(config):  # skipped: already done
+                self._recorder(config).client.set_tag(self.parent, f"{SKIPPED_TAG}{config.hydra.job.num}", "true")
         elif not isinstance(job_return._return_value, ConfigError):  # bad input: no run is created
             job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
             result = failed_result(job_cfg, job_return._return_value)
         if isinstance(result, RunResult):
-            name = config.get("run_name")
-            if name is None and self.namer is not None:
-                name = self.namer.names([list(config.hydra.overrides.task)], [config.hydra.job.num])[0]
-            self._record(config, result, name)
-        if job_return.status != JobStatus.COMPLETED and self.parent is not None:
-            # Hydra's basic sweeper raises after this batch and on_multirun_end never comes: close the parent
-            # now (a later job's failure or on_multirun_end closes it again with the full picture).
-            self.recorder.end_parent(self.parent, "FAILED", self.results)
+            name, tags = config.get("run_name"), None
+            if self.parent is not None:  # a sweep's job: tagged as the project's launcher tags it
+                tags = {"sweep.route": launcher_name(config), "hydra.job.num": str(config.hydra.job.num)}
+                if name is None and self.namer is not None:
+                    name = self.namer.names([list(config.hydra.overrides.task)], [config.hydra.job.num])[0]
+                if result.status == "FINISHED":
+                    charge_cpu(result, config, cpu_s)
+            self._record(config, result, name, tags)
 
-    def _record(self, config: DictConfig, result: RunResult, run_name: str | None) -> None:
+    def _record(self, config: DictConfig, result: RunResult, run_name: str | None,
+                tags: dict[str, str] | None = None) -> None:
         from sweep import spool
         from sweep.store import StoreError
 
@@ -119,9 +174,10 @@ class MLflowCallback(SweepLaunchHooks):
 
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)
-                path = spool.keep(result, uri, config.mlflow.experiment, cause, run_name=run_name)
+                path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.parent,
+                                  run_name=run_name, extra_tags=tags)
                 raise StoreError(uri, f"{cause}; {spool.KEPT.format(path=path)}") from None
-            recorder.log(result, parent_run_id=self.parent, run_name=run_name)
+            recorder.log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
         except StoreError as e:
             print(result.summary(run_name), flush=True)
             print(f"sweep: result not recorded: {e}", file=sys.stderr, flush=True)
@@ -135,18 +191,53 @@ class MLflowCallback(SweepLaunchHooks):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.tally is not None:  # the project's launcher drove these hooks: close as its hooks
             return super().on_multirun_end(config, **kwargs)
-        if self.parent is not None:
-            failed = any(r.status != "FINISHED" for r in self.results) or self.unrecorded
-            try:
-                self.recorder.end_parent(self.parent, "FAILED" if failed else "FINISHED", self.results)
-            except Exception:  # noqa: BLE001 - the store failed mid-sweep: its line is printed already
-                if not self.unrecorded:
-                    raise
         if self.unrecorded:
             print(f"sweep: {self.unrecorded} result(s) not recorded (kept in the spool)", file=sys.stderr, flush=True)
+        self._close(config)  # the summary; exit 1 when a job failed
+        if self.unrecorded:
             sys.exit(1)
-        if self.parent is not None:
-            from sweep.ui import next_steps
 
-            r = self.recorder
-            print(next_steps(r.client, r.tracking_uri, r.experiment_id, self.parent), flush=True)
+    def _close(self, config: DictConfig) -> None:
+        """In the launching process, once: the parent's totals from the child runs the store holds (under
+        submitit the jobs' processes wrote them), its status, the summary line and where to look next
+        (`sweep_ended`, as under the project's launcher)."""
+        if self.parent is None or os.getpid() != self.launching_pid:
+            return
+        atexit.unregister(self._close_at_exit)
+        try:
+            rec = self._recorder(config)
+            parent = rec.client.get_run(self.parent)
+            runs = rec.client.search_runs([rec.experiment_id], max_results=50000,
+                                          filter_string=f"tags.`mlflow.parentRunId` = '{self.parent}'")
+        except Exception:  # noqa: BLE001 - the store failed mid-sweep: its line is printed already
+            if not self.unrecorded:
+                raise
+            return
+        self.results = [RunResult(config={}, metrics=dict(r.data.metrics), status=r.info.status) for r in runs]
+        tally = Tally(t0=self.t0, launcher={"name": launcher_name(config), "force_key": FORCE_KEY})
+        tally.done = sum(r.info.status == "FINISHED" for r in runs)
+        tally.killed = sum(r.info.status == "KILLED" for r in runs)
+        tally.skipped = sum(k.startswith(SKIPPED_TAG) for k in parent.data.tags)
+        tally.failures = [(r.info.run_name, f"{r.info.status}: traceback.txt in run {r.info.run_id}")
+                          for r in runs if r.info.status == "FAILED"]
+        self.sweep_ended("FAILED" if tally.failures or self.unrecorded else "FINISHED", tally)
+
+    def _close_at_exit(self, config: DictConfig) -> None:
+        try:
+            self._close(config)
+        except SystemExit:
+            pass  # failures: Hydra's sweeper raised the first one and the command exits 1 already
+        except Exception as e:  # noqa: BLE001 - at exit: one line, not a traceback
+            print(f"sweep: parent run {self.parent} not closed: {e}", file=sys.stderr, flush=True)
+
+
+def launcher_name(config: DictConfig) -> str:
+    """The Hydra launcher a multirun runs on (its config-group choice: basic, submitit_local, submitit_slurm)."""
+    return str(OmegaConf.select(config, "hydra.runtime.choices", default={}).get("hydra/launcher", "basic"))
+
+
+def launcher_params(config: DictConfig) -> dict[str, Any]:
+    """The launcher's own settings (submitit: timeout_min, partition, ...) as the parent's params."""
+    node = OmegaConf.to_container(config.hydra.launcher, resolve=True)
+    return {f"launcher.{k}": v for k, v in node.items()
+            if k != "_target_" and v is not None and not isinstance(v, (dict, list))}

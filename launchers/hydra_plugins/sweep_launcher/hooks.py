@@ -79,7 +79,8 @@ class Tally:
     skipped: int = 0
     killed: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
-    launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
+    # name, route, n_workers, force, modal.offline; force_key: the setting that re-runs done jobs (summary line)
+    launcher: dict[str, Any] = field(default_factory=dict)
     closers: list[Any] = field(default_factory=list)  # the launcher's own end-of-sweep steps (its pool)
 
     def close(self) -> None:
@@ -113,7 +114,8 @@ class LaunchHooks(Callback):
         was interrupted: the launcher exits 128+signal)."""
         n_failed = len(tally.failures)
         msg = (f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
-               + (" (already done; hydra.launcher.force=true re-runs them)" if tally.skipped else "")
+               + (f" (already done; {tally.launcher.get('force_key', 'hydra.launcher.force')}=true re-runs them)"
+                  if tally.skipped else "")
                + (f", {tally.killed} killed" if tally.killed else "") + note)
         print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)
         if tally.failures:

@@ -1,0 +1,71 @@
+"""hydra/launcher=submitit_local (hydra-submitit-launcher, real job processes): a sweep is recorded like one on the
+project's launcher (one parent, a child per job with the same tags, params and metrics), a failed job is isolated,
+and re-running the sweep resumes it. Each submitit job is a fresh Python process: three small sweeps in all."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import run_sweep
+
+pytestmark = pytest.mark.slow
+SUBMITIT = "hydra/launcher=submitit_local"
+
+
+def _runs(store: str, experiment: str) -> tuple[list, list]:
+    c = MlflowClient(store)
+    runs = c.search_runs([c.get_experiment_by_name(experiment).experiment_id], order_by=["attributes.start_time ASC"])
+    return ([r for r in runs if r.data.tags.get("sweep.parent") == "true"],
+            [r for r in runs if r.data.tags.get("sweep.parent") != "true"])
+
+
+def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_failures(store, tmp_path):
+    p = run_sweep("-m", SUBMITIT, "method=gf2,km", "mlflow.experiment=sub", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "sweep: 2 job(s) finished, 0 failed, 0 skipped" in p.stdout
+    (parent,), children = _runs(store, "sub")
+    assert parent.info.status == "FINISHED" and parent.data.tags["launcher"] == "submitit_local"
+    assert parent.data.metrics["jobs_finished"] == 2 and parent.data.params["launcher.timeout_min"] == "60"
+    assert sorted(c.info.run_name for c in children) == ["method=gf2", "method=km"]
+    assert all(c.info.status == "FINISHED" and c.data.tags["mlflow.parentRunId"] == parent.info.run_id
+               and c.data.tags["sweep.route"] == "submitit_local" for c in children)
+    # the jobs ran in their own processes (submitit's), not in the launching one
+    assert len(list(tmp_path.glob("multirun/*/*/.submitit/*/*_log.out"))) == 2
+
+    # the same sweep on the project's launcher: the same tags, params and metrics, the same results
+    p = run_sweep("-m", "hydra/launcher=local", "method=gf2,km", "mlflow.experiment=own", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (own_parent,), own_children = _runs(store, "own")
+    assert set(parent.data.tags) == set(own_parent.data.tags)
+    assert set(parent.data.metrics) == set(own_parent.data.metrics)
+    own = {c.info.run_name: c for c in own_children}
+    for c in children:
+        o = own[c.info.run_name]
+        assert set(c.data.tags) == set(o.data.tags) and c.data.params == o.data.params
+        assert set(c.data.metrics) == set(o.data.metrics)
+        for m in ("accuracy", "epochs", "ard", "dmc", "reads", "writes"):
+            assert c.data.metrics[m] == o.data.metrics[m], m
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
+
+    # resume: re-running skips both jobs (in their processes) and writes no new child
+    p = run_sweep("-m", SUBMITIT, "method=gf2,km", "mlflow.experiment=sub", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "0 job(s) finished, 0 failed, 2 skipped (already done; mlflow.force=true re-runs them)" in p.stdout
+    parents, children = _runs(store, "sub")
+    assert len(parents) == 2 and len(children) == 2
+    assert parents[1].info.status == "FINISHED" and parents[1].data.metrics["jobs_skipped"] == 2
+
+    # a job that raises is a FAILED child with its traceback; the other job finishes; the sweep exits 1
+    p = run_sweep("-m", SUBMITIT, "method=fourier", "tracker=none", "method.chunk=2048,-1", "mlflow.experiment=bad",
+                  cwd=tmp_path)
+    assert p.returncode == 1
+    assert "1 job(s) finished, 1 failed" in p.stderr and "  method.chunk=-1: FAILED" in p.stderr
+    (parent,), children = _runs(store, "bad")
+    assert parent.info.status == "FAILED" and parent.data.metrics["jobs_failed"] == 1
+    assert sorted((c.info.run_name, c.info.status) for c in children) == [
+        ("method.chunk=-1", "FAILED"), ("method.chunk=2048", "FINISHED")]
+    failed = [c for c in children if c.info.status == "FAILED"][0]
+    tb = MlflowClient(store).download_artifacts(failed.info.run_id, "traceback.txt", str(tmp_path))
+    assert "ValueError" in Path(tb).read_text()
