@@ -20,6 +20,21 @@ def store(tmp_path, monkeypatch) -> str:
     return uri
 
 
+def session_processes(sid: int) -> list[int]:
+    """Live processes of session `sid` (a command started with start_new_session=True and all it started, unless
+    one left the session on purpose): empty once the command is done means no process outlived it."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] not in ("Z", "X"):  # a zombie has ended
+                out.append(int(d.name))
+    return out
+
+
 def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
               timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd."""

@@ -46,8 +46,13 @@ def test_numpy_and_torch_find_the_same_answer(method):
 @pytest.mark.parametrize("method", ["sgd"])
 def test_compiled_hot_step_gives_the_same_result(method):
     # aot_eager: torch.compile's graph capture without C++ code generation, which takes minutes on 2 cores
+    from torch._dynamo.utils import counters  # torch.compile's own tally of the frames it compiled
+
+    counters.clear()
     plain = _run(method, "torch_cpu")
+    assert not counters["frames"]["ok"]  # nothing compiled without the flag
     compiled = _run(method, "torch_cpu", "device.compile=true", "device.compile_backend=aot_eager")
+    assert counters["frames"]["ok"] > 0, "device.compile=true ran without compiling anything"
     assert compiled.metrics["accuracy"] == plain.metrics["accuracy"] == 1.0
     assert compiled.metrics["epochs"] == plain.metrics["epochs"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import record_small_sweep
+from tests.conftest import record_small_sweep, session_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534
@@ -25,15 +25,31 @@ def _runs(uri: str) -> list:
     return [r for e in c.search_experiments() for r in c.search_runs([e.experiment_id])]
 
 
+def no_process_left(sid: int) -> None:
+    deadline = time.monotonic() + 10
+    while session_processes(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session_processes(sid) == [], "a process outlived the command"
+
+
 def sweep(*args: str, env: dict, cwd: Path, as_nobody: bool = False, module: str = "sweep",
           timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m MODULE ARGS` in a subprocess; `as_nobody`: as an unprivileged user when this is root (file
-    modes bind it), so a read-only store is read-only for real."""
+    """`python -m MODULE ARGS` in a subprocess of its own session; `as_nobody`: as an unprivileged user when this
+    is root (file modes bind it), so a read-only store is read-only for real. Asserts that no process it
+    started outlives it."""
     cmd = [sys.executable, "-m", module, *args]
-    if as_nobody and os.geteuid() == 0:
+    if as_nobody and os.geteuid() == 0:  # setpriv execs python: same pid, same session
         cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
         env = {"HOME": str(cwd), **env}  # root's home is not nobody's to write
-    return subprocess.run(cmd, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    no_process_left(proc.pid)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def one_line(text: str) -> str:
@@ -94,6 +110,21 @@ def test_single_run_on_read_only_store_spools_then_import_writes_it(made_store, 
     (new,) = [r for r in _runs(uri) if r.info.run_id not in before]
     assert new.data.params["problem.seed"] == "5" and new.data.metrics["accuracy"] == 1.0
     assert not list((open_dir / "spool").glob("*.json"))
+
+
+@pytest.mark.parametrize("launcher", ["sweep", "basic"])
+def test_sweep_on_read_only_store_fails_in_seconds_before_any_job(made_store, open_dir, launcher):
+    uri = read_only_store(made_store, open_dir)
+    before = {(r.info.run_id, r.info.status) for r in _runs(uri)}
+    t0 = time.monotonic()
+    p = sweep("-m", f"hydra/launcher={launcher}", "method=gf2,km", "problem.n_bits=10",
+              env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(open_dir / "spool")}, cwd=open_dir / "work",
+              as_nobody=True)
+    assert time.monotonic() - t0 < 60  # MLflow alone retries for ~100 s
+    assert p.returncode == 1
+    assert one_line(p.stderr).startswith(f"sweep: store {uri}: read-only")
+    assert "FINISHED" not in p.stdout  # no job ran, so none is lost
+    assert {(r.info.run_id, r.info.status) for r in _runs(uri)} == before == {(next(iter(before))[0], "FINISHED")}
 
 
 def test_next_command_writes_spooled_results_in(tmp_path, store):
@@ -193,9 +224,12 @@ def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
     procs = [subprocess.Popen([sys.executable, "-m", "sweep", "-m", "method=gf2,km", f"problem.seed={s}",
                                "hydra.launcher.n_workers=1", f"hydra.sweep.dir={tmp_path / str(s)}"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
              for s in (1, 2)]
     outs = [p.communicate(timeout=300) for p in procs]
+    for p in procs:
+        no_process_left(p.pid)
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "Traceback" not in err

@@ -1,6 +1,6 @@
-"""Faults with real processes and real signals: a `python -m sweep -m` launcher stopped by SIGTERM, SIGHUP or
-SIGKILL mid-sweep, then resumed; a worker killed with -9. Each asserts the exit code, the message, the runs'
-states, that no worker outlives the launcher, and that nothing finished is lost."""
+"""Faults with real processes and real signals: a `python -m sweep -m` launcher stopped by Ctrl-C (SIGINT),
+SIGTERM, SIGHUP or SIGKILL mid-sweep, then resumed; a worker killed with -9. Each asserts the exit code, the
+message, the runs' states, that no worker outlives the launcher, and that nothing finished is lost."""
 from __future__ import annotations
 
 import os
@@ -67,26 +67,32 @@ def no_running(store: str, experiment: str) -> bool:
                              filter_string="attributes.status = 'RUNNING'")
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_sigterm_and_sighup_stop_a_sweep_like_ctrl_c(store, tmp_path, sig, code):
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store, tmp_path, sig, code):
     exp = f"term_{sig.name}"
     proc = start_until_two_finished(store, tmp_path, exp)
     try:
         workers = children_of(proc.pid)
         assert len(workers) == 2
-        os.kill(proc.pid, sig)  # the launcher alone, as `kill`, a scheduler or a container stop does
+        if sig == signal.SIGINT:  # a terminal's Ctrl-C: the whole foreground process group, workers included
+            os.killpg(proc.pid, sig)
+        else:  # the launcher alone, as `kill`, a scheduler or a container stop does
+            os.kill(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
     lines = [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
-    assert lines == [f"sweep: interrupted by {sig.name}: 2 running job(s) recorded KILLED, 0 not started"], err
+    said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+    assert lines == [f"sweep: interrupted by {said}: 2 running job(s) recorded KILLED, 0 not started"], err
     assert "Traceback" not in err
     assert_gone(workers)
     (parent,), children = runs(store, exp)
     assert parent.info.status == "KILLED"
     assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED", "KILLED", "KILLED"]
+    assert all(c.data.params["method.max_epochs"] == ("1" if c.info.status == "FINISHED" else "100000")
+               for c in children)
     assert no_running(store, exp)
     # resume: the two finished jobs are not lost (skipped, not re-run)
     p = sweep(store, tmp_path, *SHORT, "method.max_epochs=1", f"mlflow.experiment={exp}")

@@ -19,27 +19,13 @@ from mlflow.tracking import MlflowClient
 
 from sweep import ui
 from sweep.compare import find_parent
-from tests.conftest import record_small_sweep
+from tests.conftest import record_small_sweep, session_processes as _session
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _session(sid: int) -> list[int]:
-    """Live processes of session `sid` (the server's own session: sweep.ui starts it with setsid)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                fields = (d / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
-                out.append(int(d.name))
-    return out
 
 
 def _children(pid: int) -> list[int]:
