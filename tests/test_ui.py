@@ -50,12 +50,14 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
     rec, parent, results = record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
     rec.end_parent(parent, "FINISHED", results)
     port = _free_port()
-    ui = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     leader = None
     try:
-        line = ui.stdout.readline()
+        line = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line and f"(store {uri})" in line, line
+        # then each study's address, as MLflow's own list would not open it on its runs
+        assert proc.stdout.readline() == f"  demo: {ui.runs_url(port=port, experiment_id=rec.experiment_id)}\n"
         deadline = time.monotonic() + 240
         while True:  # MLflow's server answers once it has imported and bound the port
             try:
@@ -63,14 +65,14 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
                     assert r.status == 200
                     break
             except OSError:
-                assert ui.poll() is None and time.monotonic() < deadline, ui.stderr.read()
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
                 time.sleep(0.5)
-        (leader,) = _children(ui.pid)
+        (leader,) = _children(proc.pid)
         started = _session(leader)
         assert leader in started
-        ui.send_signal(sig)
-        assert ui.wait(timeout=60) == code
-        assert f"stopped ({sig.name})" in ui.stderr.read()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == code
+        assert f"stopped ({sig.name})" in proc.stderr.read()
         deadline = time.monotonic() + 20
         while _session(leader) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -78,8 +80,8 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
     finally:
-        if ui.poll() is None:
-            ui.kill()
+        if proc.poll() is None:
+            proc.kill()
         for pid in _session(leader) if leader else []:
             os.kill(pid, signal.SIGKILL)
 

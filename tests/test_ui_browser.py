@@ -1,5 +1,5 @@
 """`python -m sweep.ui <study>` and headless Chromium, as a user: the printed address shows the study's child
-runs with their accuracy / ard / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
+runs with their accuracy / ard / energy_pj / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
 
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
@@ -23,7 +23,7 @@ from tests.conftest import ROOT, record_small_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-METRICS = ("accuracy", "ard", "wall_clock_s", "cost_usd")
+METRICS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
@@ -60,9 +60,10 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
 
 @pytest.fixture
 def recorded_sweep(tmp_path):
-    """A small real sweep: parent run + gf2/km x seeds 42,43 children, in a temporary store."""
+    """A small real sweep: parent run + gf2/km x seeds 42,43 children (energy tracker: energy_pj and ard), in
+    a temporary store."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    rec, parent, results = record_small_sweep(uri, "ui-sweep", "ui_demo", "problem.n_bits=12")
+    rec, parent, results = record_small_sweep(uri, "ui-sweep", "ui_demo", "problem.n_bits=12", "tracker=energy")
     rec.end_parent(parent, "FINISHED", results)
     return uri, rec.experiment_id, parent, results
 

@@ -161,6 +161,17 @@ def find_parent(client: Any, ref: str):
     return next((r for r in candidates if has_children(client, r)), candidates[0])
 
 
+def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
+    """(experiment name, its latest sweep parent run with child runs), the most recent sweep first."""
+    exps = {e.experiment_id: e.name for e in client.search_experiments()}
+    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'") if exps else []
+    out: dict[str, Any] = {}
+    for r in sorted(parents, key=lambda r: r.info.start_time, reverse=True):
+        if r.info.experiment_id not in out and has_children(client, r):
+            out[r.info.experiment_id] = r
+    return [(exps[e], r) for e, r in out.items()]
+
+
 def has_children(client: Any, parent: Any) -> bool:
     return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id),
                                    max_results=1))

@@ -4,9 +4,12 @@ and the address that opens a study's runs.
 It runs MLflow's own server (`mlflow ui --backend-store-uri <store> --host 127.0.0.1 --port <port>`) with one
 worker: a single-user local UI needs no more, and each extra worker costs seconds of start-up and memory.
 
-Two of MLflow's own conventions make the study open on its runs:
+MLflow's own conventions make the study open on its runs:
 - the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
-  creates): MLflow 3 opens such an experiment on its "Model training" runs table, not on its GenAI overview;
+  creates) marks it a model-training experiment. MLflow 3.17's UI, though, opens an experiment on the page of
+  its workflow type: the address's `workflowType=machine_learning`, else the sidebar's GenAI / Model training
+  toggle as last set in that browser (GenAI at first), so a click on a study in MLflow's experiments list lands
+  on the GenAI overview until the user sets the toggle once. Hence the addresses printed here;
 - a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
   table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
   columns a study compares and lists the child runs of the study's latest sweep (a search on their parent).
@@ -94,13 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
         return 1
-    url = runs_url(a.host, a.port)
+    from mlflow.tracking import MlflowClient
+
+    from sweep.compare import find_parent, latest_sweeps
+
+    client = MlflowClient(tracking_uri=uri)
+    url, studies = runs_url(a.host, a.port), []
     if a.study is not None:
-        from mlflow.tracking import MlflowClient
-
-        from sweep.compare import find_parent
-
-        client = MlflowClient(tracking_uri=uri)
         try:
             parent = find_parent(client, a.study)
         except LookupError as e:
@@ -108,7 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         study_view(client, parent.info.experiment_id, parent.info.run_id)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
-    print(f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", flush=True)
+    else:  # each study's own address: a click in MLflow's list opens the GenAI overview (see the module doc)
+        for name, parent in latest_sweeps(client):
+            study_view(client, parent.info.experiment_id, parent.info.run_id)
+            studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
+    print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
     from sweep.owned_process import run_owned
 
     return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
