@@ -7,11 +7,13 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-SHIPPED = ("src", "launchers", "benchmarks", "conf", "sweeps", "docs", "README.md")
-CODE = SHIPPED + ("tests", "pyproject.toml")
-TEXT = {".py", ".yaml", ".yml", ".md", ".toml", ".txt", ".cfg", ".sh"}
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt)/")
-SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)")
+SHIPPED = ("src", "launchers", "benchmarks", "conf", "sweeps", "docs", "README.md", "pyproject.toml", ".ci")
+CODE = SHIPPED + ("tests",)
+TEXT = {".py", ".yaml", ".yml", ".md", ".toml", ".txt", ".cfg", ".sh", ""}  # "": .ci/run, .ci/setup
+# a temporary, home or checkout directory (`/tmp`, `/home/me/...`, macOS's `/private/var/...`, `C:\Users\...`)
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt|scratch|private/var|var/folders)\b"
+                          r"|\b[A-Z]:\\+Users\b")
+SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)", re.I)
 
 
 def _files(tops: tuple[str, ...]) -> list[Path]:
