@@ -110,7 +110,7 @@ def _gb(n: float) -> str:
 def check_fits(cfg: Any) -> None:
     """Raise ConfigError when the job's estimate exceeds the available memory, naming the fields behind the
     terms that make up most of it."""
-    from sweep.validate import ConfigError
+    from sweep.errors import ConfigError
 
     avail = available_bytes()
     if avail is None:

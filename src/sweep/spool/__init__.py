@@ -6,21 +6,19 @@ for, and the command fails with one line naming the store, the cause and the spo
 opened on that store writes the spooled results in (oldest first) and removes their files; or explicitly:
 
     python -m sweep.spool list                  # what is waiting, for which store
-    python -m sweep.spool import [--tracking-uri URI]
+    python -m sweep.spool import [--tracking-uri URI]      (the command line: spool/__main__.py)
 
 The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from sweep.result import RunResult
 
@@ -86,8 +84,6 @@ def entries(tracking_uri: Optional[str] = None) -> list[Entry]:
 def import_into(recorder: Any) -> int:
     """Write the spooled results meant for `recorder`'s store into it (each into its own experiment), remove
     their files; returns how many were written. A result that fails again stays in the spool."""
-    from sweep.recorder import Recorder
-
     todo = entries(recorder.tracking_uri)
     by_experiment: dict[str, Any] = {}
     n = 0
@@ -97,7 +93,8 @@ def import_into(recorder: Any) -> int:
         else:
             rec = by_experiment.get(e.experiment)
             if rec is None:
-                rec = by_experiment[e.experiment] = Recorder(recorder.tracking_uri, e.experiment, import_spool=False)
+                rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment,
+                                                                 import_spool=False)
         claimed = e.path.with_name(f"{e.path.name}.{os.getpid()}.claimed")
         try:
             os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
@@ -111,37 +108,3 @@ def import_into(recorder: Any) -> int:
         claimed.unlink()
         n += 1
     return n
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from sweep.paths import default_tracking_uri
-    from sweep.store import StoreError
-
-    ap = argparse.ArgumentParser(prog="python -m sweep.spool", description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("list", "import"))
-    ap.add_argument("--tracking-uri", default=None,
-                    help="import into this store (default: every store the spool holds results for)")
-    a = ap.parse_args(argv)
-    pending = entries(a.tracking_uri)
-    if a.action == "list":
-        for e in pending:
-            print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
-        print(f"{len(pending)} result(s) in {spool_dir()}")
-        return 0
-    from sweep.recorder import Recorder
-
-    uris = sorted({e.tracking_uri for e in pending}) or [a.tracking_uri or default_tracking_uri()]
-    failed = False
-    for uri in uris:
-        try:
-            exp = next((e.experiment for e in pending if e.tracking_uri == uri), "sweep")
-            rec = Recorder(uri, exp, import_spool=False)
-            print(f"sweep.spool: {import_into(rec)} result(s) written into {uri}")
-        except StoreError as err:
-            print(f"sweep.spool: {err}; the results stay in {spool_dir()}", file=sys.stderr)
-            failed = True
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,45 @@
+"""`python -m sweep.spool list | import [--tracking-uri URI]`: what waits in the spool, and writing it in.
+
+The command line lives apart from the spool itself (`sweep/spool/__init__.py`), which the recorder uses: this
+module needs the recorder, and the spool must not import it back."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from sweep.spool import entries, import_into, spool_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from sweep.paths import default_tracking_uri
+    from sweep.store import StoreError
+
+    ap = argparse.ArgumentParser(prog="python -m sweep.spool", description="the spool: results kept until their store takes them")
+    ap.add_argument("action", choices=("list", "import"))
+    ap.add_argument("--tracking-uri", default=None,
+                    help="import into this store (default: every store the spool holds results for)")
+    a = ap.parse_args(argv)
+    pending = entries(a.tracking_uri)
+    if a.action == "list":
+        for e in pending:
+            print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
+        print(f"{len(pending)} result(s) in {spool_dir()}")
+        return 0
+    from sweep.recorder import Recorder
+
+    uris = sorted({e.tracking_uri for e in pending}) or [a.tracking_uri or default_tracking_uri()]
+    failed = False
+    for uri in uris:
+        try:
+            exp = next((e.experiment for e in pending if e.tracking_uri == uri), "sweep")
+            rec = Recorder(uri, exp, import_spool=False)
+            print(f"sweep.spool: {import_into(rec)} result(s) written into {uri}")
+        except StoreError as err:
+            print(f"sweep.spool: {err}; the results stay in {spool_dir()}", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
