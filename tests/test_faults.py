@@ -176,6 +176,16 @@ def test_sweep_on_truncated_store_fails_in_seconds_with_one_line(made_store, tmp
     assert "FINISHED" not in p.stdout  # no job ran
 
 
+def test_compare_on_truncated_store_says_so_in_one_line(made_store, tmp_path):
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(made_store.read_bytes()[: made_store.stat().st_size // 2])
+    before = db.read_bytes()
+    p = sweep("demo", "--tracking-uri", f"sqlite:///{db}", env={}, cwd=tmp_path, module="sweep.compare")
+    assert p.returncode == 1
+    assert "corrupt: truncated" in one_line(p.stderr)
+    assert db.read_bytes() == before  # read, never written
+
+
 def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_path):
     # a real sweep's store, then read-only
     d = open_dir / "ro"
