@@ -134,3 +134,24 @@ def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
     assert set(sgd.curves) == set(cmpmod.CURVES)
     assert [f.name for f in files][-2:] == ["curves.png", "curves-curves.png"]
     assert files[-1].stat().st_size > 10000
+
+
+def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
+    # seed 004's arms differ in five device keys: the plot names each arm by what it turns on, not by device alone
+    from sweep.compare import Comparison, Row, Stat
+    from sweep.plots import _arm_label, plot_comparison
+
+    keys = ["device.autocast", "device.compile", "device.compile_mode", "device.name", "method.hidden"]
+    arms = [("none", "False", "default", "cpu"), ("none", "True", "max-autotune", "torch_cpu"),
+            ("bfloat16", "False", "default", "torch_cpu"), ("none", "False", "default", "cuda")]
+    rows = []
+    for arm in arms:
+        for h in ("64", "1024"):
+            done = arm[3] != "cuda"
+            stats = {"wall_clock_s": Stat(0.1 * int(h) / 64, 0.01, 3), "warmup_s": Stat(2.0, 0.1, 3)} if done else {}
+            rows.append(Row(dict(zip(keys, (*arm, h))), 3 * done, 3, stats, "" if done else "FAILED: no token"))
+    cmp = Comparison("torch_overhead", "p", "torch_overhead", keys, ["wall_clock_s", "warmup_s"], rows)
+    assert [_arm_label(r, keys[:-1]) for r in rows[::2]] == ["cpu", "torch_cpu compile max-autotune",
+                                                              "torch_cpu bfloat16", "cuda"]
+    png = plot_comparison(cmp, tmp_path / "torch_overhead.png")
+    assert png.stat().st_size > 10_000

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from sweep.compare import Comparison, Row
 
 LABELS = {"accuracy": "test accuracy", "epochs": "epochs", "wall_clock_s": "wall-clock (s)",
-          "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)",
+          "warmup_s": "warm-up (s)", "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)",
           "energy_pj": "modelled energy (pJ)"}
 
 
@@ -137,17 +137,24 @@ def plot_variants(cmp: "Comparison", path: Path) -> Path:
 
 
 # -- anything else: each metric against the swept keys ---------------------------------------------
-def plot_default(cmp: "Comparison", path: Path) -> Path:
-    metrics = [m for m in ("accuracy", "epochs", "ard", "wall_clock_s", "cache_hit_rate", "cost_usd")
-               if m in cmp.metrics][:4] or ["accuracy"]
+def _key_label(row: "Row", keys: list[str]) -> str:
+    return " ".join(f"{k}={row.key[k]}" for k in keys)
+
+
+def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None, log: bool = False,
+                 label: Callable[["Row", list[str]], str] = _key_label) -> Path:
+    metrics = metrics or [m for m in ("accuracy", "epochs", "ard", "wall_clock_s", "cache_hit_rate", "cost_usd")
+                          if m in cmp.metrics][:4] or ["accuracy"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
     numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
     x_key = numeric[-1] if numeric else None  # a numeric key is an axis; the others name the lines
     for ax, metric in zip(axes[0], metrics):
+        if log:
+            ax.set_yscale("log")
         if x_key:
             series: dict[str, list[tuple[float, float, float]]] = {}
             for row, st in cmp.values(metric):
-                name = " ".join(f"{k}={row.key[k]}" for k in cmp.keys if k != x_key) or metric
+                name = label(row, [k for k in cmp.keys if k != x_key]) or metric
                 series.setdefault(name, []).append((_num(row.key[x_key]), st.mean, st.std))  # type: ignore
             for name, pts in series.items():
                 pts.sort()
@@ -162,8 +169,21 @@ def plot_default(cmp: "Comparison", path: Path) -> Path:
             ax.bar(range(len(vals)), [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3)
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(LABELS.get(metric, metric))
+    _annotate_failures(axes[0][-1], cmp)
     fig.suptitle(f"{cmp.study}: mean ± std over seeds/repeats")
     return save(fig, path)
+
+
+# -- torch_overhead (seed 004): steady-state and warm-up seconds against width, one line per arm ------------
+def _arm_label(row: "Row", keys: list[str]) -> str:
+    """An arm by what it changes: 'torch_cpu compile max-autotune', 'torch_cpu float16', 'cpu'."""
+    first = sorted(keys, key=lambda k: k != "device.name")  # the device, then what the arm turns on
+    words = [k.split(".")[-1] if row.key[k] == "True" else row.key[k] for k in first]
+    return " ".join(w for w in words if w not in ("False", "none", "default"))
+
+
+def plot_overhead(cmp: "Comparison", path: Path) -> Path:
+    return plot_default(cmp, path, metrics=["wall_clock_s", "warmup_s"], log=True, label=_arm_label)
 
 
 # -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
@@ -204,6 +224,7 @@ STUDY_PLOTS: dict[str, Callable[["Comparison", Path], Path]] = {
     "tiled_w1": plot_tiled,
     "gpu_vs_cpu": plot_devices,
     "ard_variants": plot_variants,
+    "torch_overhead": plot_overhead,
 }
 
 
