@@ -148,6 +148,7 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
     numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
     x_key = numeric[-1] if numeric else None  # a numeric key is an axis; the others name the lines
+    lines = list(dict.fromkeys(label(r, [k for k in cmp.keys if k != x_key]) or m for r in cmp.rows for m in metrics))
     for ax, metric in zip(axes[0], metrics):
         if log:
             ax.set_yscale("log")
@@ -159,7 +160,7 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
             for name, pts in series.items():
                 pts.sort()
                 ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o",
-                            capsize=3, label=name)
+                            capsize=3, label=name, color=f"C{lines.index(name) % 10}")  # one colour per arm
             ax.set_xlabel(x_key)
             if len(series) > 1:
                 ax.legend(fontsize=7)
