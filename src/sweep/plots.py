@@ -54,11 +54,12 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
                 lines.setdefault(row.key.get("variant.name", "tiled"), []).append((size, st))
             else:
                 base.append((size, st))
-        for name, pts in sorted(lines.items()):
+        for i, (name, pts) in enumerate(sorted(lines.items())):
             pts.sort(key=lambda t: t[0])
             xs = [t[0] for t in pts]
-            ax.errorbar(xs, [t[1].mean for t in pts], yerr=[t[1].std for t in pts], marker="o", capsize=3,
-                        label=TILED_LABELS.get(name, name))
+            dodge = 1.05 ** (i - (len(lines) - 1) / 2)  # side by side on the log axis, so every error bar shows
+            ax.errorbar([x * dodge for x in xs], [t[1].mean for t in pts], yerr=[t[1].std for t in pts],
+                        marker="o", capsize=3, label=TILED_LABELS.get(name, name))
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
