@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, lru_cache, partial
+from itertools import chain
 
 import numpy as np
 
-from sweep.trackers.ard import Distances, ard_each, ard_report
+from sweep.trackers.ard import Reads, ard_each, ard_report, distances
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.replay import Replay
+from sweep.trackers.columns import Columns
+from sweep.trackers.replay import PerResult, Replay
 from sweep.trackers.trace import READ, Event, Trace
 
 
@@ -75,57 +77,94 @@ def _simulate(capacity: int, state: tuple[tuple[str, int], ...], events: tuple[E
     return tuple(cache.entries.items()), kinds
 
 
-def _kinds(traces: list[Trace], capacity: int) -> np.ndarray:
-    """HIT/MISS/0 per event of the traces one after another, each trace from an empty cache; memoised per
-    (cache state, segment) over all of them (sweep.trackers.replay)."""
-    replay: Replay = Replay(partial(_simulate, capacity))
-    parts = [replay.results[r] for t in traces for r in replay.run(t, ())[1]]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
+@lru_cache(maxsize=1024)
+def _local(events: tuple[Event, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes, distance within the segment or -1) of a segment's events: the same for every cache state."""
+    sizes = np.array([e[2] for e in events], dtype=np.int64)
+    codes = np.unique([e[1] for e in events], return_inverse=True)[1]
+    return sizes, distances(Columns(np.array([e[0] != READ for e in events], dtype=bool), sizes, codes, []))
 
 
-def _cache_metrics(d: Distances, kinds: np.ndarray) -> list[dict]:
-    """The cache figures of each of the d.n traces."""
-    c, seg, dists, n = d.c, d.seg, d.dists, d.n
-    hit, miss = kinds == HIT, kinds == MISS
-    hits = np.bincount(seg[hit], minlength=n)
-    misses = np.bincount(seg[miss], minlength=n)
-    miss_floats = np.bincount(seg[miss], weights=c.sizes[miss], minlength=n)
-    warm = miss & (dists >= 0)  # cold reads have no distance (as in ARD)
-    # integer-valued float64 sums are exact (below 2**53), so these equal summing event by event in Python
-    num = np.bincount(seg[warm], weights=c.sizes[warm] * dists[warm], minlength=n)
-    den = np.bincount(seg[warm], weights=c.sizes[warm], minlength=n)
+def _figures(kinds: np.ndarray, events: tuple[Event, ...]) -> np.ndarray:
+    """[hits, misses, floats missed, sum of size x distance and of size over misses of reads of a buffer written
+    earlier in the same segment] of one segment's result (the other misses' distances depend on the instance)."""
+    sizes, local = _local(events)
+    miss = kinds == MISS
+    warm = miss & (local >= 0)
+    return np.array([(kinds == HIT).sum(), miss.sum(), sizes[miss].sum(), (sizes[warm] * local[warm]).sum(),
+                     sizes[warm].sum()], dtype=np.float64)
+
+
+def cache_pass(capacity: int) -> PerResult:
+    """The cache's replay with per-segment figures: share one across the traces of a run."""
+    return PerResult(Replay(partial(_simulate, capacity)), _figures, 5)
+
+
+def cache_each(traces: list[Trace], capacity: int, p: PerResult | None = None, r: Reads | None = None,
+               rid_lists: list[list[int]] | None = None) -> list[dict[str, float]]:
+    """cache_report(t, capacity).metrics for every trace, each from an empty cache, summed per distinct
+    (cache state, segment) result; the misses of reads whose buffer was written in an earlier segment add
+    their distances (effective ARD) per instance, never over the expanded trace. ``r``: Reads.of(traces) and
+    ``rid_lists``: the traces' results in ``p``, if already made."""
+    if not traces:
+        return []
+    p = p or cache_pass(capacity)
+    rid_lists = rid_lists or p.replay.result_ids(traces, (), carry=False)
+    sums = p.sums(rid_lists)
+    n = len(traces)
+    r = r or Reads.of(traces)
+    L = r.layout  # its instances are the traces' segments in the same order as rid_lists
+    num, den = sums[:, 3].copy(), sums[:, 4].copy()
+    if len(L.seq):
+        ev, inst, dist = r.external
+        rids = np.fromiter(chain.from_iterable(rid_lists), dtype=np.int64, count=len(L.seq))
+        results = p.replay.results
+        offs = np.cumsum([0] + [len(k) for k in results])
+        t_start = np.cumsum(L.t_len) - L.t_len
+        missed = np.concatenate(results)[offs[rids[inst]] + ev - t_start[L.t_tpl[ev]]] == MISS
+        seg, size = L.owner[inst[missed]], L.t_sizes[ev[missed]]
+        num += np.bincount(seg, weights=size * dist[missed], minlength=n)
+        den += np.bincount(seg, weights=size, minlength=n)
     out = []
     for i in range(n):
-        h, m = int(hits[i]), int(misses[i])
+        h, m = int(sums[i, 0]), int(sums[i, 1])
         out.append({
             "cache_hit_rate": h / (h + m) if h + m else 0.0,
             "cache_hits": float(h),
             "cache_misses": float(m),
-            "effective_ard": int(num[i]) / int(den[i]) if den[i] else 0.0,
-            "cache_miss_floats": float(int(miss_floats[i])),
+            "effective_ard": float(num[i] / den[i]) if den[i] else 0.0,
+            "cache_miss_floats": float(sums[i, 2]),
         })
     return out
 
 
-def cache_report(trace: Trace, capacity: int, d: Distances | None = None) -> TrackerReport:
-    """``d``: Distances.of([trace]), if already computed."""
-    d = d or Distances.of([trace])
-    c = d.c
-    kinds = _kinds([trace], capacity)
-    # per buffer read, in order of its first read
-    uniq, first = np.unique(c.codes[kinds != 0], return_index=True)
-    hits = np.bincount(c.codes[kinds == HIT], minlength=len(c.names))
-    misses = np.bincount(c.codes[kinds == MISS], minlength=len(c.names))
-    table = [{"buffer": c.names[b], "cache_hits": int(hits[b]), "cache_misses": int(misses[b])}
-             for b in uniq[np.argsort(first)].tolist()]
-    return TrackerReport(_cache_metrics(d, kinds)[0], table)
+def _buffer_counts(p: PerResult, r: int) -> dict[str, list[int]]:
+    """Per buffer read in one segment result: [hits, misses] (kept in p.memo)."""
+    got = p.memo.get(r)
+    if got is None:
+        got = {}
+        for kind, (_, name, _) in zip(p.replay.results[r].tolist(), p.replay.templates[p.replay.result_template[r]]):
+            if kind:
+                got.setdefault(name, [0, 0])[kind == MISS] += 1
+        p.memo[r] = got
+    return got
 
 
-def cache_each(traces: list[Trace], capacity: int, d: Distances | None = None) -> list[dict[str, float]]:
-    """cache_report(t, capacity).metrics for every trace, each on its own, in one batched pass."""
-    if not traces:
-        return []
-    return _cache_metrics(d or Distances.of(traces), _kinds(traces, capacity))
+def cache_report(trace: Trace, capacity: int, p: PerResult | None = None, r: Reads | None = None
+                 ) -> TrackerReport:
+    """The cache figures and, per buffer read (in order of its first read), its hits and misses. ``r``:
+    Reads.of([trace]), if already made."""
+    p = p or cache_pass(capacity)
+    rids = p.replay.run(trace, ())[1]
+    metrics = cache_each([trace], capacity, p, r, [rids])[0]
+    tpls, seq = trace.segments()
+    per = {e[1]: [0, 0] for t in dict.fromkeys(seq) for e in tpls[t] if e[0] == READ}  # in order of first read
+    occ = np.bincount(np.asarray(rids, dtype=np.int64), minlength=len(p.replay.results))
+    for r in np.flatnonzero(occ).tolist():  # a few distinct results
+        for name, (h, m) in _buffer_counts(p, r).items():
+            per[name][0] += int(occ[r]) * h
+            per[name][1] += int(occ[r]) * m
+    return TrackerReport(metrics, [{"buffer": b, "cache_hits": h, "cache_misses": m} for b, (h, m) in per.items()])
 
 
 @dataclass
@@ -134,10 +173,14 @@ class CacheTracker(TrackerBase):
 
     name: str = "cache"
 
+    @cached_property
+    def _pass(self) -> PerResult:  # one memo for the whole trace and its epochs
+        return cache_pass(self.cache_size_floats)
+
     def summarize(self, trace: Trace) -> TrackerReport:
-        d = Distances.of([trace])
-        return ard_report(trace, d).merge(cache_report(trace, self.cache_size_floats, d))
+        r = Reads.of([trace])  # for ARD and the cache's effective ARD
+        return ard_report(trace, r).merge(cache_report(trace, self.cache_size_floats, self._pass, r))
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        d = Distances.of(traces)
-        return [{**a, **m} for a, m in zip(ard_each(traces, d), cache_each(traces, self.cache_size_floats, d))]
+        r = Reads.of(traces)
+        return [{**a, **m} for a, m in zip(ard_each(traces, r), cache_each(traces, self.cache_size_floats, self._pass, r))]

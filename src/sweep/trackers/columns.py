@@ -7,6 +7,7 @@ Python.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -16,8 +17,9 @@ from sweep.trackers.trace import READ, Event, Trace
 @dataclass
 class Layout:
     """Where the expanded events come from: the templates' own columns, one after another (``t_*``, with
-    ``t_tpl`` the template of each), the template and trace of each instance (``seq``, ``owner``), and per
-    expanded event its index in the template columns (``pos``) and its instance (``inst``)."""
+    ``t_tpl`` the template of each), the template and trace of each instance (``seq``, ``owner``), and, made
+    only when asked for, per expanded event its index in the template columns (``pos``) and its instance
+    (``inst``)."""
 
     t_write: np.ndarray
     t_sizes: np.ndarray
@@ -25,8 +27,41 @@ class Layout:
     t_tpl: np.ndarray
     seq: np.ndarray
     owner: np.ndarray
-    pos: np.ndarray
-    inst: np.ndarray
+
+    @classmethod
+    def of_many(cls, traces: list[Trace]) -> tuple["Layout", list[str]]:
+        """The traces' templates as columns, and the buffer names in order of first use."""
+        templates, seq, owner = joined_segments(traces)
+        # buffer names in order of first use: the templates in order of first occurrence, each in event order
+        first_seen = list(dict.fromkeys(seq))
+        uniq = list(dict.fromkeys(e[1] for t in first_seen for e in templates[t]))
+        index = {name: i for i, name in enumerate(uniq)}
+        flat = [e for t in templates for e in t]
+        # small integer codes sort by radix (argsort kind="stable"), several times faster than int64
+        dtype = np.int16 if len(uniq) < 2**15 else np.int64
+        t_len = np.array([len(t) for t in templates], dtype=np.int64)
+        return cls(np.array([e[0] != READ for e in flat], dtype=bool), np.array([e[2] for e in flat], dtype=np.int64),
+                   np.array([index[e[1]] for e in flat], dtype=dtype),
+                   np.repeat(np.arange(len(templates), dtype=np.int64), t_len),
+                   np.asarray(seq, dtype=np.int64), np.asarray(owner, dtype=np.int64)), uniq
+
+    @cached_property
+    def t_len(self) -> np.ndarray:
+        """Events per template."""
+        return np.bincount(self.t_tpl, minlength=int(self.t_tpl[-1]) + 1 if len(self.t_tpl) else 0)
+
+    @cached_property
+    def pos(self) -> np.ndarray:
+        """Per event of the expanded trace: its index in the template columns."""
+        lens = self.t_len[self.seq]
+        offs = np.cumsum(lens) - lens  # where each instance starts in the expanded trace
+        return (np.arange(int(lens.sum()), dtype=np.int64)
+                + np.repeat((np.cumsum(self.t_len) - self.t_len)[self.seq] - offs, lens))
+
+    @cached_property
+    def inst(self) -> np.ndarray:
+        """Per event of the expanded trace: its instance."""
+        return np.repeat(np.arange(len(self.seq), dtype=np.int64), self.t_len[self.seq])
 
 
 @dataclass
@@ -46,26 +81,8 @@ class Columns:
     @classmethod
     def of_many(cls, traces: list[Trace]) -> tuple["Columns", np.ndarray]:
         """The columns of the traces one after another, and per event the index of the trace it came from."""
-        templates, seq, owner = joined_segments(traces)
-        # buffer names in order of first use: the templates in order of first occurrence, each in event order
-        first_seen = list(dict.fromkeys(seq))
-        uniq = list(dict.fromkeys(e[1] for t in first_seen for e in templates[t]))
-        index = {name: i for i, name in enumerate(uniq)}
-        flat = [e for t in templates for e in t]
-        # small integer codes sort by radix (argsort kind="stable"), several times faster than int64
-        dtype = np.int16 if len(uniq) < 2**15 else np.int64
-        t_write = np.array([e[0] != READ for e in flat], dtype=bool)
-        t_sizes = np.array([e[2] for e in flat], dtype=np.int64)
-        t_codes = np.array([index[e[1]] for e in flat], dtype=dtype)
-        t_len = np.array([len(t) for t in templates], dtype=np.int64)
-        s, own = np.asarray(seq, dtype=np.int64), np.asarray(owner, dtype=np.int64)
-        lens = t_len[s]
-        offs = np.cumsum(lens) - lens  # where each instance starts in the expanded trace
-        pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat((np.cumsum(t_len) - t_len)[s] - offs, lens)
-        inst = np.repeat(np.arange(len(s), dtype=np.int64), lens)
-        layout = Layout(t_write, t_sizes, t_codes, np.repeat(np.arange(len(templates), dtype=np.int64), t_len),
-                        s, own, pos, inst)
-        return cls(t_write[pos], t_sizes[pos], t_codes[pos], uniq, layout), own[inst]
+        L, names = Layout.of_many(traces)
+        return cls(L.t_write[L.pos], L.t_sizes[L.pos], L.t_codes[L.pos], names, L), L.owner[L.inst]
 
 
 def joined_segments(traces: list[Trace]) -> tuple[list[tuple[Event, ...]], list[int], list[int]]:

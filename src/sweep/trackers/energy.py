@@ -17,9 +17,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.meter import meter_solve
-from sweep.trackers.ard import Distances, ard_each, ard_report
+from sweep.trackers.ard import Reads, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.cache import cache_report
+from sweep.trackers.cache import cache_pass, cache_report
 from sweep.trackers.dmd import dmd, dmd_each, dmd_pass
 from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
 from sweep.trackers.replay import PerResult
@@ -152,8 +152,8 @@ class EnergyTracker(TrackerBase):
         self.model = load_hierarchy(self.hierarchy, _plain(self.levels), _plain(self.ops_pj), self.bytes_per_float)
 
     def summarize(self, trace: Trace) -> TrackerReport:
-        d = Distances.of([trace])  # columns and reuse distances once, for ard and the cache
-        return (ard_report(trace, d).merge(cache_report(trace, self.cache_size_floats, d))
+        r = Reads.of([trace])  # for ARD and the cache's effective ARD
+        return (ard_report(trace, r).merge(cache_report(trace, self.cache_size_floats, self._cache, r))
                 .merge(TrackerReport({"dmd": dmd(trace, self._dmd)}))
                 .merge(energy_report(trace, self.model, self._energy)))
 
@@ -175,3 +175,7 @@ class EnergyTracker(TrackerBase):
     @cached_property
     def _energy(self) -> PerResult:
         return energy_pass(self.model)
+
+    @cached_property
+    def _cache(self) -> PerResult:
+        return cache_pass(self.cache_size_floats)
