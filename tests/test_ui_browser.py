@@ -1,5 +1,6 @@
-"""`python -m sweep.ui <study>` and headless Chromium, as a user: the printed address shows the study's child
-runs with their accuracy / ard / energy_pj / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
+"""A sweep, then `python -m sweep.ui <study>` as its last line says, and headless Chromium, as a user: the address
+the UI prints shows the sweep's child runs, named by what they vary, with their accuracy / ard / energy_pj /
+wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
 
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -19,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, record_small_sweep
+from sweep.ui import NAME_COLUMN
+from tests.conftest import ROOT, run_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -59,21 +62,29 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
 
 
 @pytest.fixture
-def recorded_sweep(tmp_path):
-    """A small real sweep: parent run + gf2/km x seeds 42,43 children (energy tracker: energy_pj and ard), in
-    a temporary store."""
-    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    rec, parent, results = record_small_sweep(uri, "ui-sweep", "ui_demo", "problem.n_bits=12", "tracker=energy")
-    rec.end_parent(parent, "FINISHED", results)
-    return uri, rec.experiment_id, parent, results
+def swept(store, tmp_path):
+    """A real sweep as a user runs it (gf2/km x seeds 42,43, energy tracker: energy_pj and ard) in a temporary
+    store; returns its child runs and the `python -m sweep.ui ...` arguments its last line tells the user."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.compare import find_parent, load_children
+
+    p = run_sweep("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
+                  "mlflow.experiment=ui_demo", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    ui_args = re.search(r"python -m sweep\.ui (.+?)\s+→", p.stdout.splitlines()[-1])
+    assert ui_args, p.stdout
+    client = MlflowClient(store)
+    children = load_children(client, find_parent(client, "ui_demo"))
+    assert len({c.info.run_name for c in children}) == 4  # each job named by what it varies, once
+    return children, shlex.split(ui_args.group(1))
 
 
 @pytest.fixture
-def ui_address(recorded_sweep, tmp_path):
-    """`python -m sweep.ui ui_demo` as a user starts it; yields the address it prints."""
-    uri = recorded_sweep[0]
+def ui_address(swept, tmp_path):
+    """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "ui_demo", "--port", str(port), "--tracking-uri", uri],
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[1], "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             start_new_session=True)
     try:
@@ -106,7 +117,7 @@ def _browser():
 
 
 @pytest.mark.slow
-def test_printed_address_opens_the_study_runs_with_metric_values(recorded_sweep, tmp_path, request):
+def test_printed_address_opens_the_study_runs_with_metric_values(swept, tmp_path, request):
     missing = _requirements()
     if missing:
         if os.environ.get("CI"):
@@ -116,13 +127,13 @@ def test_printed_address_opens_the_study_runs_with_metric_values(recorded_sweep,
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _, _, _, results = recorded_sweep
+    children, _ = swept
     shot = tmp_path / "mlflow-ui.png"
     driver = _browser()
     try:
         driver.get(address)  # the address as printed: the study's child runs, metric columns shown
         wait = WebDriverWait(driver, 90)
-        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.run_id}']") for r in results))
+        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in children))
         # close the assistant side panel: the grid renders only the columns in view, so it needs the width
         for close in driver.find_elements(By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
             close.click()
@@ -135,14 +146,19 @@ def test_printed_address_opens_the_study_runs_with_metric_values(recorded_sweep,
 
         headers = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[role='columnheader']")}
         assert set(METRICS) <= headers, headers
-        for r in results:
-            row = f"div[row-id='{r.run_id}']"
-            name = driver.find_element(By.CSS_SELECTOR, f"{row} a[href*='/runs/{r.run_id}']")
-            assert name.get_attribute("textContent") == r.short_name()
+        for r in children:
+            row = f"div[row-id='{r.info.run_id}']"
+            name = driver.find_element(By.CSS_SELECTOR, f"{row} a[href*='/runs/{r.info.run_id}']")
+            assert name.get_attribute("textContent") == r.info.run_name  # e.g. "method=km problem.seed=43"
+            cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='{NAME_COLUMN}']")
+            assert driver.execute_script(  # the name is whole: no "…" in its cell
+                "return [arguments[0], ...arguments[0].querySelectorAll('*')].every(e => "
+                "getComputedStyle(e).textOverflow !== 'ellipsis' || e.scrollWidth <= e.clientWidth + 1)", cell), \
+                f"run name cut short: {r.info.run_name}"
             for m in METRICS:
                 cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='metrics.`{m}`']")
                 shown = float(cell.get_attribute("textContent").replace(",", ""))
-                assert shown == pytest.approx(r.metrics[m], rel=1e-6), (r.run_id, m)
+                assert shown == pytest.approx(r.data.metrics[m], rel=1e-6), (r.info.run_name, m)
     finally:
         if not shot.exists():
             driver.save_screenshot(str(shot))  # what the page showed when it failed

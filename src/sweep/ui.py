@@ -28,6 +28,7 @@ VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
 COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
 HOST, PORT = "127.0.0.1", 5000
+NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
 
 
 def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
@@ -52,6 +53,11 @@ def study_view(client: Any, experiment_id: str, parent_run_id: str | None) -> No
         from sweep.compare import children_filter
 
         state["searchFilter"] = children_filter(parent_run_id)
+        # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
+        names = [r.info.run_name or "" for r in client.search_runs([experiment_id], state["searchFilter"],
+                                                                   max_results=500)]
+        width = min(600, max(180, 7 * max(map(len, names), default=0) + 60))
+        state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
         # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
         state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
     client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
