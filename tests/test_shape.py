@@ -124,3 +124,36 @@ def test_no_launcher_file_is_over_400_lines():
     long = {str(f.relative_to(ROOT)): n for f in (ROOT / "launchers").rglob("*.py")
             if (n := len(f.read_text().splitlines())) > MAX_LAUNCHER_LINES}
     assert not long, long
+
+
+def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeats_none():
+    """A class's defaults are its schema's (a drift between the two is caught here), and conf/<group>/*.yaml
+    sets only what differs from its schema: a default is changed in one place, the class and its schema."""
+    import dataclasses
+
+    import yaml
+    from hydra.utils import get_class
+
+    from sweep.schema import SCHEMAS
+
+    def defaults(dc: type) -> dict:
+        return {f.name: f.default if f.default is not dataclasses.MISSING else
+                (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+                for f in dataclasses.fields(dc) if f.init and f.name != "_target_"}
+
+    checked, bad = 0, []
+    for group, options in SCHEMAS.items():
+        for name, schema in options.items():
+            target = getattr(schema, "_target_", None)
+            if isinstance(target, str) and "." in target:
+                checked += 1
+                if defaults(get_class(target)) != defaults(schema):
+                    bad.append(f"{target}: fields or defaults differ from schema {group}/{name}")
+        for f in sorted((ROOT / "conf" / group).glob("*.yaml")):
+            doc = yaml.safe_load(f.read_text()) or {}
+            base = next(v for e in doc.get("defaults", []) if isinstance(e, dict)
+                        for k, v in e.items() if k.startswith("/schema/"))
+            own = defaults(options[base])
+            bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats its schema's default" for k, v in doc.items()
+                    if k in own and k != "name" and own[k] == v]
+    assert checked >= 10 and not bad, "\n".join(bad)

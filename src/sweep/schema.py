@@ -2,8 +2,9 @@
 or a wrong type fails when Hydra composes the config, before any job starts.
 
 Option yaml files in conf/<group>/ start from their schema with
-``defaults: [/schema/<group>@_here_: <schema name>, _self_]``. Value rules that a type cannot express
-(k_sparse <= n_bits, lr > 0, ...) are checked in sweep.validate.
+``defaults: [/schema/<group>@_here_: <schema name>, _self_]`` and set only what differs from it. A schema's
+fields and defaults are its class's (tests/test_shape.py keeps the two equal). Value rules that a type cannot
+express (k_sparse <= n_bits, lr > 0, ...) are checked in sweep.validate.
 """
 from __future__ import annotations
 

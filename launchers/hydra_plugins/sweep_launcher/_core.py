@@ -146,7 +146,12 @@ def dump_reply(reply: Reply) -> bytes:
         return cloudpickle.dumps(reply)
 
 
-def execute(payload: bytes) -> bytes:
-    """Self-contained entry point (Modal: remote and Function.local()): payload -> cloudpickled Reply."""
-    job = cloudpickle.loads(payload)
-    return dump_reply(run_one(job["session"], job["idx"], job["cfg_bytes"], job.get("collect_files", False)))
+def execute(idx: int, payload: bytes) -> bytes:
+    """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s payload -> cloudpickled
+    Reply. Never raises: a payload that cannot be unpacked where it runs (a module missing in the container)
+    is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
+    try:
+        job = cloudpickle.loads(payload)
+        return dump_reply(run_one(job["session"], idx, job["cfg_bytes"], job.get("collect_files", False)))
+    except BaseException as e:  # noqa: BLE001
+        return dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))

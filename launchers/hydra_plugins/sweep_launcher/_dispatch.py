@@ -187,7 +187,7 @@ class Dispatcher:
             self.n_remote_left = 0
             return
         self.remote_conn, sender = mp.Pipe(duplex=False)
-        payloads = [(j.idx, j.gpu, cloudpickle.dumps({"session": self.session, "idx": j.idx,
+        payloads = [(j.idx, j.gpu, cloudpickle.dumps({"session": self.session,
                                                       "cfg_bytes": cloudpickle.dumps(j.cfg),
                                                       "collect_files": True}))
                     for j in self.remote]

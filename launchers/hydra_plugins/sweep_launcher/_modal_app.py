@@ -1,9 +1,9 @@
 """Modal side of the launcher: a real modal.App, an Image carrying the project, one Function per GPU type.
 
-Every Function wraps `_core.execute` (payload bytes -> reply bytes). Offline mode calls the very same Function
-through `Function.local()` on a local worker process, so only the network hop is left untested; real mode fans
-the jobs out with `Function.map` inside `app.run()` (retries: `modal.Retries`) and streams each reply back as
-its job finishes.
+Every Function wraps `_core.execute` ((job index, payload bytes) -> reply bytes). Offline mode calls the very
+same Function through `Function.local()` on a local worker process, so only the network hop is left untested;
+real mode fans the jobs out with `Function.starmap` inside `app.run()` (retries: `modal.Retries`) and streams
+each reply back as its job finishes.
 
 Credentials: Modal's own token mechanism (`modal token new` / `modal token set`, or MODAL_TOKEN_ID and
 MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts are scrubbed of it.
@@ -94,11 +94,11 @@ def _offline_function(opts_items: tuple, gpu: Optional[str]) -> Any:
     return build_app(dict(opts_items), [gpu])[1][gpu]
 
 
-def run_offline(payload: bytes, via: dict[str, Any]) -> bytes:
+def run_offline(idx: int, payload: bytes, via: dict[str, Any]) -> bytes:
     """The job through the real Function's `.local()`: same code path as a container, no network."""
     opts = {k: v for k, v in via.items() if k != "gpu"}
     fn = _offline_function(tuple(sorted(opts.items())), via.get("gpu"))
-    return fn.local(payload)
+    return fn.local(idx, payload)
 
 
 def token_problem() -> Optional[str]:
@@ -130,8 +130,8 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
                stop: threading.Event) -> None:
     """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes.
 
-    One `Function.map` per GPU type (in parallel), unordered: each reply arrives as its job ends. `execute`
-    never raises (a task's error is in its Reply), so an exception out of the map is Modal's own (a container
+    One `Function.starmap` over (idx, payload) per GPU type (in parallel), unordered: each reply arrives as its
+    job ends. `execute` never raises (a task's error is in its Reply), so an exception out of the map is Modal's own (a container
     lost, a timeout after `modal.Retries`): the jobs it left unanswered become FAILED with its message."""
     answered: set[int] = set()
     lock = threading.Lock()
@@ -144,7 +144,7 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
 
     def fan_out(fn: Any, group: list[tuple[int, bytes]]) -> None:
         errors: list[str] = []
-        for item in fn.map([p for _, p in group], order_outputs=False, return_exceptions=True):
+        for item in fn.starmap(group, order_outputs=False, return_exceptions=True):
             if stop.is_set():
                 return
             if isinstance(item, bytes):

@@ -49,7 +49,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline
 
-            data = run_offline(cloudpickle.dumps({"session": sessions[sid], "idx": idx, "cfg_bytes": cfg_bytes}),
+            data = run_offline(idx, cloudpickle.dumps({"session": sessions[sid], "cfg_bytes": cfg_bytes}),
                                via_modal)
         else:
             data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,

@@ -1,0 +1,32 @@
+"""The Modal side as Modal builds it (no network): one real `modal.Function` per GPU type, each wrapping the
+launcher's own `execute`, retried by Modal's `modal.Retries`; offline, the same Function's `.local()` runs a job.
+The network hop itself (`Function.map` inside `app.run()`) needs a Modal account and is not run here."""
+from __future__ import annotations
+
+import modal
+
+from hydra_plugins.sweep_launcher import _modal_app
+
+
+def test_one_function_per_gpu_type_retried_by_modal():
+    app, fns = _modal_app.build_app({"retries": 2, "app_name": "t"}, ["L4", None, "L4", "a100-80gb:2"])
+    assert set(fns) == {"L4", None, "a100-80gb:2"}
+    for gpu, fn in fns.items():
+        assert isinstance(fn, modal.Function) and fn._spec_.gpus == gpu
+    assert _modal_app.function_name("a100-80gb:2") == "sweep_job_a100_80gb_2"
+    assert _modal_app.function_name(None) == "sweep_job_cpu"
+    policy = _modal_app.retries(3)
+    assert isinstance(policy, modal.Retries) and policy.max_retries == 3 and policy.backoff_coefficient == 2.0
+    assert _modal_app.retries(0) == 0  # no retries: Modal's own default
+
+
+def test_offline_runs_the_modal_function_locally_and_never_raises():
+    # a payload that cannot be a job: the Function (run through .local()) still answers, with a FAILED reply
+    import cloudpickle
+
+    from hydra_plugins.sweep_launcher._core import Reply
+
+    for payload in (cloudpickle.dumps({"session": None, "cfg_bytes": b"not a config"}), b"not a pickle"):
+        reply = cloudpickle.loads(_modal_app.run_offline(7, payload, {"gpu": None}))
+        assert isinstance(reply, Reply) and reply.idx == 7 and reply.job_return is None
+        assert reply.reason and reply.error and "Traceback" in reply.error
