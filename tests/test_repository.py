@@ -35,6 +35,10 @@ def test_every_cited_document_is_in_the_repository():
     studies = (ROOT / "docs" / "studies.md").read_text()
     sections = set(re.findall(r"^## seed (0\d\d)\b", studies, re.M))
     assert sections == {"000", "001", "002", "003", "004"}
+    # the presets the studies' table names (its third column) are in sweeps/
+    rows = re.findall(r"^\| \[0\d\d\].*$", studies, re.M)
+    presets = [n for row in rows for n in re.findall(r"`(\w+)`", row.split("|")[3])]
+    assert len(rows) == 5 and all((ROOT / "sweeps" / f"{n}.yaml").is_file() for n in presets), presets
     bad = []
     for f in _files(CODE):
         text = f.read_text(errors="replace")
