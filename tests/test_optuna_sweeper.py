@@ -3,6 +3,12 @@ runs with their trial number; objectives come from the runs' metrics; failed tri
 study lives in Optuna's sqlite storage beside the MLflow store, so re-running resumes it."""
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -93,3 +99,44 @@ def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
     assert p.returncode == 2
     assert "hydra.sweeper.objectives.accuracy='biggest' is not allowed: expected one of maximize, minimize" in p.stderr
     assert not (tmp_path / "mlruns").exists() and _children(store, "sweep") == []
+
+
+def _parent_opened(store: str) -> bool:
+    """Whether the store has a sweep's parent run, read without creating the store (the sweep does that)."""
+    try:
+        with sqlite3.connect(f"file:{store[len('sqlite:///'):]}?mode=ro", uri=True) as db:
+            return bool(db.execute("SELECT 1 FROM tags WHERE key = 'sweep.parent'").fetchone())
+    except sqlite3.OperationalError:  # not created yet
+        return False
+
+
+def test_an_interrupted_search_runs_its_unfinished_trials_first_when_resumed(store, tmp_path):
+    storage = store.replace("mlflow.db", "optuna.db")
+    fixed = ["sweeps=tune_sgd", "method.lr=1e-6", "hydra.sweeper.n_trials=2", *SMALL]  # lr fixed: never converges
+    # Ctrl-C while the first batch's trials run (100000 epochs: still running when it comes)
+    proc = subprocess.Popen([sys.executable, "-m", "sweep", *fixed, "method.max_epochs=100000", "tracker=none"],
+                            cwd=tmp_path, env={**os.environ, "MLFLOW_TRACKING_URI": store}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not _parent_opened(store):
+        time.sleep(0.2)
+    time.sleep(2.0)  # the launcher opened the sweep's parent run: its jobs are starting
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    client = MlflowClient(store)
+    study = optuna.load_study(study_name="tune_sgd", storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.RUNNING] * 2
+    interrupted = sorted(tuple(sorted(t.params.items())) for t in study.trials)
+
+    # re-running: the two interrupted trials are failed and asked again first, with the same values
+    p = _sweep(store, tmp_path, *fixed)
+    assert p.returncode == 0, p.stderr
+    trials = optuna.load_study(study_name="tune_sgd", storage=storage).trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * 2 + [TrialState.COMPLETE] * 2
+    assert sorted(tuple(sorted(t.params.items())) for t in trials[2:]) == interrupted
+    parents = [r for r in client.search_runs([client.get_experiment_by_name("tune_sgd").experiment_id],
+                                            order_by=["attributes.start_time ASC"])
+               if r.data.tags.get("sweep.parent") == "true"]
+    assert [r.info.status for r in parents] == ["KILLED", "FINISHED"]
