@@ -72,6 +72,7 @@ def swept(store, tmp_path):
     p = run_sweep("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
                   "mlflow.experiment=ui_demo", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    assert "[FINISHED] method=km problem.seed=43 accuracy=1.000 " in p.stdout and " energy_pj=" in p.stdout
     ui_args = re.search(r"python -m sweep\.ui (.+?)\s+→", p.stdout.splitlines()[-1])
     assert ui_args, p.stdout
     client = MlflowClient(store)

@@ -29,7 +29,7 @@ class RunResult:
         m = self.metrics
         parts = [f"[{self.status}]", name or self.short_name()]
         for key, fmt in (("accuracy", "{:.3f}"), ("epochs", "{:.0f}"), ("wall_clock_s", "{:.4f}s"),
-                         ("ard", "{:,.1f}"), ("cost_usd", "${:.3g}")):
+                         ("ard", "{:,.1f}"), ("energy_pj", "{:.4g}"), ("cost_usd", "${:.3g}")):
             if key in m:
                 parts.append(f"{key}=" + fmt.format(m[key]))
         if self.error and self.status != "FINISHED":
