@@ -118,17 +118,17 @@ def _browser():
 
 
 @pytest.mark.slow
-def test_printed_address_opens_the_study_runs_with_metric_values(swept, tmp_path, request):
+def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, request):
     missing = _requirements()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"browser test cannot run in CI: {missing}")
         pytest.skip(missing)
-    address = request.getfixturevalue("ui_address")
+    address = request.getfixturevalue("ui_address")  # the sweep and the UI, once the browser is there
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    children, _ = swept
+    children, _ = request.getfixturevalue("swept")
     shot = tmp_path / "mlflow-ui.png"
     driver = _browser()
     try:
