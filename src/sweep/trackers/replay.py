@@ -106,10 +106,9 @@ class PerResult(Generic[R]):
     def sums(self, rid_lists: list[list[int]]) -> np.ndarray:
         """(traces x figures): each trace's figures, the sum over its segments' results."""
         table = self.table()
-        n = len(table)
         lens = [len(r) for r in rid_lists]
         flat = np.fromiter(chain.from_iterable(rid_lists), dtype=np.int64, count=sum(lens))
         row = np.repeat(np.arange(len(rid_lists)), lens)
-        occ = np.bincount(row * n + flat, minlength=len(rid_lists) * n).reshape(len(rid_lists), n)
-        # a plain (pairwise) sum, not a BLAS matmul: the same figures whatever library and threads
-        return (occ[:, :, None] * table[None, :, :]).sum(axis=1)
+        # per figure, a sum over segments in order (no traces x results table: results may be many)
+        return np.stack([np.bincount(row, weights=table[flat, j], minlength=len(rid_lists))
+                         for j in range(self.width)], axis=1).reshape(len(rid_lists), self.width)
