@@ -4,27 +4,47 @@ Hydra composes every job twice (the sweeper checks each job of a batch, then the
 each composition re-reads every config file: ~0.1-0.5 s a job on a 2-core machine, far above the launcher's
 per-job budget. Jobs of a typical sweep differ only in plain values (`problem.seed=3`), so `FastComposer`
 composes each distinct set of *group* choices once with Hydra's `load_sweep_config`, then makes a job by
-copying that config and applying the job's value overrides with Hydra's own `_apply_overrides_to_config`,
-and fills in `hydra.overrides.task` and `hydra.job.override_dirname` as Hydra does. Anything else (group
-choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. The sweeper's composition of a
-job is kept for the launcher, so each job is composed once. tests/test_launcher.py checks the result equals
-Hydra's full composition. Fast path only: imported when `launcher.fast_paths` says so (the Hydra versions
-in `launcher.TESTED_HYDRA`, or `hydra.launcher.fast=true`); `hydra.launcher.fast=false` turns it off.
+copying that config and applying the job's value overrides as Hydra's composition applies them (OmegaConf's
+`update`, Hydra's errors), and fills in `hydra.overrides.task` and `hydra.job.override_dirname` as Hydra does.
+Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. The sweeper's
+composition of a job is kept for the launcher, so each job is composed once. tests/test_launcher.py checks
+the result equals Hydra's full composition.
+
+Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
+reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
+versions in `launcher.TESTED_HYDRA`, or `hydra.launcher.fast=true`); `hydra.launcher.fast=false` turns it off.
 """
 from __future__ import annotations
 
 import itertools
 import pickle
+import re
 from typing import Any, Optional, Sequence
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname  # fast path only
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 
-if not callable(getattr(ConfigLoaderImpl, "_apply_overrides_to_config", None)):  # what this module relies on
-    raise ImportError("hydra's ConfigLoaderImpl has no _apply_overrides_to_config")
+def apply_values(values: Sequence[Override], cfg: DictConfig) -> None:
+    """Plain `key=value` overrides applied as Hydra's composition applies them, with its error messages."""
+    for o in values:
+        try:
+            OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+        except (ConfigAttributeError, ConfigKeyError) as ex:
+            raise ConfigCompositionException(f"Could not override '{o.key_or_group}'.\nTo append to your config "
+                                             f"use +{o.input_line}") from ex
+        except OmegaConfBaseException as ex:
+            raise ConfigCompositionException(f"Error merging override {o.input_line}") from ex
+
+
+def overrides_dirname(overrides: Sequence[Override], exclude_keys: Sequence[str], item_sep: str, kv_sep: str) -> str:
+    """`hydra.job.override_dirname` as Hydra writes it: the overrides not excluded, sorted, joined."""
+    lines = sorted(str(o.input_line) for o in overrides if o.key_or_group not in exclude_keys)
+    return re.sub("[=]", kv_sep, item_sep.join(lines))
+
 
 _template_ids = itertools.count(1)  # unique in the process: workers cache hydra sections by id
 
@@ -58,7 +78,7 @@ class FastComposer:
         key = o.key_or_group
         return (o.package is None and not (o.is_delete() or o.is_add() or o.is_force_add())
                 and not o.is_sweep_override() and not o.is_hydra_override() and not key.startswith("hydra")
-                and not self.loader.repository.group_exists(key.replace(".", "/")))
+                and not any(s.is_group(key.replace(".", "/")) for s in self.loader.get_sources()))
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
         key = (id(master_config), tuple(sweep_overrides))
@@ -108,12 +128,11 @@ class FastComposer:
             self.template_ids[tkey] = next(_template_ids)
             self.template_keys[self.template_ids[tkey]] = tkey
         cfg = pickle.loads(template)
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        apply_values(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):
             cfg.hydra.overrides.task = [o.input_line for o in parsed]
             dirname = cfg.hydra.job.config.override_dirname
-            cfg.hydra.job.override_dirname = get_overrides_dirname(
-                overrides=parsed, kv_sep=dirname.kv_sep, item_sep=dirname.item_sep,
-                exclude_keys=list(dirname.exclude_keys))
+            cfg.hydra.job.override_dirname = overrides_dirname(
+                parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep, kv_sep=dirname.kv_sep)
         OmegaConf.copy_cache(from_config=master, to_config=cfg)
         return cfg, self.template_ids[tkey]

@@ -131,8 +131,9 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
     """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes.
 
     One `Function.starmap` over (idx, payload) per GPU type (in parallel), unordered: each reply arrives as its
-    job ends. `execute` never raises (a task's error is in its Reply), so an exception out of the map is Modal's own (a container
-    lost, a timeout after `modal.Retries`): the jobs it left unanswered become FAILED with its message."""
+    job ends. `execute` never raises (a task's error is in its Reply), so an exception out of the map is Modal's
+    own (a container lost, a timeout after `modal.Retries`): the jobs it left unanswered become FAILED with its
+    message."""
     answered: set[int] = set()
     lock = threading.Lock()
 

@@ -41,8 +41,8 @@ class SweepLauncherConf:
     # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped
     # (the app's hooks add their own: LaunchHooks.preload)
     preload: List[str] = field(default_factory=list)
-    # fast paths (Hydra internals): compose each distinct set of group choices once, then apply a job's value
-    # overrides (_compose.py), and the lean run_job (_run_job.py). null: on where the Hydra version was tested
+    # fast paths (they reproduce Hydra; gated): compose each distinct set of group choices once, then apply a
+    # job's value overrides (_compose.py), and the lean run_job (_run_job.py). null: on where the Hydra version was tested
     # (launcher.TESTED_HYDRA), else Hydra's public load_sweep_config and run_job; false: always the public path
     fast: Optional[bool] = None
     modal: ModalConf = field(default_factory=ModalConf)

@@ -25,9 +25,10 @@ def fast_paths_tested() -> bool:
 
 
 def fast_paths(requested: Optional[bool]) -> bool:
-    """Whether to take the fast paths (`_compose.py`, `_run_job.py`: the only modules that touch Hydra
-    internals). None: where the Hydra version was tested; true: asked for. Either way only if the internals
-    they use are there; otherwise Hydra's public load_sweep_config and run_job (with a warning if asked for)."""
+    """Whether to take the fast paths (`_compose.py`, `_run_job.py`: they reproduce Hydra's composition and
+    run_job, the latter with private helpers of Hydra and OmegaConf). None: where the Hydra version was
+    tested; true: asked for. Either way only if what they use is there; otherwise Hydra's public
+    load_sweep_config and run_job (with a warning if asked for)."""
     if requested is False or (requested is None and not fast_paths_tested()):
         return False
     try:
