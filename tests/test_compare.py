@@ -10,7 +10,7 @@ from sweep import compare as cmpmod
 from sweep import job
 from sweep.recorder import Recorder
 from sweep.recording import failed_result
-from tests.conftest import compose, record_small_sweep
+from tests.conftest import compose, record_small_sweep, run_sweep
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")
 
@@ -155,3 +155,23 @@ def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
                                                               "torch_cpu bfloat16", "cuda"]
     png = plot_comparison(cmp, tmp_path / "torch_overhead.png")
     assert png.stat().st_size > 10_000
+
+
+def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
+    # a sweep cut short, then re-run: the re-run skips the finished job and records the other under a new
+    # parent run; compare shows the sweep's two jobs, not just the re-run's one
+    args = ("-m", "method=gf2,km", "problem.n_bits=10", "problem.n_test=50", "mlflow.experiment=resumed")
+    first = run_sweep(*args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("resumed").experiment_id
+    km = [r for r in client.search_runs([exp], "params.`method.name` = 'km'")]
+    assert len(km) == 1
+    client.delete_run(km[0].info.run_id)  # as if the first command had died before km was recorded
+    second = run_sweep(*args, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    parents = client.search_runs([exp], "tags.`sweep.parent` = 'true'", order_by=["attributes.start_time DESC"])
+    assert len(parents) == 2 and len(cmpmod.load_children(client, parents[0])) == 1  # only km ran again
+    cmp, _ = cmpmod.compare("resumed", store, tmp_path / "out", log=False, plot=False)
+    assert cmp.parent_id == parents[0].info.run_id
+    assert {r.key["method.name"]: (r.finished, r.total) for r in cmp.rows} == {"gf2": (1, 1), "km": (1, 1)}

@@ -202,6 +202,24 @@ def load_children(client: Any, parent: Any) -> list:
     return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
 
 
+def sweep_runs(client: Any, parent: Any) -> list:
+    """The runs of a sweep, its resumes included. A command re-run after Ctrl-C, a crash or a failed job skips
+    the jobs already FINISHED and records the rest under a new parent run, so the sweep is the child runs of
+    every parent with the same command line (overrides tag) up to this one: the latest run of each job."""
+    from sweep.recorder import HASH_TAG
+
+    overrides = parent.data.tags.get(OVERRIDES_TAG)
+    parents = [parent]
+    if overrides is not None:
+        parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+                   if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time]
+    latest: dict[str, Any] = {}
+    runs = (r for p in parents or [parent] for r in load_children(client, p))
+    for r in sorted(runs, key=lambda r: r.info.start_time):
+        latest[r.data.tags.get(HASH_TAG) or r.info.run_id] = r
+    return list(latest.values())
+
+
 # -- grouping ------------------------------------------------------------------------------------
 def swept_keys(params: list[dict[str, str]]) -> list[str]:
     """Params that vary across the children, less seeds/repeats and `_target_`s (they follow a group's
@@ -414,7 +432,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)
     settings = study_settings(study) if settings is None else settings
     objectives = settings.get("objectives")
-    runs = study_runs(client, parent, study) if objectives else load_children(client, parent)
+    runs = study_runs(client, parent, study) if objectives else sweep_runs(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
