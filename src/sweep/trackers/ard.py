@@ -4,9 +4,9 @@ The clock counts floats and advances by each event's size after the event. A rea
 at the read minus the clock at that buffer's last *write* (re-reads do not shorten it); a read of a buffer
 never written has distance -1 and is left out of ARD and of the read count.
 
-Computed with numpy over the whole trace (no per-event Python; columns expanded from the trace's templates),
-because tracker.scope=all_steps feeds it tens of thousands of events per run and its cost counts against the
-untracked run (target <= 1.25x).
+Computed with numpy from the trace's templates without expanding them to events (Reads: a read whose distance
+is the same in every instance of its template is counted once, weighted), because tracker.scope=all_steps
+feeds it tens of thousands of events per run and its cost counts against the untracked run (target <= 1.25x).
 """
 from __future__ import annotations
 

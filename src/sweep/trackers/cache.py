@@ -6,7 +6,8 @@ the cache the group's CacheTracker did. A read of a resident buffer is a hit; a 
 A write makes its buffer resident (an existing entry takes the new size without an eviction check).
 
 The cache's contents are a small hashable state, so the simulation runs once per distinct (contents, step
-template) pair (sweep.trackers.replay) and the figures are summed with numpy over the expanded trace.
+template) pair (sweep.trackers.replay), its figures are worked out once per such result and summed by how often
+it occurs; only the missed reads whose distance depends on the step (sweep.trackers.ard.Reads) are per step.
 """
 from __future__ import annotations
 
