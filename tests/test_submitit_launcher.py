@@ -69,3 +69,24 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
     failed = [c for c in children if c.info.status == "FAILED"][0]
     tb = MlflowClient(store).download_artifacts(failed.info.run_id, "traceback.txt", str(tmp_path))
     assert "ValueError" in Path(tb).read_text()
+
+
+def test_bad_input_under_another_launcher_is_refused_before_any_job_or_listed_as_failed(store, tmp_path):
+    # Hydra's basic sweeper: the whole grid is checked before any job starts (one line, exit 2, no run)
+    p = run_sweep("-m", "hydra/launcher=basic", "method=gf2", "problem.k_sparse=3,25", "mlflow.experiment=refused",
+                  cwd=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1] == ("sweep: config error in job problem.k_sparse=25: "
+                                                 "problem.k_sparse=25 is not allowed: expected an integer with "
+                                                 "1 <= k_sparse <= problem.n_bits")
+    assert MlflowClient(store).get_experiment_by_name("refused") is None
+    # a search makes its jobs as it goes: a bad one is checked where it runs, recorded on the parent as failed
+    p = run_sweep("-m", "hydra/sweeper=optuna", "hydra/launcher=basic", "method=gf2", "problem.k_sparse=choice(3,25)",
+                  "+hydra.sweeper.objectives.accuracy=maximize", "hydra.sweeper.n_trials=4",
+                  "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0",
+                  "hydra.sweeper.trial_key=extra.trial", "mlflow.experiment=refused", cwd=tmp_path)
+    assert p.returncode == 1 and "config error: problem.k_sparse=25 is not allowed" in p.stderr
+    (parent,), children = _runs(store, "refused")
+    refused = [k for k in parent.data.tags if k.startswith("sweep.refused.")]
+    assert parent.info.status == "FAILED" and refused and len(refused) + len(children) == 4
+    assert all(c.info.status == "FINISHED" and c.data.params["problem.k_sparse"] == "3" for c in children)

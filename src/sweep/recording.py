@@ -11,7 +11,9 @@ child run into the shared store (its open store connection stays behind: see __g
 process closes the parent with the totals of the children the store holds, the same metrics the project's
 launcher writes. Re-running such a sweep skips jobs whose resolved config already has a FINISHED run
 (`already_done`; mlflow.force=true re-runs them), as the project's launcher does; each skip is a tag on the
-parent (`sweep.skipped.<job num>`), written by the job's process."""
+parent (`sweep.skipped.<job num>`), written by the job's process. A grid is checked before any job starts
+(`refuse_bad_jobs`); a search's job is checked where it runs, and if refused it is a tag on the parent too
+(`sweep.refused.<job num>`), listed with the sweep's failures."""
 from __future__ import annotations
 
 import atexit
@@ -33,6 +35,7 @@ from sweep.validate import ConfigError
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
+REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
 FORCE_KEY = "mlflow.force"
 
 
@@ -54,6 +57,42 @@ def refuse_bad_experiment(config: DictConfig) -> None:
     if problem:
         print(f"sweep: config error: {problem}", file=sys.stderr, flush=True)
         sys.exit(2)
+
+
+def refuse_bad_jobs(config: DictConfig) -> None:
+    """Under Hydra's basic sweeper on a launcher other than the project's: every job of the grid composed and
+    checked before any starts, as the project's launcher does (a bad one: one line naming the field, exit 2).
+    The grid is the basic sweeper's: hydra.sweeper.params, then the command line, one value list per key."""
+    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
+        return  # other sweepers (optuna) make jobs as they go: those are checked where they run
+    import itertools
+
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
+
+    from sweep.job import job_config
+    from sweep.validate import validate
+
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+    loader = GlobalHydra.instance().config_loader()
+    grid: dict[str, list[str]] = {}
+    for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
+        key = o.get_key_element()
+        grid[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
+                     else [f"{key}={o.get_value_element_as_str()}"])
+    namer = Namer(swept_keys(sweep_overrides(config.hydra)))
+    for idx, job in enumerate(itertools.product(*grid.values())):
+        cfg = loader.load_sweep_config(config, list(job))
+        if not is_sweep_job(cfg):
+            return
+        try:
+            validate(job_config(cfg))
+        except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
+            print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr,
+                  flush=True)
+            sys.exit(2)
 
 
 def already_done(cfg: DictConfig) -> str | None:
@@ -110,7 +149,10 @@ class MLflowCallback(SweepLaunchHooks):
                 print(f"sweep: {e}", file=sys.stderr, flush=True)
                 sys.exit(1)
         super().on_multirun_start(config, **kwargs)  # offers these hooks to the project's launcher
-        if launched_by_own_launcher(config) or not config.mlflow.enabled:
+        if launched_by_own_launcher(config):
+            return
+        refuse_bad_jobs(config)
+        if not config.mlflow.enabled:
             return
         from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
 
@@ -143,19 +185,24 @@ class MLflowCallback(SweepLaunchHooks):
                 print(job_return._return_value.summary(), flush=True)
             return
         result: Any = None
+        name, num = config.get("run_name"), OmegaConf.select(config, "hydra.job.num", default=None)
+        if self.parent is not None and name is None and self.namer is not None:
+            name = self.namer.names([list(config.hydra.overrides.task)], [num])[0]
         if job_return.status == JobStatus.COMPLETED:
             result = job_return.return_value
             if result is None and self.parent is not None and is_sweep_job(config):  # skipped: already done
-                self._recorder(config).client.set_tag(self.parent, f"{SKIPPED_TAG}{config.hydra.job.num}", "true")
-        elif not isinstance(job_return._return_value, ConfigError):  # bad input: no run is created
+                self._recorder(config).client.set_tag(self.parent, f"{SKIPPED_TAG}{num}", "true")
+        elif isinstance(job_return._return_value, ConfigError):  # bad input: no run; the parent lists the job
+            if self.parent is not None:
+                self._recorder(config).client.set_tag(
+                    self.parent, f"{REFUSED_TAG}{num}", f"{name}: config error: {job_return._return_value}"[:5000])
+        else:
             job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
             result = failed_result(job_cfg, job_return._return_value)
         if isinstance(result, RunResult):
-            name, tags = config.get("run_name"), None
+            tags = None
             if self.parent is not None:  # a sweep's job: tagged as the project's launcher tags it
-                tags = {"sweep.route": launcher_name(config), "hydra.job.num": str(config.hydra.job.num)}
-                if name is None and self.namer is not None:
-                    name = self.namer.names([list(config.hydra.overrides.task)], [config.hydra.job.num])[0]
+                tags = {"sweep.route": launcher_name(config), "hydra.job.num": str(num)}
                 if result.status == "FINISHED":
                     charge_cpu(result, config, cpu_s)
             self._record(config, result, name, tags)
@@ -220,6 +267,8 @@ class MLflowCallback(SweepLaunchHooks):
         tally.skipped = sum(k.startswith(SKIPPED_TAG) for k in parent.data.tags)
         tally.failures = [(r.info.run_name, f"{r.info.status}: traceback.txt in run {r.info.run_id}")
                           for r in runs if r.info.status == "FAILED"]
+        tally.failures += [tuple(v.split(": ", 1)) for k, v in sorted(parent.data.tags.items())
+                           if k.startswith(REFUSED_TAG)]
         self.sweep_ended("FAILED" if tally.failures or self.unrecorded else "FINISHED", tally)
 
     def _close_at_exit(self, config: DictConfig) -> None:
