@@ -20,6 +20,8 @@ from sweep.result import RunResult
 from sweep.sql_run_writer import MAX_PARAM_LEN, MAX_TAG_LEN
 
 HASH_TAG = "sweep.config_hash"
+# MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
+KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 KILLED_REASON_TAG = "sweep.killed_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
 HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
@@ -94,9 +96,6 @@ class Recorder:
         if self.tracking_uri.startswith("sqlite:///"):
             db = Path(self.tracking_uri[len("sqlite:///"):])
             artifact_location = (db.parent / "artifacts").resolve().as_uri()
-        from sweep.ui import KIND_TAG, MODEL_TRAINING
-
-        # MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
         return self.client.create_experiment(name, artifact_location=artifact_location,
                                              tags={KIND_TAG: MODEL_TRAINING})
 

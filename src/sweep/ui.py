@@ -23,7 +23,8 @@ import shlex
 import sys
 from typing import Any, Sequence
 
-KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+from sweep.recorder import KIND_TAG, MODEL_TRAINING  # the experiments' kind, set where the recorder makes them
+
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
 COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
