@@ -15,7 +15,7 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
-TESTED_HYDRA = ("1.3.",)  # Hydra versions whose internals the fast paths were checked against (version prefix)
+TESTED_HYDRA = ("1.3.",)  # Hydra versions the fast paths were checked against (version prefix)
 
 
 def fast_paths_tested() -> bool:
@@ -55,7 +55,7 @@ class SweepLauncher(Launcher):
         self.force = force
         self.progress = progress
         self.preload = [str(m) for m in preload]
-        # the fast paths (FastComposer, the lean run_job) use Hydra internals: on by default only on the Hydra
+        # the fast paths (FastComposer, the lean run_job) reproduce Hydra: on by default only on the Hydra
         # versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
         self.fast = fast_paths(fast)
         self.modal: dict[str, Any] = dict(modal or {})
