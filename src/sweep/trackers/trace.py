@@ -54,6 +54,7 @@ class Trace:
         self._ids: dict[tuple[Event, ...], int] = {}
         self._open: list[Event] = []  # events since the last end_step()
         self._last: tuple[int, list[Event]] = (-1, [])  # the last template closed, as (id, events)
+        self._last_tpl: tuple[Event, ...] = ()  # ... and as the interned tuple (add_step's identity test)
         if events:
             self._open.extend(events)
             self.end_step()
@@ -88,8 +89,24 @@ class Trace:
         else:
             tid = self._intern(tuple(ev))
             self.seq.append(tid)
-            self._last = (tid, ev[:])
+            self._last, self._last_tpl = (tid, ev[:]), self.templates[tid]
         ev.clear()
+
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:
+        """Append a whole step recorded before: its events ``tpl`` (an interned template of another trace, see
+        ``segments()``) as one segment and its operation counts ``ops``, exactly as if its calls were made
+        again. The recording loop uses it for a step whose events it knows already (sgd.train_epochs), so a
+        repeated step costs one call instead of one per event."""
+        self.end_step()
+        if tpl is self._last_tpl:  # the same step as the previous one: no hashing
+            self.seq.append(self._last[0])
+        else:
+            tid = self._intern(tpl)
+            self.seq.append(tid)
+            self._last, self._last_tpl = (tid, list(tpl)), self.templates[tid]
+        c = self.compute_ops
+        for kind, n in ops.items():
+            c[kind] = c.get(kind, 0) + n
 
     def _intern(self, tpl: tuple[Event, ...]) -> int:
         tid = self._ids.get(tpl)
@@ -171,6 +188,9 @@ class NullTrace(Trace):
         pass
 
     def end_step(self) -> None:  # noqa: D102
+        pass
+
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:  # noqa: D102
         pass
 
 
