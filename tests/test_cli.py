@@ -85,16 +85,18 @@ def test_bad_values_exit_non_zero_before_any_run(store, tmp_path, override):
 
 
 @pytest.mark.parametrize(
-    "override, expected",
+    "overrides, expected",
     [
-        ("method=adam", ["method", "gf2", "km", "sgd"]),  # unknown option: Hydra lists the available ones
-        ("method.hiddn=10", ["hiddn"]),  # misspelt key: the schema rejects it
-        ("method.hidden=ten", ["method.hidden", "ten"]),  # wrong type
+        (["method=adam"], ["method", "gf2", "km", "sgd"]),  # unknown option: Hydra lists the available ones
+        (["method.hiddn=10"], ["hiddn"]),  # misspelt key: the schema rejects it
+        (["method.hidden=ten"], ["method.hidden", "ten"]),  # wrong type
+        (["-m", "method=gf2,adam"], ["method", "gf2", "km"]),  # in a sweep: refused before any job runs
     ],
 )
-def test_unknown_option_key_or_type_fails_at_composition(store, tmp_path, override, expected):
-    p = run_sweep(override, cwd=tmp_path)
-    assert p.returncode != 0
+def test_unknown_option_key_or_type_fails_at_composition(store, tmp_path, overrides, expected):
+    # Hydra's own message (field, and a group's options), then bad input's exit code 2, not a job failure's 1
+    p = run_sweep(*overrides, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr[-2000:]
     for word in expected:
         assert word in p.stderr, (word, p.stderr)
     assert _runs(store) == []

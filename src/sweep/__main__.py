@@ -5,6 +5,7 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
@@ -78,7 +79,14 @@ def refuse_unused_additions(argv: list[str]) -> None:
 def main() -> None:
     refuse_unknown_preset(sys.argv[1:])
     refuse_unused_additions(sys.argv[1:])
-    task()
+    try:
+        task()
+    except SystemExit as e:
+        # Hydra reports a bad override, a wrong type or a missing group option in a few lines (the field, and
+        # for a group its options) and exits 1; bad input exits 2 here, like every other config error.
+        if e.code == 1 and isinstance(e.__context__, CompactHydraException):
+            sys.exit(2)
+        raise
 
 
 if __name__ == "__main__":
