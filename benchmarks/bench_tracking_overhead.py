@@ -4,8 +4,8 @@ run (tracker=none) of the same job. Target: <= 1.25x.
     .venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,cache,dmd,energy] [k=v ...]
 
 Tracking costs twice: recording events inside the solve, and summarising the traces after it (the whole run
-and every epoch). Both are kept small by the trace's step templates (sweep.trackers.trace): a step's events are
-compared with the previous step's and stored as a template id, and the passes run per (state, template).
+and every epoch). Both are kept small by the trace's step templates (sweep.trackers.trace): each kind of SGD step
+is recorded once and replayed as a template id (sgd.StepTemplates), and the passes run per (state, template).
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
 solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
