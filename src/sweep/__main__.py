@@ -5,7 +5,7 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import CompactHydraException
+from hydra.errors import ConfigCompositionException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
@@ -83,8 +83,9 @@ def main() -> None:
         task()
     except SystemExit as e:
         # Hydra reports a bad override, a wrong type or a missing group option in a few lines (the field, and
-        # for a group its options) and exits 1; bad input exits 2 here, like every other config error.
-        if e.code == 1 and isinstance(e.__context__, CompactHydraException):
+        # for a group its options) and exits 1; bad input exits 2 here, like every other config error. (A store
+        # that cannot be written is reported the same way by Hydra but is not bad input: it stays 1.)
+        if e.code == 1 and isinstance(e.__context__, (ConfigCompositionException, OverrideParseException)):
             sys.exit(2)
         raise
 
