@@ -127,8 +127,8 @@ def test_no_launcher_file_is_over_400_lines():
 
 
 def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeats_none():
-    """A class's defaults are its schema's (a drift between the two is caught here), and conf/<group>/*.yaml
-    sets only what differs from its schema: a default is changed in one place, the class and its schema."""
+    """A class's fields and defaults are its schema's (schema.from_class derives them; this guards the
+    derivation), and conf/<group>/*.yaml sets only what differs from its schema: a default is written once."""
     import dataclasses
 
     import yaml

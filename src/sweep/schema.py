@@ -1,13 +1,17 @@
 """Structured-config schemas: every config group option is backed by a dataclass here, so a misspelt key
 or a wrong type fails when Hydra composes the config, before any job starts.
 
-Option yaml files in conf/<group>/ start from their schema with
-``defaults: [/schema/<group>@_here_: <schema name>, _self_]`` and set only what differs from it. A schema's
-fields and defaults are its class's (tests/test_shape.py keeps the two equal). Value rules that a type cannot
-express (k_sparse <= n_bits, lr > 0, ...) are checked in sweep.validate.
+An option built from a class (a problem, a method, a variant) has its schema derived from that class: the
+class's fields, types and defaults, written once in the class, plus its `_target_`. Options that are plain data
+(tracker, device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
+schema with ``defaults: [/schema/<group>@_here_: <schema name>, _self_]`` and set only what differs from it
+(tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
+checked in sweep.validate.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -16,105 +20,41 @@ from omegaconf import MISSING
 
 
 @dataclass
-class ProblemConfig:
-    _target_: str = "sweep.problems.sparse_parity.SparseParity"
-    name: str = "sparse_parity"
-    n_bits: int = 20
-    k_sparse: int = 3
-    n_train: int = 1000
-    n_test: int = 200
-    seed: int = 42
-
-
-@dataclass
 class MethodConfig:
     _target_: str = MISSING
     name: str = MISSING
 
 
-@dataclass
-class SGDConfig(MethodConfig):
-    _target_: str = "sweep.methods.sgd.SGD"
-    name: str = "sgd"
-    hidden: int = 200
-    lr: float = 0.1
-    wd: float = 0.01
-    batch_size: int = 32
-    max_epochs: int = 200
-    target_accuracy: float = 1.0
+def _field_type(f: dataclasses.Field) -> Any:
+    """A field's annotation as a type OmegaConf checks (the classes write them as strings: postponed
+    annotations); only plain types are allowed in an option's fields."""
+    if not isinstance(f.type, str):
+        return f.type
+    return eval(f.type, {"Optional": Optional, "Any": Any}, {})  # noqa: S307 -- a class's own annotation
 
 
-@dataclass
-class GF2Config(MethodConfig):
-    _target_: str = "sweep.methods.gf2.GF2"
-    name: str = "gf2"
-    max_rows: int = 0
+def from_class(target: str, base: tuple[type, ...] = ()) -> type:
+    """The schema of the option whose `_target_` is class `target`: its init fields with their types and
+    defaults, and `_target_` itself."""
+    module, _, name = target.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    specs: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target))]
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        default = (field(default=f.default) if f.default is not dataclasses.MISSING
+                   else field(default_factory=f.default_factory))
+        specs.append((f.name, _field_type(f), default))
+    return dataclasses.make_dataclass(f"{name}Config", specs, bases=base)
 
 
-@dataclass
-class KMConfig(MethodConfig):
-    _target_: str = "sweep.methods.km.KM"
-    name: str = "km"
-    influence_samples: int = 5
-
-
-@dataclass
-class SignSGDConfig(SGDConfig):
-    _target_: str = "sweep.methods.sign_sgd.SignSGD"
-    name: str = "sign_sgd"
-    lr: float = 0.01
-    dead_zone: float = 1e-12  # |grad| at or below this counts as zero (rounding noise has no sign)
-
-
-@dataclass
-class CurriculumConfig(SGDConfig):
-    _target_: str = "sweep.methods.curriculum.Curriculum"
-    name: str = "curriculum"
-    # input widths trained on before problem.n_bits (widths >= n_bits are skipped; n_bits always ends it)
-    schedule: list[int] = field(default_factory=lambda: [10, 30])
-    widen_scale: float = 0.01  # std of the new W1 columns added when the input widens
-
-
-@dataclass
-class FourierConfig(MethodConfig):
-    _target_: str = "sweep.methods.fourier.Fourier"
-    name: str = "fourier"
-    max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this
-    chunk: int = 2048  # subsets correlated per batched operation (bounds memory)
-
-
-@dataclass
-class OLSConfig(MethodConfig):
-    _target_: str = "sweep.methods.ols.OLS"
-    name: str = "ols"
-
-
-@dataclass
-class SMTConfig(MethodConfig):
-    _target_: str = "sweep.methods.smt.SMT"
-    name: str = "smt"
-    screen_rows: int = 0  # rows a candidate must fit before the full check; 0: 2 log2 C(n, k) + 16
-    pair_block: int = 4_000_000  # elements per batched pair extension (bounds memory at large n)
-
-
-@dataclass
-class ForwardForwardConfig(MethodConfig):
-    _target_: str = "sweep.methods.forward_forward.ForwardForward"
-    name: str = "forward_forward"
-    hidden: int = 64
-    layers: int = 2
-    lr: float = 0.3
-    threshold: float = 1.0  # goodness (mean squared activation) that separates positive from negative
-    batch_size: int = 32
-    max_epochs: int = 200
-    target_accuracy: float = 1.0
-
-
-@dataclass
-class VariantConfig:
-    _target_: str = "sweep.variants.standard.Standard"
-    name: str = "standard"
-    tile_size: int = 0
+ProblemConfig = from_class("sweep.problems.sparse_parity.SparseParity")
+VariantConfig = from_class("sweep.variants.standard.Standard")
+METHODS = {"sgd": "sweep.methods.sgd.SGD", "gf2": "sweep.methods.gf2.GF2", "km": "sweep.methods.km.KM",
+           "sign_sgd": "sweep.methods.sign_sgd.SignSGD", "curriculum": "sweep.methods.curriculum.Curriculum",
+           "fourier": "sweep.methods.fourier.Fourier", "smt": "sweep.methods.smt.SMT",
+           "forward_forward": "sweep.methods.forward_forward.ForwardForward", "ols": "sweep.methods.ols.OLS"}
+METHOD_SCHEMAS: dict[str, type] = {m: from_class(t, (MethodConfig,)) for m, t in METHODS.items()}
 
 
 @dataclass
@@ -194,9 +134,7 @@ class Config:
 
 SCHEMAS: dict[str, dict[str, type]] = {
     "problem": {"problem": ProblemConfig},
-    "method": {"sgd": SGDConfig, "gf2": GF2Config, "km": KMConfig, "sign_sgd": SignSGDConfig,
-               "curriculum": CurriculumConfig, "fourier": FourierConfig, "smt": SMTConfig,
-               "forward_forward": ForwardForwardConfig, "ols": OLSConfig},
+    "method": METHOD_SCHEMAS,
     "variant": {"variant": VariantConfig},
     "device": {"device": DeviceConfig},
     "tracker": {"tracker": TrackerConfig, "energy": EnergyTrackerConfig},

@@ -36,8 +36,9 @@ class Curriculum(SGD):
     # widening W1 is the MLP's (sparse_sum's linear model is sgd's)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
     name: str = "curriculum"
+    # input widths trained on before problem.n_bits (widths >= n_bits are skipped; n_bits always ends it)
     schedule: list[int] = field(default_factory=lambda: [10, 30])
-    widen_scale: float = 0.01
+    widen_scale: float = 0.01  # std of the new W1 columns added when the input widens
 
     def widen(self, ctx: Context, p: Params, old: np.ndarray, new: np.ndarray, rng: np.random.RandomState) -> None:
         """W1 (H, len(old)) -> (H, len(new)): old columns kept in place, added ones drawn small."""

@@ -30,7 +30,7 @@ class ForwardForward:
     hidden: int = 64
     layers: int = 2
     lr: float = 0.3
-    threshold: float = 1.0
+    threshold: float = 1.0  # goodness (mean squared activation) that separates positive from negative
     batch_size: int = 32
     max_epochs: int = 200
     target_accuracy: float = 1.0

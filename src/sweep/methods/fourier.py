@@ -25,8 +25,8 @@ class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
 
     name: str = "fourier"
-    max_subsets: int = 2_000_000
-    chunk: int = 2048
+    max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this
+    chunk: int = 2048  # subsets correlated per batched operation (bounds memory)
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:

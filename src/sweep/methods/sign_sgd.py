@@ -19,7 +19,7 @@ class SignSGD(SGD):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
     name: str = "sign_sgd"
     lr: float = 0.01
-    dead_zone: float = 1e-12  # |grad| at or below this counts as zero
+    dead_zone: float = 1e-12  # |grad| at or below this counts as zero (rounding noise has no sign)
 
     def make_update(self, xp) -> Update:
         return SignUpdate(xp, self.lr, self.wd, self.dead_zone)
