@@ -79,3 +79,14 @@ def record_small_sweep(uri: str, experiment: str, study: str, *overrides: str):
             rec.log(r, parent_run_id=parent)
             results.append(r)
     return rec, parent, results
+
+
+def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: float = 0.6):
+    """A random trace for checking a tracker against its literal definition: sizes vary per event, so buffers
+    are rewritten shorter and longer than before, and read past their end."""
+    from sweep.trackers.trace import Trace
+
+    t = Trace()
+    for _ in range(n_events):
+        (t.read if rng.random() < p_read else t.write)(rng.choice(names), rng.choice(sizes))
+    return t

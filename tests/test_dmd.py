@@ -10,6 +10,7 @@ import pytest
 
 from sweep.trackers.dmd import DMDTracker, dmd, element_distances
 from sweep.trackers.trace import Trace
+from tests.conftest import random_trace
 
 
 def brute_force(trace: Trace) -> list[int]:
@@ -28,15 +29,6 @@ def brute_force(trace: Trace) -> list[int]:
     return out
 
 
-def random_trace(rng: random.Random, n_events: int, sizes: tuple[int, ...]) -> Trace:
-    t = Trace()
-    names = ["a", "b", "c", "d"]
-    for _ in range(n_events):
-        # sizes vary per event, so buffers are rewritten shorter and longer than before, and read past their end
-        (t.read if rng.random() < 0.55 else t.write)(rng.choice(names), rng.choice(sizes))
-    return t
-
-
 def test_hand_computed():
     # W a 2 -> stack a1 a0; W b 1 -> b0 a1 a0; R a 3: a0 depth 3, a1 depth 2, a2 never written: 3 + 1
     t = Trace.from_text("W a 2, W b 1, R a 3, W a 1, R a 2, R c 1")
@@ -48,7 +40,7 @@ def test_hand_computed():
 @pytest.mark.parametrize("seed", range(40))
 def test_matches_brute_force_element_by_element(seed):
     rng = random.Random(seed)
-    t = random_trace(rng, rng.randint(1, 40), (0, 1, 2, 3, 5, 8) if seed % 2 else (4, 4, 4, 7))
+    t = random_trace(rng, rng.randint(1, 40), sizes=(0, 1, 2, 3, 5, 8) if seed % 2 else (4, 4, 4, 7), p_read=0.55)
     expected = brute_force(t)
     assert element_distances(t).tolist() == expected
     assert dmd(t) == pytest.approx(sum(math.sqrt(d) for d in expected), rel=1e-12)

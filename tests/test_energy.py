@@ -14,7 +14,7 @@ from sweep.trackers.hierarchy import Hierarchy, Level, load_hierarchy
 from sweep.trackers.stack import COLD, stack_runs
 from sweep.trackers.trace import OP_KINDS, READ, Trace
 from sweep.validate import ConfigError
-from tests.conftest import ROOT, compose, run_sweep
+from tests.conftest import ROOT, compose, random_trace, run_sweep
 
 EXAMPLE = "W a 2, W b 3, R a 2, R b 3, W c 1, R a 2, R c 1, R d 1"
 
@@ -75,9 +75,7 @@ def literal_lru_depths(trace: Trace) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("seed", range(15))
 def test_lru_stack_pass_is_the_literal_stack(seed):
     rng = random.Random(seed)
-    t = Trace()
-    for _ in range(rng.randint(0, 40)):
-        (t.read if rng.random() < 0.6 else t.write)(rng.choice("abcde"), rng.randint(0, 7))
+    t = random_trace(rng, rng.randint(0, 40), names="abcde", sizes=range(8))
     got = [(i, first + step * k) for i, first, step, count in stack_runs(t, reads_move=True) for k in range(count)]
     assert got == literal_lru_depths(t)
 

@@ -11,7 +11,7 @@ from sweep.trackers.ard import ARDTracker, ard_report, reuse_distances
 from sweep.trackers.cache import CacheTracker, cache_report
 from sweep.trackers.dmd import DMDTracker
 from sweep.trackers.trace import READ, Trace
-from tests.conftest import compose
+from tests.conftest import compose, random_trace
 
 
 def literal_distances(trace: Trace) -> list[int]:
@@ -46,9 +46,7 @@ def test_write_then_read_back_is_its_size():
 @pytest.mark.parametrize("seed", range(20))
 def test_vectorised_ard_is_the_literal_rule(seed):
     rng = random.Random(seed)
-    t = Trace()
-    for _ in range(rng.randint(0, 60)):
-        (t.read if rng.random() < 0.6 else t.write)(rng.choice("abcdef"), rng.randint(0, 9))
+    t = random_trace(rng, rng.randint(0, 60), names="abcdef")
     assert reuse_distances(t).tolist() == literal_distances(t)
 
 
@@ -116,12 +114,7 @@ def test_gf2_and_km_traces_describe_the_algorithm(method):
 @pytest.mark.parametrize("tracker", [ARDTracker(), CacheTracker(cache_size_floats=8), DMDTracker()])
 def test_summarize_each_is_each_summary(tracker):
     rng = random.Random(5)
-    traces = []
-    for _ in range(6):
-        t = Trace()
-        for _ in range(rng.randint(0, 30)):
-            (t.read if rng.random() < 0.6 else t.write)(rng.choice("abcd"), rng.randint(0, 9))
-        traces.append(t)
+    traces = [random_trace(rng, rng.randint(0, 30)) for _ in range(6)]
     batched = tracker.summarize_each(traces)
     for t, got in zip(traces, batched):
         assert got == pytest.approx(tracker.summarize(t).metrics)
