@@ -45,7 +45,11 @@ def from_class(target: str, base: tuple[type, ...] = ()) -> type:
         default = (field(default=f.default) if f.default is not dataclasses.MISSING
                    else field(default_factory=f.default_factory))
         specs.append((f.name, _field_type(f), default))
-    return dataclasses.make_dataclass(f"{name}Config", specs, bases=base)
+    schema = dataclasses.make_dataclass(f"{name}Config", specs, bases=base)
+    # a module attribute of its own name, so that configs typed by it pickle (to the launcher's workers)
+    schema.__module__ = __name__
+    globals()[schema.__qualname__] = schema
+    return schema
 
 
 ProblemConfig = from_class("sweep.problems.sparse_parity.SparseParity")
