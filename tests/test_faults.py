@@ -143,6 +143,25 @@ def test_next_command_writes_spooled_results_in(tmp_path, store):
     assert sorted(r.data.tags["method"] for r in _runs(store)) == ["gf2", "km"]
 
 
+def test_a_spooled_result_that_fails_again_stays_and_blocks_nothing(store, capsys):
+    """One spooled result the store refuses (a metric name MLflow rejects) stays in the spool with one line;
+    the other is written and the store stays usable."""
+    from sweep import job, spool
+    from sweep.recorder import Recorder
+    from tests.conftest import compose
+
+    Recorder(store, "e")  # the store exists
+    good, bad = (job.run(compose(f"method={m}", "problem.n_bits=10")) for m in ("gf2", "km"))
+    bad.metrics["bad metric!"] = 1.0
+    spool.keep(bad, store, "e", "test")
+    spool.keep(good, store, "e", "test")
+    Recorder(store, "e")  # opening it imports the spool: it does not raise
+    err = capsys.readouterr().err
+    assert "not written" in err and "it stays in the spool" in err
+    assert [e.result.tags["method"] for e in spool.entries(store)] == ["km"]
+    assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
+
+
 def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_path):
     p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)
     assert p.returncode == 2

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.result import RunResult
 from sweep.schema import register_configs
-from sweep.validate import ConfigError
+from sweep.errors import ConfigError
 
 register_configs()
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from sweep.paths import STORE_DIR, default_tracking_uri, git_commit
+from sweep.paths import default_tracking_uri, git_commit
 from sweep.result import RunResult
 from sweep.sql_run_writer import MAX_PARAM_LEN, MAX_TAG_LEN
 
@@ -257,7 +257,3 @@ def _alive(pid: int, start: str) -> bool:
     if stat and stat[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
         return False
     return not start or len(stat) <= 19 or stat[19] == start
-
-
-def store_dir() -> Path:
-    return STORE_DIR

@@ -31,7 +31,7 @@ from hydra_plugins.sweep_launcher.hooks import Tally
 
 from sweep.launch_hooks import SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job, repair_abandoned
 from sweep.result import RunResult
-from sweep.validate import ConfigError
+from sweep.errors import ConfigError
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done

@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 import resource
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from sweep.methods.epoch_log import BUDGET_FLOATS as SNAPSHOT_BUDGET_FLOATS
+
 EVENTS_PER_STEP = 40  # buffer reads/writes of one SGD step (a few dozen in every variant)
 EVENT_BYTES = 64  # one trace event as Python keeps it (a small tuple in a list)
-SNAPSHOT_BUDGET_FLOATS = 20_000_000  # = sweep.methods.epoch_log.EpochLog's default budget
 
 
 @dataclass
@@ -65,7 +65,6 @@ def estimate(cfg: Any) -> list[Term]:
     return sorted(terms, key=lambda t: -t.nbytes)
 
 
-@lru_cache(maxsize=1)
 def available_bytes() -> Optional[float]:
     """What this process may still allocate, as far as the system says (None: nobody says)."""
     limits: list[float] = []

@@ -87,9 +87,6 @@ class Pool:
         w.proc.join(timeout=1)
         self.workers[self.workers.index(w)] = self._start()
 
-    def pids(self) -> list[int]:
-        return [w.proc.pid for w in self.workers]
-
     def close(self, kill: bool = False) -> None:
         for w in self.workers:
             if kill:

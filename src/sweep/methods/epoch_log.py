@@ -14,8 +14,11 @@ from sweep.trackers.trace import numel
 Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name: value}
 
 
+BUDGET_FLOATS = 20_000_000  # snapshots kept for evaluation after the clock (sweep.size_guard counts them too)
+
+
 class EpochLog:
-    def __init__(self, budget_floats: int = 20_000_000) -> None:
+    def __init__(self, budget_floats: int = BUDGET_FLOATS) -> None:
         self.budget = budget_floats
         self.used = 0
         self.entries: list[Any] = []  # (params copy, measure) or an evaluated {name: value}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -88,20 +89,22 @@ def import_into(recorder: Any) -> int:
     by_experiment: dict[str, Any] = {}
     n = 0
     for e in todo:
-        if e.experiment == recorder.experiment:
-            rec = recorder
-        else:
-            rec = by_experiment.get(e.experiment)
-            if rec is None:
-                rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment,
-                                                                 import_spool=False)
         claimed = e.path.with_name(f"{e.path.name}.{os.getpid()}.claimed")
         try:
             os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
         except FileNotFoundError:
             continue
         try:
+            rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
+            if rec is None:
+                rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment,
+                                                                 import_spool=False)
             rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
+        except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
+            os.rename(claimed, e.path)
+            print(f"sweep: spooled result {e.path} not written ({err}); it stays in the spool", file=sys.stderr,
+                  flush=True)
+            continue
         except BaseException:
             os.rename(claimed, e.path)
             raise

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from sweep.trackers.trace import Trace
 
@@ -19,10 +19,6 @@ class TrackerReport:
         for row in other.table:
             by_name.setdefault(row["buffer"], {}).update(row)
         return TrackerReport({**self.metrics, **other.metrics}, list(by_name.values()))
-
-
-class Tracker(Protocol):
-    def summarize(self, trace: Trace) -> TrackerReport: ...
 
 
 @dataclass
