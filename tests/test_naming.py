@@ -34,7 +34,6 @@ def test_keys_the_sweep_sweeps_name_even_a_first_batch_where_they_do_not_vary_ye
 
     hydra = OmegaConf.create({"overrides": {"task": ["problem.seed=1,2", "method=gf2"]},
                               "sweeper": {"params": {"+sweeps/arm": "a,b", "lr": "interval(0.1, 1)"}}})
-    swept = swept_keys(sweep_overrides(hydra))
-    assert swept == {"problem.seed", "sweeps/arm", "lr"}
-    names = Namer(swept).names([["problem.seed=1", "method=gf2", "+sweeps/arm=a", "lr=0.5"]], [0])
+    assert swept_keys(sweep_overrides(hydra)) == {"problem.seed", "sweeps/arm", "lr"}
+    names = Namer.for_multirun(hydra).names([["problem.seed=1", "method=gf2", "+sweeps/arm=a", "lr=0.5"]], [0])
     assert names == ["problem.seed=1 sweeps/arm=a lr=0.5"]

@@ -69,7 +69,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
 
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
+    from hydra_plugins.sweep_launcher.naming import Namer
 
     from sweep.job import job_config
     from sweep.validate import validate
@@ -82,7 +82,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
         key = o.get_key_element()
         grid[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                      else [f"{key}={o.get_value_element_as_str()}"])
-    namer = Namer(swept_keys(sweep_overrides(config.hydra)))
+    namer = Namer.for_multirun(config.hydra)
     for idx, job in enumerate(itertools.product(*grid.values())):
         cfg = loader.load_sweep_config(config, list(job))
         if not is_sweep_job(cfg):
@@ -154,9 +154,9 @@ class MLflowCallback(SweepLaunchHooks):
         refuse_bad_jobs(config)
         if not config.mlflow.enabled:
             return
-        from hydra_plugins.sweep_launcher.naming import Namer, sweep_overrides, swept_keys
+        from hydra_plugins.sweep_launcher.naming import Namer
 
-        self.namer = Namer(swept_keys(sweep_overrides(config.hydra)))
+        self.namer = Namer.for_multirun(config.hydra)
         overrides = " ".join(OmegaConf.to_container(config.hydra.overrides.task))
         try:
             recorder = self._recorder(config)

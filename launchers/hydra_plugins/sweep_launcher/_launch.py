@@ -20,7 +20,7 @@ from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._jobs import Job, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
-from hydra_plugins.sweep_launcher.naming import Namer, swept_keys, sweep_overrides
+from hydra_plugins.sweep_launcher.naming import Namer
 
 
 class Multirun:
@@ -39,7 +39,7 @@ class Multirun:
         for h in self.hooks:
             h.driven, h.tally = True, self.tally  # driven travels to the workers with Hydra's context
         self.pool: Optional[Pool] = None
-        self.namer = Namer(swept_keys(sweep_overrides(cfg.hydra)))
+        self.namer = Namer.for_multirun(cfg.hydra)
 
     def close_pool(self, kill: bool = False) -> None:
         if self.pool is not None:

@@ -49,6 +49,11 @@ class Namer:
         self.n_jobs = 0
         self.used: set[str] = set()
 
+    @classmethod
+    def for_multirun(cls, hydra_cfg: Any) -> "Namer":
+        """The namer of a multirun, from its `hydra` config node (what its overrides sweep)."""
+        return cls(swept_keys(sweep_overrides(hydra_cfg)))
+
     def names(self, job_overrides: Sequence[Sequence[str]], indices: Sequence[int]) -> list[str]:
         parsed = [dict(split(o) for o in overrides) for overrides in job_overrides]
         for job in parsed:
