@@ -144,11 +144,11 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
     checked, bad = 0, []
     for group, options in SCHEMAS.items():
         for name, schema in options.items():
-            target = getattr(schema, "_target_", None)
-            if isinstance(target, str) and "." in target:
+            source = getattr(schema, "source_class", None)
+            if source is not None:
                 checked += 1
-                if defaults(get_class(target)) != defaults(schema):
-                    bad.append(f"{target}: fields or defaults differ from schema {group}/{name}")
+                if defaults(get_class(source)) != defaults(schema):
+                    bad.append(f"{source}: fields or defaults differ from schema {group}/{name}")
         for f in sorted((ROOT / "conf" / group).glob("*.yaml")):
             doc = yaml.safe_load(f.read_text()) or {}
             base = next(v for e in doc.get("defaults", []) if isinstance(e, dict)
@@ -156,4 +156,4 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
             own = defaults(options[base])
             bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats its schema's default" for k, v in doc.items()
                     if k in own and k != "name" and own[k] == v]
-    assert checked >= 10 and not bad, "\n".join(bad)
+    assert checked >= 15 and not bad, "\n".join(bad)

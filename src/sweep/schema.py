@@ -1,9 +1,9 @@
 """Structured-config schemas: every config group option is backed by a dataclass here, so a misspelt key
 or a wrong type fails when Hydra composes the config, before any job starts.
 
-An option built from a class (a problem, a method, a variant) has its schema derived from that class: the
+An option built from a class (a problem, a method, a variant, a tracker) has its schema derived from that class: the
 class's fields, types and defaults, written once in the class, plus its `_target_`. Options that are plain data
-(tracker, device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
+(device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
 schema with ``defaults: [/schema/<group>@_here_: <schema name>, _self_]`` and set only what differs from it
 (tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
 checked in sweep.validate.
@@ -33,19 +33,21 @@ def _field_type(f: dataclasses.Field) -> Any:
     return eval(f.type, {"Optional": Optional, "Any": Any}, {})  # noqa: S307 -- a class's own annotation
 
 
-def from_class(target: str, base: tuple[type, ...] = ()) -> type:
-    """The schema of the option whose `_target_` is class `target`: its init fields with their types and
-    defaults, and `_target_` itself."""
+def from_class(target: str, base: tuple[type, ...] = (), instantiate: bool = True) -> type:
+    """The schema of the option built from class `target`: its init fields with their types and defaults, and
+    `_target_` itself (null when ``instantiate`` is false: the option carries the class's fields but builds
+    nothing, as tracker=none). The schema's ``source_class`` names the class it was derived from."""
     module, _, name = target.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    specs: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target))]
+    specs: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target)) if instantiate
+                                         else ("_target_", Optional[str], field(default=None))]
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
         default = (field(default=f.default) if f.default is not dataclasses.MISSING
                    else field(default_factory=f.default_factory))
         specs.append((f.name, _field_type(f), default))
-    schema = dataclasses.make_dataclass(f"{name}Config", specs, bases=base)
+    schema = dataclasses.make_dataclass(f"{name}Config", specs, bases=base, namespace={"source_class": target})
     # a module attribute of its own name, so that configs typed by it pickle (to the launcher's workers)
     schema.__module__ = __name__
     globals()[schema.__qualname__] = schema
@@ -63,24 +65,18 @@ METHOD_SCHEMAS: dict[str, type] = {m: from_class(t, (MethodConfig,)) for m, t in
 
 @dataclass
 class TrackerConfig:
-    # null _target_: tracker=none, no trace is recorded at all
-    _target_: Optional[str] = None
-    name: str = "none"
-    # published: one single-sample step on the first training sample with margin < 1, after training
-    # (seed 001); init_sample0: one step on sample 0 at the initial weights (seed 003); all_steps: every step
-    scope: str = "published"
-    cache_size_floats: int = 16384
+    _target_: Optional[str] = MISSING
+    name: str = MISSING
 
 
-@dataclass
-class EnergyTrackerConfig(TrackerConfig):
-    # a file conf/energy/<hierarchy>.yaml (sweep.trackers.hierarchy); the three below override it key by key
-    hierarchy: str = "cpu"
-    levels: dict[str, Any] = field(default_factory=dict)
-    ops_pj: dict[str, Any] = field(default_factory=dict)
-    bytes_per_float: Optional[int] = None
-    meter: str = "auto"  # measured energy (sweep.meter): auto (NVML on cuda, RAPL on a Linux CPU) | none
-    meter_window_s: float = 1.0  # the measured solves are repeated until the window is at least this long
+# tracker=none carries the fields every tracker has (scope, cache size) and records no trace at all
+TRACKER_SCHEMAS: dict[str, type] = {
+    "none": from_class("sweep.trackers.base.TrackerBase", (TrackerConfig,), instantiate=False),
+    "ard": from_class("sweep.trackers.ard.ARDTracker", (TrackerConfig,)),
+    "cache": from_class("sweep.trackers.cache.CacheTracker", (TrackerConfig,)),
+    "dmd": from_class("sweep.trackers.dmd.DMDTracker", (TrackerConfig,)),
+    "energy": from_class("sweep.trackers.energy.EnergyTracker", (TrackerConfig,)),
+}
 
 
 @dataclass
@@ -141,7 +137,7 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "method": METHOD_SCHEMAS,
     "variant": {"variant": VariantConfig},
     "device": {"device": DeviceConfig},
-    "tracker": {"tracker": TrackerConfig, "energy": EnergyTrackerConfig},
+    "tracker": TRACKER_SCHEMAS,
 }
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # the groups a job is made of: problem, method, variant, ...
 

@@ -23,9 +23,12 @@ class TrackerReport:
 
 @dataclass
 class TrackerBase:
-    """Fields every tracker option carries (see sweep.schema.TrackerConfig)."""
+    """Fields every tracker option carries; the option's schema is derived from its class (sweep.schema), and
+    tracker=none is this class's fields with nothing built."""
 
     name: str = "none"
+    # published: one single-sample step on the first training sample with margin < 1, after training
+    # (seed 001); init_sample0: one step on sample 0 at the initial weights (seed 003); all_steps: every step
     scope: str = "published"
     cache_size_floats: int = 16384
 
