@@ -2,7 +2,7 @@
 from mlflow.tracking import MlflowClient
 
 from sweep import job
-from sweep.recorder import Recorder, config_hash, flatten
+from sweep.recorder import Recorder, config_hash, flatten, shared_recorder
 from tests.conftest import compose
 
 
@@ -31,6 +31,12 @@ def test_logs_params_metrics_curves_tags_artifacts(store, tmp_path):
     assert {"config.yaml", "tracker_buffers.csv"} <= arts
     table = c.download_artifacts(rid, "tracker_buffers.csv", str(tmp_path))
     assert "W1" in open(table).read()
+
+
+def test_a_process_shares_one_recorder_per_store_and_experiment(store):
+    """Hydra's basic launcher: each job's resume check and its recording use the store opened once."""
+    rec = shared_recorder(store, "shared")
+    assert shared_recorder(store, "shared") is rec and shared_recorder(store, "other") is not rec
 
 
 def test_parent_child_and_resume_lookup(store):

@@ -6,6 +6,7 @@ SQLite store never sees concurrent writers and remote jobs need no access to it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -43,6 +44,14 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_hash(config: dict[str, Any]) -> str:
     """Identity of a job's resolved config: same hash, same result (resume uses it)."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
+    """This process's one Recorder for a store and experiment: under Hydra's basic launcher and submitit a job's
+    resume check and its recording (and, in the launching process, the parent run) share it, rather than
+    opening the store (and reading its spool) again for each. A store that cannot be opened raises each time."""
+    return Recorder(tracking_uri, experiment)
 
 
 class Recorder:

@@ -105,9 +105,9 @@ def already_done(cfg: DictConfig) -> str | None:
             or not cfg.mlflow.enabled or cfg.mlflow.get("force", False) or not is_sweep_job(cfg)):
         return None
     from sweep.job import job_config
-    from sweep.recorder import Recorder
+    from sweep.recorder import shared_recorder
 
-    return Recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
+    return shared_recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
 
 
 class MLflowCallback(SweepLaunchHooks):
@@ -123,9 +123,9 @@ class MLflowCallback(SweepLaunchHooks):
 
     def _recorder(self, config: DictConfig):
         if self.recorder is None:
-            from sweep.recorder import Recorder
+            from sweep.recorder import shared_recorder
 
-            self.recorder = Recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
+            self.recorder = shared_recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
         return self.recorder
 
     def __getstate__(self) -> dict[str, Any]:
