@@ -6,6 +6,7 @@ The loop waits on every pipe and on every worker's exit at once, so a worker tha
 """
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import multiprocessing as mp
 import pickle
@@ -29,6 +30,12 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
+MODAL_MISSING = ("this job runs on Modal, which needs the modal package: pip install 'sweep-launcher[modal]' "
+                 "(or pip install modal)")
+
+
+def modal_missing() -> bool:
+    return importlib.util.find_spec("modal") is None
 
 
 class HooksFailed(Exception):
@@ -51,8 +58,10 @@ class Dispatcher:
         self.sid = next(_session_ids)
         self.session_bytes = cloudpickle.dumps(self.session)
         self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
-        self.local = deque(j for j in jobs if j.where == "local" or offline)
-        self.remote = [j for j in jobs if j.where == "modal" and not offline]
+        # without the modal package a job placed on Modal fails at once, with how to install it
+        self.unplaceable = [j for j in jobs if j.where == "modal"] if modal_missing() else []
+        self.local = deque(j for j in jobs if (j.where == "local" or offline) and j not in self.unplaceable)
+        self.remote = [j for j in jobs if j.where == "modal" and not offline and j not in self.unplaceable]
         self.by_idx = {j.idx: j for j in jobs}
         self.loader = launcher.hydra_context.config_loader  # a FastComposer when jobs carry a template id
         self.returns: dict[int, JobReturn] = {}
@@ -68,6 +77,8 @@ class Dispatcher:
     def run(self) -> dict[int, JobReturn]:
         try:
             with self.interrupt, self.progress:
+                for job in self.unplaceable:
+                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{MODAL_MISSING}\n"))
                 if self.remote:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():

@@ -90,7 +90,7 @@ def plan(run: Multirun, jobs: list[Job]) -> set[int]:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from hydra_plugins.sweep_launcher._dispatch import Dispatcher
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing
 
     setup_globals()
     cfg: DictConfig = launcher.config
@@ -99,7 +99,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     run: Multirun = launcher.multirun or Multirun(launcher)
     launcher.multirun = run
     if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process composes
-        if run.offline:  # import modal once here, before the fork, not once per worker
+        if run.offline and not modal_missing():  # import modal once here, before the fork, not once per worker
             import hydra_plugins.sweep_launcher._modal_app  # noqa: F401
         n = min(run.n_workers, len(job_overrides))
         if run.pool is None:

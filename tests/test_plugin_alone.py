@@ -1,0 +1,52 @@
+"""The launcher plugin is generic: a plain Hydra app, with `sweep`, `modal` and `optuna` unimportable in every
+process it starts, runs a multirun on `hydra/launcher=local`; a job placed on Modal without the modal package
+fails with how to install it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+APP = '''
+import hydra
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    print(f"job x={cfg.x} doubled={2 * cfg.x}")
+    return 2 * cfg.x
+
+
+main()
+'''
+# every Python process started with this directory first on PYTHONPATH (the launcher's workers too)
+BLOCK = "import sys\nfor m in ('sweep', 'modal', 'optuna'):\n    sys.modules[m] = None\n"
+
+
+def run_app(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / "block").mkdir(exist_ok=True)
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK)
+    launchers = Path(__file__).resolve().parents[1] / "launchers"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "block"), str(launchers)])}
+    return subprocess.run([sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                           "hydra/hydra_logging=disabled", "hydra/job_logging=disabled", *overrides],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_plain_hydra_app_sweeps_on_the_local_launcher_without_sweep_or_modal(tmp_path: Path) -> None:
+    p = run_app(tmp_path, "hydra/launcher=local", "hydra.launcher.n_workers=2", "+x=1,2,3")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert sorted(line for line in p.stdout.splitlines() if line.startswith("job ")) == [
+        "job x=1 doubled=2", "job x=2 doubled=4", "job x=3 doubled=6"]
+    # Hydra's per-job record, as any launcher writes it
+    assert sorted((tmp_path / "multirun" / str(i) / ".hydra" / "overrides.yaml").read_text().split()[-1]
+                  for i in range(3)) == ["+x=1", "+x=2", "+x=3"]
+
+
+def test_a_job_placed_on_modal_without_the_modal_package_fails_with_how_to_install_it(tmp_path: Path) -> None:
+    p = run_app(tmp_path, "hydra/launcher=modal", "hydra.launcher.modal.offline=true", "+x=1")
+    assert p.returncode != 0
+    assert "pip install 'sweep-launcher[modal]'" in p.stderr, p.stderr[-2000:]
+    assert "job x=1" not in p.stdout
