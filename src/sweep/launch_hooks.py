@@ -69,6 +69,20 @@ def repair_abandoned(recorder: Any) -> None:
               f"(tag {KILLED_REASON_TAG})", file=sys.stderr, flush=True)
 
 
+def open_parent(recorder: Any, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any]) -> str:
+    """The sweep's parent run, whichever launcher runs its jobs (runs a killed launcher left RUNNING are marked
+    KILLED first, before resume reads the store): named and tagged by the command line's overrides (compare
+    finds a resumed sweep's earlier parents by them), with the launcher's name, the sweep's directory and the
+    launcher's settings (`params`)."""
+    repair_abandoned(recorder)
+    overrides = " ".join(OmegaConf.to_container(multirun_cfg.hydra.overrides.task))
+    return recorder.start_parent(
+        f"sweep {overrides}".strip(),
+        {"sweep.overrides": overrides, "launcher": launcher,
+         "sweep.dir": str(Path(str(multirun_cfg.hydra.sweep.dir)).resolve())},
+        params=params)
+
+
 def is_sweep_job(cfg: DictConfig) -> bool:
     return all(k in cfg for k in JOB_GROUPS)
 
@@ -159,14 +173,10 @@ class SweepLaunchHooks(LaunchHooks):
         _sqlite_wal()
         recorder = self._recorder(cfg)
         gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
-        repair_abandoned(recorder)  # before resume reads the store
-        overrides = " ".join(OmegaConf.to_container(self.multirun_config.hydra.overrides.task))
         launcher = self.tally.launcher if self.tally is not None else {}
-        self.parent = recorder.start_parent(
-            f"sweep {overrides}".strip(),
-            {"sweep.overrides": overrides, "launcher": str(launcher.get("name", "?")),
-             "sweep.dir": str(Path(str(cfg.hydra.sweep.dir)).resolve())},
-            params={f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")})
+        self.parent = open_parent(
+            recorder, self.multirun_config, str(launcher.get("name", "?")),
+            {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")})
 
     def _finished_hashes(self, configs: list[dict[str, Any]]) -> set[str]:
         """Config hashes among `configs` that already have a FINISHED run (resume)."""

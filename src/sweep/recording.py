@@ -20,7 +20,6 @@ import atexit
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
@@ -29,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import Tally
 
-from sweep.launch_hooks import SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job, repair_abandoned
+from sweep.launch_hooks import SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job, open_parent
 from sweep.result import RunResult
 from sweep.errors import ConfigError
 
@@ -157,15 +156,8 @@ class MLflowCallback(SweepLaunchHooks):
         from hydra_plugins.sweep_launcher.naming import Namer
 
         self.namer = Namer.for_multirun(config.hydra)
-        overrides = " ".join(OmegaConf.to_container(config.hydra.overrides.task))
         try:
-            recorder = self._recorder(config)
-            repair_abandoned(recorder)
-            self.parent = recorder.start_parent(
-                f"sweep {overrides}".strip(),
-                {"sweep.overrides": overrides, "launcher": launcher_name(config),
-                 "sweep.dir": str(Path(str(config.hydra.sweep.dir)).resolve())},
-                params=launcher_params(config))
+            self.parent = open_parent(self._recorder(config), config, launcher_name(config), launcher_params(config))
         except store.StoreError as e:
             print(f"sweep: {e}", file=sys.stderr, flush=True)
             sys.exit(1)
