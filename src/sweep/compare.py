@@ -64,6 +64,10 @@ class Row:
     run_ids: list[str] = field(default_factory=list)  # the finished runs
     curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
 
+    def label(self, keys: Sequence[str], empty: str = "all") -> str:
+        """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
+        return " ".join(f"{k}={self.key[k]}" for k in keys) or empty
+
 
 @dataclass
 class Comparison:
@@ -90,7 +94,7 @@ class Comparison:
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
         lines += ["| " + " | ".join(self.cells(r)) + " |" for r in self.rows]
-        notes = [f"- {_label(self.keys, r)}: {r.failure}" for r in self.rows if r.failure]
+        notes = [f"- {r.label(self.keys)}: {r.failure}" for r in self.rows if r.failure]
         if notes:
             lines += ["", "Groups with no finished run:", *notes]
         return "\n".join(lines) + "\n"
@@ -127,10 +131,6 @@ class Comparison:
             if all(r.key.get(k, v) == v for k, v in where.items()) and metric in r.stats:
                 out.append((r, r.stats[metric]))
         return out
-
-
-def _label(keys: Sequence[str], row: Row) -> str:
-    return " ".join(f"{k}={row.key[k]}" for k in keys) or "all"
 
 
 # -- finding the sweep ---------------------------------------------------------------------------
@@ -508,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(table)
         for r in cmp.rows:
             if r.failure:
-                console.print(f"[red]{_label(cmp.keys, r)}[/red]: {r.failure}")
+                console.print(f"[red]{r.label(cmp.keys)}[/red]: {r.failure}")
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
         console.print("wrote " + ", ".join(str(f) for f in files)

@@ -139,7 +139,7 @@ def plot_variants(cmp: "Comparison", path: Path) -> Path:
 
 # -- anything else: each metric against the swept keys ---------------------------------------------
 def _key_label(row: "Row", keys: list[str]) -> str:
-    return " ".join(f"{k}={row.key[k]}" for k in keys)
+    return row.label(keys, empty="")  # no keys left: the line is named by its metric
 
 
 def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None, log: bool = False,
