@@ -20,13 +20,15 @@ register_configs()
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
     from sweep import job
-    from sweep.recording import already_done
+    from sweep.recording import FORCE_KEY, already_done
 
     try:
         done = already_done(cfg)
         if done is not None:
+            from hydra_plugins.sweep_launcher.hooks import rerun_hint
+
             print(f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
-                  "FINISHED with this config (mlflow.force=true re-runs it)", flush=True)
+                  f"FINISHED with this config ({rerun_hint(FORCE_KEY, 'it')})", flush=True)
             return None
         return job.run(cfg)
     except ConfigError as e:

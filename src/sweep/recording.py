@@ -253,7 +253,7 @@ class MLflowCallback(SweepLaunchHooks):
                 raise
             return
         self.results = [RunResult(config={}, metrics=dict(r.data.metrics), status=r.info.status) for r in runs]
-        tally = Tally(t0=self.t0, launcher={"name": launcher_name(config), "force_key": FORCE_KEY})
+        tally = Tally(t0=self.t0, launcher={"name": launcher_name(config)}, force_key=FORCE_KEY)
         tally.done = sum(r.info.status == "FINISHED" for r in runs)
         tally.killed = sum(r.info.status == "KILLED" for r in runs)
         tally.skipped = sum(k.startswith(SKIPPED_TAG) for k in parent.data.tags)

@@ -117,7 +117,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             if j.idx in skip:
                 returns[j.idx] = skipped_return(j)
         run.tally.skipped += len(skip)
-        print(f"sweep: skipping {len(skip)} job(s) already done (hydra.launcher.force=true re-runs them)",
+        print(f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})",
               flush=True)
     todo = [j for j in jobs if j.idx not in returns]
     if todo:

@@ -79,8 +79,8 @@ class Tally:
     skipped: int = 0
     killed: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
-    # name, route, n_workers, force, modal.offline; force_key: the setting that re-runs done jobs (summary line)
-    launcher: dict[str, Any] = field(default_factory=dict)
+    launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
+    force_key: str = "hydra.launcher.force"  # the setting that re-runs jobs skipped as already done
     closers: list[Any] = field(default_factory=list)  # the launcher's own end-of-sweep steps (its pool)
 
     def close(self) -> None:
@@ -114,8 +114,7 @@ class LaunchHooks(Callback):
         was interrupted: the launcher exits 128+signal)."""
         n_failed = len(tally.failures)
         msg = (f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
-               + (f" (already done; {tally.launcher.get('force_key', 'hydra.launcher.force')}=true re-runs them)"
-                  if tally.skipped else "")
+               + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
                + (f", {tally.killed} killed" if tally.killed else "") + note)
         print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)
         if tally.failures:
@@ -145,6 +144,11 @@ class LaunchHooks(Callback):
         if self.driven:
             return {"driven": True}
         return {k: v for k, v in self.__dict__.items() if k != "tally"}
+
+
+def rerun_hint(force_key: str, what: str = "them") -> str:
+    """How to run again the jobs a resumed sweep skips: '<force_key>=true re-runs them'."""
+    return f"{force_key}=true re-runs {what}"
 
 
 def take() -> list[LaunchHooks]:
