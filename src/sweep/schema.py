@@ -4,7 +4,7 @@ or a wrong type fails when Hydra composes the config, before any job starts.
 An option built from a class (a problem, a method, a variant, a tracker) has its schema derived from that class: the
 class's fields, types and defaults, written once in the class, plus its `_target_`. Options that are plain data
 (device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
-schema with ``defaults: [/schema/<group>@_here_: <schema name>, _self_]`` and set only what differs from it
+schema with ``defaults: [/schema/<group>@_here_: <option>, _self_]`` and set only what differs from it
 (tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
 checked in sweep.validate.
 """
@@ -20,8 +20,10 @@ from omegaconf import MISSING
 
 
 @dataclass
-class MethodConfig:
-    _target_: str = MISSING
+class OptionConfig:
+    """What every option built from a class has: the class (`_target_`) and the option's name."""
+
+    _target_: Optional[str] = MISSING
     name: str = MISSING
 
 
@@ -54,29 +56,27 @@ def from_class(target: str, base: tuple[type, ...] = (), instantiate: bool = Tru
     return schema
 
 
-ProblemConfig = from_class("sweep.problems.sparse_parity.SparseParity")
-VariantConfig = from_class("sweep.variants.standard.Standard")
-METHODS = {"sgd": "sweep.methods.sgd.SGD", "gf2": "sweep.methods.gf2.GF2", "km": "sweep.methods.km.KM",
-           "sign_sgd": "sweep.methods.sign_sgd.SignSGD", "curriculum": "sweep.methods.curriculum.Curriculum",
-           "fourier": "sweep.methods.fourier.Fourier", "smt": "sweep.methods.smt.SMT",
-           "forward_forward": "sweep.methods.forward_forward.ForwardForward", "ols": "sweep.methods.ols.OLS"}
-METHOD_SCHEMAS: dict[str, type] = {m: from_class(t, (MethodConfig,)) for m, t in METHODS.items()}
-
-
-@dataclass
-class TrackerConfig:
-    _target_: Optional[str] = MISSING
-    name: str = MISSING
-
-
-# tracker=none carries the fields every tracker has (scope, cache size) and records no trace at all
-TRACKER_SCHEMAS: dict[str, type] = {
-    "none": from_class("sweep.trackers.base.TrackerBase", (TrackerConfig,), instantiate=False),
-    "ard": from_class("sweep.trackers.ard.ARDTracker", (TrackerConfig,)),
-    "cache": from_class("sweep.trackers.cache.CacheTracker", (TrackerConfig,)),
-    "dmd": from_class("sweep.trackers.dmd.DMDTracker", (TrackerConfig,)),
-    "energy": from_class("sweep.trackers.energy.EnergyTracker", (TrackerConfig,)),
+# option -> the class it builds, per group; each option's schema is derived from its class
+CLASSES: dict[str, dict[str, str]] = {
+    "problem": {"sparse_parity": "sweep.problems.sparse_parity.SparseParity",
+                "sparse_and": "sweep.problems.sparse_and.SparseAnd", "sparse_sum": "sweep.problems.sparse_sum.SparseSum"},
+    "method": {"sgd": "sweep.methods.sgd.SGD", "gf2": "sweep.methods.gf2.GF2", "km": "sweep.methods.km.KM",
+               "sign_sgd": "sweep.methods.sign_sgd.SignSGD", "curriculum": "sweep.methods.curriculum.Curriculum",
+               "fourier": "sweep.methods.fourier.Fourier", "smt": "sweep.methods.smt.SMT",
+               "forward_forward": "sweep.methods.forward_forward.ForwardForward", "ols": "sweep.methods.ols.OLS"},
+    "variant": {"standard": "sweep.variants.standard.Standard", "fused": "sweep.variants.fused.Fused",
+                "perlayer": "sweep.variants.perlayer.PerLayer", "tiled": "sweep.variants.tiled.Tiled",
+                "tiled_fused": "sweep.variants.tiled_fused.TiledFused", "tiled_w2": "sweep.variants.tiled_w2.TiledW2"},
+    "tracker": {"ard": "sweep.trackers.ard.ARDTracker", "cache": "sweep.trackers.cache.CacheTracker",
+                "dmd": "sweep.trackers.dmd.DMDTracker", "energy": "sweep.trackers.energy.EnergyTracker"},
 }
+# tracker=none carries the fields every tracker has (scope, cache size) and records no trace at all
+UNBUILT: dict[str, dict[str, str]] = {"tracker": {"none": "sweep.trackers.base.TrackerBase"}}
+
+
+def _derived(group: str) -> dict[str, type]:
+    return {**{o: from_class(t, (OptionConfig,)) for o, t in CLASSES[group].items()},
+            **{o: from_class(t, (OptionConfig,), instantiate=False) for o, t in UNBUILT.get(group, {}).items()}}
 
 
 @dataclass
@@ -121,25 +121,22 @@ class CompareConfig:
 
 @dataclass
 class Config:
-    problem: ProblemConfig = MISSING
-    method: MethodConfig = MISSING
-    variant: VariantConfig = MISSING
+    problem: OptionConfig = MISSING
+    method: OptionConfig = MISSING
+    variant: OptionConfig = MISSING
     device: DeviceConfig = MISSING
-    tracker: TrackerConfig = MISSING
+    tracker: OptionConfig = MISSING
     mlflow: MLflowConfig = field(default_factory=MLflowConfig)
     run_name: Optional[str] = None
     extra: dict[str, Any] = field(default_factory=dict)
     compare: CompareConfig = field(default_factory=CompareConfig)
 
 
-SCHEMAS: dict[str, dict[str, type]] = {
-    "problem": {"problem": ProblemConfig},
-    "method": METHOD_SCHEMAS,
-    "variant": {"variant": VariantConfig},
-    "device": {"device": DeviceConfig},
-    "tracker": TRACKER_SCHEMAS,
-}
-JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # the groups a job is made of: problem, method, variant, ...
+# group -> option -> schema; the groups a job is made of, in this order
+SCHEMAS: dict[str, dict[str, type]] = {"problem": _derived("problem"), "method": _derived("method"),
+                                       "variant": _derived("variant"), "device": {"device": DeviceConfig},
+                                       "tracker": _derived("tracker")}
+JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
 
 
 def register_configs() -> None:
