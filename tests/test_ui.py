@@ -109,6 +109,20 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     assert ui.next_steps(rec.client, uri, rec.experiment_id, rerun) == line
     assert find_parent(rec.client, "ui_tags").info.run_id == parent
 
+    # a resume that re-ran one job (its earlier run FAILED): the view lists the sweep whole, each job's latest run
+    from sweep import job
+    from tests.conftest import compose
+
+    rec.client.set_terminated(results[0].run_id, "FAILED")
+    resumed = rec.start_parent("sweep sweeps=ui_tags", {"sweep.overrides": "sweeps=ui_tags", "launcher": "basic"})
+    again = job.run(compose("method=gf2", "problem.seed=42", "problem.n_bits=10", "tracker=none"))
+    rec.log(again, parent_run_id=resumed)
+    rec.end_parent(resumed, "FINISHED", [again])
+    ui.next_steps(rec.client, uri, rec.experiment_id, resumed)
+    view = json.loads(MlflowClient(uri).get_experiment(rec.experiment_id).tags[ui.VIEW_TAG_PREFIX + ui.VIEW_KEY])
+    listed = rec.client.search_runs([rec.experiment_id], filter_string=view["searchFilter"])
+    assert {r.info.run_id for r in listed} == {again.run_id} | {r.run_id for r in results[1:]}
+
     assert ui.main(["no_such_study", "--tracking-uri", uri]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.ui")]  # MLflow logs too
     assert len(err) == 1 and err[0].startswith("sweep.ui: study: no sweep parent run found for 'no_such_study'")

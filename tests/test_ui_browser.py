@@ -1,6 +1,7 @@
-"""A sweep, then `python -m sweep.ui <study>` as its last line says, and headless Chromium, as a user: the address
-the UI prints shows the sweep's child runs, named by what they vary, with their accuracy / ard / energy_pj /
-wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and in tests/artifacts/ (git-ignored).
+"""A sweep, resumed, then `python -m sweep.ui <study>` as its last line says, and headless Chromium, as a user: the
+address the UI prints shows the sweep's runs (under both parents), named by what they vary, with their accuracy /
+ard / energy_pj / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and
+in tests/artifacts/ (git-ignored).
 
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
@@ -64,28 +65,35 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
 @pytest.fixture
 def swept(store, tmp_path):
     """A real sweep as a user runs it (gf2/km x seeds 42,43, energy tracker: energy_pj and ard) in a temporary
-    store; returns its child runs and the `python -m sweep.ui ...` arguments its last line tells the user."""
+    store, resumed once (a job whose run FAILED runs again under a new parent); returns the sweep's runs (each
+    job's latest), the run the resume replaced, and the `python -m sweep.ui ...` arguments its last line says."""
     from mlflow.tracking import MlflowClient
 
-    from sweep.compare import find_parent, load_children
+    from sweep.compare import find_parent, load_children, sweep_runs
 
-    p = run_sweep("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
-                  "mlflow.experiment=ui_demo", cwd=tmp_path)
+    args = ("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
+            "mlflow.experiment=ui_demo")
+    p = run_sweep(*args, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "[FINISHED] method=km problem.seed=43 accuracy=1.000 " in p.stdout and " energy_pj=" in p.stdout
+    client = MlflowClient(store)
+    first = load_children(client, find_parent(client, "ui_demo"))
+    assert len({c.info.run_name for c in first}) == 4  # each job named by what it varies, once
+    client.set_terminated(first[0].info.run_id, "FAILED")
+    p = run_sweep(*args, cwd=tmp_path)
+    assert p.returncode == 0 and "3 skipped" in p.stdout, p.stderr
     ui_args = re.search(r"python -m sweep\.ui (.+?)\s+→", p.stdout.splitlines()[-1])
     assert ui_args, p.stdout
-    client = MlflowClient(store)
-    children = load_children(client, find_parent(client, "ui_demo"))
-    assert len({c.info.run_name for c in children}) == 4  # each job named by what it varies, once
-    return children, shlex.split(ui_args.group(1))
+    runs = sweep_runs(client, find_parent(client, "ui_demo"))
+    assert len(runs) == 4 and first[0].info.run_id not in {r.info.run_id for r in runs}
+    return runs, first[0], shlex.split(ui_args.group(1))
 
 
 @pytest.fixture
 def ui_address(swept, tmp_path):
     """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[1], "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             start_new_session=True)
     try:
@@ -128,7 +136,7 @@ def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, reque
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    children, _ = request.getfixturevalue("swept")
+    children, replaced, _ = request.getfixturevalue("swept")  # the resumed sweep whole, across its two parents
     shot = tmp_path / "mlflow-ui.png"
     driver = _browser()
     try:
@@ -145,6 +153,7 @@ def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, reque
         ARTIFACTS.mkdir(exist_ok=True)
         shutil.copy(shot, ARTIFACTS / shot.name)
 
+        assert not driver.find_elements(By.CSS_SELECTOR, f"div[row-id='{replaced.info.run_id}']")
         headers = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[role='columnheader']")}
         assert set(METRICS) <= headers, headers
         for r in children:

@@ -12,7 +12,10 @@ MLflow's own conventions make the study open on its runs:
   on the GenAI overview until the user sets the toggle once. Hence the addresses printed here;
 - a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
   table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
-  columns a study compares and lists the child runs of the study's latest sweep (a search on their parent).
+  columns a study compares and lists the runs of the study's latest sweep: its parent's children, or, for a
+  sweep resumed under several parent runs, its runs by id (the latest run of each job, as `sweep.compare`
+  reads it; MLflow's search has neither OR nor IN for tags), unless so many ids would not fit in the view's tag
+  (then the newest parent's children).
 """
 from __future__ import annotations
 
@@ -46,21 +49,28 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
             f"&viewStateShareKey={VIEW_KEY}")
 
 
-def study_view(client: Any, experiment_id: str, parent_run_id: str | None) -> None:
-    """Write the study's view onto its experiment: the model-training kind, the metric columns, and the runs
-    list filtered to the child runs of the sweep `parent_run_id` (clearing the search shows every run)."""
-    state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS]}
-    if parent_run_id:  # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
-        from sweep.compare import children_filter
+def study_view(client: Any, parent: Any) -> None:
+    """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
+    metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
+    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH
 
-        state["searchFilter"] = children_filter(parent_run_id)
-        # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
-        names = [r.info.run_name or "" for r in client.search_runs([experiment_id], state["searchFilter"],
-                                                                   max_results=500)]
-        width = min(600, max(180, 7 * max(map(len, names), default=0) + 60))
-        state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
-        # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
-        state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    from sweep.compare import children_filter, sweep_runs
+
+    # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
+    runs = sweep_runs(client, parent)
+    state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
+                             "searchFilter": children_filter(parent.info.run_id)}
+    # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
+    width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
+    state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
+    # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
+    state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
+        ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
+        whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
+        if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_VAL_LENGTH:
+            state = whole
+    experiment_id = parent.info.experiment_id
     client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
     client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
 
@@ -83,7 +93,7 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
             parent = find_parent(client, study)
         except LookupError:
             pass
-    study_view(client, parent.info.experiment_id, parent.info.run_id)
+    study_view(client, parent)
     name = shlex.quote(study)
     store = _store_args(tracking_uri)
     return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
@@ -116,11 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except LookupError as e:
             print(f"sweep.ui: study: {e}", file=sys.stderr)
             return 2
-        study_view(client, parent.info.experiment_id, parent.info.run_id)
+        study_view(client, parent)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
     else:  # each study's own address: a click in MLflow's list opens the GenAI overview (see the module doc)
         for name, parent in latest_sweeps(client):
-            study_view(client, parent.info.experiment_id, parent.info.run_id)
+            study_view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
     print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
     from sweep.owned_process import run_owned
