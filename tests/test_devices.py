@@ -97,3 +97,15 @@ def test_cuda_without_gpu_is_refused_before_the_job_starts(store, tmp_path):
     assert "needs a CUDA GPU" in r.stderr and "device=torch_cpu" in r.stderr
     assert "[FINISHED]" not in r.stdout
     assert not (tmp_path / "mlruns" / "mlflow.db").exists()  # no MLflow run, not even a store
+
+
+def test_a_gpu_is_priced_from_the_modal_table_and_torch_cpu_as_the_cpu():
+    """device=cuda's price is the table's rate for device.gpu (written once, in conf/prices/modal_gpu.yaml);
+    device=torch_cpu is device=cpu's machine and price."""
+    from sweep.cost import device_price_per_hour, load_prices
+
+    assert device_price_per_hour(compose("device=cuda", "device.gpu=A10G").device) == load_prices()["A10G"]
+    assert device_price_per_hour(compose("device=cuda").device) == load_prices()["L4"]
+    cpu, torch_cpu = compose("device=cpu").device, compose("device=torch_cpu").device
+    assert device_price_per_hour(torch_cpu) == device_price_per_hour(cpu) > 0
+    assert device_price_per_hour(compose("device=cpu", "device.price_per_hour=2.5").device) == 2.5

@@ -151,8 +151,15 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
                     bad.append(f"{source}: fields or defaults differ from schema {group}/{name}")
         for f in sorted((ROOT / "conf" / group).glob("*.yaml")):
             doc = yaml.safe_load(f.read_text()) or {}
-            base = next(v for e in doc.get("defaults", []) if isinstance(e, dict)
-                        for k, v in e.items() if k.startswith("/schema/"))
+            entries = doc.get("defaults", [])
+            base = next((v for e in entries if isinstance(e, dict) for k, v in e.items() if k.startswith("/schema/")),
+                        None)
+            if base is None:  # an option that extends another option of its group (device=torch_cpu: cpu)
+                parent = next(e for e in entries if isinstance(e, str) and e.startswith(f"/{group}/"))
+                parent_doc = yaml.safe_load((ROOT / "conf" / f"{parent.split('@')[0].lstrip('/')}.yaml").read_text())
+                bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats {parent}'s" for k, v in doc.items()
+                        if k != "defaults" and parent_doc.get(k) == v]
+                continue
             own = defaults(options[base])
             bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats its schema's default" for k, v in doc.items()
                     if k in own and k != "name" and own[k] == v]

@@ -11,7 +11,7 @@ torch.compile) as ``warmup_s`` apart from the steady-state solve it reports as `
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 import numpy as np
@@ -43,14 +43,16 @@ def require_device(backend: str, device: str) -> None:
 class Backend:
     """device=cpu is Backend('numpy'); device=cuda is Backend('torch', 'cuda'); device=torch_cpu for CI."""
 
-    name: str = "numpy"
-    device: str = "cpu"
-    dtype: str = "float64"
-    compile: bool = False
+    name: str = "numpy"  # numpy | torch (device.backend)
+    device: str = "cpu"  # torch device string when name=torch (device.torch_device)
+    # The knobs below are device config fields of the same names (KNOBS; sweep.schema.DeviceConfig carries them).
+    dtype: str = "float64"  # float64: the seeds' precision; float32: faster, see README "float32 on CPU"
+    compile: bool = False  # torch.compile the hot step (seed 004)
     compile_backend: str = "inductor"  # torch.compile backend (inductor; aot_eager compiles in seconds)
-    compile_mode: str = "default"  # one of COMPILE_MODES
+    compile_mode: str = "default"  # one of COMPILE_MODES (seed 004 tunes with max-autotune)
     fullgraph: bool = False  # torch.compile(fullgraph=True): a graph break is an error, not a Python fallback
-    autocast: str = "none"  # one of AUTOCAST_DTYPES
+    # mixed precision for the hot step: one of AUTOCAST_DTYPES (torch.autocast; seed 004's fp16 matmuls)
+    autocast: str = "none"
     threads: int = 0  # CPU threads of torch's intra-op pool and numpy's BLAS; 0 leaves the libraries' defaults
     _compiled: dict = field(default_factory=dict, repr=False)
 
@@ -159,3 +161,8 @@ class Backend:
 
     def scalar(self, a) -> float:
         return float(a.item()) if hasattr(a, "item") else float(a)
+
+
+# Backend fields that a device config sets by the same name (all but which library and which torch device)
+KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Backend) if f.name not in ("name", "device")
+                               and not f.name.startswith("_"))

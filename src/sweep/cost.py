@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 
 def cost_usd(seconds: float, price_per_hour: float) -> float:
@@ -41,3 +41,10 @@ def gpu_price_per_hour(gpu: Optional[str], path: Optional[str] = None) -> float:
         raise KeyError(f"no Modal price for gpu={gpu!r}: add it to {path or price_table()} "
                        f"(known: {', '.join(sorted(prices))})")
     return prices[kind] * (int(count) if count else 1)
+
+
+def device_price_per_hour(device: Any) -> float:
+    """USD per hour of a job's device: device.price_per_hour, or where that is null (device=cuda), the Modal
+    rate of device.gpu from the price table: a GPU of this machine is priced as Modal's of its type."""
+    price = getattr(device, "price_per_hour", None)
+    return float(price) if price is not None else gpu_price_per_hour(getattr(device, "gpu", None))

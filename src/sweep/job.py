@@ -13,8 +13,8 @@ import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.backend import Backend
-from sweep.cost import cost_usd
+from sweep.backend import KNOBS, Backend
+from sweep.cost import cost_usd, device_price_per_hour
 from sweep.methods.base import Context
 from sweep.result import RunResult
 from sweep.trackers.base import TrackerReport
@@ -51,10 +51,7 @@ def build(node: DictConfig) -> Any:
 
 
 def make_backend(device: DictConfig) -> Backend:
-    return Backend(name=device.backend, device=device.torch_device, dtype=device.dtype, compile=device.compile,
-                   compile_backend=device.get("compile_backend", "inductor"),
-                   compile_mode=device.get("compile_mode", "default"), fullgraph=device.get("fullgraph", False),
-                   autocast=device.get("autocast", "none"), threads=device.get("threads", 0))
+    return Backend(name=device.backend, device=device.torch_device, **{k: device[k] for k in KNOBS})
 
 
 def config_yaml(cfg: DictConfig) -> str:
@@ -113,7 +110,7 @@ def run(cfg: DictConfig) -> RunResult:
         "train_accuracy": float(outcome.train_accuracy),
         "epochs": float(outcome.epochs),
         "wall_clock_s": wall,
-        "cost_usd": cost_usd(wall, cfg.device.price_per_hour),
+        "cost_usd": cost_usd(wall, device_price_per_hour(cfg.device)),
         **({"warmup_s": warmup} if warmup is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
         **{k: float(v) for k, v in report.metrics.items()},

@@ -52,9 +52,9 @@ def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = 
 def charge_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
     """A job that ran on a CPU host (not a Modal GPU): its task's CPU seconds, and their cost at
     device.price_per_hour (whichever launcher ran it)."""
-    from sweep.cost import cost_usd
+    from sweep.cost import cost_usd, device_price_per_hour
 
-    price = float(OmegaConf.select(cfg, "device.price_per_hour", default=0.0) or 0.0)
+    price = device_price_per_hour(cfg.device) if OmegaConf.select(cfg, "device") is not None else 0.0
     result.metrics["cpu_s"] = cpu_s
     result.metrics["cost_usd"] = cost_usd(cpu_s, price)
 

@@ -79,24 +79,26 @@ def _derived(group: str) -> dict[str, type]:
             **{o: from_class(t, (OptionConfig,), instantiate=False) for o, t in UNBUILT.get(group, {}).items()}}
 
 
-@dataclass
-class DeviceConfig:
-    name: str = "cpu"
-    backend: str = "numpy"  # numpy | torch
-    torch_device: str = "cpu"  # torch device string when backend=torch
-    dtype: str = "float64"  # float64: the seeds' precision; float32: faster, see README "float32 on CPU"
-    compile: bool = False  # torch.compile the hot step (seed 004)
-    compile_backend: str = "inductor"  # torch.compile backend: inductor, or aot_eager (no C++ codegen)
-    # torch.compile mode (seed 004 tunes with max-autotune) and fullgraph=True (no graph breaks back to Python)
-    compile_mode: str = "default"
-    fullgraph: bool = False
-    # mixed precision for the hot step: none, or torch.autocast to float16 / bfloat16 (seed 004's fp16 matmuls)
-    autocast: str = "none"
-    threads: int = 0  # CPU threads of torch's intra-op pool and numpy's BLAS; 0: the libraries' defaults
-    # USD per hour of this device; cost_usd = wall_clock_s * price_per_hour / 3600
-    price_per_hour: float = 0.0
-    gpu: Optional[str] = None  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
-    local_gpu: bool = False  # run cuda jobs on this machine's GPU instead of Modal
+def _device_config() -> type:
+    """device: which library and torch device, the array backend's knobs (derived from sweep.backend.Backend,
+    whose fields of the same names they are), and where it runs and at what price."""
+    from sweep.backend import KNOBS, Backend
+
+    backend = {f.name: f for f in dataclasses.fields(Backend)}
+    return dataclasses.make_dataclass("DeviceConfig", [
+        ("name", str, field(default="cpu")),
+        ("backend", str, field(default=backend["name"].default)),  # numpy | torch
+        ("torch_device", str, field(default=backend["device"].default)),  # torch device string when backend=torch
+        *((k, _field_type(backend[k]), field(default=backend[k].default)) for k in KNOBS),
+        # USD per hour of this device (cost_usd = wall_clock_s * price_per_hour / 3600); null: the Modal price of
+        # device.gpu (sweep.cost.device_price_per_hour)
+        ("price_per_hour", Optional[float], field(default=0.0)),
+        ("gpu", Optional[str], field(default=None)),  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
+        ("local_gpu", bool, field(default=False)),  # run cuda jobs on this machine's GPU instead of Modal
+    ], namespace={"__module__": __name__})
+
+
+DeviceConfig = _device_config()
 
 
 @dataclass
