@@ -89,6 +89,10 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     p = sweep(store, tmp_path, *args[:3], "problem.seed=1", "mlflow.experiment=isolation", "hydra.launcher.force=true")
     assert p.returncode == 0, p.stderr
     assert [c.info.status for c in runs(store, "isolation")[1][6:]] == ["FINISHED"]
+    # and so does the app's switch, the one every launcher reads
+    p = sweep(store, tmp_path, *args[:3], "problem.seed=1", "mlflow.experiment=isolation", "mlflow.force=true")
+    assert p.returncode == 0, p.stderr
+    assert [c.info.status for c in runs(store, "isolation")[1][6:]] == ["FINISHED", "FINISHED"]
 
 
 APP = textwrap.dedent("""

@@ -22,6 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.result import RunResult
 from sweep.validate import JOB_GROUPS
 
+# re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
+FORCE_KEY = "mlflow.force"
+
 RESUME_QUERY_MAX = 16  # up to this many jobs, one query each; more: one pass over the experiment's runs
 
 
@@ -154,7 +157,9 @@ class SweepLaunchHooks(LaunchHooks):
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
             return set()
         self._start(mine[0].cfg)
-        if self.tally is not None and self.tally.launcher.get("force"):
+        # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
+        if (self.tally is not None and self.tally.launcher.get("force")) or OmegaConf.select(
+                mine[0].cfg, FORCE_KEY, default=False):
             return set()
         done = self._finished_hashes([j.data["config"] for j in mine])
         from sweep.recorder import config_hash

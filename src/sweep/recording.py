@@ -28,14 +28,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import Tally
 
-from sweep.launch_hooks import SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job, open_parent
+from sweep.launch_hooks import (FORCE_KEY, SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job,
+                                open_parent)
 from sweep.result import RunResult
 from sweep.errors import ConfigError
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
 REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
-FORCE_KEY = "mlflow.force"
 
 
 def launched_by_own_launcher(config: DictConfig) -> bool:
@@ -101,7 +101,7 @@ def already_done(cfg: DictConfig) -> str | None:
 
     hydra_cfg = HydraConfig.get()  # a job's own config has no hydra section
     if (hydra_cfg.mode != RunMode.MULTIRUN or str(hydra_cfg.launcher.get("_target_", "")).startswith(OWN_LAUNCHER_PREFIX)
-            or not cfg.mlflow.enabled or cfg.mlflow.get("force", False) or not is_sweep_job(cfg)):
+            or not cfg.mlflow.enabled or OmegaConf.select(cfg, FORCE_KEY, default=False) or not is_sweep_job(cfg)):
         return None
     from sweep.job import job_config
     from sweep.recorder import shared_recorder

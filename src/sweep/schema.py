@@ -106,8 +106,8 @@ class MLflowConfig:
     tracking_uri: Optional[str] = None  # null: the project's store, <project>/mlruns (or $MLFLOW_TRACKING_URI)
     experiment: str = "sweep"
     enabled: bool = True
-    # under Hydra's own and other launchers (submitit): re-run jobs that already have a FINISHED run (the
-    # project's launcher has hydra.launcher.force)
+    # re-run jobs that already have a FINISHED run, under any launcher (sweep.launch_hooks.FORCE_KEY; the
+    # project's launcher also has its own switch, hydra.launcher.force)
     force: bool = False
 
 
