@@ -43,6 +43,22 @@ def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
                           text=True, timeout=timeout)
 
 
+# every Python process started with this directory first on PYTHONPATH (the launcher's workers too)
+BLOCK = "import sys\nfor m in ('sweep', 'modal', 'optuna'):\n    sys.modules[m] = None\n"
+
+
+def run_plain_app(tmp_path: Path, app: str, *overrides: str) -> subprocess.CompletedProcess:
+    """Run the plain Hydra script `app` (written into tmp_path) as a multirun, with only the launcher plugin on
+    the path: `sweep`, `modal` and `optuna` are unimportable in every process it starts."""
+    (tmp_path / "app.py").write_text(app)
+    (tmp_path / "block").mkdir(exist_ok=True)
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "block"), str(ROOT / "launchers")])}
+    return subprocess.run([sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                           "hydra/hydra_logging=disabled", "hydra/job_logging=disabled", *overrides],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
 def compose(*overrides: str, hydra_section: bool = False):
     """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked)."""
     from hydra import compose as hydra_compose

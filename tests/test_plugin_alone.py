@@ -3,10 +3,10 @@ process it starts, runs a multirun on `hydra/launcher=local`; a job placed on Mo
 fails with how to install it."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import run_plain_app
 
 APP = '''
 import hydra
@@ -20,19 +20,10 @@ def main(cfg):
 
 main()
 '''
-# every Python process started with this directory first on PYTHONPATH (the launcher's workers too)
-BLOCK = "import sys\nfor m in ('sweep', 'modal', 'optuna'):\n    sys.modules[m] = None\n"
 
 
 def run_app(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    (tmp_path / "app.py").write_text(APP)
-    (tmp_path / "block").mkdir(exist_ok=True)
-    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK)
-    launchers = Path(__file__).resolve().parents[1] / "launchers"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "block"), str(launchers)])}
-    return subprocess.run([sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path / 'multirun'}",
-                           "hydra/hydra_logging=disabled", "hydra/job_logging=disabled", *overrides],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return run_plain_app(tmp_path, APP, *overrides)
 
 
 def test_a_plain_hydra_app_sweeps_on_the_local_launcher_without_sweep_or_modal(tmp_path: Path) -> None:

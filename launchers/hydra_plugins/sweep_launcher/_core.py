@@ -146,6 +146,18 @@ def dump_reply(reply: Reply) -> bytes:
         return cloudpickle.dumps(reply)
 
 
+def load_reply(data: bytes, idx: int) -> Reply:
+    """A reply as the launcher receives it; one that cannot be loaded here (its value's class missing in this
+    process, a value whose unpickling raises) is job `idx`'s FAILED reply, with why in one line."""
+    try:
+        return cloudpickle.loads(data)
+    except KeyboardInterrupt:  # a signal (the launcher's Interrupted) is no job's fault
+        raise
+    except BaseException as e:  # noqa: BLE001
+        why = f"the job's result could not be loaded by the launcher ({type(e).__name__}: {e})"
+        return Reply(idx=idx, job_return=None, error=traceback.format_exc() + why + "\n", reason=why)
+
+
 def execute(idx: int, payload: bytes) -> bytes:
     """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s payload -> cloudpickled
     Reply. Never raises: a payload that cannot be unpacked where it runs (a module missing in the container)

@@ -22,7 +22,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config
+from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
@@ -98,15 +98,31 @@ class Dispatcher:
         return [w for w in self.pool.workers if w.jobs] if self.pool is not None else []
 
     def _refill(self) -> None:
-        for w in self.pool.workers if self.pool is not None else []:
-            while self.local and len(w.jobs) < PER_WORKER:
+        workers = self.pool.workers if self.pool is not None else []
+        for i, w in enumerate(workers):
+            if w.gone and not w.jobs:  # its replies all read: a fresh worker takes its place
+                self.pool.replace(w)  # type: ignore[union-attr]
+                w = workers[i]
+            while self.local and len(w.jobs) < PER_WORKER and not w.gone:
                 self._send(w, self.local.popleft())
         self.progress.running_now(len(self._busy()))
 
     def _send(self, w: Worker, job: Job) -> None:
-        if self.sid not in w.sessions:
-            w.conn.send_bytes(cloudpickle.dumps(("session", self.sid, self.session_bytes)))
-            w.sessions = {self.sid}
+        """Send `job` to `w`; a worker found dead (it exited between jobs) gets nothing more: the job goes back
+        to the front of the queue, and the worker is replaced once its replies already sent are read."""
+        try:
+            if self.sid not in w.sessions:
+                w.conn.send_bytes(cloudpickle.dumps(("session", self.sid, self.session_bytes)))
+                w.sessions = {self.sid}
+            w.conn.send_bytes(self._job_message(w, job))
+        except OSError:  # BrokenPipeError, ConnectionResetError: the job never reached the worker
+            w.gone = True
+            self.local.appendleft(job)
+            return
+        w.jobs.append(job)
+        job.started = time.perf_counter()
+
+    def _job_message(self, w: Worker, job: Job) -> bytes:
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
         tpl = None
         if job.template is not None:  # its hydra section goes to each worker once
@@ -115,11 +131,9 @@ class Dispatcher:
             w.templates.add(job.template)
         msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, tpl)
         try:
-            w.conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+            return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
-            w.conn.send_bytes(cloudpickle.dumps(msg))
-        w.jobs.append(job)
-        job.started = time.perf_counter()
+            return cloudpickle.dumps(msg)
 
     def _collect(self) -> list[tuple[Job, Reply]]:
         busy = self._busy()
@@ -129,9 +143,9 @@ class Dispatcher:
         ready = set(wait(waitables, timeout=1.0))
         arrived: list[tuple[Job, Reply]] = []
         if self.remote_conn is not None and self.remote_conn in ready:
-            reply: Reply = cloudpickle.loads(self.remote_conn.recv_bytes())
+            idx, data = pickle.loads(self.remote_conn.recv_bytes())
             self.n_remote_left -= 1
-            arrived.append((self.by_idx[reply.idx], reply))
+            arrived.append((self.by_idx[idx], load_reply(data, idx)))
         for w in busy:
             if w.conn not in ready and w.proc.sentinel not in ready:
                 continue
@@ -141,7 +155,7 @@ class Dispatcher:
                 data = None
             job = w.jobs.popleft()
             if data is not None:
-                arrived.append((job, cloudpickle.loads(data)))
+                arrived.append((job, load_reply(data, job.idx)))
                 continue
             # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)

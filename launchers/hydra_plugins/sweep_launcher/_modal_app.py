@@ -11,6 +11,7 @@ MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import sys
 import threading
@@ -126,9 +127,18 @@ def failure(idx: int, message: str) -> bytes:
     return cloudpickle.dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
 
 
+def reply_idx(data: bytes) -> Optional[int]:
+    """The job index of a reply from `execute`; None for one that cannot be loaded here."""
+    try:
+        return cloudpickle.loads(data).idx
+    except Exception:  # noqa: BLE001 - the launcher's load_reply says why, for the job left unanswered
+        return None
+
+
 def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,
                stop: threading.Event) -> None:
-    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each reply on `out` as it finishes.
+    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each (idx, reply bytes) on `out` (plain
+    pickle) as it finishes.
 
     One `Function.starmap` over (idx, payload) per GPU type (in parallel), unordered: each reply arrives as its
     job ends. `execute` never raises (a task's error is in its Reply), so an exception out of the map is Modal's
@@ -141,20 +151,26 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
         with lock:
             if idx not in answered:
                 answered.add(idx)
-                out.send_bytes(data)
+                out.send_bytes(pickle.dumps((idx, data), protocol=pickle.HIGHEST_PROTOCOL))
 
     def fan_out(fn: Any, group: list[tuple[int, bytes]]) -> None:
         errors: list[str] = []
+        unloadable: list[bytes] = []  # replies whose job is unknown here: the jobs left unanswered get them
         for item in fn.starmap(group, order_outputs=False, return_exceptions=True):
             if stop.is_set():
                 return
             if isinstance(item, bytes):
-                send(cloudpickle.loads(item).idx, item)
+                idx = reply_idx(item)
+                if idx is None:
+                    unloadable.append(item)
+                else:
+                    send(idx, item)
             else:
                 errors.append(f"Modal: {type(item).__name__}: {item}")
         for idx, _ in group:  # what the map did not answer
             if not stop.is_set():
-                send(idx, failure(idx, errors[0] if errors else "Modal: no result came back"))
+                send(idx, unloadable.pop() if unloadable else
+                     failure(idx, errors[0] if errors else "Modal: no result came back"))
 
     try:
         app, fns = build_app(opts, [g for _, g, _ in jobs])

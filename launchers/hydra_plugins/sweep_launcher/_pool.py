@@ -48,6 +48,7 @@ class Worker:
     sessions: set[int] = field(default_factory=set)
     templates: set[int] = field(default_factory=set)  # template hydra sections this worker already has
     jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
+    gone: bool = False  # a send found its pipe closed: it takes no more jobs, and is replaced once drained
 
 
 class Pool:

@@ -54,6 +54,8 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         else:
             data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,
                                       hydra_template=templates.get(tpl[0]) if tpl is not None else None))
-        conn.send_bytes(data)
+        # the job's output before its reply: once the launcher has the reply, nothing of the job is left in
+        # this process (a worker stopped at the end of the sweep, or killed, loses no line)
         sys.stdout.flush()
         sys.stderr.flush()
+        conn.send_bytes(data)
