@@ -76,3 +76,27 @@ def test_a_result_the_launcher_cannot_load_fails_only_its_job(tmp_path: Path) ->
     assert "Error executing job with overrides: ['+x=2']" in p.stderr, p.stderr[-3000:]
     assert ("the job's result could not be loaded by the launcher (ValueError: invalid literal for int()"
             in p.stderr), p.stderr[-3000:]
+
+
+RAISES = '''
+import hydra
+
+
+def divide(x):
+    return x / 0
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    return divide(cfg.x)
+
+
+main()
+'''
+
+
+def test_a_failed_task_shows_its_own_traceback(tmp_path: Path) -> None:
+    # Hydra prints the frames of its sweeper; the task's, from the worker, come as the exception's cause
+    p = run_plain_app(tmp_path, RAISES, "hydra/launcher=local", "hydra.launcher.progress=false", "+x=1")
+    assert p.returncode == 1
+    assert 'app.py", line 6, in divide' in p.stderr and "return x / 0" in p.stderr, p.stderr[-3000:]

@@ -82,13 +82,31 @@ class IsolatedFailure(ReturnedJob):
         return failure
 
 
+class RemoteTraceback(Exception):
+    """The task's traceback where it ran, as text: the cause of the exception the sweeper raises, so the user sees
+    the task's own frames under the sweeper's (an exception crosses a pipe without its traceback). As
+    concurrent.futures does for a process pool."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text.rstrip()}\n"""'
+
+
 def job_return(job: Job, reply: Reply) -> JobReturn:
     if reply.job_return is not None:
-        return ReturnedJob.of(reply.job_return, job.cfg, reply.output_dir)
-    # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
-    return JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), hydra_cfg=None, working_dir=None,
-                     task_name=str(job.cfg.hydra.job.name), status=JobStatus.FAILED,
-                     _return_value=RuntimeError((reply.error or "failed").strip().splitlines()[-1]))
+        ret: JobReturn = ReturnedJob.of(reply.job_return, job.cfg, reply.output_dir)
+    else:  # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
+        ret = JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), hydra_cfg=None, working_dir=None,
+                        task_name=str(job.cfg.hydra.job.name), status=JobStatus.FAILED,
+                        _return_value=RuntimeError((reply.error or "failed").strip().splitlines()[-1]))
+    exc = ret.__dict__.get("_return_value")  # a FAILED return's exception (JobReturn has no public getter)
+    if ret.status == JobStatus.FAILED and isinstance(exc, BaseException) and reply.error \
+            and len(reply.error.strip().splitlines()) > 1:  # more than the exception's own line
+        exc.__cause__ = RemoteTraceback(reply.error)
+    return ret
 
 
 def skipped_return(job: Job) -> JobReturn:
