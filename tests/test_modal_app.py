@@ -30,3 +30,19 @@ def test_offline_runs_the_modal_function_locally_and_never_raises():
         reply = cloudpickle.loads(_modal_app.run_offline(7, payload, {"gpu": None}))
         assert isinstance(reply, Reply) and reply.idx == 7 and reply.job_return is None
         assert reply.reason and reply.error and "Traceback" in reply.error
+
+
+def test_a_batch_session_travels_as_the_bytes_made_once_and_loads_once_per_process():
+    # the session (~85 KB for the project's app) is pickled once per batch, not into every job's payload again;
+    # where the jobs run, every job of the batch gets the same loaded session
+    import pickle
+
+    import cloudpickle
+
+    from hydra_plugins.sweep_launcher import _core
+
+    session_bytes = cloudpickle.dumps(_core.Session(hydra_context=None, task_function=len, singleton_state={}))
+    payloads = [_core.make_payload(session_bytes, cfg) for cfg in (b"job 1", b"job 2")]
+    assert [pickle.loads(p)["session"] for p in payloads] == [session_bytes, session_bytes]
+    first = _core.load_session(pickle.loads(payloads[0])["session"])
+    assert _core.load_session(pickle.loads(payloads[1])["session"]) is first and first.task_function is len

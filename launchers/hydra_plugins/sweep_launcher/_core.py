@@ -9,6 +9,7 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 from __future__ import annotations
 
 import gc
+import hashlib
 import pickle
 import time
 import traceback
@@ -48,6 +49,17 @@ class Reply:
 
 
 _restored: Optional[int] = None  # id of the Session whose Hydra globals this process holds
+_loaded: Optional[tuple[bytes, Session]] = None  # (digest of its bytes, the session) last loaded here
+
+
+def load_session(data: bytes) -> Session:
+    """A batch's session from the bytes the launcher made once: loaded once per process (a worker, or a Modal
+    container that serves many jobs of the batch), the same object for every job."""
+    global _loaded
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    if _loaded is None or _loaded[0] != key:
+        _loaded = (key, cloudpickle.loads(data))
+    return _loaded[1]
 
 
 def _restore(session: Session) -> None:
@@ -158,12 +170,19 @@ def load_reply(data: bytes, idx: int) -> Reply:
         return Reply(idx=idx, job_return=None, error=traceback.format_exc() + why + "\n", reason=why)
 
 
+def make_payload(session_bytes: bytes, cfg_bytes: bytes, collect_files: bool = False) -> bytes:
+    """What `execute` takes: the batch's session as the bytes made once per batch (not pickled again per job)."""
+    return pickle.dumps({"session": session_bytes, "cfg_bytes": cfg_bytes, "collect_files": collect_files},
+                        protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def execute(idx: int, payload: bytes) -> bytes:
-    """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s payload -> cloudpickled
-    Reply. Never raises: a payload that cannot be unpacked where it runs (a module missing in the container)
-    is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
+    """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s `make_payload()` ->
+    cloudpickled Reply. Never raises: a payload that cannot be unpacked where it runs (a module missing in the
+    container) is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
     try:
         job = cloudpickle.loads(payload)
-        return dump_reply(run_one(job["session"], idx, job["cfg_bytes"], job.get("collect_files", False)))
+        session = load_session(job["session"])
+        return dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
     except BaseException as e:  # noqa: BLE001
         return dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))

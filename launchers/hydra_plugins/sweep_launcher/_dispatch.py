@@ -22,7 +22,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply
+from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
@@ -212,9 +212,8 @@ class Dispatcher:
             self.n_remote_left = 0
             return
         self.remote_conn, sender = mp.Pipe(duplex=False)
-        payloads = [(j.idx, j.gpu, cloudpickle.dumps({"session": self.session,
-                                                      "cfg_bytes": cloudpickle.dumps(j.cfg),
-                                                      "collect_files": True}))
+        # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
+        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, cloudpickle.dumps(j.cfg), True))
                     for j in self.remote]
         for j in self.remote:
             j.started = time.perf_counter()

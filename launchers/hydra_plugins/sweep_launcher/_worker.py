@@ -8,9 +8,7 @@ import signal
 import sys
 from typing import Any, Sequence
 
-import cloudpickle
-
-from hydra_plugins.sweep_launcher._core import Session, dump_reply, run_one
+from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_one
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
@@ -28,7 +26,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
-    sessions: dict[int, Session] = {}
+    sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
     templates: dict[int, Any] = {}  # template id -> its _run_job.HydraYaml (the section is sent once)
     while True:
         try:
@@ -39,7 +37,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if kind == "stop":
             return
         if kind == "session":
-            sessions = {sid: cloudpickle.loads(rest[0])}  # one batch at a time: drop older sessions
+            sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
             continue
         idx, cfg_bytes, via_modal, tpl = rest
         if tpl is not None and tpl[1] is not None:
@@ -49,10 +47,9 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline
 
-            data = run_offline(idx, cloudpickle.dumps({"session": sessions[sid], "cfg_bytes": cfg_bytes}),
-                               via_modal)
+            data = run_offline(idx, make_payload(sessions[sid][1], cfg_bytes), via_modal)
         else:
-            data = dump_reply(run_one(sessions[sid], idx, cfg_bytes,
+            data = dump_reply(run_one(sessions[sid][0], idx, cfg_bytes,
                                       hydra_template=templates.get(tpl[0]) if tpl is not None else None))
         # the job's output before its reply: once the launcher has the reply, nothing of the job is left in
         # this process (a worker stopped at the end of the sweep, or killed, loses no line)
