@@ -40,8 +40,12 @@ class TestSweepLauncherIntegration(IntegrationTestSuite):
     pass
 
 
-def test_the_fast_path_is_the_default_only_on_a_tested_hydra():
-    """On the Hydra CI installs the fast path is on by default (a Hydra upgrade that leaves TESTED_HYDRA
-    fails here: re-check the fast paths, then add the version); `fast=false` always takes the public path."""
+def test_the_fast_path_is_the_default_only_on_a_tested_hydra_and_omegaconf():
+    """On the CI installs the fast path is on by default (a Hydra or OmegaConf upgrade that leaves TESTED_HYDRA or
+    TESTED_OMEGACONF fails here: re-check the fast paths, then add the version); `fast=false` always takes the
+    public path."""
     assert fast_paths_tested() and fast_paths(None) and fast_paths(True)
     assert not fast_paths(False)
+    # the lean run_job reads OmegaConf's privates: an untested OmegaConf turns the default off as Hydra's does
+    assert fast_paths_tested("1.3.2", "2.3.0")
+    assert not fast_paths_tested("1.3.2", "2.4.0") and not fast_paths_tested("1.4.0", "2.3.0")

@@ -88,11 +88,15 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
     `hydra_template`: a `_run_job.HydraYaml` (fast path only)."""
     _restore(session)
     clock: dict[str, float] = {}
+    raised: list[BaseException] = []  # what the task raised (run_job keeps it where only a private name reads it)
 
     def timed(task_cfg: DictConfig) -> Any:
         w0, c0 = time.perf_counter(), time.process_time()
         try:
             return session.task_function(task_cfg)
+        except BaseException as e:
+            raised.append(e)
+            raise
         finally:
             clock["wall"], clock["cpu"] = time.perf_counter() - w0, time.process_time() - c0
 
@@ -107,8 +111,8 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
         else:
             ret = run_job(hydra_context=session.hydra_context, task_function=timed, config=pickle.loads(cfg_bytes),
                           job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-        if ret.status == JobStatus.FAILED:
-            exc = ret._return_value
+        if ret.status == JobStatus.FAILED:  # run_job marks FAILED only what the task raised
+            exc = raised[-1]
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             reason = _reason(exc)
         output_dir = str(ret.hydra_cfg.hydra.runtime.output_dir)
@@ -153,7 +157,7 @@ def dump_reply(reply: Reply) -> bytes:
         why = f"the job's return value could not be sent back ({type(e).__name__}: {e})"
         if reply.job_return is not None:
             reply.job_return.status = JobStatus.FAILED
-            reply.job_return._return_value = RuntimeError(why)
+            reply.job_return.return_value = RuntimeError(why)
         reply.error = (reply.error or "") + why + "\n"
         return cloudpickle.dumps(reply)
 

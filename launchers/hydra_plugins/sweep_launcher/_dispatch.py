@@ -172,20 +172,22 @@ class Dispatcher:
         if reply.files:
             write_files(job, reply.files)
         ok = ret.status == JobStatus.COMPLETED
-        outcome = Outcome(status="FINISHED" if ok else "FAILED", job_return=ret, error=reply.error,
+        # the hooks read a failure's exception through return_value, which Hydra's JobReturn would raise
+        failure = None if ok else IsolatedFailure.from_return(ret)
+        outcome = Outcome(status="FINISHED" if ok else "FAILED", job_return=failure or ret, error=reply.error,
                           reason=reply.reason, wall_s=reply.wall_s, cpu_s=reply.cpu_s,
                           offline=self.offline and job.where == "modal")
         self._tell(job, outcome)
         if ok:
             self.tally.done += 1
-            value = ret._return_value
+            value = ret.return_value
             line = value.summary(job.label()) if hasattr(value, "summary") else f"[FINISHED] {job.label()}"
             self.progress.job_done(job, ok=True, line=line)
         else:
             why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]
             self.tally.failures.append((job.label(), why))
-            if self.isolate:
-                ret = IsolatedFailure.from_return(ret)
+            if self.isolate and failure is not None:
+                ret = failure
             self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
         self.returns[job.idx] = ret
         self.interrupt.check()

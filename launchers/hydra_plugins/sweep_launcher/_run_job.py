@@ -8,7 +8,8 @@ HydraConfig holds the job config's own hydra node (the worker discards both afte
 through libyaml's emitter with OmegaConf's own representers (the same documents; long strings may wrap at
 other places). Everything else is Hydra's: output dir, `hydra.job.chdir`, job logging, env_set, callbacks,
 the JobReturn. Hydra's launcher test suites run against this path (tests/test_launcher_hydra_suites.py).
-Fast path only: imported when `launcher.fast_paths` says so (the Hydra versions in `launcher.TESTED_HYDRA`).
+Fast path only: imported when `launcher.fast_paths` says so (the Hydra and OmegaConf versions in
+`launcher.TESTED_HYDRA` and `TESTED_OMEGACONF`).
 """
 from __future__ import annotations
 

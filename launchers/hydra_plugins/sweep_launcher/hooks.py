@@ -67,7 +67,7 @@ class Outcome:
 
     @property
     def value(self) -> Any:
-        return self.job_return._return_value if self.job_return is not None else None  # noqa: SLF001
+        return self.job_return.return_value if self.job_return is not None else None  # FAILED: the exception
 
 
 @dataclass

@@ -15,19 +15,25 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
-TESTED_HYDRA = ("1.3.",)  # Hydra versions the fast paths were checked against (version prefix)
+# the versions the fast paths were checked against (version prefixes): Hydra's, and OmegaConf's, whose private
+# helpers (`omegaconf._utils`, `_get_node`, `_set_parent`) the lean run_job uses
+TESTED_HYDRA = ("1.3.",)
+TESTED_OMEGACONF = ("2.3.",)
 
 
-def fast_paths_tested() -> bool:
-    from hydra import __version__
-
-    return __version__.startswith(TESTED_HYDRA)
+def fast_paths_tested(hydra_version: Optional[str] = None, omegaconf_version: Optional[str] = None) -> bool:
+    """Whether these versions (default: the installed ones) are ones the fast paths were tested against."""
+    if hydra_version is None:
+        from hydra import __version__ as hydra_version
+    if omegaconf_version is None:
+        from omegaconf import __version__ as omegaconf_version
+    return hydra_version.startswith(TESTED_HYDRA) and omegaconf_version.startswith(TESTED_OMEGACONF)
 
 
 def fast_paths(requested: Optional[bool]) -> bool:
     """Whether to take the fast paths (`_compose.py`, `_run_job.py`: they reproduce Hydra's composition and
-    run_job, the latter with private helpers of Hydra and OmegaConf). None: where the Hydra version was
-    tested; true: asked for. Either way only if what they use is there; otherwise Hydra's public
+    run_job, the latter with private helpers of Hydra and OmegaConf). None: where the Hydra and OmegaConf
+    versions were tested; true: asked for. Either way only if what they use is there; otherwise Hydra's public
     load_sweep_config and run_job (with a warning if asked for)."""
     if requested is False or (requested is None and not fast_paths_tested()):
         return False
@@ -55,8 +61,8 @@ class SweepLauncher(Launcher):
         self.force = force
         self.progress = progress
         self.preload = [str(m) for m in preload]
-        # the fast paths (FastComposer, the lean run_job) reproduce Hydra: on by default only on the Hydra
-        # versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
+        # the fast paths (FastComposer, the lean run_job) reproduce Hydra: on by default only on the Hydra and
+        # OmegaConf versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
         self.fast = fast_paths(fast)
         self.modal: dict[str, Any] = dict(modal or {})
         self.config: Optional[DictConfig] = None
