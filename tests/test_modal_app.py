@@ -46,3 +46,13 @@ def test_a_batch_session_travels_as_the_bytes_made_once_and_loads_once_per_proce
     assert [pickle.loads(p)["session"] for p in payloads] == [session_bytes, session_bytes]
     first = _core.load_session(pickle.loads(payloads[0])["session"])
     assert _core.load_session(pickle.loads(payloads[1])["session"]) is first and first.task_function is len
+
+
+def test_modal_options_default_to_the_launcher_config_written_once():
+    from hydra_plugins.sweep_launcher.config import ModalConf
+
+    assert _modal_app.settings({}) == ModalConf()
+    # what the launcher passes (hydra.launcher.modal less `offline`) overrides them; unknown keys are not options
+    opts = {"timeout": 60, "app_name": "mine", "gpu": "L4"}
+    assert _modal_app.settings(opts) == ModalConf(timeout=60, app_name="mine")
+    assert _modal_app.build_app({}, [None])[0].name == ModalConf().app_name

@@ -10,6 +10,7 @@ MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import re
@@ -25,6 +26,7 @@ import cloudpickle
 import modal
 
 from hydra_plugins.sweep_launcher._core import Reply, execute
+from hydra_plugins.sweep_launcher.config import ModalConf
 
 REMOTE_ROOT = "/project"  # where the image holds the project (a path inside the container)
 # what stays out of the image: environments, stores, outputs, caches
@@ -75,16 +77,22 @@ def function_name(gpu: Optional[str]) -> str:
     return "sweep_job_" + (re.sub(r"[^A-Za-z0-9]+", "_", gpu).strip("_").lower() if gpu else "cpu")
 
 
+def settings(opts: dict[str, Any]) -> ModalConf:
+    """The launcher's `hydra.launcher.modal` options over their defaults (written once, in config.ModalConf)."""
+    known = {f.name for f in dataclasses.fields(ModalConf)}
+    return ModalConf(**{k: v for k, v in opts.items() if k in known})
+
+
 def build_app(opts: dict[str, Any], gpus: Iterable[Optional[str]]) -> tuple[modal.App, dict[Optional[str], Any]]:
     """A modal.App with one Function per GPU type (gpu=None: a CPU container), all wrapping `execute`."""
-    app = modal.App(opts.get("app_name", "sweep"))
-    image = build_image(opts.get("python_version"))
+    conf = settings(opts)
+    app = modal.App(conf.app_name)
+    image = build_image(conf.python_version)
     fns = {}
     for gpu in sorted(set(gpus), key=str):
         # serialized=True: the Function is made in a factory (its gpu comes from the job), not at import time
-        fns[gpu] = app.function(image=image, gpu=gpu, timeout=int(opts.get("timeout", 3600)),
-                                retries=retries(int(opts.get("retries", 0))),
-                                max_containers=int(opts.get("max_containers", 8)),
+        fns[gpu] = app.function(image=image, gpu=gpu, timeout=int(conf.timeout), retries=retries(int(conf.retries)),
+                                max_containers=int(conf.max_containers),
                                 serialized=True, name=function_name(gpu))(execute)
     return app, fns
 
