@@ -56,3 +56,31 @@ def test_modal_options_default_to_the_launcher_config_written_once():
     opts = {"timeout": 60, "app_name": "mine", "gpu": "L4"}
     assert _modal_app.settings(opts) == ModalConf(timeout=60, app_name="mine")
     assert _modal_app.build_app({}, [None])[0].name == ModalConf().app_name
+
+
+def test_the_image_carries_this_plugin_and_the_apps_project_and_pins_what_is_installed_here(tmp_path):
+    from importlib import metadata
+    from pathlib import Path
+
+    from tests.conftest import ROOT
+
+    def pin(dist: str) -> str:
+        return f"{dist}=={metadata.version(dist).split('+')[0]}"
+
+    # a project without a pyproject.toml: the plugin's own distributions only (no numpy, no torch)
+    root = tmp_path.resolve()
+    assert _modal_app.requirements(root) == [pin(d) for d in ("hydra-core", "omegaconf", "cloudpickle", "modal")]
+    # its dependencies: pinned where installed here, as written where not; one for another platform left out
+    (root / "pyproject.toml").write_text('[project]\nname = "app"\ndependencies = ["numpy>=1", "no-such-dist-x>=2", '
+                                         '"OmegaConf", "pywin32; sys_platform == \'win32\'"]\n')
+    reqs = _modal_app.requirements(root)
+    assert reqs[4:] == [pin("numpy"), "no-such-dist-x>=2"] and len(reqs) == 6
+    # the plugin outside the project: its own package goes along, on the container's path
+    (root / "src").mkdir()
+    copies, path = _modal_app.layout(root)
+    plugin = Path(_modal_app.__file__).resolve().parent
+    assert copies == [(root, "/project"), (plugin, "/plugin/hydra_plugins/sweep_launcher")]
+    assert path == ["/project/src", "/plugin", "/project"]
+    # the plugin inside the project (this repository): the project alone, the plugin's directory on the path
+    copies, path = _modal_app.layout(ROOT)
+    assert copies == [(ROOT.resolve(), "/project")] and "/project/launchers" in path and path[-1] == "/project"

@@ -24,16 +24,26 @@ from typing import Any, Iterable, Optional
 
 import cloudpickle
 import modal
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from hydra_plugins.sweep_launcher._core import Reply, execute
 from hydra_plugins.sweep_launcher.config import ModalConf
 
-REMOTE_ROOT = "/project"  # where the image holds the project (a path inside the container)
+try:
+    from tomllib import loads as _toml_loads
+except ModuleNotFoundError:  # Python 3.10: modal's own dependency reads it
+    from toml import loads as _toml_loads
+
+REMOTE_ROOT = "/project"  # where the image holds the app's project (a path inside the container)
+REMOTE_PLUGIN = "/plugin"  # where it holds this plugin, when the plugin lives outside the project
+PLUGIN_ROOT = Path(__file__).resolve().parents[2]  # the directory holding this plugin's hydra_plugins/
 # what stays out of the image: environments, stores, outputs, caches
 IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycache__", "**/*.pyc", "**/*.egg-info"]
-# Distributions the job needs in the container, pinned to this machine's versions: the payload is a
-# cloudpickle of Hydra/OmegaConf objects, which must unpickle with the same library versions.
-PINNED = ("hydra-core", "omegaconf", "cloudpickle", "numpy", "array-api-compat", "torch", "modal")
+# Distributions a job needs in any container (the plugin's own); the app's project adds its dependencies. Each
+# is pinned to this machine's version where installed here: the payload and the replies are pickles of their
+# objects, which must load with the same library versions on both sides.
+PLUGIN_DISTRIBUTIONS = ("hydra-core", "omegaconf", "cloudpickle", "modal")
 TOKEN_HELP = ("Modal has no API token on this machine. Set one up with `modal token new` (opens a browser), "
               "or `modal token set --token-id <id> --token-secret <secret>`, or export MODAL_TOKEN_ID and "
               "MODAL_TOKEN_SECRET; or run without the network: hydra.launcher.modal.offline=true")
@@ -47,25 +57,59 @@ def project_root() -> Path:
     return next((d for d in (start, *start.parents) if (d / "pyproject.toml").is_file()), Path.cwd())
 
 
-def _pins() -> list[str]:
-    out = []
-    for dist in PINNED:
+def requirements(root: Path) -> list[str]:
+    """What the container pip-installs: the plugin's distributions and the dependencies in the project's
+    pyproject.toml, each pinned to the version installed here (2.x+cpu -> 2.x: the CUDA wheel there), or as
+    written where it is not installed here."""
+    specs = list(PLUGIN_DISTRIBUTIONS)
+    if (root / "pyproject.toml").is_file():
+        specs += _toml_loads((root / "pyproject.toml").read_text()).get("project", {}).get("dependencies", [])
+    out: dict[str, str] = {}
+    for spec in specs:
+        req = Requirement(spec)
+        if (req.marker is not None and not req.marker.evaluate()) or canonicalize_name(req.name) in out:
+            continue
         try:
-            out.append(f"{dist}=={metadata.version(dist).split('+')[0]}")  # 2.x+cpu -> 2.x (CUDA wheel there)
+            pinned = f"{req.name}=={metadata.version(req.name).split('+')[0]}"
         except metadata.PackageNotFoundError:
-            out.append(dist)
-    return out
+            pinned = str(req)
+        out[canonicalize_name(req.name)] = pinned
+    return list(out.values())
+
+
+def layout(root: Path) -> tuple[list[tuple[Path, str]], list[str]]:
+    """(local directory, its place in the container) to copy, and the container's PYTHONPATH: the project at
+    REMOTE_ROOT, with each directory this process imports from inside it (its `src/` also, the standard layout
+    whose editable install may use an import hook instead), and this plugin: within the project where it
+    lives there, else its own package at REMOTE_PLUGIN."""
+    root = root.resolve()
+
+    def remote(d: Path) -> str:
+        rel = d.relative_to(root).as_posix()
+        return REMOTE_ROOT if rel == "." else f"{REMOTE_ROOT}/{rel}"
+
+    def shipped(d: Path) -> bool:  # inside the project and not left out of the image (an environment in it)
+        return d.is_dir() and d.is_relative_to(root) and not set(d.relative_to(root).parts) & set(IGNORE)
+
+    dirs = [Path(p or ".").resolve() for p in sys.path] + [root / "src", PLUGIN_ROOT]
+    path = [remote(d) for d in dirs if d != root and shipped(d)]
+    copies = [(root, REMOTE_ROOT)]
+    if not shipped(PLUGIN_ROOT):
+        copies.append((Path(__file__).resolve().parent, f"{REMOTE_PLUGIN}/hydra_plugins/sweep_launcher"))
+        path.append(REMOTE_PLUGIN)
+    return copies, list(dict.fromkeys(path + [REMOTE_ROOT]))  # the project's root last: its packages first
 
 
 def build_image(python_version: Optional[str] = None) -> modal.Image:
-    """debian_slim + pinned dependencies + the project directory (its `src/` and `launchers/` on the path)."""
+    """debian_slim + the pinned requirements + the app's project and this plugin (`layout`)."""
     root = project_root()
+    copies, path = layout(root)
     pv = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
-    path = [f"{REMOTE_ROOT}/{d}" for d in ("src", "launchers") if (root / d).is_dir()] + [REMOTE_ROOT]
-    image = modal.Image.debian_slim(python_version=pv).pip_install(*_pins())
-    if (root / "pyproject.toml").is_file():
-        image = image.pip_install_from_pyproject(str(root / "pyproject.toml"))
-    return image.env({"PYTHONPATH": ":".join(path)}).add_local_dir(root, REMOTE_ROOT, ignore=IGNORE)
+    image = modal.Image.debian_slim(python_version=pv).pip_install(*requirements(root))
+    image = image.env({"PYTHONPATH": ":".join(path)})
+    for local, remote in copies:
+        image = image.add_local_dir(local, remote, ignore=IGNORE)
+    return image
 
 
 def retries(n: int) -> Any:
