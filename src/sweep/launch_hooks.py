@@ -136,6 +136,10 @@ class SweepLaunchHooks(LaunchHooks):
         """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
         return str(OmegaConf.select(cfg, "mlflow.experiment", default="")) or None
 
+    def job_line(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
+        value = outcome.job_return.return_value
+        return value.summary(job.label()) if isinstance(value, RunResult) else None
+
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         from sweep.cost import gpu_price_per_hour
         from sweep.job import job_config

@@ -180,8 +180,8 @@ class Dispatcher:
         self._tell(job, outcome)
         if ok:
             self.tally.done += 1
-            value = ret.return_value
-            line = value.summary(job.label()) if hasattr(value, "summary") else f"[FINISHED] {job.label()}"
+            said = (h.job_line(job, outcome) for h in self.hooks)
+            line = next((s for s in said if s is not None), f"[FINISHED] {job.label()}")
             self.progress.job_done(job, ok=True, line=line)
         else:
             why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]

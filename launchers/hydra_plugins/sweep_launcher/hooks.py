@@ -109,6 +109,10 @@ class LaunchHooks(Callback):
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         pass
 
+    def job_line(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
+        """A finished job's line on stdout, after `job_ended`; None: `[FINISHED] <job name>`."""
+        return None
+
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Default: one summary line, the failures on stderr, exit 1 when there were any (not when the sweep
         was interrupted: the launcher exits 128+signal)."""
