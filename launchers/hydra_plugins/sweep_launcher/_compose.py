@@ -12,7 +12,8 @@ the result equals Hydra's full composition.
 
 Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
 reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
-versions in `launcher.TESTED_HYDRA`, or `hydra.launcher.fast=true`); `hydra.launcher.fast=false` turns it off.
+and OmegaConf versions in `launcher.TESTED_HYDRA`/`TESTED_OMEGACONF`, or `hydra.launcher.fast=true`);
+`hydra.launcher.fast=false` turns it off.
 """
 from __future__ import annotations
 
