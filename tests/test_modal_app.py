@@ -49,12 +49,15 @@ def test_a_batch_session_travels_as_the_bytes_made_once_and_loads_once_per_proce
 
 
 def test_modal_options_default_to_the_launcher_config_written_once():
+    from dataclasses import asdict
+
     from hydra_plugins.sweep_launcher.config import ModalConf
 
-    assert _modal_app.settings({}) == ModalConf()
+    # compared as values: Hydra's plugin scan may have re-imported the config module, making a second class
+    assert asdict(_modal_app.settings({})) == asdict(ModalConf())
     # what the launcher passes (hydra.launcher.modal less `offline`) overrides them; unknown keys are not options
     opts = {"timeout": 60, "app_name": "mine", "gpu": "L4"}
-    assert _modal_app.settings(opts) == ModalConf(timeout=60, app_name="mine")
+    assert asdict(_modal_app.settings(opts)) == asdict(ModalConf(timeout=60, app_name="mine"))
     assert _modal_app.build_app({}, [None])[0].name == ModalConf().app_name
 
 
