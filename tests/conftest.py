@@ -35,10 +35,16 @@ def session_processes(sid: int) -> list[int]:
     return out
 
 
+# a sweep whose jobs with method.chunk=13 (tests.faulty.FAULTY_CHUNK) fail inside, after every check passed
+FAULTY = ("method=fourier", "method._target_=tests.faulty.FaultyFourier")
+
+
 def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
               timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd."""
+    """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd. The
+    project root is on its path, so a job can name a test's class (FAULTY)."""
     e = {**os.environ, **(env or {})}
+    e["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), e.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True,
                           text=True, timeout=timeout)
 

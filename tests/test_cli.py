@@ -68,11 +68,12 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
         ("device.autocast=int8", "device.autocast", "none, float16, bfloat16"),
         ("device.threads=-1", "device.threads", "integer >= 0"),
         ("device.autocast=float16", "device.autocast", "need device.backend=torch"),  # numpy has no autocast
+        ("method=fourier method.chunk=-1", "method.chunk", "integer >= 1"),
     ],
 )
 def test_bad_values_name_field_and_allowed_values(override, field, allowed):
     with pytest.raises(ConfigError) as e:
-        job.run(compose(override))
+        job.run(compose(*override.split()))
     assert field in str(e.value) and allowed in str(e.value)
 
 

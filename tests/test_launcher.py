@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import ROOT, run_sweep
+from tests.conftest import FAULTY, ROOT, run_sweep
 
 FAKE_ID, FAKE_SECRET = "ak-FAKETOKENID4711", "as-FAKETOKENSECRET0815"
 SOLVE_METRICS = ("accuracy", "train_accuracy", "epochs", "secret_correct")
@@ -46,8 +46,8 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
 
 
 def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path):
-    # chunk=-1 passes validation and raises inside the job (islice); batches of 2 put a failure in each batch
-    args = ["hydra/launcher=local", "method=fourier", "tracker=none", "problem.seed=1,2", "method.chunk=2048,-1",
+    # chunk=13 raises inside the job (tests/faulty.py); batches of 2 put a failure in each batch
+    args = ["hydra/launcher=local", *FAULTY, "tracker=none", "problem.seed=1,2", "method.chunk=2048,13",
             "hydra.sweeper.max_batch_size=2", "mlflow.experiment=isolation"]
     p = sweep(store, tmp_path, *args)
     assert p.returncode == 1, p.stderr
@@ -55,12 +55,12 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     # every job is named by what varies (seed, chunk): in the failure list, the per-job lines, the run names
     failed_lines = p.stderr.split("failed jobs:\n")[1].splitlines()
     assert sorted(ln.split(":")[0] for ln in failed_lines) == [
-        "  problem.seed=1 method.chunk=-1", "  problem.seed=2 method.chunk=-1"]
+        "  problem.seed=1 method.chunk=13", "  problem.seed=2 method.chunk=13"]
     assert all("ValueError" in ln for ln in failed_lines)
     assert "[FINISHED] problem.seed=2 method.chunk=2048 accuracy=" in p.stdout
     (parent,), children = runs(store, "isolation")
     assert sorted(c.info.run_name for c in children) == sorted(
-        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "-1"))
+        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "13"))
     assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
     assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]
     by_status = {s: [c for c in children if c.info.status == s] for s in ("FINISHED", "FAILED")}

@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
 from sweep.compare import compare
-from tests.conftest import run_sweep
+from tests.conftest import FAULTY, run_sweep
 
 # tune_sgd at a toy size: seconds a trial
 SMALL = ["problem.n_bits=8", "problem.n_train=200", "problem.n_test=100", "method.max_epochs=5",
@@ -73,16 +73,16 @@ def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
 
 def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    # chunk=-1 raises inside the job (random sampler, seed 0: both choices among 4 trials)
-    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=fourier", "tracker=none",
-               "method.chunk=choice(2048,-1)", "+hydra.sweeper.objectives.accuracy=maximize",
+    # chunk=13 raises inside the job (tests/faulty.py; random sampler, seed 0: both choices among 4 trials)
+    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", *FAULTY, "tracker=none",
+               "method.chunk=choice(2048,13)", "+hydra.sweeper.objectives.accuracy=maximize",
                "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0",
                f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=fails", "hydra.sweeper.n_trials=4",
                "hydra.sweeper.trial_key=extra.trial", "mlflow.experiment=fails")
     assert p.returncode == 1, p.stderr  # the launcher's summary: a job failed
     trials = optuna.load_study(study_name="fails", storage=storage).trials
     states = {(t.params["method.chunk"], t.state) for t in trials}
-    assert states == {(-1, TrialState.FAIL), (2048, TrialState.COMPLETE)}, states
+    assert states == {(13, TrialState.FAIL), (2048, TrialState.COMPLETE)}, states
     assert len(trials) == 4 and len(_children(store, "fails")) == 4  # every trial ran, failed ones too
 
     p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=gf2", "tracker=none", "problem.seed=1,2",

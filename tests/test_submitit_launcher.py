@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import run_sweep
+from tests.conftest import FAULTY, run_sweep
 
 pytestmark = pytest.mark.slow
 SUBMITIT = "hydra/launcher=submitit_local"
@@ -58,14 +58,14 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
     assert parents[1].info.status == "FINISHED" and parents[1].data.metrics["jobs_skipped"] == 2
 
     # a job that raises is a FAILED child with its traceback; the other job finishes; the sweep exits 1
-    p = run_sweep("-m", SUBMITIT, "method=fourier", "tracker=none", "method.chunk=2048,-1", "mlflow.experiment=bad",
+    p = run_sweep("-m", SUBMITIT, *FAULTY, "tracker=none", "method.chunk=2048,13", "mlflow.experiment=bad",
                   cwd=tmp_path)
     assert p.returncode == 1
-    assert "1 job(s) finished, 1 failed" in p.stderr and "  method.chunk=-1: FAILED" in p.stderr
+    assert "1 job(s) finished, 1 failed" in p.stderr and "  method.chunk=13: FAILED" in p.stderr
     (parent,), children = _runs(store, "bad")
     assert parent.info.status == "FAILED" and parent.data.metrics["jobs_failed"] == 1
     assert sorted((c.info.run_name, c.info.status) for c in children) == [
-        ("method.chunk=-1", "FAILED"), ("method.chunk=2048", "FINISHED")]
+        ("method.chunk=13", "FAILED"), ("method.chunk=2048", "FINISHED")]
     failed = [c for c in children if c.info.status == "FAILED"][0]
     tb = MlflowClient(store).download_artifacts(failed.info.run_id, "traceback.txt", str(tmp_path))
     assert "ValueError" in Path(tb).read_text()

@@ -82,6 +82,7 @@ RULES: list[Rule] = [
     Rule("method.batch_size", "an integer >= 1", _positive_int),
     Rule("method.max_epochs", "an integer >= 1", _positive_int),
     Rule("method.influence_samples", "an integer >= 1", _positive_int),
+    Rule("method.chunk", "an integer >= 1", _positive_int),
     Rule("tracker.scope", "one of published, init_sample0, all_steps",
          lambda v, c: v in ("published", "init_sample0", "all_steps")),
     Rule("tracker.cache_size_floats", "an integer >= 1", _positive_int),
