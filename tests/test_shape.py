@@ -4,6 +4,7 @@ readable size, defaults written in one place. Read from the source (ast), so a l
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -11,6 +12,9 @@ from tests.conftest import ROOT
 SOURCES = {"src": ROOT / "src", "launchers": ROOT / "launchers"}
 FAST_PATH = {"hydra_plugins.sweep_launcher._compose", "hydra_plugins.sweep_launcher._run_job"}
 MAX_LAUNCHER_LINES = 400
+
+
+DOTTED = re.compile(r"sweep(\.\w+)+")  # the app's classes named by string (a plugin's own _target_ is not an import)
 
 
 def _modules() -> dict[str, Path]:
@@ -26,13 +30,14 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     """Nodes under `if TYPE_CHECKING:` (annotations only: never imported at run time)."""
     skip: set[int] = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test):
+        if isinstance(n, ast.If) and ast.unparse(n.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
             skip |= {id(x) for b in n.body for x in ast.walk(b)}
     return skip
 
 
 def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
-    """(imported module name, at module top level) for every run-time import of a module."""
+    """(imported module name, at module top level) for every run-time import of a module, and every module
+    named by a dotted string (imported by name: schema.CLASSES, `_target_`s), as a lazy import."""
     tree = ast.parse(path.read_text())
     skip = _type_checking_only(tree)
     top = {id(n) for n in tree.body}
@@ -49,6 +54,8 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
                 parts = pkg.split(".")
                 base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else []))
             out += [(f"{base}.{a.name}", id(n) in top) for a in n.names] + [(base, id(n) in top)]
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and DOTTED.fullmatch(n.value):
+            out.append((n.value, False))
     return out
 
 
