@@ -180,13 +180,14 @@ def make_payload(session_bytes: bytes, cfg_bytes: bytes, collect_files: bool = F
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def execute(idx: int, payload: bytes) -> bytes:
+def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s `make_payload()` ->
-    cloudpickled Reply. Never raises: a payload that cannot be unpacked where it runs (a module missing in the
-    container) is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
+    (idx, cloudpickled Reply); the index travels beside the reply, so an unordered fan-out knows each reply's
+    job without loading it. Never raises: a payload that cannot be unpacked where it runs (a module missing in
+    the container) is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
     try:
         job = cloudpickle.loads(payload)
         session = load_session(job["session"])
-        return dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
+        return idx, dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
     except BaseException as e:  # noqa: BLE001
-        return dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))
+        return idx, dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))

@@ -1,6 +1,6 @@
 """Modal side of the launcher: a real modal.App, an Image carrying the project, one Function per GPU type.
 
-Every Function wraps `_core.execute` ((job index, payload bytes) -> reply bytes). Offline mode calls the very
+Every Function wraps `_core.execute` ((job index, payload bytes) -> (job index, reply bytes)). Offline mode calls the very
 same Function through `Function.local()` on a local worker process, so only the network hop is left untested;
 real mode fans the jobs out with `Function.starmap` inside `app.run()` (retries: `modal.Retries`) and streams
 each reply back as its job finishes.
@@ -151,7 +151,7 @@ def run_offline(idx: int, payload: bytes, via: dict[str, Any]) -> bytes:
     """The job through the real Function's `.local()`: same code path as a container, no network."""
     opts = {k: v for k, v in via.items() if k != "gpu"}
     fn = _offline_function(tuple(sorted(opts.items())), via.get("gpu"))
-    return fn.local(idx, payload)
+    return fn.local(idx, payload)[1]
 
 
 def token_problem() -> Optional[str]:
@@ -179,14 +179,6 @@ def failure(idx: int, message: str) -> bytes:
     return cloudpickle.dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
 
 
-def reply_idx(data: bytes) -> Optional[int]:
-    """The job index of a reply from `execute`; None for one that cannot be loaded here."""
-    try:
-        return cloudpickle.loads(data).idx
-    except Exception:  # noqa: BLE001 - the launcher's load_reply says why, for the job left unanswered
-        return None
-
-
 def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,
                stop: threading.Event) -> None:
     """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each (idx, reply bytes) on `out` (plain
@@ -207,22 +199,16 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
 
     def fan_out(fn: Any, group: list[tuple[int, bytes]]) -> None:
         errors: list[str] = []
-        unloadable: list[bytes] = []  # replies whose job is unknown here: the jobs left unanswered get them
         for item in fn.starmap(group, order_outputs=False, return_exceptions=True):
             if stop.is_set():
                 return
-            if isinstance(item, bytes):
-                idx = reply_idx(item)
-                if idx is None:
-                    unloadable.append(item)
-                else:
-                    send(idx, item)
+            if isinstance(item, tuple):  # execute's (idx, reply bytes): loaded once, by the launcher
+                send(*item)
             else:
                 errors.append(f"Modal: {type(item).__name__}: {item}")
         for idx, _ in group:  # what the map did not answer
             if not stop.is_set():
-                send(idx, unloadable.pop() if unloadable else
-                     failure(idx, errors[0] if errors else "Modal: no result came back"))
+                send(idx, failure(idx, errors[0] if errors else "Modal: no result came back"))
 
     try:
         app, fns = build_app(opts, [g for _, g, _ in jobs])
