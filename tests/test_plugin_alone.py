@@ -8,13 +8,17 @@ from pathlib import Path
 
 from tests.conftest import run_plain_app
 
+# one write per line: with PYTHONUNBUFFERED set (as on CI), print() writes its text and its newline apart, and
+# two workers sharing the pipe may interleave between them
 APP = '''
+import sys
+
 import hydra
 
 
 @hydra.main(version_base=None, config_path=None)
 def main(cfg):
-    print(f"job x={cfg.x} doubled={2 * cfg.x}")
+    sys.stdout.write(f"job x={cfg.x} doubled={2 * cfg.x}\\n")
     return 2 * cfg.x
 
 
