@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import cloudpickle
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
 from hydra.types import HydraContext
 from omegaconf import DictConfig
+
+from hydra_plugins.sweep_launcher._pickling import dumps
 
 MAX_SHIPPED_FILE = 1 << 20  # job output files larger than this stay in the Modal container
 
@@ -58,7 +59,7 @@ def load_session(data: bytes) -> Session:
     global _loaded
     key = hashlib.blake2b(data, digest_size=16).digest()
     if _loaded is None or _loaded[0] != key:
-        _loaded = (key, cloudpickle.loads(data))
+        _loaded = (key, pickle.loads(data))
     return _loaded[1]
 
 
@@ -76,7 +77,7 @@ def dump_config(cfg: DictConfig) -> bytes:
     try:
         return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - e.g. a class defined in a script
-        return cloudpickle.dumps(cfg)
+        return dumps(cfg)
 
 
 def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False,
@@ -149,24 +150,24 @@ def _output_files(root: Path) -> dict[str, str]:
 
 
 def dump_reply(reply: Reply) -> bytes:
-    """cloudpickle the reply (a return value's class may live in a script: by value); one that cannot
+    """Pickle the reply with cloudpickle (a return value's class may live in a script: by value); one that cannot
     travel makes the job FAILED. It is small: the JobReturn travels without its configs."""
     try:
-        return cloudpickle.dumps(reply)
+        return dumps(reply)
     except Exception as e:  # noqa: BLE001
         why = f"the job's return value could not be sent back ({type(e).__name__}: {e})"
         if reply.job_return is not None:
             reply.job_return.status = JobStatus.FAILED
             reply.job_return.return_value = RuntimeError(why)
         reply.error = (reply.error or "") + why + "\n"
-        return cloudpickle.dumps(reply)
+        return dumps(reply)
 
 
 def load_reply(data: bytes, idx: int) -> Reply:
     """A reply as the launcher receives it; one that cannot be loaded here (its value's class missing in this
     process, a value whose unpickling raises) is job `idx`'s FAILED reply, with why in one line."""
     try:
-        return cloudpickle.loads(data)
+        return pickle.loads(data)
     except KeyboardInterrupt:  # a signal (the launcher's Interrupted) is no job's fault
         raise
     except BaseException as e:  # noqa: BLE001
@@ -186,7 +187,7 @@ def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     job without loading it. Never raises: a payload that cannot be unpacked where it runs (a module missing in
     the container) is the job's FAILED reply, so Modal's fan-out only ever returns an exception of its own."""
     try:
-        job = cloudpickle.loads(payload)
+        job = pickle.loads(payload)
         session = load_session(job["session"])
         return idx, dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
     except BaseException as e:  # noqa: BLE001

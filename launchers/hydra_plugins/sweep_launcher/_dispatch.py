@@ -17,13 +17,13 @@ from collections import deque
 from multiprocessing.connection import wait
 from typing import Any, Optional, Sequence
 
-import cloudpickle
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
+from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
@@ -56,7 +56,7 @@ class Dispatcher:
         self.session = Session(hydra_context=launcher.hydra_context, task_function=launcher.task_function,
                                singleton_state=Singleton.get_state(), fast=launcher.fast)
         self.sid = next(_session_ids)
-        self.session_bytes = cloudpickle.dumps(self.session)
+        self.session_bytes = dumps(self.session)
         self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
         # without the modal package a job placed on Modal fails at once, with how to install it
         self.unplaceable = [j for j in jobs if j.where == "modal"] if modal_missing() else []
@@ -112,7 +112,7 @@ class Dispatcher:
         to the front of the queue, and the worker is replaced once its replies already sent are read."""
         try:
             if self.sid not in w.sessions:
-                w.conn.send_bytes(cloudpickle.dumps(("session", self.sid, self.session_bytes)))
+                w.conn.send_bytes(dumps(("session", self.sid, self.session_bytes)))
                 w.sessions = {self.sid}
             w.conn.send_bytes(self._job_message(w, job))
         except OSError:  # BrokenPipeError, ConnectionResetError: the job never reached the worker
@@ -133,7 +133,7 @@ class Dispatcher:
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
-            return cloudpickle.dumps(msg)
+            return dumps(msg)
 
     def _collect(self) -> list[tuple[Job, Reply]]:
         busy = self._busy()
@@ -215,7 +215,7 @@ class Dispatcher:
             return
         self.remote_conn, sender = mp.Pipe(duplex=False)
         # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
-        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, cloudpickle.dumps(j.cfg), True))
+        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True))
                     for j in self.remote]
         for j in self.remote:
             j.started = time.perf_counter()

@@ -22,12 +22,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-import cloudpickle
 import modal
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from hydra_plugins.sweep_launcher._core import Reply, execute
+from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher.config import ModalConf
 
 try:
@@ -176,7 +176,7 @@ def scrub(text: str) -> str:
 
 
 def failure(idx: int, message: str) -> bytes:
-    return cloudpickle.dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
+    return dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
 
 
 def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,

@@ -16,7 +16,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import cloudpickle
+from hydra_plugins.sweep_launcher._pickling import dumps
+
+
 
 PR_SET_PDEATHSIG = 1
 
@@ -94,7 +96,7 @@ class Pool:
                 w.proc.kill()  # a job cut short: SIGKILL, nothing of it may go on
             else:
                 try:
-                    w.conn.send_bytes(cloudpickle.dumps(("stop", 0)))
+                    w.conn.send_bytes(dumps(("stop", 0)))
                 except OSError:
                     pass
         for w in self.workers:
