@@ -22,8 +22,8 @@ from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
 from sweep.trackers.dmd import dmd
 from sweep.trackers.energy import level_counts
-from sweep.trackers.hierarchy import load_hierarchy
-from sweep.trackers.trace import READ, Trace
+from sweep.energy.hierarchy import load_hierarchy
+from sweep.trace.trace import READ, Trace
 from sweep.variants.standard import Standard
 
 

@@ -95,7 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         store = f"sqlite:///{cwd / 'mlruns' / 'mlflow.db'}"
-        from sweep.recorder import Recorder
+        from sweep.record.recorder import Recorder
 
         Recorder(store, "warmup")  # the store's schema exists before either launcher runs
         extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []

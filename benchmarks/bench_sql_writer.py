@@ -40,7 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
     a = ap.parse_args()
-    from sweep.recorder import Recorder
+    from sweep.record.recorder import Recorder
 
     with tempfile.TemporaryDirectory() as tmp:
         rec = Recorder(f"sqlite:///{Path(tmp) / 'mlflow.db'}", "bench")

@@ -4,7 +4,7 @@ run (tracker=none) of the same job. Target: <= 1.25x.
     .venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,cache,dmd,energy] [k=v ...]
 
 Tracking costs twice: recording events inside the solve, and summarising the traces after it (the whole run
-and every epoch). Both are kept small by the trace's step templates (sweep.trackers.trace): each kind of SGD step
+and every epoch). Both are kept small by the trace's step templates (sweep.trace.trace): each kind of SGD step
 is recorded once and replayed as a template id (sgd.StepTemplates), and the passes run per (state, template).
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
@@ -24,7 +24,7 @@ from hydra.utils import get_class
 
 from sweep import job
 from sweep.backend import Backend
-from sweep.schema import register_configs
+from sweep.config.schema import register_configs
 
 CLOCK = [time.perf_counter]  # --cpu: time.process_time
 

@@ -71,7 +71,7 @@ def compose(*overrides: str, hydra_section: bool = False):
     from hydra import initialize_config_dir
 
     from sweep.paths import CONF_DIR
-    from sweep.schema import register_configs
+    from sweep.config.schema import register_configs
 
     from hydra.version import VersionBase
 
@@ -90,7 +90,7 @@ def record_small_sweep(uri: str, experiment: str, study: str, *overrides: str):
     """A real sweep in store `uri`: a parent run for preset `study` with gf2/km x seeds 42,43 children.
     Returns (recorder, parent run id, results); the caller ends the parent (it may add runs first)."""
     from sweep import job
-    from sweep.recorder import Recorder
+    from sweep.record.recorder import Recorder
 
     rec = Recorder(uri, experiment)
     parent = rec.start_parent(f"sweep sweeps={study}", {"sweep.overrides": f"sweeps={study}", "launcher": "basic"})
@@ -106,7 +106,7 @@ def record_small_sweep(uri: str, experiment: str, study: str, *overrides: str):
 def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: float = 0.6):
     """A random trace for checking a tracker against its literal definition: sizes vary per event, so buffers
     are rewritten shorter and longer than before, and read past their end."""
-    from sweep.trackers.trace import Trace
+    from sweep.trace.trace import Trace
 
     t = Trace()
     for _ in range(n_events):

@@ -3,7 +3,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import job
-from sweep.validate import ConfigError
+from sweep.config.rules import ConfigError
 from tests.conftest import compose, run_sweep
 
 

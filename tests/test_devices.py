@@ -102,7 +102,7 @@ def test_cuda_without_gpu_is_refused_before_the_job_starts(store, tmp_path):
 def test_a_gpu_is_priced_from_the_modal_table_and_torch_cpu_as_the_cpu():
     """device=cuda's price is the table's rate for device.gpu (written once, in conf/prices/modal_gpu.yaml);
     device=torch_cpu is device=cpu's machine and price."""
-    from sweep.cost import device_price_per_hour, load_prices
+    from sweep.config.prices import device_price_per_hour, load_prices
 
     assert device_price_per_hour(compose("device=cuda", "device.gpu=A10G").device) == load_prices()["A10G"]
     assert device_price_per_hour(compose("device=cuda").device) == load_prices()["L4"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sweep.trackers.dmd import DMDTracker, dmd, element_distances
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 from tests.conftest import random_trace
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sweep import job
-from sweep.validate import ConfigError, validate
+from sweep.config.rules import ConfigError, validate
 from tests.conftest import compose
 from tests.test_devices import CASES, METHOD
 

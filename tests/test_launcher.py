@@ -25,7 +25,7 @@ SOLVE_METRICS = ("accuracy", "train_accuracy", "epochs", "secret_correct")
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     """A real SQLite store for this module, created (schema and all) before any sweep touches it."""
-    from sweep.recorder import Recorder
+    from sweep.record.recorder import Recorder
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}"
     Recorder(uri, "warmup")
@@ -222,8 +222,8 @@ def test_modal_without_token_fails_at_once_with_setup_help(store, tmp_path):
 def test_placement_and_prices():
     from omegaconf import OmegaConf
 
-    from sweep.cost import gpu_price_per_hour
-    from sweep.launch_hooks import placement
+    from sweep.config.prices import gpu_price_per_hour
+    from sweep.record.launch_hooks import placement
 
     def dev(**kw):
         return OmegaConf.create({"device": {"backend": "numpy", "torch_device": "cpu", "local_gpu": False, **kw}})
@@ -252,7 +252,7 @@ def test_fast_composer_equals_hydra_composition():
 
     from hydra_plugins.sweep_launcher._compose import FastComposer
     from hydra_plugins.sweep_launcher._run_job import HydraYaml
-    from sweep.schema import register_configs
+    from sweep.config.schema import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3", job_name="t"):

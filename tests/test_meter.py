@@ -1,4 +1,4 @@
-"""Measured energy (sweep.meter): the windowing arithmetic against a counter that is a small real class, RAPL
+"""Measured energy (sweep.energy.meter): the windowing arithmetic against a counter that is a small real class, RAPL
 read from a powercap tree of real files (wrap-around included), and the `none` path on this machine."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sweep import job
-from sweep.meter import RAPLCounter, measure, meter_solve, open_counter
-from sweep.validate import ConfigView
+from sweep.energy.meter import RAPLCounter, measure, meter_solve, open_counter
+from sweep.config.rules import ConfigView
 from tests.conftest import compose
 
 

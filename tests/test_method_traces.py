@@ -15,8 +15,8 @@ from sweep.methods.base import Context
 from sweep.methods.sgd import SGD
 from sweep.paths import CONF_DIR
 from sweep.trackers.ard import ard_report
-from sweep.trackers.trace import OP_KINDS, READ, WRITE, Trace
-from sweep.validate import ConfigError, validate
+from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
+from sweep.config.rules import ConfigError, validate
 from sweep.variants.standard import Standard
 from tests.conftest import compose
 

@@ -11,8 +11,8 @@ from sweep.methods.base import Context
 from sweep.methods.gf2 import GF2
 from sweep.paths import CONF_DIR
 from sweep.problems.sparse_parity import SparseParity
-from sweep.trackers.trace import NULL_TRACE
-from sweep.validate import ConfigError, validate
+from sweep.trace.trace import NULL_TRACE
+from sweep.config.rules import ConfigError, validate
 from tests.conftest import compose
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))

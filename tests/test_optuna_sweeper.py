@@ -16,7 +16,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from sweep.compare import compare
+from sweep.report.compare import compare
 from tests.conftest import FAULTY, run_sweep
 
 # tune_sgd at a toy size: seconds a trial

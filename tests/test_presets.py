@@ -1,5 +1,5 @@
 """Sweep presets (sweeps/*.yaml): they compose as multiruns with their study's settings, and the ard_variants and
-gpu_vs_cpu presets run end to end (shrunk by overrides) into a real store, where sweep.compare reads them."""
+gpu_vs_cpu presets run end to end (shrunk by overrides) into a real store, where sweep.report.compare reads them."""
 from __future__ import annotations
 
 import os
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from sweep import compare, job
-from sweep.validate import validate
+from sweep.report import compare, job
+from sweep.config.rules import validate
 from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
 

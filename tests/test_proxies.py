@@ -1,12 +1,12 @@
-"""The proxy ranking of `python -m sweep.compare` (sweep.proxies): hand-computed rank correlations on runs
+"""The proxy ranking of `python -m sweep.compare` (sweep.energy.proxies): hand-computed rank correlations on runs
 recorded in a real MLflow store, and a real energy sweep end to end (table, disagreements, scatter grid)."""
 from __future__ import annotations
 
 import pytest
 
-from sweep.compare import compare, load_children
-from sweep.proxies import rank_proxies
-from sweep.recorder import Recorder
+from sweep.report.compare import compare, load_children
+from sweep.energy.proxies import rank_proxies
+from sweep.record.recorder import Recorder
 from sweep.result import RunResult
 from tests.conftest import record_small_sweep
 

@@ -2,7 +2,7 @@
 from mlflow.tracking import MlflowClient
 
 from sweep import job
-from sweep.recorder import Recorder, config_hash, flatten, shared_recorder
+from sweep.record.recorder import Recorder, config_hash, flatten, shared_recorder
 from tests.conftest import compose
 
 

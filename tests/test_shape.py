@@ -104,7 +104,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circles():
     graph = _graph()
-    assert "sweep.validate" in graph and "hydra_plugins.sweep_launcher._core" in graph
+    assert "sweep.config.rules" in graph and "hydra_plugins.sweep_launcher._core" in graph
     assert not _cycles(graph), "modules that import each other (directly or around a circle): " + str(_cycles(graph))
 
 
@@ -141,7 +141,7 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
     import yaml
     from hydra.utils import get_class
 
-    from sweep.schema import SCHEMAS
+    from sweep.config.schema import SCHEMAS
 
     def defaults(dc: type) -> dict:
         return {f.name: f.default if f.default is not dataclasses.MISSING else

@@ -7,15 +7,15 @@ import re
 import pytest
 
 from sweep.backend import Backend
-from sweep.methods.applicability import applicability_table
+from sweep.config.applicability import applicability_table
 from sweep.methods.base import Context
 from sweep.methods.fourier import Fourier
 from sweep.methods.ols import OLS
 from sweep.methods.sgd import SGD
 from sweep.paths import PROJECT_ROOT
 from sweep.problems.sparse_sum import SparseSum
-from sweep.trackers.trace import Trace
-from sweep.validate import ConfigError, validate
+from sweep.trace.trace import Trace
+from sweep.config.rules import ConfigError, validate
 from sweep.variants.standard import Standard
 from tests.conftest import compose, run_sweep
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from sweep.recorder import Recorder
-from sweep.sql_run_writer import SqliteRunWriter, SqlRunWriter
+from sweep.record.recorder import Recorder
+from sweep.record.sql_writer import SqliteRunWriter, SqlRunWriter
 from sweep.result import RunResult
 
 
@@ -102,7 +102,7 @@ def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path, 
 
 @pytest.mark.parametrize("writer", WRITERS)
 def test_a_run_is_written_whole_or_not_at_all(store, writer):
-    from sweep.sql_run_writer import new_run_id
+    from sweep.record.sql_writer import new_run_id
 
     rec = recorder(store, "atomic", writer)
     dup = [("a", "1"), ("a", "2")]  # the params insert fails after the run row went in
@@ -119,7 +119,7 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
     from mlflow.utils import validation as v
 
     from sweep import sql_run_writer as w
-    from sweep.store import schema_version, sqlite_path
+    from sweep.record.store import schema_version, sqlite_path
 
     Recorder(store, "facts")
     assert schema_version(sqlite_path(store)) == w.KNOWN_SCHEMA

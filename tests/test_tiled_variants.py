@@ -7,8 +7,8 @@ import pytest
 
 from sweep import job
 from sweep.trackers.ard import ard_report
-from sweep.trackers.trace import WRITE, Trace
-from sweep.validate import ConfigError, validate
+from sweep.trace.trace import WRITE, Trace
+from sweep.config.rules import ConfigError, validate
 from sweep.variants.standard import Standard
 from sweep.variants.tiled import Tiled
 from sweep.variants.tiled_fused import TiledFused

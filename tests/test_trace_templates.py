@@ -14,8 +14,8 @@ from sweep.trackers.base import TrackerReport
 from sweep.trackers.cache import CacheTracker
 from sweep.trackers.dmd import DMDTracker
 from sweep.trackers.energy import EnergyTracker
-from sweep.trackers.stack import COLD, depth_runs
-from sweep.trackers.trace import READ, Trace
+from sweep.trace.stack import COLD, depth_runs
+from sweep.trace.trace import READ, Trace
 from tests.conftest import compose
 from tests.test_dmd import brute_force
 from tests.test_trackers import literal_distances

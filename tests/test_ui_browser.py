@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.ui import NAME_COLUMN
+from sweep.report.ui import NAME_COLUMN
 from tests.conftest import ROOT, run_sweep
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -69,7 +69,7 @@ def swept(store, tmp_path):
     job's latest), the run the resume replaced, and the `python -m sweep.ui ...` arguments its last line says."""
     from mlflow.tracking import MlflowClient
 
-    from sweep.compare import find_parent, load_children, sweep_runs
+    from sweep.report.compare import find_parent, load_children, sweep_runs
 
     args = ("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
             "mlflow.experiment=ui_demo")
@@ -93,7 +93,7 @@ def swept(store, tmp_path):
 def ui_address(swept, tmp_path):
     """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.report.ui", *swept[2], "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             start_new_session=True)
     try:

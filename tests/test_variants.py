@@ -7,8 +7,8 @@ from sweep import job
 from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
 from sweep.trackers.ard import ard_report
-from sweep.trackers.trace import Trace
-from sweep.validate import ConfigError, validate
+from sweep.trace.trace import Trace
+from sweep.config.rules import ConfigError, validate
 from sweep.variants.base import Variant
 from sweep.variants.fused import Fused
 from sweep.variants.perlayer import PerLayer

@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.result import RunResult
-from sweep.schema import register_configs
+from sweep.config.schema import register_configs
 from sweep.errors import ConfigError
 
 register_configs()
@@ -20,7 +20,7 @@ register_configs()
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
     from sweep import job
-    from sweep.recording import FORCE_KEY, already_done
+    from sweep.record.callback import FORCE_KEY, already_done
 
     try:
         done = already_done(cfg)
@@ -63,7 +63,7 @@ def refuse_unused_additions(argv: list[str]) -> None:
     Free-form keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
     from dataclasses import fields
 
-    from sweep.schema import Config
+    from sweep.config.schema import Config
 
     known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
     for arg in argv:

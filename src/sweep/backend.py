@@ -45,7 +45,7 @@ class Backend:
 
     name: str = "numpy"  # numpy | torch (device.backend)
     device: str = "cpu"  # torch device string when name=torch (device.torch_device)
-    # The knobs below are device config fields of the same names (KNOBS; sweep.schema.DeviceConfig carries them).
+    # The knobs below are device config fields of the same names (KNOBS; sweep.config.schema.DeviceConfig carries them).
     dtype: str = "float64"  # float64: the seeds' precision; float32: faster, see README "float32 on CPU"
     compile: bool = False  # torch.compile the hot step (seed 004)
     compile_backend: str = "inductor"  # torch.compile backend (inductor; aot_eager compiles in seconds)

@@ -14,12 +14,12 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import KNOBS, Backend
-from sweep.cost import cost_usd, device_price_per_hour
+from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.methods.base import Context
 from sweep.result import RunResult
 from sweep.trackers.base import TrackerReport
-from sweep.trackers.trace import NULL_TRACE, Trace
-from sweep.validate import JOB_GROUPS, validate
+from sweep.trace.trace import NULL_TRACE, Trace
+from sweep.config.rules import JOB_GROUPS, validate
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:

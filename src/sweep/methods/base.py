@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 
 from sweep.backend import Backend
 from sweep.problems.base import Dataset, Problem
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
 from sweep.methods.sgd import SGD, WEIGHTS, init_params
-from sweep.trackers.trace import NULL_TRACE
+from sweep.trace.trace import NULL_TRACE
 from sweep.variants.base import Params
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sweep.trackers.trace import numel
+from sweep.trace.trace import numel
 
 Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name: value}
 
 
-BUDGET_FLOATS = 20_000_000  # snapshots kept for evaluation after the clock (sweep.size_guard counts them too)
+BUDGET_FLOATS = 20_000_000  # snapshots kept for evaluation after the clock (sweep.config.memory counts them too)
 
 
 class EpochLog:

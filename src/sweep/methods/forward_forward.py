@@ -17,7 +17,7 @@ import numpy as np
 
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
-from sweep.trackers.trace import NULL_TRACE, Trace
+from sweep.trace.trace import NULL_TRACE, Trace
 
 Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 
@@ -186,7 +186,7 @@ class ForwardForward:
                 xb, yb = xs[s : s + self.batch_size], ys[s : s + self.batch_size]
                 steps_trace.write("x", xb); steps_trace.write("y", yb)
                 step(xp, net, xb, yb, steps_trace)
-                steps_trace.end_step()  # one segment per step (sweep.trackers.trace)
+                steps_trace.end_step()  # one segment per step (sweep.trace.trace)
             epochs = epoch + 1
             log.record(self.flatten(net), measure)
             test_acc = self.accuracy(xp, net, xt, yt)

@@ -14,7 +14,7 @@ from typing import ClassVar, Iterable, Iterator
 import numpy as np
 
 from sweep.methods.base import Context, Outcome, subset_outcome
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 
 
 # as int8, +1 is the byte 0x01 and -1 the byte 0xff: a cast and a byte translation turn the rows into digit

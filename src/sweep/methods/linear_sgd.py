@@ -15,7 +15,7 @@ import numpy as np
 
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, hidden_progress
-from sweep.trackers.trace import NULL_TRACE, Trace
+from sweep.trace.trace import NULL_TRACE, Trace
 
 if TYPE_CHECKING:
     from sweep.methods.sgd import SGD
@@ -94,7 +94,7 @@ def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
             xb, yb = xs[s : s + bs], ys[s : s + bs]
             epoch_trace.write("x", xb); epoch_trace.write("y", yb)
             linear_step(p, xb, yb, sgd.lr, keep, epoch_trace)
-            epoch_trace.end_step()  # one segment per step (sweep.trackers.trace)
+            epoch_trace.end_step()  # one segment per step (sweep.trace.trace)
         if all_steps:
             ctx.trace.extend(epoch_trace)
             log.traces.append(epoch_trace)

@@ -15,7 +15,7 @@ import numpy as np
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.methods.linear_sgd import train_linear
-from sweep.trackers.trace import NULL_TRACE, Trace
+from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
 
 

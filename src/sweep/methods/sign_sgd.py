@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sweep.methods.sgd import SGD
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 from sweep.variants.base import Update
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.columns import Columns, Layout
-from sweep.trackers.trace import Trace
+from sweep.trace.columns import Columns, Layout
+from sweep.trace.trace import Trace
 
 
 def reuse_distances(trace: Trace) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 
 
 @dataclass
@@ -23,7 +23,7 @@ class TrackerReport:
 
 @dataclass
 class TrackerBase:
-    """Fields every tracker option carries; the option's schema is derived from its class (sweep.schema), and
+    """Fields every tracker option carries; the option's schema is derived from its class (sweep.config.schema), and
     tracker=none is this class's fields with nothing built."""
 
     name: str = "none"
@@ -41,5 +41,5 @@ class TrackerBase:
 
     def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
                 ) -> tuple[dict[str, float], dict[str, str]]:
-        """Measured figures of `solve` (metrics, tags); only the energy tracker measures (sweep.meter)."""
+        """Measured figures of `solve` (metrics, tags); only the energy tracker measures (sweep.energy.meter)."""
         return {}, {}

@@ -6,7 +6,7 @@ the cache the group's CacheTracker did. A read of a resident buffer is a hit; a 
 A write makes its buffer resident (an existing entry takes the new size without an eviction check).
 
 The cache's contents are a small hashable state, so the simulation runs once per distinct (contents, step
-template) pair (sweep.trackers.replay), its figures are worked out once per such result and summed by how often
+template) pair (sweep.trace.replay), its figures are worked out once per such result and summed by how often
 it occurs; only the missed reads whose distance depends on the step (sweep.trackers.ard.Reads) are per step.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy as np
 
 from sweep.trackers.ard import Reads, ard_each, ard_report, distances
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.columns import Columns
-from sweep.trackers.replay import PerResult, Replay
-from sweep.trackers.trace import READ, Event, Trace
+from sweep.trace.columns import Columns
+from sweep.trace.replay import PerResult, Replay
+from sweep.trace.trace import READ, Event, Trace
 
 
 class LRUCache:

@@ -6,10 +6,10 @@ stack ordered by most recent write; a never-written element has depth stack size
 over read elements.
 
 A per-element simulation (splay tree) costs O(log n) Python work per float. The depths come instead from the
-run-based stack pass in sweep.trackers.stack (shared with the energy model, memoised per step template): a
+run-based stack pass in sweep.trace.stack (shared with the energy model, memoised per step template): a
 read's run of elements has consecutive depths, so its sqrt sum is a difference of a cumulative-sqrt table. The
 sum is taken once per distinct (stack state, step template) result and weighted by how often the result occurs
-(sweep.trackers.replay.PerResult), so a whole-solve trace never becomes arrays over its elements or events.
+(sweep.trace.replay.PerResult), so a whole-solve trace never becomes arrays over its elements or events.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import numpy as np
 
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
-from sweep.trackers.replay import PerResult
-from sweep.trackers.stack import depth_runs, stack_replay
-from sweep.trackers.trace import Trace
+from sweep.trace.replay import PerResult
+from sweep.trace.stack import depth_runs, stack_replay
+from sweep.trace.trace import Trace
 
 
 def read_runs(trace: Trace) -> Iterator[tuple[int, int, int]]:
@@ -52,7 +52,7 @@ def sqrt_sums(top: int) -> np.ndarray:
 
 
 def segment_dmd(rows: np.ndarray, events: tuple = ()) -> np.ndarray:
-    """[sum of sqrt(depth)] over the observed runs of one segment (sweep.trackers.stack rows), run by run."""
+    """[sum of sqrt(depth)] over the observed runs of one segment (sweep.trace.stack rows), run by run."""
     first, step, count = rows[:, 2], rows[:, 3], rows[:, 4]
     flat = step == 0
     csum = sqrt_sums(int(first.max()) if len(first) else 0)

@@ -1,8 +1,8 @@
 """Energy: a memory-hierarchy energy model over the trace (tracker=energy; the model in docs/energy.md).
 
-Every float access is served by one level of the hierarchy (sweep.trackers.hierarchy): the smallest level
+Every float access is served by one level of the hierarchy (sweep.energy.hierarchy): the smallest level
 whose capacity holds the element's LRU stack depth; a first touch comes from the last level. Mattson's stack
-algorithm gives every level's counts in one pass (sweep.trackers.stack, the pass DMD reads too). Memory energy
+algorithm gives every level's counts in one pass (sweep.trace.stack, the pass DMD reads too). Memory energy
 = sum over levels of floats read x read_pj + floats written x write_pj; compute energy = the operation counts
 the method reported (Trace.compute) x ops_pj. The same report carries ard, dmc and dmd of the trace, so every
 proxy and the energy sit side by side in one run.
@@ -16,15 +16,15 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.meter import meter_solve
+from sweep.energy.meter import meter_solve
 from sweep.trackers.ard import Reads, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trackers.cache import cache_pass, cache_report
 from sweep.trackers.dmd import dmd, dmd_each, dmd_pass
-from sweep.trackers.hierarchy import Hierarchy, load_hierarchy
-from sweep.trackers.replay import PerResult
-from sweep.trackers.stack import COLD, stack_replay
-from sweep.trackers.trace import READ, Trace
+from sweep.energy.hierarchy import Hierarchy, load_hierarchy
+from sweep.trace.replay import PerResult
+from sweep.trace.stack import COLD, stack_replay
+from sweep.trace.trace import READ, Trace
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _levels(h: Hierarchy, rows: np.ndarray) -> np.ndarray:
 
 
 def _segment_counts(h: Hierarchy, rows: np.ndarray, events: tuple = ()) -> np.ndarray:
-    """[floats read per level..., floats written per level...] of one segment (sweep.trackers.stack rows)."""
+    """[floats read per level..., floats written per level...] of one segment (sweep.trace.stack rows)."""
     n, level, is_write, count = len(h.levels), _levels(h, rows), rows[:, 1] != READ, rows[:, 4]
     return np.concatenate((np.bincount(level[~is_write], weights=count[~is_write], minlength=n),
                            np.bincount(level[is_write], weights=count[is_write], minlength=n)))
@@ -70,7 +70,7 @@ def level_counts(trace: Trace, h: Hierarchy, p: PerResult | None = None) -> Leve
 def compute_pj(compute_ops: Mapping[str, int], h: Hierarchy) -> float:
     unpriced = sorted(set(compute_ops) - set(h.ops_pj))
     if unpriced:  # validation prices every OP_KINDS entry: a method reported a kind outside the vocabulary
-        raise ValueError(f"operation kind {unpriced[0]!r} is not in OP_KINDS (sweep.trackers.trace), so hierarchy "
+        raise ValueError(f"operation kind {unpriced[0]!r} is not in OP_KINDS (sweep.trace.trace), so hierarchy "
                          f"{h.name} has no price for it")
     return float(sum(n * h.ops_pj[k] for k, n in compute_ops.items()))
 

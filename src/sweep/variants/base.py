@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 
 Params = dict[str, Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update
 
 

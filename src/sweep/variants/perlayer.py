@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update, Variant, forward, hinge_dout
 
 

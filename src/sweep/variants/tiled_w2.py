@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.trackers.trace import Trace
+from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update, hinge_dout
 from sweep.variants.blocks import layer1_update, relu_backward
 from sweep.variants.tiled import Tiled

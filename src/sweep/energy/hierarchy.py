@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import yaml
 
 from sweep.paths import CONF_DIR
-from sweep.trackers.trace import OP_KINDS
+from sweep.trace.trace import OP_KINDS
 from sweep.errors import ConfigError
 
 HIERARCHY_DIR = CONF_DIR / "energy"
@@ -149,7 +149,7 @@ def _ops(name: str, ops: Any, seen: set[str]) -> dict[str, Any]:
 
 
 def check_energy_config(cfg: Any) -> None:
-    """The validate hook: a config whose tracker names a hierarchy must load (sweep.validate.EXTRA_CHECKS)."""
+    """The validate hook: a config whose tracker names a hierarchy must load (sweep.config.rules.EXTRA_CHECKS)."""
     name = cfg.select("tracker.hierarchy")
     if name is None:
         return

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.result import RunResult
-from sweep.sql_run_writer import MAX_PARAM_LEN, MAX_TAG_LEN
+from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN
 
 HASH_TAG = "sweep.config_hash"
 # MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
@@ -55,16 +55,16 @@ def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
 
 
 class Recorder:
-    """Opens (or creates) the store and the experiment; raises `sweep.store.StoreError` (one line naming the
-    store and the cause) when it cannot. Results spooled for this store are written in first (`sweep.spool`)."""
+    """Opens (or creates) the store and the experiment; raises `sweep.record.store.StoreError` (one line naming the
+    store and the cause) when it cannot. Results spooled for this store are written in first (`sweep.record.spool`)."""
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "sweep", import_spool: bool = True) -> None:
-        from sweep import store
+        from sweep.record import store
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
-        from sweep.sql_run_writer import SqlRunWriter, SqliteRunWriter
+        from sweep.record.sql_writer import SqlRunWriter, SqliteRunWriter
 
         self._client: Any = None
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
@@ -82,7 +82,7 @@ class Recorder:
                 raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
             self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
-            from sweep import spool
+            from sweep.record import spool
 
             n = spool.import_into(self)
             if n:
@@ -113,7 +113,7 @@ class Recorder:
             extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
         says where (the result is saved or the command fails loudly, never both lost and silent)."""
-        from sweep import spool, store
+        from sweep.record import spool, store
 
         try:
             return self.write(result, parent_run_id, run_name, extra_tags)
@@ -125,7 +125,7 @@ class Recorder:
     def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
               extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
-        from sweep.sql_run_writer import SqlRunWriter, new_run_id, plainly_valid
+        from sweep.record.sql_writer import SqlRunWriter, new_run_id, plainly_valid
 
         tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config),
                 "git_commit": git_commit()}

@@ -2,7 +2,7 @@
 
 A tracker that simulates a finite state (an LRU cache of buffers, the element-level LRU stack as runs of
 elements) is a deterministic function of the state before a segment and the segment's events: the same pair
-gives the same observations and the same next state. A whole-solve trace is a few templates (sweep.trackers.trace)
+gives the same observations and the same next state. A whole-solve trace is a few templates (sweep.trace.trace)
 and in steady state the states repeat too (an SGD step rewrites every buffer it touches, so after one step the
 state no longer depends on what came before it), so the simulation runs once per distinct (state, template)
 pair and the rest of the trace costs one dictionary lookup per step.
@@ -14,7 +14,7 @@ from typing import Callable, Generic, Hashable, TypeVar
 
 import numpy as np
 
-from sweep.trackers.trace import Event, Trace
+from sweep.trace.trace import Event, Trace
 
 S = TypeVar("S", bound=Hashable)  # the simulated state, hashable (tuples)
 R = TypeVar("R")  # what one segment's simulation observed

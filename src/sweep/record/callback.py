@@ -1,8 +1,8 @@
 """Hydra callback that records jobs in MLflow when Hydra itself runs them (single runs, and multiruns on
 Hydra's basic launcher). Under the project's launcher the same object is the launcher's hooks
-(`sweep.launch_hooks`): it records there, in the launching process, and stands aside in the workers.
+(`sweep.record.launch_hooks`): it records there, in the launching process, and stands aside in the workers.
 
-A result the store refuses is kept in the spool (`sweep.spool`) and the command exits 1 with one line naming the
+A result the store refuses is kept in the spool (`sweep.record.spool`) and the command exits 1 with one line naming the
 store, the cause and the spool file; a store that cannot be written is found before a multirun starts a job.
 
 Under a launcher that runs jobs in other processes (submitit: local processes or SLURM jobs) this callback
@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import Tally
 
-from sweep.launch_hooks import (FORCE_KEY, SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job,
+from sweep.record.launch_hooks import (FORCE_KEY, SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job,
                                 open_parent)
 from sweep.result import RunResult
 from sweep.errors import ConfigError
@@ -48,7 +48,7 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
 
 def refuse_bad_experiment(config: DictConfig) -> None:
     """mlflow.experiment is bad input when MLflow would refuse it: exit 2 before any job, whatever launches."""
-    from sweep.store import experiment_name_problem
+    from sweep.record.store import experiment_name_problem
 
     if not config.mlflow.enabled:
         return
@@ -71,7 +71,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
     from hydra_plugins.sweep_launcher.naming import Namer
 
     from sweep.job import job_config
-    from sweep.validate import validate
+    from sweep.config.rules import validate
 
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
@@ -104,7 +104,7 @@ def already_done(cfg: DictConfig) -> str | None:
             or not cfg.mlflow.enabled or OmegaConf.select(cfg, FORCE_KEY, default=False) or not is_sweep_job(cfg)):
         return None
     from sweep.job import job_config
-    from sweep.recorder import shared_recorder
+    from sweep.record.recorder import shared_recorder
 
     return shared_recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
 
@@ -122,7 +122,7 @@ class MLflowCallback(SweepLaunchHooks):
 
     def _recorder(self, config: DictConfig):
         if self.recorder is None:
-            from sweep.recorder import shared_recorder
+            from sweep.record.recorder import shared_recorder
 
             self.recorder = shared_recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
         return self.recorder
@@ -137,7 +137,7 @@ class MLflowCallback(SweepLaunchHooks):
         refuse_bad_experiment(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from sweep import store
+        from sweep.record import store
         from sweep.paths import default_tracking_uri
 
         refuse_bad_experiment(config)
@@ -201,15 +201,15 @@ class MLflowCallback(SweepLaunchHooks):
 
     def _record(self, config: DictConfig, result: RunResult, run_name: str | None,
                 tags: dict[str, str] | None = None) -> None:
-        from sweep import spool
-        from sweep.store import StoreError
+        from sweep.record import spool
+        from sweep.record.store import StoreError
 
         try:
             try:
                 recorder = self._recorder(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
                 from sweep.paths import default_tracking_uri
-                from sweep.store import cause_of
+                from sweep.record.store import cause_of
 
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)

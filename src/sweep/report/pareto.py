@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 TRIAL_KEY = "extra.trial"  # sweeps/tune_sgd.yaml's hydra.sweeper.trial_key: a point is labelled by its trial
 
 if TYPE_CHECKING:
-    from sweep.compare import Comparison, Row
+    from sweep.report.compare import Comparison, Row
 
 
 def _scores(row: "Row", objectives: dict[str, str]) -> list[float] | None:
@@ -34,7 +34,7 @@ def front(cmp: "Comparison", objectives: dict[str, str]) -> "Comparison":
 
 def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path) -> Path:
     """Every finished row as a point of (second objective, first objective), the front joined and labelled."""
-    from sweep.plots import LABELS, plt, save
+    from sweep.report.plots import LABELS, plt, save
 
     y, x = list(objectives)[:2]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))

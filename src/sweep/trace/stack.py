@@ -19,7 +19,7 @@ element at index j has depth A + hi - j when nothing moves during the access (DM
 element of the run has the same depth A + hi - lo (step 0).
 
 The stack of runs is a small hashable state, so the pass is memoised per (state, segment) by
-sweep.trackers.replay: a whole-solve trace costs one simulation per distinct (state, step template), not one
+sweep.trace.replay: a whole-solve trace costs one simulation per distinct (state, step template), not one
 per step.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Iterator
 
 import numpy as np
 
-from sweep.trackers.replay import Replay
-from sweep.trackers.trace import READ, Event, Trace
+from sweep.trace.replay import Replay
+from sweep.trace.trace import READ, Event, Trace
 
 COLD = 0  # LRU depth of a first touch (real depths are >= 1)
 

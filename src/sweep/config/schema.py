@@ -6,7 +6,7 @@ class's fields, types and defaults, written once in the class, plus its `_target
 (device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
 schema with ``defaults: [/schema/<group>@_here_: <option>, _self_]`` and set only what differs from it
 (tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
-checked in sweep.validate.
+checked in sweep.config.rules.
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def _device_config() -> type:
         ("torch_device", str, field(default=backend["device"].default)),  # torch device string when backend=torch
         *((k, _field_type(backend[k]), field(default=backend[k].default)) for k in KNOBS),
         # USD per hour of this device (cost_usd = wall_clock_s * price_per_hour / 3600); null: the Modal price of
-        # device.gpu (sweep.cost.device_price_per_hour)
+        # device.gpu (sweep.config.prices.device_price_per_hour)
         ("price_per_hour", Optional[float], field(default=0.0)),
         ("gpu", Optional[str], field(default=None)),  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
         ("local_gpu", bool, field(default=False)),  # run cuda jobs on this machine's GPU instead of Modal
@@ -106,7 +106,7 @@ class MLflowConfig:
     tracking_uri: Optional[str] = None  # null: the project's store, <project>/mlruns (or $MLFLOW_TRACKING_URI)
     experiment: str = "sweep"
     enabled: bool = True
-    # re-run jobs that already have a FINISHED run, under any launcher (sweep.launch_hooks.FORCE_KEY; the
+    # re-run jobs that already have a FINISHED run, under any launcher (sweep.record.launch_hooks.FORCE_KEY; the
     # project's launcher also has its own switch, hydra.launcher.force)
     force: bool = False
 
@@ -117,7 +117,7 @@ class CompareConfig:
 
     baseline: dict[str, Any] = field(default_factory=dict)  # swept key -> value of the baseline arm
     relative: dict[str, str] = field(default_factory=dict)  # metric -> percent | speedup, against the baseline
-    # proxy ranking (sweep.proxies): {target: [metric, ...], by: a swept key, metrics: [proxy, ...]}
+    # proxy ranking (sweep.energy.proxies): {target: [metric, ...], by: a swept key, metrics: [proxy, ...]}
     proxies: dict[str, Any] = field(default_factory=dict)
 
 

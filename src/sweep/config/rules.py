@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES
 from sweep.errors import ConfigError  # noqa: F401 - raised here, and imported from here by the app
-from sweep.schema import JOB_GROUPS
+from sweep.config.schema import JOB_GROUPS
 
 
 
@@ -122,7 +122,7 @@ EXTRA_CHECKS: list[Callable[[ConfigView], None]] = []
 def _tile_size_divides_hidden(cfg: ConfigView) -> None:
     """A tiled variant (its class says ``tiled``): tile_size must divide method.hidden (the error lists the
     divisors that would)."""
-    from sweep.methods.applicability import target_class
+    from sweep.config.applicability import target_class
 
     if not getattr(target_class(cfg, "variant"), "tiled", False):
         return
@@ -142,8 +142,8 @@ EXTRA_CHECKS.append(_tile_size_divides_hidden)
 
 
 def _method_applies(cfg: ConfigView) -> None:
-    """method x problem: each method class declares the problems it applies to (sweep.methods.applicability)."""
-    from sweep.methods.applicability import check_method_applies
+    """method x problem: each method class declares the problems it applies to (sweep.config.applicability)."""
+    from sweep.config.applicability import check_method_applies
 
     check_method_applies(cfg)
 
@@ -152,8 +152,8 @@ EXTRA_CHECKS.append(_method_applies)
 
 
 def _energy_hierarchy(cfg: ConfigView) -> None:
-    """tracker=energy: the hierarchy file and its overrides (sweep.trackers.hierarchy)."""
-    from sweep.trackers.hierarchy import check_energy_config
+    """tracker=energy: the hierarchy file and its overrides (sweep.energy.hierarchy)."""
+    from sweep.energy.hierarchy import check_energy_config
 
     check_energy_config(cfg)
 
@@ -162,9 +162,9 @@ EXTRA_CHECKS.append(_energy_hierarchy)
 
 
 def _fits_in_memory(cfg: ConfigView) -> None:
-    """The job's estimated memory against what this machine has left (sweep.size_guard), last: the value
+    """The job's estimated memory against what this machine has left (sweep.config.memory), last: the value
     rules above first say what is wrong with a field."""
-    from sweep.size_guard import check_fits
+    from sweep.config.memory import check_fits
 
     check_fits(cfg)
 

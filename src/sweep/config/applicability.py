@@ -1,4 +1,4 @@
-"""Which method applies to which problem, checked when the config is composed (sweep.validate).
+"""Which method applies to which problem, checked when the config is composed (sweep.config.rules).
 
 Each method class declares ``problems = (...)``, the problem names it makes sense for, and may declare a
 ``check_config(cfg)`` classmethod for its own config-time limits (fourier's subset count). The check imports
@@ -13,7 +13,7 @@ from hydra.utils import get_class
 from sweep.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sweep.validate import ConfigView
+    from sweep.config.rules import ConfigView
 
 
 def target_class(cfg: "ConfigView", group: str) -> Any:
@@ -48,7 +48,7 @@ def applicability_table() -> str:
     from omegaconf import OmegaConf
 
     from sweep.paths import CONF_DIR
-    from sweep.schema import SCHEMAS
+    from sweep.config.schema import SCHEMAS
 
     def target(path, group: str) -> Any:
         """The option's _target_: set in its file, or its schema's (conf/method/X.yaml starts from schema X)."""

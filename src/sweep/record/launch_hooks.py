@@ -20,7 +20,7 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob,
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.result import RunResult
-from sweep.validate import JOB_GROUPS
+from sweep.config.rules import JOB_GROUPS
 
 # re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
 FORCE_KEY = "mlflow.force"
@@ -55,7 +55,7 @@ def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = 
 def charge_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
     """A job that ran on a CPU host (not a Modal GPU): its task's CPU seconds, and their cost at
     device.price_per_hour (whichever launcher ran it)."""
-    from sweep.cost import cost_usd, device_price_per_hour
+    from sweep.config.prices import cost_usd, device_price_per_hour
 
     price = device_price_per_hour(cfg.device) if OmegaConf.select(cfg, "device") is not None else 0.0
     result.metrics["cpu_s"] = cpu_s
@@ -64,7 +64,7 @@ def charge_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
 
 def repair_abandoned(recorder: Any) -> None:
     """Before a sweep opens its parent: runs a killed launcher left RUNNING become KILLED, said in one line."""
-    from sweep.recorder import KILLED_REASON_TAG
+    from sweep.record.recorder import KILLED_REASON_TAG
 
     repaired = recorder.repair_abandoned()
     if repaired:
@@ -141,9 +141,9 @@ class SweepLaunchHooks(LaunchHooks):
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
-        from sweep.cost import gpu_price_per_hour
+        from sweep.config.prices import gpu_price_per_hour
         from sweep.job import job_config
-        from sweep.validate import ConfigError, validate
+        from sweep.config.rules import ConfigError, validate
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
@@ -166,7 +166,7 @@ class SweepLaunchHooks(LaunchHooks):
                 mine[0].cfg, FORCE_KEY, default=False):
             return set()
         done = self._finished_hashes([j.data["config"] for j in mine])
-        from sweep.recorder import config_hash
+        from sweep.record.recorder import config_hash
 
         return {j.idx for j in mine if config_hash(j.data["config"]) in done}
 
@@ -189,7 +189,7 @@ class SweepLaunchHooks(LaunchHooks):
 
     def _finished_hashes(self, configs: list[dict[str, Any]]) -> set[str]:
         """Config hashes among `configs` that already have a FINISHED run (resume)."""
-        from sweep.recorder import HASH_TAG, config_hash
+        from sweep.record.recorder import HASH_TAG, config_hash
 
         rec = self.recorder
         wanted = {config_hash(c) for c in configs}
@@ -207,7 +207,7 @@ class SweepLaunchHooks(LaunchHooks):
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         """Write the job's child run, with what it cost (the only writer of the store)."""
-        from sweep.cost import cost_usd, gpu_price_per_hour
+        from sweep.config.prices import cost_usd, gpu_price_per_hour
 
         if self.parent is None or "config" not in job.data:
             return
@@ -252,7 +252,7 @@ class SweepLaunchHooks(LaunchHooks):
             super().sweep_ended(status, tally, note)
         finally:  # the last line, after the failures: where to look next
             if self.recorder is not None and parent is not None:
-                from sweep.ui import next_steps
+                from sweep.report.ui import next_steps
 
                 r = self.recorder
                 print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)

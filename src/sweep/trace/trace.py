@@ -43,7 +43,7 @@ class Trace:
     the last call are interned as one template (a tuple of events). A training step's events are the same every
     step but for a few branches (SGD's margin test), so a whole-solve trace is a handful of templates plus the
     order they came in (``templates``, ``seq``), not millions of events; the trackers work per template and
-    memoise over repeats (sweep.trackers.replay). A step recorded event by event is compared with the previous
+    memoise over repeats (sweep.trace.replay). A step recorded event by event is compared with the previous
     template; SGD's loop records each kind of step once and appends it after (``add_step``; its test checks
     the result equals recording every step). ``events`` is the flat view."""
 

@@ -1,4 +1,4 @@
-"""The plot that fits each study, from a `sweep.compare.Comparison` (matplotlib, Agg: no display needed)."""
+"""The plot that fits each study, from a `sweep.report.compare.Comparison` (matplotlib, Agg: no display needed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # headless: CI and ssh sessions have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
-    from sweep.compare import Comparison, Row
+    from sweep.report.compare import Comparison, Row
 
 LABELS = {"accuracy": "test accuracy", "epochs": "epochs", "wall_clock_s": "wall-clock (s)",
           "warmup_s": "warm-up (s)", "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)",

@@ -113,7 +113,7 @@ def markdown(rankings: Sequence[Ranking], proxies: Sequence[str], by: str) -> st
 
 def plot(rankings: Sequence[Ranking], proxies: Sequence[str], path: Path, title: str) -> Path:
     """A grid: one row per (group, target), one log-log panel per proxy (proxy on x, target on y)."""
-    from sweep.plots import plt, save
+    from sweep.report.plots import plt, save
 
     rows = max(len(rankings), 1)
     fig, axes = plt.subplots(rows, len(proxies), figsize=(3.0 * len(proxies), 2.8 * rows), squeeze=False)

@@ -1,4 +1,4 @@
-"""A trace as numpy columns, one entry per event, built from its templates (sweep.trackers.trace).
+"""A trace as numpy columns, one entry per event, built from its templates (sweep.trace.trace).
 
 A whole-solve trace is a few templates repeated thousands of times, so the columns are made per template (a
 Python loop over a few hundred events) and expanded to the whole trace with numpy indexing, never per event in
@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sweep.trackers.trace import READ, Event, Trace
+from sweep.trace.trace import READ, Event, Trace
 
 
 @dataclass

@@ -1,19 +1,19 @@
 """`python -m sweep.spool list | import [--tracking-uri URI]`: what waits in the spool, and writing it in.
 
-The command line lives apart from the spool itself (`sweep/spool/__init__.py`), which the recorder uses: this
-module needs the recorder, and the spool must not import it back."""
+The spool itself is sweep.record.spool, which the recorder uses; this command needs the recorder, so it
+lives apart (the spool must not import the recorder back)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Sequence
 
-from sweep.spool import entries, import_into, spool_dir
+from sweep.record.spool import entries, import_into, spool_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from sweep.paths import default_tracking_uri
-    from sweep.store import StoreError
+    from sweep.record.store import StoreError
 
     ap = argparse.ArgumentParser(prog="python -m sweep.spool", description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
         print(f"{len(pending)} result(s) in {spool_dir()}")
         return 0
-    from sweep.recorder import Recorder
+    from sweep.record.recorder import Recorder
 
     uris = sorted({e.tracking_uri for e in pending}) or [a.tracking_uri or default_tracking_uri()]
     failed = False

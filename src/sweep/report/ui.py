@@ -1,0 +1,142 @@
+"""`python -m sweep.ui [study]`: the MLflow UI on the project's store, bound to 127.0.0.1 (this machine only),
+and the address that opens a study's runs.
+
+It runs MLflow's own server (`mlflow ui --backend-store-uri <store> --host 127.0.0.1 --port <port>`) with one
+worker: a single-user local UI needs no more, and each extra worker costs seconds of start-up and memory.
+
+MLflow's own conventions make the study open on its runs:
+- the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
+  creates) marks it a model-training experiment. MLflow 3.17's UI, though, opens an experiment on the page of
+  its workflow type: the address's `workflowType=machine_learning`, else the sidebar's GenAI / Model training
+  toggle as last set in that browser (GenAI at first), so a click on a study in MLflow's experiments list lands
+  on the GenAI overview until the user sets the toggle once. Hence the addresses printed here;
+- a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
+  table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
+  columns a study compares and lists the runs of the study's latest sweep: its parent's children, or, for a
+  sweep resumed under several parent runs, its runs by id (the latest run of each job, as `sweep.report.compare`
+  reads it; MLflow's search has neither OR nor IN for tags), unless so many ids would not fit in the view's tag
+  (then the newest parent's children).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any, Sequence
+
+from sweep.record.recorder import KIND_TAG, MODEL_TRAINING  # the experiments' kind, set where the recorder makes them
+
+VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
+# the runs table's metric columns (those no run of the study logged are simply not shown)
+COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
+HOST, PORT = "127.0.0.1", 5000
+NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
+
+
+def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
+    """The server command line."""
+    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
+            "--port", str(port), "--workers", str(workers)]
+
+
+def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None) -> str:
+    """The experiments list in the model-training view, or one experiment's runs in the project's view."""
+    if experiment_id is None:
+        return f"http://{host}:{port}/#/experiments?workflowType=machine_learning"
+    return (f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+            f"&viewStateShareKey={VIEW_KEY}")
+
+
+def study_view(client: Any, parent: Any) -> None:
+    """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
+    metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
+    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH
+
+    from sweep.report.compare import children_filter, sweep_runs
+
+    # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
+    runs = sweep_runs(client, parent)
+    state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
+                             "searchFilter": children_filter(parent.info.run_id)}
+    # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
+    width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
+    state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
+    # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
+    state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
+        ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
+        whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
+        if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_VAL_LENGTH:
+            state = whole
+    experiment_id = parent.info.experiment_id
+    client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
+    client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
+
+
+def _store_args(tracking_uri: str) -> str:
+    from sweep.paths import default_tracking_uri
+
+    return "" if tracking_uri == default_tracking_uri() else f" --tracking-uri {shlex.quote(tracking_uri)}"
+
+
+def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
+    """The line a sweep ends with: how to compare it, and the address of its runs (view written here: on the
+    study's latest sweep with runs, which is an earlier one when every job of this one was already done)."""
+    from sweep.report.compare import find_parent, has_children, study_of
+
+    parent = client.get_run(parent_run_id)
+    study = study_of(parent, client.get_experiment(experiment_id).name)  # the name compare and ui look up
+    if not has_children(client, parent):
+        try:
+            parent = find_parent(client, study)
+        except LookupError:
+            pass
+    study_view(client, parent)
+    name = shlex.quote(study)
+    store = _store_args(tracking_uri)
+    return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
+            f"{runs_url(experiment_id=parent.info.experiment_id)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from sweep.paths import default_tracking_uri
+
+    ap = argparse.ArgumentParser(prog="python -m sweep.ui", description=__doc__.splitlines()[0])
+    ap.add_argument("study", nargs="?", default=None,
+                    help="a preset or experiment name (or a sweep's parent run id): print the address of its runs")
+    ap.add_argument("--port", type=int, default=PORT)
+    ap.add_argument("--host", default=HOST, help="default 127.0.0.1; another address exposes the store")
+    ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
+    a = ap.parse_args(argv)
+    uri = a.tracking_uri or default_tracking_uri()
+    if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
+        print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
+        return 1
+    from mlflow.tracking import MlflowClient
+
+    from sweep.report.compare import find_parent, latest_sweeps
+
+    client = MlflowClient(tracking_uri=uri)
+    url, studies = runs_url(a.host, a.port), []
+    if a.study is not None:
+        try:
+            parent = find_parent(client, a.study)
+        except LookupError as e:
+            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            return 2
+        study_view(client, parent)
+        url = runs_url(a.host, a.port, parent.info.experiment_id)
+    else:  # each study's own address: a click in MLflow's list opens the GenAI overview (see the module doc)
+        for name, parent in latest_sweeps(client):
+            study_view(client, parent)
+            studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
+    print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
+    from sweep.report.owned_process import run_owned
+
+    return run_owned(command(uri, a.host, a.port), "sweep.report.ui")  # SIGTERM or Ctrl-C stops all it started
+
+
+if __name__ == "__main__":
+    sys.exit(main())
