@@ -6,7 +6,7 @@ splay-tree implementation in pure Python (written here), on the same traces. Bot
 Traces: one single-sample standard step at n=20, H=hidden (the published protocol, ~1e5 element accesses at
 H=1000), and `steps` consecutive single-sample steps after one INIT (a longer trace whose stack carries over).
 
-Then the energy tracker's stack pass (every level of the cpu hierarchy in one LRU pass, sweep.trackers.energy)
+Then the energy tracker's stack pass (every level of the cpu hierarchy in one LRU pass, sweep.energy.model)
 against DMD's on the whole-solve trace (tracker.scope=all_steps) of SGD at n=20, hidden=--solve-hidden (200):
 float accesses per second and their ratio (target: energy no slower than DMD, >= 1.0x).
 """
@@ -21,7 +21,7 @@ import numpy as np
 from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
 from sweep.trackers.dmd import dmd
-from sweep.trackers.energy import level_counts
+from sweep.energy.model import level_counts
 from sweep.energy.hierarchy import load_hierarchy
 from sweep.trace.trace import READ, Trace
 from sweep.variants.standard import Standard

@@ -3,7 +3,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import job
-from sweep.config.rules import ConfigError
+from sweep.errors import ConfigError
 from tests.conftest import compose, run_sweep
 
 

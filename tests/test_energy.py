@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from sweep import job
-from sweep.trackers import hierarchy as hier
-from sweep.trackers.energy import energy_metrics, energy_report
+from sweep.energy import hierarchy as hier
+from sweep.energy.model import energy_metrics, energy_report
 from sweep.energy.hierarchy import Hierarchy, Level, load_hierarchy
 from sweep.trace.stack import COLD, stack_runs
 from sweep.trace.trace import OP_KINDS, READ, Trace
-from sweep.config.rules import ConfigError
+from sweep.errors import ConfigError
 from tests.conftest import ROOT, compose, random_trace, run_sweep
 
 EXAMPLE = "W a 2, W b 3, R a 2, R b 3, W c 1, R a 2, R c 1, R d 1"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sweep import job
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from tests.conftest import compose
 from tests.test_devices import CASES, METHOD
 
@@ -23,7 +24,7 @@ DEFAULTS = {"sgd": (), "sign_sgd": (), "curriculum": (), "gf2": (), "km": (), "f
 def test_default_is_float64_and_other_dtypes_are_refused():
     assert compose().device.dtype == "float64"
     with pytest.raises(ConfigError, match=r"device.dtype='float16' is not allowed: expected one of float32, float64"):
-        validate(compose("device.dtype=float16"))
+        check_job(compose("device.dtype=float16"))
 
 
 class Float64Seen(torch.overrides.TorchFunctionMode):

@@ -8,7 +8,7 @@ import pytest
 
 from sweep import job
 from sweep.energy.meter import RAPLCounter, measure, meter_solve, open_counter
-from sweep.config.rules import ConfigView
+from sweep.config.view import ConfigView
 from tests.conftest import compose
 
 

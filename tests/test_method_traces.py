@@ -16,7 +16,8 @@ from sweep.methods.sgd import SGD
 from sweep.paths import CONF_DIR
 from sweep.trackers.ard import ard_report
 from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.variants.standard import Standard
 from tests.conftest import compose
 
@@ -42,7 +43,7 @@ def applies(method: str, problem: str) -> bool:
 
 def valid(method: str, problem: str, variant: str) -> bool:
     try:
-        validate(job.job_config(compose(f"method={method}", f"problem={problem}", f"variant={variant}",
+        check_job(job.job_config(compose(f"method={method}", f"problem={problem}", f"variant={variant}",
                                         *TILE.get(variant, ("variant.tile_size=0",)))))
     except ConfigError:
         return False

@@ -12,7 +12,8 @@ from sweep.methods.gf2 import GF2
 from sweep.paths import CONF_DIR
 from sweep.problems.sparse_parity import SparseParity
 from sweep.trace.trace import NULL_TRACE
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from tests.conftest import compose
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
@@ -50,7 +51,7 @@ def test_allowed_combinations_solve_and_others_are_refused(method, problem):
     if not allowed(method, problem):
         with pytest.raises(ConfigError, match=rf"method={method} does not apply to problem={problem}.*"
                                               rf"applies to problem in \{{.*sparse_(parity|sum)"):
-            validate(cfg)
+            check_job(cfg)
         return
     r = job.run(cfg)
     assert r.metrics["accuracy"] == 1.0, (method, problem)
@@ -59,7 +60,7 @@ def test_allowed_combinations_solve_and_others_are_refused(method, problem):
 
 
 def test_refusal_happens_before_any_job_work(monkeypatch):
-    """The check runs in validate(): the method is never instantiated."""
+    """The check runs in check_job(): the method is never instantiated."""
     from sweep.methods import sgd
 
     monkeypatch.setattr(sgd.SGD, "solve", lambda *a: pytest.fail("solve ran"))
@@ -69,13 +70,13 @@ def test_refusal_happens_before_any_job_work(monkeypatch):
 
 def test_fourier_refuses_too_many_subsets_at_config_time():
     with pytest.raises(ConfigError, match=r"C\(n_bits=100, 4\) = 3,921,225 .*method\.max_subsets=2,000,000"):
-        validate(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4"))
-    validate(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4", "method.max_subsets=4000000"))
+        check_job(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4"))
+    check_job(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4", "method.max_subsets=4000000"))
 
 
 def test_km_refuses_more_influence_samples_than_training_inputs():
     with pytest.raises(ConfigError, match=r"method.influence_samples=600 .* problem.n_train=500"):
-        validate(compose("method=km", "method.influence_samples=600", "problem.n_train=500"))
+        check_job(compose("method=km", "method.influence_samples=600", "problem.n_train=500"))
 
 
 def test_solve_learns_and_evaluation_comes_after():

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from sweep.report import compare, job
-from sweep.config.rules import validate
+from sweep import job
+from sweep.report import compare
+from sweep.config.check import check_job
 from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
 
@@ -70,7 +71,7 @@ def test_study_presets_arms_and_baselines():
     devices = {}
     for arm in arms:
         c = _compose("sweeps=torch_overhead", f"+sweeps/torch_overhead_arm={arm}")
-        validate(job.job_config(c))
+        check_job(job.job_config(c))
         devices[arm] = (c.device.name, c.device.compile, c.device.compile_mode, c.device.fullgraph, c.device.autocast)
         assert c.device.dtype == "float32" and c.method.max_epochs == 3
     assert devices["numpy"][0] == "cpu" and devices["max_autotune"][1:3] == (True, "max-autotune")

@@ -15,7 +15,8 @@ from sweep.methods.sgd import SGD
 from sweep.paths import PROJECT_ROOT
 from sweep.problems.sparse_sum import SparseSum
 from sweep.trace.trace import Trace
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.variants.standard import Standard
 from tests.conftest import compose, run_sweep
 
@@ -63,8 +64,8 @@ def test_sgd_on_sum_is_a_linear_model_the_problem_asks_for():
 
 def test_sgd_on_sum_refuses_the_mlp_variants():
     with pytest.raises(ConfigError, match=r"variant=fused .* problem=sparse_sum .* use variant=standard"):
-        validate(compose("method=sgd", "problem=sparse_sum", "variant=fused"))
-    validate(compose("method=sgd", "problem=sparse_parity", "variant=fused"))
+        check_job(compose("method=sgd", "problem=sparse_sum", "variant=fused"))
+    check_job(compose("method=sgd", "problem=sparse_parity", "variant=fused"))
 
 
 def test_readme_applicability_table_is_the_classes():

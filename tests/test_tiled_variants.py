@@ -8,7 +8,8 @@ import pytest
 from sweep import job
 from sweep.trackers.ard import ard_report
 from sweep.trace.trace import WRITE, Trace
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.variants.standard import Standard
 from sweep.variants.tiled import Tiled
 from sweep.variants.tiled_fused import TiledFused
@@ -159,4 +160,4 @@ def test_ard_at_hidden_1000(cls, T):
 @pytest.mark.parametrize("variant", ["tiled_fused", "tiled_w2"])
 def test_tile_size_must_divide_hidden(variant):
     with pytest.raises(ConfigError, match=r"variant\.tile_size=7 .*divisor of method\.hidden=1000"):
-        validate(compose("method.hidden=1000", f"variant={variant}", "variant.tile_size=7"))
+        check_job(compose("method.hidden=1000", f"variant={variant}", "variant.tile_size=7"))

@@ -8,7 +8,8 @@ from sweep.backend import Backend
 from sweep.methods.sgd import SGD, init_params
 from sweep.trackers.ard import ard_report
 from sweep.trace.trace import Trace
-from sweep.config.rules import ConfigError, validate
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.variants.base import Variant
 from sweep.variants.fused import Fused
 from sweep.variants.perlayer import PerLayer
@@ -196,9 +197,9 @@ def test_every_variant_reaches_standard_accuracy():
 def test_tile_size_must_divide_hidden(T):
     cfg = compose("method.hidden=1000", "variant=tiled", f"variant.tile_size={T}")
     with pytest.raises(ConfigError, match=r"variant\.tile_size.*divisor of method\.hidden=1000.*250, 500, 1000"):
-        validate(cfg)
+        check_job(cfg)
 
 
 def test_tiled_needs_a_hidden_layer():
     with pytest.raises(ConfigError, match="method.hidden"):
-        validate(compose("method=gf2", "variant=tiled"))
+        check_job(compose("method=gf2", "variant=tiled"))

@@ -1,5 +1,5 @@
-"""One job: config -> RunResult. Pure with respect to the store: it never touches MLflow, so any launcher
-(in-process, worker process, Modal container) can run it and ship the result back."""
+"""One job: config -> check -> build -> solve -> summarise -> RunResult. Pure with respect to the store: it never
+touches MLflow, so any launcher (in-process, worker process, Modal container) runs it and ships the result back."""
 from __future__ import annotations
 
 import csv
@@ -9,17 +9,22 @@ import json
 import time
 from typing import Any
 
+from dataclasses import dataclass
+
 import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import KNOBS, Backend
+from sweep.config.check import check_job
 from sweep.config.prices import cost_usd, device_price_per_hour
+from sweep.config.schema import JOB_GROUPS
+from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
 from sweep.result import RunResult
-from sweep.trackers.base import TrackerReport
+from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
-from sweep.config.rules import JOB_GROUPS, validate
+from sweep.trackers.base import TrackerReport
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
@@ -74,20 +79,42 @@ def table_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def run(cfg: DictConfig) -> RunResult:
-    """Validate, solve, summarise the trace; return everything the recorder needs."""
-    started = time.time()
-    config = job_config(cfg)
-    validate(config)
+@dataclass
+class Job:
+    """A job's built parts: the problem's data, the array backend, the method and its context, the tracker."""
+
+    data: Any
+    backend: Backend
+    method: Any
+    ctx: Context
+    tracker: Any  # None: tracker=none
+
+
+@dataclass
+class Solved:
+    """What solving produced: the method's outcome, the timed solve's seconds, a warm-up's, measured energy."""
+
+    outcome: Any
+    wall_s: float
+    warmup_s: float | None
+    measured: dict[str, float]
+    meter_tags: dict[str, str]
+
+
+def build_job(cfg: DictConfig) -> Job:
     problem = build(cfg.problem)
     data = problem.generate()
     backend = make_backend(cfg.device)
     tracker = build(cfg.tracker) if cfg.tracker.get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
-    method = build(cfg.method)
-    ctx = Context(problem=problem, data=data, backend=backend, trace=trace, scope=cfg.tracker.scope,
+    ctx = Context(problem=problem, data=data, backend=backend, trace=trace, scope=Scope(cfg.tracker.scope),
                   variant=build(cfg.variant))
+    return Job(data, backend, build(cfg.method), ctx, tracker)
 
+
+def solve(job: Job, device: DictConfig) -> Solved:
+    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy."""
+    backend, method, ctx = job.backend, job.method, job.ctx
     warmup = None
     if backend.needs_warmup:
         # Honest timing (seed 004): a first, untraced solve pays lazy init and torch.compile; it is reported
@@ -99,36 +126,43 @@ def run(cfg: DictConfig) -> RunResult:
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
     outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
-    # measured energy (tracker=energy): untraced repeats of the solve after the timed one, inside this job,
-    # so a Modal job's figure comes back with its result
-    measured, meter_tags = (tracker.measure(lambda: method.solve(dataclasses.replace(ctx, trace=NULL_TRACE)),
-                                            cfg.device, backend.clock) if tracker is not None else ({}, {}))
+    measured, meter_tags = measure_solve(job.tracker, method, ctx, device)
+    return Solved(outcome, wall, warmup, measured, meter_tags)
 
-    report = tracker.summarize(trace) if tracker is not None else TrackerReport()
+
+def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[float]]]:
+    """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
+    outcome, tracker = solved.outcome, job.tracker
+    report = tracker.summarize(job.ctx.trace) if tracker is not None else TrackerReport()
+    curves = dict(outcome.curves)
+    if tracker is not None and outcome.traces:
+        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
+        for key in per_epoch[0] if per_epoch else []:
+            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
+    return report, curves
+
+
+def result(cfg: DictConfig, config: dict[str, Any], job: Job, solved: Solved, report: TrackerReport,
+           curves: dict[str, list[float]], started: float) -> RunResult:
+    """The RunResult: metrics, curves, tags and artifacts, plain data for the recorder."""
+    outcome, data = solved.outcome, job.data
     metrics: dict[str, float] = {
         "accuracy": float(outcome.accuracy),
         "train_accuracy": float(outcome.train_accuracy),
         "epochs": float(outcome.epochs),
-        "wall_clock_s": wall,
-        "cost_usd": cost_usd(wall, device_price_per_hour(cfg.device)),
-        **({"warmup_s": warmup} if warmup is not None else {}),
+        "wall_clock_s": solved.wall_s,
+        "cost_usd": cost_usd(solved.wall_s, device_price_per_hour(cfg.device)),
+        **({"warmup_s": solved.warmup_s} if solved.warmup_s is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
         **{k: float(v) for k, v in report.metrics.items()},
-        **measured,
+        **solved.measured,
     }
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)
         metrics["secret_correct"] = float(secret_ok)
-    curves = dict(outcome.curves)
-    if tracker is not None and outcome.traces:
-        # all_steps: the tracker's figures per epoch, as metric curves
-        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
-        for key in per_epoch[0] if per_epoch else []:
-            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
-
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
-    tags.update(meter_tags)
+    tags.update(solved.meter_tags)
     tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
@@ -140,3 +174,14 @@ def run(cfg: DictConfig) -> RunResult:
          "metrics": metrics}, indent=1)
     return RunResult(config=config, metrics=metrics, curves=curves, tags=tags, artifacts=artifacts,
                      start_time=started)
+
+
+def run(cfg: DictConfig) -> RunResult:
+    """Check, build, solve, summarise the trace; return everything the recorder needs."""
+    started = time.time()
+    config = job_config(cfg)
+    check_job(config)
+    job = build_job(cfg)
+    solved = solve(job, cfg.device)
+    report, curves = summarise(job, solved)
+    return result(cfg, config, job, solved, report, curves, started)

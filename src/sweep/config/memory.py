@@ -41,7 +41,7 @@ def _get(cfg: Any, dotted: str, default: Any = None) -> Any:
 
 
 def estimate(cfg: Any) -> list[Term]:
-    """The job's big arrays (a sweep.config.rules.ConfigView), largest first."""
+    """The job's big arrays (a sweep.config.view.ConfigView), largest first."""
     g = lambda k, d=0: _get(cfg, k, d)  # noqa: E731
     n_bits, n_train, n_test = int(g("problem.n_bits", 0)), int(g("problem.n_train", 0)), int(g("problem.n_test", 0))
     item = 4 if "32" in str(g("device.dtype", "float64")) else 8

@@ -6,7 +6,7 @@ class's fields, types and defaults, written once in the class, plus its `_target
 (device, mlflow, compare) are written here. Option yaml files in conf/<group>/ start from their
 schema with ``defaults: [/schema/<group>@_here_: <option>, _self_]`` and set only what differs from it
 (tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
-checked in sweep.config.rules.
+checked by sweep.config.check.check_job.
 """
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def _ops(name: str, ops: Any, seen: set[str]) -> dict[str, Any]:
 
 
 def check_energy_config(cfg: Any) -> None:
-    """The validate hook: a config whose tracker names a hierarchy must load (sweep.config.rules.EXTRA_CHECKS)."""
+    """A config whose tracker names a hierarchy must load (EnergyTracker.check_config)."""
     name = cfg.select("tracker.hierarchy")
     if name is None:
         return

@@ -8,10 +8,13 @@ the trace is touched. Where no counter can be read the run says why (tag ``energ
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from sweep.trace.trace import NULL_TRACE
 
 POWERCAP = Path("/sys/class/powercap")
 
@@ -145,3 +148,12 @@ def meter_solve(solve: Callable[[], Any], device: Any, clock: Callable[[], float
                     "energy.meter_reason": f"{counter.name} counter did not advance over {m.window_s:.2f} s"}
     return ({"energy_measured_j": m.joules, "energy_measure_repeats": float(m.repeats),
              "energy_measure_window_s": m.window_s}, {"energy.meter": counter.name})
+
+
+def measure_solve(tracker: Any, method: Any, ctx: Any, device: Any) -> tuple[dict[str, float], dict[str, str]]:
+    """The tracker's measured figures of `method`'s solve (only the energy tracker measures): untraced repeats
+    after the timed solve, inside the job, so a Modal job's figure comes back with its result."""
+    if tracker is None:
+        return {}, {}
+    untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
+    return tracker.measure(lambda: method.solve(untraced), device, ctx.backend.clock)

@@ -6,6 +6,7 @@ from typing import Any, Callable, Optional
 
 from sweep.backend import Backend
 from sweep.problems.base import Dataset, Problem
+from sweep.trace.scope import Scope, traced
 from sweep.trace.trace import Trace
 
 
@@ -17,8 +18,12 @@ class Context:
     data: Dataset
     backend: Backend
     trace: Trace  # NullTrace when tracking is off
-    scope: str = "published"  # tracker.scope: which steps are traced
+    scope: Scope = Scope.PUBLISHED  # tracker.scope: which steps are traced
     variant: Any = None  # a sweep.variants Variant; only SGD-like methods use it
+
+    def traces(self, which: Scope) -> bool:
+        """Is the step `which` names traced in this solve (the scope is `which` and a trace is written)?"""
+        return traced(self.scope, self.trace.enabled, which)
 
 
 @dataclass

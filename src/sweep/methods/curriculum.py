@@ -16,6 +16,7 @@ import numpy as np
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
 from sweep.methods.sgd import SGD, WEIGHTS, init_params
+from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE
 from sweep.variants.base import Params
 
@@ -48,7 +49,7 @@ class Curriculum(SGD):
         fresh = be.asarray(rng.randn(H, added.size) * self.widen_scale)
         order = np.argsort(np.concatenate([old, added]), kind="stable")  # back to the stage's column order
         # part of the training only when every step is traced (else the trace is one step's, by itself)
-        trace = ctx.trace if ctx.scope == "all_steps" else NULL_TRACE
+        trace = ctx.trace if ctx.traces(Scope.ALL_STEPS) else NULL_TRACE
         for name, size in ctx.variant.w1_buffers(H, old.size):
             trace.read(name, size)
         p["W1"] = xp.take(xp.concat([p["W1"], fresh], axis=1), be.index(order), axis=1)
@@ -60,7 +61,7 @@ class Curriculum(SGD):
         widths = stage_widths(list(self.schedule), prob.n_bits, prob.k_sparse)
         cols = stage_columns(d.secret, prob.n_bits, widths[0])
         p_np, rng = init_params(cols.size, self.hidden, prob.seed)
-        if ctx.scope == "init_sample0" and ctx.trace.enabled:
+        if ctx.traces(Scope.INIT_SAMPLE0):
             self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()},
                                    d.x_train[:1, cols], d.y_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
@@ -79,7 +80,7 @@ class Curriculum(SGD):
             e, _ = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, log, measure, first=stage == 0)
             epochs += e
             stages_trained += 1
-        if ctx.scope == "published" and ctx.trace.enabled:
+        if ctx.traces(Scope.PUBLISHED):
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
         outcome = self.outcome(ctx, p, epochs, log, xt, yt)
         outcome.extra["stages"] = float(len(widths))

@@ -15,8 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sweep.config.fields import METHOD_RULES, Rule
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
+from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 
 Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
@@ -25,6 +27,7 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 @dataclass
 class ForwardForward:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
+    field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 
     name: str = "forward_forward"
     hidden: int = 64
@@ -164,7 +167,7 @@ class ForwardForward:
         net_np, rng = self.init_layers(prob.n_bits + 1, prob.seed)
         net = [{k: be.asarray(v) for k, v in layer.items()} for layer in net_np]
         x, y, xt, yt = (be.asarray(a) for a in (d.x_train, d.y_train, d.x_test, d.y_test))
-        traced_all = ctx.scope == "all_steps" and ctx.trace.enabled
+        traced_all = ctx.traces(Scope.ALL_STEPS)
         if ctx.trace.enabled and not traced_all:
             # published / init_sample0: one traced single-sample step on a copy of the initial net
             copy = [{k: v * 1.0 for k, v in layer.items()} for layer in net]

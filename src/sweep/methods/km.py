@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 from omegaconf import DictConfig
 
+from sweep.config.fields import Rule, positive_int
 from sweep.methods.base import Context, Outcome, subset_outcome
 
 
@@ -21,6 +22,7 @@ from sweep.methods.base import Context, Outcome, subset_outcome
 class KM:
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.influence_samples", "an integer >= 1", positive_int),)
 
     name: str = "km"
     influence_samples: int = 5

@@ -9,18 +9,26 @@ arithmetic (specs of the MLP step, for one layer): forward, residual, update of 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, hidden_progress
+from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 
-if TYPE_CHECKING:
-    from sweep.methods.sgd import SGD
-
 Params = dict[str, Any]
+
+
+class Hyper(Protocol):
+    """The hyper-parameters the linear model takes from method=sgd (sweep.methods.sgd.SGD)."""
+
+    lr: float
+    wd: float
+    batch_size: int
+    max_epochs: int
+    target_accuracy: float
 
 
 def linear_step(p: Params, x, y, lr: float, keep: float, trace: Trace) -> None:
@@ -49,7 +57,7 @@ def linear_step(p: Params, x, y, lr: float, keep: float, trace: Trace) -> None:
     trace.write("b", 1)
 
 
-def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
+def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
     """Train the linear model with sgd's hyper-parameters (hidden and the variant do not apply)."""
     be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
     n = prob.n_bits
@@ -80,9 +88,9 @@ def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
         ctx.trace.write("x", n); ctx.trace.write("y", 1)
         linear_step(q, x[i : i + 1], y[i : i + 1], sgd.lr, keep, ctx.trace)
 
-    if ctx.scope == "init_sample0" and ctx.trace.enabled:
+    if ctx.traces(Scope.INIT_SAMPLE0):
         single_step(p, 0)
-    all_steps = ctx.scope == "all_steps" and ctx.trace.enabled
+    all_steps = ctx.traces(Scope.ALL_STEPS)
     log, m, bs, epochs = EpochLog(), x.shape[0], sgd.batch_size, sgd.max_epochs
     for epoch in range(sgd.max_epochs):
         perm = be.index(rng.permutation(m))
@@ -102,7 +110,7 @@ def train_linear(sgd: "SGD", ctx: Context) -> Outcome:
         if accuracy(p, xt, yt) >= sgd.target_accuracy:
             epochs = epoch + 1
             break
-    if ctx.scope == "published" and ctx.trace.enabled:
+    if ctx.traces(Scope.PUBLISHED):
         # the MLP's protocol, for this model: the first training sample still predicted wrong (else sample 0)
         wrong = np.flatnonzero(be.to_numpy(prob.decide(xp, x @ p["w"] + p["b"]) != y))
         single_step(p, int(wrong[0]) if wrong.size else 0)

@@ -12,9 +12,11 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from sweep.config.fields import METHOD_RULES, Rule
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.methods.linear_sgd import train_linear
+from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
 
@@ -89,6 +91,7 @@ class StepTemplates:
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
+    field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 
     name: str = "sgd"
     hidden: int = 200
@@ -158,7 +161,7 @@ class SGD:
         xp, be = ctx.backend.xp, ctx.backend
         update = self.make_update(xp)
         step = ctx.backend.compiled(ctx.variant.step)
-        all_steps = ctx.scope == "all_steps" and ctx.trace.enabled
+        all_steps = ctx.traces(Scope.ALL_STEPS)
         n, bs = x.shape[0], self.batch_size
         known = StepTemplates()
         for epoch in range(n_epochs):
@@ -218,7 +221,7 @@ class SGD:
     def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
         p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
-        if ctx.scope == "init_sample0" and ctx.trace.enabled:
+        if ctx.traces(Scope.INIT_SAMPLE0):
             # Seed 003's protocol: one step on training sample 0 at the initial weights.
             self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1], d.y_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
@@ -227,7 +230,7 @@ class SGD:
         log = EpochLog()
         measure = self.measure(be.xp, x, y, xt, yt, {k: p[k] * 1.0 for k in WEIGHTS})
         epochs, _ = self.train_epochs(ctx, p, x, y, xt, yt, rng, self.max_epochs, log, measure)
-        if ctx.scope == "published" and ctx.trace.enabled:
+        if ctx.traces(Scope.PUBLISHED):
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
         return self.outcome(ctx, p, epochs, log, xt, yt)
 

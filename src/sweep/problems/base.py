@@ -11,6 +11,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from sweep.config.fields import Rule, positive_int
+
 
 @dataclass
 class Dataset:
@@ -31,6 +33,14 @@ class Problem:
     # the whole secret at once; 1: each secret bit on its own, as for a sum).
     loss: ClassVar[str] = "hinge"
     fourier_degree: ClassVar[int | None] = None
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("problem.n_bits", "an integer >= 1", positive_int),
+        Rule("problem.k_sparse", "an integer with 1 <= k_sparse <= problem.n_bits",
+             lambda v, c: positive_int(v) and v <= c.problem.n_bits),
+        Rule("problem.n_train", "an integer >= 1", positive_int),
+        Rule("problem.n_test", "an integer >= 1", positive_int),
+        Rule("problem.seed", "an integer >= 0", lambda v, c: isinstance(v, int) and v >= 0),
+    )
 
     name: str = "problem"
     n_bits: int = 20

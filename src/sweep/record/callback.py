@@ -71,7 +71,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
     from hydra_plugins.sweep_launcher.naming import Namer
 
     from sweep.job import job_config
-    from sweep.config.rules import validate
+    from sweep.config.check import check_job
 
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
@@ -87,7 +87,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
         if not is_sweep_job(cfg):
             return
         try:
-            validate(job_config(cfg))
+            check_job(job_config(cfg))
         except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
             print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr,
                   flush=True)

@@ -20,7 +20,7 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob,
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.result import RunResult
-from sweep.config.rules import JOB_GROUPS
+from sweep.config.schema import JOB_GROUPS
 
 # re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
 FORCE_KEY = "mlflow.force"
@@ -141,21 +141,16 @@ class SweepLaunchHooks(LaunchHooks):
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
-        from sweep.config.prices import gpu_price_per_hour
+        from sweep.config.check import check_job
+        from sweep.errors import ConfigError
         from sweep.job import job_config
-        from sweep.config.rules import ConfigError, validate
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
         for job in mine:
             job.data["config"] = job_config(job.cfg)  # resolved once: the rules, resume and params read it
             try:
-                validate(job.data["config"])
-                if job.where == "modal":  # a Modal job needs a price for its GPU type before it runs
-                    try:
-                        gpu_price_per_hour(job.gpu, prices)
-                    except KeyError as e:
-                        raise ConfigError(f"device.gpu: {e.args[0]}") from None
+                check_job(job.data["config"], job.where, job.gpu, prices)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):

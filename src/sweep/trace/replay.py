@@ -93,7 +93,7 @@ class PerResult(Generic[R]):
     def __init__(self, replay: Replay, figures: Callable[[R, tuple[Event, ...]], np.ndarray], width: int) -> None:
         self.replay, self.figures, self.width = replay, figures, width
         self.rows: list[np.ndarray] = []
-        self.memo: dict = {}  # other per-result figures a user keeps beside these (sweep.trackers.energy)
+        self.memo: dict = {}  # other per-result figures a user keeps beside these (sweep.energy.model)
 
     def table(self) -> np.ndarray:
         """(results x figures), extended to every result the replay has seen."""

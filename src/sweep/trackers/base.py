@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
+from sweep.config.fields import Rule, choice, positive_int
+from sweep.trace.scope import SCOPES
 from sweep.trace.trace import Trace
 
 
@@ -31,6 +33,11 @@ class TrackerBase:
     # (seed 001); init_sample0: one step on sample 0 at the initial weights (seed 003); all_steps: every step
     scope: str = "published"
     cache_size_floats: int = 16384
+
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        choice("tracker.scope", SCOPES),
+        Rule("tracker.cache_size_floats", "an integer >= 1", positive_int),
+    )
 
     def summarize(self, trace: Trace) -> TrackerReport:
         raise NotImplementedError

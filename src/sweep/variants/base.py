@@ -35,7 +35,6 @@ class Update(Protocol):
 
 @dataclass
 class Variant:
-    tiled: ClassVar[bool] = False  # processes W1 in tiles of tile_size hidden units (validated to divide hidden)
 
     name: str = "standard"
     tile_size: int = 0  # only the tiled variants use it

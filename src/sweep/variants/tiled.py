@@ -3,13 +3,14 @@
 Each tile's forward runs tile by tile, the output layer needs all of h, then each tile's backward and update
 run tile by tile. The parameters stay whole arrays (tiles are views, updated in place), so the arithmetic is
 standard's; only the trace names and order differ. dh is written whole but read per tile under the name
-dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (sweep.config.rules), for every tiled variant.
+dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (Tiled.check_config), for every tiled variant.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any
 
+from sweep.errors import ConfigError
 from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update, Variant, hinge_dout
 from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, relu_backward
@@ -17,10 +18,23 @@ from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, rel
 
 @dataclass
 class Tiled(Variant):
-    tiled: ClassVar[bool] = True
 
     name: str = "tiled"
     tile_size: int = 100
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """tile_size must divide method.hidden (the error lists the divisors that would)."""
+        variant = cfg.select("variant.name")
+        hidden = cfg.select("method.hidden")
+        if not isinstance(hidden, int) or hidden < 1:
+            raise ConfigError(f"variant={variant} needs a method with hidden units (method.hidden); "
+                              f"method={cfg.select('method.name', '?')} has none")
+        size = cfg.select("variant.tile_size")
+        divisors = [d for d in range(1, hidden + 1) if hidden % d == 0]
+        if size not in divisors or isinstance(size, bool):
+            raise ConfigError(f"variant.tile_size={size!r} is not allowed: expected a divisor of "
+                              f"method.hidden={hidden}: one of {', '.join(map(str, divisors))}")
 
     def tiles(self, hidden: int) -> list[tuple[int, int]]:
         """(start, stop) hidden-unit ranges; the last tile may be smaller."""

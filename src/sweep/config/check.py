@@ -1,0 +1,79 @@
+"""`check_job(cfg)`: the one check of a job's config, before it runs, on every path (the project's launcher
+plans a sweep with it, the Hydra callback checks another launcher's grid, a single run checks itself).
+
+In this order, so that the error names the most basic fault first:
+1. fields: each field's value rule (type and range), declared by the class that owns the field
+   (`field_rules`: Problem, the methods, the trackers; the device's here);
+2. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
+   hierarchy that must load, ...);
+3. method x problem: the method's declared `problems` (sweep.config.applicability);
+4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
+5. price: a job placed on Modal needs a price for its GPU (sweep.config.prices).
+Each raises `ConfigError` naming the field and what is allowed (exit 2, before any job starts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from omegaconf import DictConfig
+
+from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES
+from sweep.config.applicability import check_method_applies, option_class
+from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
+from sweep.config.memory import check_fits
+from sweep.config.prices import gpu_price_per_hour
+from sweep.config.schema import JOB_GROUPS
+from sweep.config.view import ConfigView
+from sweep.errors import ConfigError
+
+# the device's fields are plain data (sweep.config.schema.DeviceConfig): their rules are written here
+DEVICE_RULES: tuple[Rule, ...] = (
+    Rule("device.price_per_hour", "a finite number >= 0, or null (the Modal price of device.gpu)",
+         lambda v, c: v is None or nonneg_finite(v, c)),
+    choice("device.backend", ("numpy", "torch")),
+    Rule("device.threads", "an integer >= 0 (0: the libraries' defaults)", lambda v, c: isinstance(v, int) and v >= 0),
+    choice("device.compile_mode", COMPILE_MODES),
+    Rule("device.autocast", f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
+         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch")),
+    choice("device.dtype", ("float32", "float64")),
+)
+
+
+def check_fields(view: ConfigView) -> None:
+    """Stage 1: every present field's value rule, group by group."""
+    for group in JOB_GROUPS:
+        rules = DEVICE_RULES if group == "device" else getattr(option_class(view, group), "field_rules", ())
+        check_rules(rules, view)
+
+
+def check_options(view: ConfigView) -> None:
+    """Stage 2: each option class's own `check_config(view)`."""
+    for group in JOB_GROUPS:
+        check = getattr(option_class(view, group), "check_config", None)
+        if check is not None:
+            check(view)
+
+
+def check_price(where: str, gpu: Optional[str], prices: Optional[str]) -> None:
+    """Stage 5: a job that runs on Modal is billed at its GPU's rate, so the rate must be known."""
+    if where != "modal":
+        return
+    try:
+        gpu_price_per_hour(gpu, prices)
+    except KeyError as e:
+        raise ConfigError(f"device.gpu: {e.args[0]}") from None
+
+
+def check_job(cfg: "DictConfig | dict[str, Any]", where: str = "local", gpu: Optional[str] = None,
+              prices: Optional[str] = None) -> ConfigView:
+    """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
+    config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
+    placement (sweep.config.placement), `prices` the launcher's Modal price table. Returns the view it read."""
+    view = ConfigView.of(cfg)
+    check_fields(view)
+    check_options(view)
+    check_method_applies(view)
+    check_fits(view)
+    check_price(where, gpu, prices)
+    return view

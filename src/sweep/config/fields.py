@@ -1,0 +1,60 @@
+"""A field's value rule: the field it guards, the values allowed, and the test. The class that owns a field
+declares its rules (``field_rules``); ``sweep.config.check`` runs them first, before any cross-field check.
+
+A leaf module (it imports only the error): the option classes (problems, methods, trackers) import it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from sweep.errors import ConfigError
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class Rule:
+    field: str  # dotted key, e.g. "method.lr"
+    allowed: str  # human-readable allowed values
+    ok: Callable[[Any, Any], bool]  # (value, whole config view) -> valid?
+
+
+def positive_int(v: Any, _cfg: Any = None) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def positive_finite(v: Any, _cfg: Any = None) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def nonneg_finite(v: Any, _cfg: Any = None) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def choice(field: str, values: Iterable[str], note: str = "") -> Rule:
+    """The field takes one of `values`."""
+    vals = tuple(values)
+    return Rule(field, f"one of {', '.join(vals)}{note}", lambda v, c: v in vals)
+
+
+def check_rules(rules: Iterable[Rule], view: Any) -> None:
+    """Raise ConfigError on the first rule a present field breaks (absent fields are not checked)."""
+    for rule in rules:
+        value = view.select(rule.field, default=_ABSENT)
+        if value is _ABSENT:
+            continue
+        if not rule.ok(value, view):
+            raise ConfigError(f"{rule.field}={value!r} is not allowed: expected {rule.allowed}")
+
+
+# The hyper-parameters several methods share mean the same in each (SGD and its kin, forward-forward).
+METHOD_RULES: tuple[Rule, ...] = (
+    Rule("method.hidden", "an integer >= 1", positive_int),
+    Rule("method.lr", "a finite number > 0", positive_finite),
+    Rule("method.wd", "a finite number >= 0", nonneg_finite),
+    Rule("method.batch_size", "an integer >= 1", positive_int),
+    Rule("method.max_epochs", "an integer >= 1", positive_int),
+)
