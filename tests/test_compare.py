@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 from sweep.report import compare as cmpmod
 from sweep import job
 from sweep.record.recorder import Recorder
-from sweep.record.callback import failed_result
+from sweep.record.session import failed_result
 from tests.conftest import compose, record_small_sweep, run_sweep
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")

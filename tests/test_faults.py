@@ -105,7 +105,7 @@ def test_single_run_on_read_only_store_spools_then_import_writes_it(made_store, 
     before = {r.info.run_id for r in _runs(uri)}
     (open_dir / "ro").chmod(0o755)
     (open_dir / "ro" / "mlflow.db").chmod(0o644)
-    p = sweep("import", env=env, cwd=open_dir / "work", module="sweep.record.spool")
+    p = sweep("import", env=env, cwd=open_dir / "work", module="sweep.spool")
     assert p.returncode == 0 and "1 result(s) written" in p.stdout, p.stderr
     (new,) = [r for r in _runs(uri) if r.info.run_id not in before]
     assert new.data.params["problem.seed"] == "5" and new.data.metrics["accuracy"] == 1.0
@@ -146,7 +146,8 @@ def test_next_command_writes_spooled_results_in(tmp_path, store):
 def test_a_spooled_result_that_fails_again_stays_and_blocks_nothing(store, capsys):
     """One spooled result the store refuses (a metric name MLflow rejects) stays in the spool with one line;
     the other is written and the store stays usable."""
-    from sweep import job, spool
+    from sweep import job
+    from sweep.record import spool
     from sweep.record.recorder import Recorder
     from tests.conftest import compose
 
@@ -199,7 +200,7 @@ def test_compare_on_truncated_store_says_so_in_one_line(made_store, tmp_path):
     db = tmp_path / "mlflow.db"
     db.write_bytes(made_store.read_bytes()[: made_store.stat().st_size // 2])
     before = db.read_bytes()
-    p = sweep("demo", "--tracking-uri", f"sqlite:///{db}", env={}, cwd=tmp_path, module="sweep.report.compare")
+    p = sweep("demo", "--tracking-uri", f"sqlite:///{db}", env={}, cwd=tmp_path, module="sweep.compare")
     assert p.returncode == 1
     assert "corrupt: truncated" in one_line(p.stderr)
     assert db.read_bytes() == before  # read, never written
@@ -217,7 +218,7 @@ def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_pat
     (open_dir / "work").mkdir(mode=0o777)
     (open_dir / "work").chmod(0o777)
     p = sweep("demo", "--markdown", "--no-plot", "--out", str(open_dir / "work" / "o"), "--tracking-uri", uri,
-              env={}, cwd=open_dir / "work", as_nobody=True, module="sweep.report.compare")
+              env={}, cwd=open_dir / "work", as_nobody=True, module="sweep.compare")
     assert p.returncode == 0, p.stderr
     assert "| gf2 | 2/2 |" in p.stdout
     assert "read-only" in one_line(p.stderr) and "not logged" in p.stderr
@@ -225,7 +226,7 @@ def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_pat
     empty = tmp_path / "empty"
     empty.mkdir()
     p = sweep("demo", "--tracking-uri", f"sqlite:///{empty / 'mlflow.db'}", env={}, cwd=tmp_path,
-              module="sweep.report.compare")
+              module="sweep.compare")
     assert p.returncode == 1 and "no store there" in one_line(p.stderr)
     assert list(empty.iterdir()) == []
 

@@ -223,7 +223,7 @@ def test_placement_and_prices():
     from omegaconf import OmegaConf
 
     from sweep.config.prices import gpu_price_per_hour
-    from sweep.record.launch_hooks import placement
+    from sweep.config.placement import placement
 
     def dev(**kw):
         return OmegaConf.create({"device": {"backend": "numpy", "torch_device": "cpu", "local_gpu": False, **kw}})

@@ -118,7 +118,7 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.utils import validation as v
 
-    from sweep import sql_run_writer as w
+    from sweep.record import sql_writer as w
     from sweep.record.store import schema_version, sqlite_path
 
     Recorder(store, "facts")

@@ -37,7 +37,7 @@ def _children(pid: int) -> list[int]:
 
 def test_no_store_says_so_and_creates_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
-    p = subprocess.run([sys.executable, "-m", "sweep.report.ui", "--tracking-uri", uri], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 1
     assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)"
@@ -50,7 +50,7 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
     rec, parent, results = record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
     rec.end_parent(parent, "FINISHED", results)
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.report.ui", "--port", str(port), "--tracking-uri", uri],
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     leader = None
     try:
@@ -124,5 +124,5 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     assert {r.info.run_id for r in listed} == {again.run_id} | {r.run_id for r in results[1:]}
 
     assert ui.main(["no_such_study", "--tracking-uri", uri]) == 2
-    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.report.ui")]  # MLflow logs too
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.ui")]  # MLflow logs too
     assert len(err) == 1 and err[0].startswith("sweep.ui: study: no sweep parent run found for 'no_such_study'")

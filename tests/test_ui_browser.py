@@ -93,7 +93,7 @@ def swept(store, tmp_path):
 def ui_address(swept, tmp_path):
     """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.report.ui", *swept[2], "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             start_new_session=True)
     try:

@@ -23,19 +23,18 @@ import time
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
+from hydra_plugins.sweep_launcher.hooks import Tally
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher.hooks import Tally
-
-from sweep.record.launch_hooks import (FORCE_KEY, SweepLaunchHooks, charge_cpu, failed_result, is_sweep_job,
-                                open_parent)
-from sweep.result import RunResult
 from sweep.errors import ConfigError
+from sweep.record.launch_hooks import SweepLaunchHooks
+from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
+from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
+from sweep.result import RunResult
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
-SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
-REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
 
 
 def launched_by_own_launcher(config: DictConfig) -> bool:
@@ -104,41 +103,34 @@ def already_done(cfg: DictConfig) -> str | None:
             or not cfg.mlflow.enabled or OmegaConf.select(cfg, FORCE_KEY, default=False) or not is_sweep_job(cfg)):
         return None
     from sweep.job import job_config
-    from sweep.record.recorder import shared_recorder
 
-    return shared_recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
+    return SweepSession().done_run(cfg, job_config(cfg))
 
 
-class MLflowCallback(SweepLaunchHooks):
+class MLflowCallback(Callback):
+    """Listed in `hydra.callbacks`. Holds the multirun's `SweepSession`, and the launcher hooks over the same
+    session, which it offers to the project's launcher; under any other launcher it records itself."""
+
     def __init__(self) -> None:
-        self.recorder: Any = None
-        self.parent: str | None = None
-        self.results: list[RunResult] = []
+        self.session = SweepSession()
+        self.hooks = SweepLaunchHooks(self.session)
         self.namer: Any = None  # multiruns: a job is named by what it varies (the launcher's naming)
-        self.unrecorded = 0
-        self.launching_pid: int | None = None  # the process that opened the parent (and alone closes it)
         self.t0 = 0.0
         self.cpu0 = 0.0  # at the job's start, in the process that runs it
 
-    def _recorder(self, config: DictConfig):
-        if self.recorder is None:
-            from sweep.record.recorder import shared_recorder
-
-            self.recorder = shared_recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
-        return self.recorder
-
     def __getstate__(self) -> dict[str, Any]:
-        # A launcher that pickles Hydra's context (submitit) takes this callback to the jobs: everything but the
-        # open store (an MLflow client holds weak references; a job opens its own from mlflow.tracking_uri).
-        state = super().__getstate__()
-        return {k: v for k, v in (state or {}).items() if k != "recorder"}
+        # Hydra's context takes this callback to the jobs. Driven by the project's launcher: only the hooks'
+        # flag (the session stays in the launching process); under another launcher, the session less its store.
+        if self.hooks.driven:
+            return {"hooks": self.hooks, "session": None, "namer": None, "t0": 0.0, "cpu0": 0.0}
+        return dict(self.__dict__)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_bad_experiment(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from sweep.record import store
         from sweep.paths import default_tracking_uri
+        from sweep.record import store
 
         refuse_bad_experiment(config)
         if config.mlflow.enabled:
@@ -147,7 +139,7 @@ class MLflowCallback(SweepLaunchHooks):
             except store.StoreError as e:
                 print(f"sweep: {e}", file=sys.stderr, flush=True)
                 sys.exit(1)
-        super().on_multirun_start(config, **kwargs)  # offers these hooks to the project's launcher
+        self.hooks.on_multirun_start(config, **kwargs)  # offers the hooks to the project's launcher
         if launched_by_own_launcher(config):
             return
         refuse_bad_jobs(config)
@@ -157,11 +149,11 @@ class MLflowCallback(SweepLaunchHooks):
 
         self.namer = Namer.for_multirun(config.hydra)
         try:
-            self.parent = open_parent(self._recorder(config), config, launcher_name(config), launcher_params(config))
+            self.session.open(config, config, launcher_name(config), launcher_params(config))
         except store.StoreError as e:
             print(f"sweep: {e}", file=sys.stderr, flush=True)
             sys.exit(1)
-        self.launching_pid, self.t0 = os.getpid(), time.perf_counter()
+        self.t0 = time.perf_counter()
         # Hydra's basic sweeper raises a batch's failure and on_multirun_end never comes: close then, at exit
         atexit.register(self._close_at_exit, config)
 
@@ -177,26 +169,25 @@ class MLflowCallback(SweepLaunchHooks):
                 print(job_return._return_value.summary(), flush=True)
             return
         result: Any = None
+        parent = self.session.parent
         name, num = config.get("run_name"), OmegaConf.select(config, "hydra.job.num", default=None)
-        if self.parent is not None and name is None and self.namer is not None:
+        if parent is not None and name is None and self.namer is not None:
             name = self.namer.names([list(config.hydra.overrides.task)], [num])[0]
         if job_return.status == JobStatus.COMPLETED:
             result = job_return.return_value
-            if result is None and self.parent is not None and is_sweep_job(config):  # skipped: already done
-                self._recorder(config).client.set_tag(self.parent, f"{SKIPPED_TAG}{num}", "true")
+            if result is None and parent is not None and is_sweep_job(config):  # skipped: already done
+                self.session.mark(config, SKIPPED_TAG, num, "true")
         elif isinstance(job_return._return_value, ConfigError):  # bad input: no run; the parent lists the job
-            if self.parent is not None:
-                self._recorder(config).client.set_tag(
-                    self.parent, f"{REFUSED_TAG}{num}", f"{name}: config error: {job_return._return_value}"[:5000])
+            self.session.mark(config, REFUSED_TAG, num, f"{name}: config error: {job_return._return_value}")
         else:
             job_cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
             result = failed_result(job_cfg, job_return._return_value)
         if isinstance(result, RunResult):
             tags = None
-            if self.parent is not None:  # a sweep's job: tagged as the project's launcher tags it
-                tags = {"sweep.route": launcher_name(config), "hydra.job.num": str(num)}
+            if parent is not None:  # a sweep's job: tagged as the project's launcher tags it
+                tags = {ROUTE_TAG: launcher_name(config), JOB_NUM_TAG: str(num)}
                 if result.status == "FINISHED":
-                    charge_cpu(result, config, cpu_s)
+                    bill_cpu(result, config, cpu_s)
             self._record(config, result, name, tags)
 
     def _record(self, config: DictConfig, result: RunResult, run_name: str | None,
@@ -206,53 +197,53 @@ class MLflowCallback(SweepLaunchHooks):
 
         try:
             try:
-                recorder = self._recorder(config)
+                self.session.store(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
                 from sweep.paths import default_tracking_uri
                 from sweep.record.store import cause_of
 
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)
-                path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.parent,
+                path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.session.parent,
                                   run_name=run_name, extra_tags=tags)
                 raise StoreError(uri, f"{cause}; {spool.KEPT.format(path=path)}") from None
-            recorder.log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
+            self.session.write(config, result, run_name, tags)
         except StoreError as e:
             print(result.summary(run_name), flush=True)
             print(f"sweep: result not recorded: {e}", file=sys.stderr, flush=True)
-            self.unrecorded += 1
+            self.session.unrecorded += 1
             if str(OmegaConf.select(config, "hydra.mode", default="")) != str(RunMode.MULTIRUN):
                 sys.exit(1)
             return
-        self.results.append(result)
         print(result.summary(run_name), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.tally is not None:  # the project's launcher drove these hooks: close as its hooks
-            return super().on_multirun_end(config, **kwargs)
-        if self.unrecorded:
-            print(f"sweep: {self.unrecorded} result(s) not recorded (kept in the spool)", file=sys.stderr, flush=True)
+        if self.hooks.tally is not None:  # the project's launcher drove the hooks: they close the sweep
+            return self.hooks.on_multirun_end(config, **kwargs)
+        self.hooks.on_multirun_end(config, **kwargs)  # withdraws the offer
+        if self.session.unrecorded:
+            print(f"sweep: {self.session.unrecorded} result(s) not recorded (kept in the spool)", file=sys.stderr,
+                  flush=True)
         self._close(config)  # the summary; exit 1 when a job failed
-        if self.unrecorded:
+        if self.session.unrecorded:
             sys.exit(1)
 
     def _close(self, config: DictConfig) -> None:
         """In the launching process, once: the parent's totals from the child runs the store holds (under
         submitit the jobs' processes wrote them), its status, the summary line and where to look next
         (`sweep_ended`, as under the project's launcher)."""
-        if self.parent is None or os.getpid() != self.launching_pid:
+        session = self.session
+        if session.parent is None or os.getpid() != session.launching_pid:
             return
         atexit.unregister(self._close_at_exit)
         try:
-            rec = self._recorder(config)
-            parent = rec.client.get_run(self.parent)
-            runs = rec.client.search_runs([rec.experiment_id], max_results=50000,
-                                          filter_string=f"tags.`mlflow.parentRunId` = '{self.parent}'")
+            session.store(config)
+            parent, runs = session.stored_children()
         except Exception:  # noqa: BLE001 - the store failed mid-sweep: its line is printed already
-            if not self.unrecorded:
+            if not session.unrecorded:
                 raise
             return
-        self.results = [RunResult(config={}, metrics=dict(r.data.metrics), status=r.info.status) for r in runs]
+        session.results = [RunResult(config={}, metrics=dict(r.data.metrics), status=r.info.status) for r in runs]
         tally = Tally(t0=self.t0, launcher={"name": launcher_name(config)}, force_key=FORCE_KEY)
         tally.done = sum(r.info.status == "FINISHED" for r in runs)
         tally.killed = sum(r.info.status == "KILLED" for r in runs)
@@ -261,7 +252,7 @@ class MLflowCallback(SweepLaunchHooks):
                           for r in runs if r.info.status == "FAILED"]
         tally.failures += [tuple(v.split(": ", 1)) for k, v in sorted(parent.data.tags.items())
                            if k.startswith(REFUSED_TAG)]
-        self.sweep_ended("FAILED" if tally.failures or self.unrecorded else "FINISHED", tally)
+        self.hooks.sweep_ended("FAILED" if tally.failures or session.unrecorded else "FINISHED", tally)
 
     def _close_at_exit(self, config: DictConfig) -> None:
         try:
@@ -269,7 +260,7 @@ class MLflowCallback(SweepLaunchHooks):
         except SystemExit:
             pass  # failures: Hydra's sweeper raised the first one and the command exits 1 already
         except Exception as e:  # noqa: BLE001 - at exit: one line, not a traceback
-            print(f"sweep: parent run {self.parent} not closed: {e}", file=sys.stderr, flush=True)
+            print(f"sweep: parent run {self.session.parent} not closed: {e}", file=sys.stderr, flush=True)
 
 
 def launcher_name(config: DictConfig) -> str:

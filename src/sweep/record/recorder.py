@@ -19,14 +19,10 @@ from typing import Any, Iterable
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.result import RunResult
 from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN
+from sweep.record.tags import (GIT_TAG, HASH_TAG, HOST_TAG, KILLED_REASON_TAG, KIND_TAG, MODEL_TRAINING, PARENT_RUN_TAG,
+                               PARENT_TAG, PID_TAG, PROC_START_TAG, TRUNCATED_TAG)
 
-HASH_TAG = "sweep.config_hash"
-# MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
-KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
-KILLED_REASON_TAG = "sweep.killed_reason"
-# who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
-HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
-TRUNCATED_TAG = "sweep.params_truncated"
+RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -44,6 +40,17 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_hash(config: dict[str, Any]) -> str:
     """Identity of a job's resolved config: same hash, same result (resume uses it)."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
+    """A sweep's totals over its child runs: cost and wall-clock summed, jobs finished and failed."""
+    results = list(results)
+    return {
+        "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
+        "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
+        "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
+        "jobs_failed": float(sum(r.status == "FAILED" for r in results)),
+    }
 
 
 @functools.cache
@@ -127,10 +134,9 @@ class Recorder:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
         from sweep.record.sql_writer import SqlRunWriter, new_run_id, plainly_valid
 
-        tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config),
-                "git_commit": git_commit()}
+        tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config), GIT_TAG: git_commit()}
         if parent_run_id:
-            tags["mlflow.parentRunId"] = parent_run_id
+            tags[PARENT_RUN_TAG] = parent_run_id
         name = run_name or result.short_name()
         now = int(time.time() * 1000)
         flat = {k: str(v) for k, v in flatten(result.config).items()}
@@ -182,7 +188,7 @@ class Recorder:
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
         run = self.client.create_run(self.experiment_id, run_name=name,
-                                     tags={**tags, **owner, "sweep.parent": "true", "git_commit": git_commit()})
+                                     tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()})
         if params:
             from mlflow.entities import Param
 
@@ -190,29 +196,50 @@ class Recorder:
                                   params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100])
         return run.info.run_id
 
-    def end_parent(self, run_id: str, status: str, results: Iterable[RunResult]) -> None:
-        """Sum cost and wall-clock of the children onto the parent, then close it with `status`."""
+    def end_parent(self, run_id: str, status: str, results: Iterable[RunResult],
+                   extra: dict[str, float] | None = None) -> None:
+        """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
+        then close it with `status`."""
         from mlflow.entities import Metric
 
-        results = list(results)
         now = int(time.time() * 1000)
-        sums = {
-            "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
-            "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
-            "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
-            "jobs_failed": float(sum(r.status == "FAILED" for r in results)),
-        }
-        self.client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in sums.items()])
+        metrics = {**(extra or {}), **parent_totals(results)}
+        self.client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
         self.client.set_terminated(run_id, status=status)
 
+    def children(self, parent_run_id: str, status: str | None = None) -> list:
+        """The child runs of a parent run (of one `status`, if given)."""
+        filt = f"tags.`{PARENT_RUN_TAG}` = '{parent_run_id}'"
+        if status:
+            filt = f"attributes.status = '{status}' and {filt}"
+        return list(self.client.search_runs([self.experiment_id], max_results=50000, filter_string=filt))
+
     def finished_run(self, config: dict[str, Any]) -> str | None:
-        """The id of a FINISHED run with this resolved config, if the store has one (for resume)."""
-        runs = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=f"tags.`{HASH_TAG}` = '{config_hash(config)}' and attributes.status = 'FINISHED'",
-            max_results=1,
-        )
-        return runs[0].info.run_id if runs else None
+        """The id of a FINISHED run with this resolved config, if the store has one."""
+        return self.finished([config]).get(config_hash(config))
+
+    def finished(self, configs: list[dict[str, Any]]) -> dict[str, str]:
+        """Resume: config hash -> the id of a FINISHED run with that resolved config, for those of `configs`
+        the store has. A query per config for a few; for more, one pass over the finished runs (MLflow's
+        search has no IN for tags)."""
+        wanted = {config_hash(c) for c in configs}
+        found: dict[str, str] = {}
+        if len(wanted) <= RESUME_QUERY_MAX:
+            for h in wanted:
+                runs = self.client.search_runs(
+                    [self.experiment_id], max_results=1,
+                    filter_string=f"tags.`{HASH_TAG}` = '{h}' and attributes.status = 'FINISHED'")
+                if runs:
+                    found[h] = runs[0].info.run_id
+            return found
+        token = None
+        while True:
+            page = self.client.search_runs([self.experiment_id], filter_string="attributes.status = 'FINISHED'",
+                                           max_results=5000, page_token=token)
+            found.update({r.data.tags.get(HASH_TAG): r.info.run_id for r in page if r.data.tags.get(HASH_TAG) in wanted})
+            token = page.token
+            if not token:
+                return found
 
 
     def repair_abandoned(self) -> list[str]:
@@ -222,7 +249,7 @@ class Recorder:
         repaired: list[str] = []
         for run in self.client.search_runs(
                 [self.experiment_id], max_results=1000,
-                filter_string="attributes.status = 'RUNNING' and tags.`sweep.parent` = 'true'"):
+                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_TAG}` = 'true'"):
             tags = run.data.tags
             pid = tags.get(PID_TAG, "")
             if tags.get(HOST_TAG) != socket.gethostname() or not pid.isdigit() or _alive(int(pid), tags.get(PROC_START_TAG, "")):
@@ -231,7 +258,7 @@ class Recorder:
                    f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep")
             children = self.client.search_runs(
                 [self.experiment_id], max_results=50000,
-                filter_string=f"attributes.status = 'RUNNING' and tags.`mlflow.parentRunId` = '{run.info.run_id}'")
+                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_RUN_TAG}` = '{run.info.run_id}'")
             for r in [*children, run]:
                 self.client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
                 self.client.set_terminated(r.info.run_id, status="KILLED")

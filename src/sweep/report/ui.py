@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
     from sweep.report.owned_process import run_owned
 
-    return run_owned(command(uri, a.host, a.port), "sweep.report.ui")  # SIGTERM or Ctrl-C stops all it started
+    return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
 
 
 if __name__ == "__main__":

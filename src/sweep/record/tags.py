@@ -1,0 +1,23 @@
+"""The tags the project writes on MLflow runs and experiments: each name once, read by the recorder, the sweep
+session, the reports (compare, ui) and resume."""
+
+from __future__ import annotations
+
+HASH_TAG = "sweep.config_hash"  # a job's resolved config (resume: same hash, same result)
+PARENT_TAG = "sweep.parent"  # "true" on a sweep's parent run
+OVERRIDES_TAG = "sweep.overrides"  # the sweep's command-line overrides, on its parent (compare finds resumes)
+SWEEP_DIR_TAG = "sweep.dir"  # the sweep's output directory, on its parent
+LAUNCHER_TAG = "launcher"  # the Hydra launcher that ran the sweep, on its parent
+ROUTE_TAG = "sweep.route"  # where a job ran (local, modal, or another launcher's name)
+JOB_NUM_TAG = "hydra.job.num"  # a job's number in its sweep (compare keeps the sweep's order)
+PARENT_RUN_TAG = "mlflow.parentRunId"  # MLflow's own: a child run's parent
+GIT_TAG = "git_commit"
+TRUNCATED_TAG = "sweep.params_truncated"  # params MLflow cut to its length limit (config.yaml has them whole)
+KILLED_REASON_TAG = "sweep.killed_reason"
+# who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
+HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
+SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
+REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
+# MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
+KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+MODAL_GPU_TAG, MODAL_OFFLINE_TAG = "modal.gpu", "modal.offline"
