@@ -7,6 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.report import compare as cmpmod
+from sweep.report import grouping, queries
 from sweep import job
 from sweep.record.recorder import Recorder
 from sweep.record.session import failed_result
@@ -80,8 +81,8 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
         rec.log(r, parent_run_id=parents[-1])
         rec.end_parent(parents[-1], "FINISHED", [r])
     client = MlflowClient(store)
-    assert cmpmod.find_parent(client, "again").info.run_id == parents[1]
-    assert cmpmod.find_parent(client, parents[0]).info.run_id == parents[0]
+    assert queries.find_parent(client, "again").info.run_id == parents[1]
+    assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
     assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 1
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
 
@@ -92,9 +93,9 @@ def test_swept_keys_ignore_keys_of_one_group_choice():
         {"method.name": "gf2", "method.max_rows": "0", "problem.seed": "43", "method._target_": "b"},
         {"method.name": "sgd", "method.hidden": "200", "problem.seed": "43", "method._target_": "a"},
     ]
-    assert cmpmod.swept_keys(params) == ["method.name"]
+    assert grouping.swept_keys(params) == ["method.name"]
     params.append({"method.name": "sgd", "method.hidden": "500", "problem.seed": "42"})
-    assert cmpmod.swept_keys(params) == ["method.hidden", "method.name"]
+    assert grouping.swept_keys(params) == ["method.hidden", "method.name"]
 
 
 def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
@@ -131,14 +132,14 @@ def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
     last = [r.curves["test_loss"][-1] for r in runs]
     assert mean[-1] == pytest.approx(statistics.fmean(last)) and std[-1] == pytest.approx(statistics.pstdev(last))
     assert mean[0] == pytest.approx(statistics.fmean(r.curves["test_loss"][0] for r in runs))
-    assert set(sgd.curves) == set(cmpmod.CURVES)
+    assert set(sgd.curves) == set(queries.CURVES)
     assert [f.name for f in files][-2:] == ["curves.png", "curves-curves.png"]
     assert files[-1].stat().st_size > 10000
 
 
 def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
     # seed 004's arms differ in five device keys: the plot names each arm by what it turns on, not by device alone
-    from sweep.report.compare import Comparison, Row, Stat
+    from sweep.report.table import Comparison, Row, Stat
     from sweep.report.plots import _arm_label, plot_comparison
 
     keys = ["device.autocast", "device.compile", "device.compile_mode", "device.name", "method.hidden"]
@@ -171,7 +172,7 @@ def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
     second = run_sweep(*args, cwd=tmp_path)
     assert second.returncode == 0, second.stderr[-2000:]
     parents = client.search_runs([exp], "tags.`sweep.parent` = 'true'", order_by=["attributes.start_time DESC"])
-    assert len(parents) == 2 and len(cmpmod.load_children(client, parents[0])) == 1  # only km ran again
+    assert len(parents) == 2 and len(queries.load_children(client, parents[0])) == 1  # only km ran again
     cmp, _ = cmpmod.compare("resumed", store, tmp_path / "out", log=False, plot=False)
     assert cmp.parent_id == parents[0].info.run_id
     assert {r.key["method.name"]: (r.finished, r.total) for r in cmp.rows} == {"gf2": (1, 1), "km": (1, 1)}

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import job
-from sweep.report import compare
+from sweep.report import compare, study
 from sweep.config.check import check_job
 from sweep.paths import SWEEPS_DIR
 from tests.conftest import compose, run_sweep
@@ -79,7 +79,7 @@ def test_study_presets_arms_and_baselines():
     # a declared baseline names config keys (a misspelt one would silently drop the relative columns)
     for name in PRESETS:
         cfg = _compose(f"sweeps={name}")
-        for key in compare.study_settings(name).get("baseline", {}):
+        for key in study.study_settings(name).get("baseline", {}):
             assert OmegaConf.select(cfg, key) is not None, (name, key)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.report.compare import compare, load_children
+from sweep.report.compare import compare
+from sweep.report.queries import load_children
 from sweep.energy.proxies import rank_proxies
 from sweep.record.recorder import Recorder
 from sweep.result import RunResult

@@ -18,7 +18,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.report import ui
-from sweep.report.compare import find_parent
+from sweep.report.queries import find_parent
 from tests.conftest import record_small_sweep, session_processes as _session
 
 

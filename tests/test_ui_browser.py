@@ -69,7 +69,7 @@ def swept(store, tmp_path):
     job's latest), the run the resume replaced, and the `python -m sweep.ui ...` arguments its last line says."""
     from mlflow.tracking import MlflowClient
 
-    from sweep.report.compare import find_parent, load_children, sweep_runs
+    from sweep.report.queries import find_parent, load_children, sweep_runs
 
     args = ("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
             "mlflow.experiment=ui_demo")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep.report.metrics import line
+
 
 @dataclass
 class RunResult:
@@ -28,10 +30,7 @@ class RunResult:
         """One line: status, the job's name (default: short_name()), its headline metrics."""
         m = self.metrics
         parts = [f"[{self.status}]", name or self.short_name()]
-        for key, fmt in (("accuracy", "{:.3f}"), ("epochs", "{:.0f}"), ("wall_clock_s", "{:.4f}s"),
-                         ("ard", "{:,.1f}"), ("energy_pj", "{:.4g}"), ("cost_usd", "${:.3g}")):
-            if key in m:
-                parts.append(f"{key}=" + fmt.format(m[key]))
+        parts += line(m)
         if self.error and self.status != "FINISHED":
             parts.append("error=" + self.error.strip().splitlines()[-1])
         if self.run_id:

@@ -39,7 +39,7 @@ class Ranking:
         return max(scored, key=lambda p: self.spearman[p]) if scored else None
 
 
-def _finite(v: Any) -> bool:
+def finite(v: Any) -> bool:
     return isinstance(v, float) and math.isfinite(v)
 
 
@@ -67,12 +67,12 @@ def rank_proxies(runs: Sequence[Any], targets: Sequence[str], by: str, proxies: 
         for target in targets:
             pts = [Point(r.info.run_id, _label(r.data.params, label_keys), r.data.metrics[target],
                          {p: r.data.metrics.get(p, math.nan) for p in proxies})
-                   for r in groups[group] if _finite(r.data.metrics.get(target))]
+                   for r in groups[group] if finite(r.data.metrics.get(target))]
             if len(pts) < 3:
                 continue
             rk = Ranking(group, target, pts)
             for p in proxies:
-                both = [(pt.target, pt.proxies[p]) for pt in pts if _finite(pt.proxies[p])]
+                both = [(pt.target, pt.proxies[p]) for pt in pts if finite(pt.proxies[p])]
                 if len(both) < 3 or len({b for _, b in both}) < 2:
                     rk.spearman[p] = rk.kendall[p] = math.nan
                     continue
@@ -82,7 +82,7 @@ def rank_proxies(runs: Sequence[Any], targets: Sequence[str], by: str, proxies: 
                 # where the proxy's rank is furthest from the target's: the runs it misjudges, one per arm
                 # (the seeds of one arm usually sit together)
                 rt, rp = stats.rankdata(t).astype(int), stats.rankdata(v).astype(int)
-                usable = [pt for pt in pts if _finite(pt.proxies[p])]
+                usable = [pt for pt in pts if finite(pt.proxies[p])]
                 seen: set[str] = set()
                 rk.disagreements[p] = []
                 for i in np.argsort(-np.abs(rt - rp), kind="stable"):
@@ -109,26 +109,3 @@ def markdown(rankings: Sequence[Ranking], proxies: Sequence[str], by: str) -> st
                               for pt, rt, rp in rk.disagreements[p])
             lines.append(f"\n{by}={rk.group}, {p} vs {rk.target}: largest rank gaps: {worst}")
     return "\n".join(lines) + "\n"
-
-
-def plot(rankings: Sequence[Ranking], proxies: Sequence[str], path: Path, title: str) -> Path:
-    """A grid: one row per (group, target), one log-log panel per proxy (proxy on x, target on y)."""
-    from sweep.report.plots import plt, save
-
-    rows = max(len(rankings), 1)
-    fig, axes = plt.subplots(rows, len(proxies), figsize=(3.0 * len(proxies), 2.8 * rows), squeeze=False)
-    for i, rk in enumerate(rankings):
-        for j, p in enumerate(proxies):
-            ax = axes[i][j]
-            xy = [(pt.proxies[p], pt.target) for pt in rk.points if _finite(pt.proxies[p]) and pt.proxies[p] > 0]
-            if xy:
-                ax.scatter(*zip(*xy), s=10, alpha=0.7)
-                ax.set_xscale("log")
-                ax.set_yscale("log")
-            rho = rk.spearman.get(p, math.nan)
-            ax.set_title(f"{p}: rho {rho:+.2f}" if math.isfinite(rho) else p, fontsize=9)
-            if j == 0:
-                ax.set_ylabel(f"{rk.target}\n({rk.group})", fontsize=8)
-            ax.tick_params(labelsize=7)
-    fig.suptitle(title, fontsize=10)
-    return save(fig, path)

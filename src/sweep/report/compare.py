@@ -8,414 +8,29 @@ grouped by), prints mean ± std per group, draws the plot that fits the study (`
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import math
-import re
-import statistics
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from sweep.paths import safe_name
+from rich.console import Console
 
-# The figures a sweep is compared on, in table order (only those some child logged are shown): the group's own
-# columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside accuracy, time and cost.
-METRICS = ("accuracy", "epochs", "wall_clock_s", "warmup_s", "ard", "reads", "writes", "total_floats", "dmc", "dmd",
-           "cache_hit_rate", "energy_pj", "cost_usd")
-# Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
-CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
-# How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
-RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
-# Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
-AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-PARENT_TAG = "sweep.parent"
-OVERRIDES_TAG = "sweep.overrides"
+from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
+from sweep.record import store
+from sweep.report.grouping import summarize
+from sweep.report.pareto import front, plot_front
+from sweep.report.plots import plot_comparison, plot_curves
+from sweep.report.queries import (RUN_ID, failure_reasons, find_parent, load_curves, study_of, study_runs,
+                                  sweep_runs)
+from sweep.report.study import proxy_ranking, study_settings
+from sweep.report.table import Comparison
+
 ARTIFACT_DIR = "compare"
 
 
-@dataclass
-class Stat:
-    mean: float
-    std: float
-    n: int
-
-    def fmt(self, metric: str) -> str:
-        spec = _FORMATS.get(metric, "{:.4g}")
-        s = spec.format(self.mean)
-        return s if self.n < 2 else f"{s} ± {spec.format(self.std)}"
-
-
-_FORMATS = {"accuracy": "{:.3f}", "epochs": "{:.1f}", "wall_clock_s": "{:.4f}", "warmup_s": "{:.4f}",
-            "ard": "{:,.0f}", "reads": "{:,.0f}", "writes": "{:,.0f}", "total_floats": "{:,.0f}", "dmc": "{:,.0f}",
-            "dmd": "{:,.0f}", "cache_hit_rate": "{:.3f}", "energy_pj": "{:.4g}", "cost_usd": "{:.3g}"}
-
-
-@dataclass
-class Row:
-    key: dict[str, str]  # swept key -> value
-    finished: int
-    total: int
-    stats: dict[str, Stat] = field(default_factory=dict)
-    failure: str = ""  # the last line of a failed child's error, when no child of the group finished
-    relative: dict[str, str] = field(default_factory=dict)  # "<metric> <rule>" -> cell, against the baseline
-    run_ids: list[str] = field(default_factory=list)  # the finished runs
-    curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
-
-    def label(self, keys: Sequence[str], empty: str = "all") -> str:
-        """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
-        return " ".join(f"{k}={self.key[k]}" for k in keys) or empty
-
-
-@dataclass
-class Comparison:
-    study: str
-    parent_id: str
-    experiment: str
-    keys: list[str]
-    metrics: list[str]
-    rows: list[Row]
-    relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
-    proxies: str = ""  # the proxy ranking (sweep.energy.proxies), as Markdown, when the preset asks for one
-    front: "Comparison | None" = None  # a search study's Pareto front (sweep.report.pareto)
-
-    # -- renderings -------------------------------------------------------------------------------
-    def header(self) -> list[str]:
-        return [*self.keys, "runs", *self.metrics, *self.relative]
-
-    def cells(self, row: Row) -> list[str]:
-        out = [row.key[k] for k in self.keys] + [f"{row.finished}/{row.total}"]
-        out += [row.stats[m].fmt(m) if m in row.stats else "-" for m in self.metrics]
-        out += [row.relative.get(c, "-") for c in self.relative]
-        return out
-
-    def markdown(self) -> str:
-        lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
-        lines += ["| " + " | ".join(self.cells(r)) + " |" for r in self.rows]
-        notes = [f"- {r.label(self.keys)}: {r.failure}" for r in self.rows if r.failure]
-        if notes:
-            lines += ["", "Groups with no finished run:", *notes]
-        return "\n".join(lines) + "\n"
-
-    def csv(self) -> str:
-        """Machine-readable: one column per mean, std and count."""
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow([*self.keys, "finished", "total",
-                    *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")], *self.relative, "failure"])
-        for r in self.rows:
-            vals: list[Any] = []
-            for m in self.metrics:
-                st = r.stats.get(m)
-                vals += [st.mean, st.std, st.n] if st else ["", "", 0]
-            vals += [r.relative.get(c, "") for c in self.relative]
-            w.writerow([*(r.key[k] for k in self.keys), r.finished, r.total, *vals, r.failure])
-        return buf.getvalue()
-
-    def rich_table(self):
-        from rich.table import Table
-
-        t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
-        for h in self.header():
-            t.add_column(h, justify="left" if h in self.keys else "right")
-        for r in self.rows:
-            t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
-        return t
-
-    def values(self, metric: str, **where: str) -> list[tuple[Row, Stat]]:
-        """(row, stat) for rows whose keys match `where` (keys absent from the table are ignored)."""
-        out = []
-        for r in self.rows:
-            if all(r.key.get(k, v) == v for k, v in where.items()) and metric in r.stats:
-                out.append((r, r.stats[metric]))
-        return out
-
-
-# -- finding the sweep ---------------------------------------------------------------------------
-def find_parent(client: Any, ref: str):
-    """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
-    parent whose overrides say `sweeps=ref`) that has child runs: a re-run whose jobs were all done already
-    (skipped) leaves an empty parent, and the study is still the earlier sweep's."""
-    if RUN_ID.match(ref):
-        from mlflow.exceptions import MlflowException
-
-        try:
-            return client.get_run(ref)
-        except MlflowException:
-            raise LookupError(f"no run {ref} in the store") from None
-    exps = {e.experiment_id: e.name for e in client.search_experiments()}
-    if not exps:
-        raise LookupError("the store has no experiments")
-    # The name is data: it never enters a filter string (a quote in it would break MLflow's parser), the
-    # parents are matched here. A preset run into another experiment (mlflow.experiment=... overridden) still
-    # names itself in the parent's overrides tag.
-    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
-    candidates = [r for r in parents
-                  if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
-    if not candidates:
-        raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
-                          "or pass a parent run id")
-    candidates.sort(key=lambda r: r.info.start_time, reverse=True)
-    return next((r for r in candidates if has_children(client, r)), candidates[0])
-
-
-def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
-    """(experiment name, its latest sweep parent run with child runs), the most recent sweep first."""
-    exps = {e.experiment_id: e.name for e in client.search_experiments()}
-    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'") if exps else []
-    out: dict[str, Any] = {}
-    for r in sorted(parents, key=lambda r: r.info.start_time, reverse=True):
-        if r.info.experiment_id not in out and has_children(client, r):
-            out[r.info.experiment_id] = r
-    return [(exps[e], r) for e, r in out.items()]
-
-
-def has_children(client: Any, parent: Any) -> bool:
-    return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id),
-                                   max_results=1))
-
-
-def children_filter(parent_run_id: str) -> str:
-    """MLflow's search for the child runs of a parent run."""
-    return f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
-
-
-def _search(client: Any, exp_ids: list[str], filt: str) -> list:
-    out, token = [], None
-    while True:
-        page = client.search_runs(exp_ids, filter_string=filt, max_results=1000, page_token=token)
-        out += list(page)
-        token = page.token
-        if not token:
-            return out
-
-
-def study_of(parent: Any, default: str = "") -> str:
-    """The study a parent run belongs to: the preset named in its overrides, else its experiment's name."""
-    m = re.search(r"(?:^|\s)\+?sweeps=(\S+)", parent.data.tags.get(OVERRIDES_TAG, ""))
-    return m.group(1) if m else default
-
-
-def load_children(client: Any, parent: Any) -> list:
-    return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
-
-
-def sweep_runs(client: Any, parent: Any) -> list:
-    """The runs of a sweep, its resumes included. A command re-run after Ctrl-C, a crash or a failed job skips
-    the jobs already FINISHED and records the rest under a new parent run, so the sweep is the child runs of
-    every parent with the same command line (overrides tag) up to this one: the latest run of each job."""
-    from sweep.record.recorder import HASH_TAG
-
-    overrides = parent.data.tags.get(OVERRIDES_TAG)
-    parents = [parent]
-    if overrides is not None:
-        parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
-                   if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time]
-    latest: dict[str, Any] = {}
-    runs = (r for p in parents or [parent] for r in load_children(client, p))
-    for r in sorted(runs, key=lambda r: r.info.start_time):
-        latest[r.data.tags.get(HASH_TAG) or r.info.run_id] = r
-    return list(latest.values())
-
-
-# -- grouping ------------------------------------------------------------------------------------
-def swept_keys(params: list[dict[str, str]]) -> list[str]:
-    """Params that vary across the children, less seeds/repeats and `_target_`s (they follow a group's
-    choice). A key of a config group whose choice (`<group>.name`) itself varies counts only if it varies
-    among runs with the same choice: method.hidden is not swept just because gf2 has none."""
-    keys = sorted({k for p in params for k in p})
-    out = []
-    for k in keys:
-        if AGGREGATED.search(k) or k.endswith("._target_"):
-            continue
-        if len({p.get(k) for p in params}) < 2:
-            continue
-        group = k.split(".")[0]
-        choice = f"{group}.name"
-        if k != choice and choice in keys and len({p.get(choice) for p in params}) > 1:
-            by_choice: dict[Any, set] = {}
-            for p in params:
-                by_choice.setdefault(p.get(choice), set()).add(p.get(k))
-            if all(len(v) < 2 for v in by_choice.values()):
-                continue
-        out.append(k)
-    return out
-
-
-def _sort_key(v: str | None, first_seen: dict) -> tuple:
-    """Numbers in numeric order; names in the order the sweep ran them (standard, fused, perlayer)."""
-    try:
-        return (0, float(v))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return (1, first_seen.get(v, 0))
-
-
-def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
-              metrics: Sequence[str] = METRICS, baseline: dict[str, Any] | None = None,
-              relative: dict[str, str] | None = None) -> Comparison:
-    """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
-    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`)."""
-    # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
-    runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
-    params = [dict(r.data.params) for r in runs]
-    keys = swept_keys(params)
-    groups: dict[tuple, list] = {}
-    for r, p in zip(runs, params):
-        groups.setdefault(tuple(p.get(k) for k in keys), []).append(r)
-    present = [m for m in metrics if any(m in r.data.metrics for r in runs)]
-    rows = []
-    first_seen: dict = {}
-    for p in params:
-        for k in keys:
-            first_seen.setdefault(p.get(k), len(first_seen))
-    for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v, first_seen) for v in t)):
-        members = groups[gkey]
-        done = [r for r in members if r.info.status == "FINISHED"]
-        row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
-                  finished=len(done), total=len(members), run_ids=[r.info.run_id for r in done])
-        for m in present:
-            vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
-            if vals:
-                row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
-                                    len(vals))
-        if not done:
-            row.failure = _failure_line(members)
-        rows.append(row)
-    cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
-                     rows=rows)
-    if baseline and relative:
-        set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
-    return cmp
-
-
-def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
-    """Fill each row's relative cells from its baseline row: the baseline arm's row with the same values of the
-    keys the baseline arm itself is swept over (the same n, width, k, ...; an arm's own settings such as
-    device.compile are not matched). `percent` = (row - base) / base as a signed %, `speedup` = base / row as
-    "N.NNx" (seed 002's 14.6x). The baseline's keys must be swept; a row whose baseline did not finish, or a
-    metric it lacks, stays "-"."""
-    if not set(baseline) <= set(cmp.keys):
-        return
-    for metric, rule in relative.items():
-        if rule not in RELATIVE:
-            raise ValueError(f"compare.relative.{metric}: {rule!r} is not one of {', '.join(RELATIVE)}")
-        if metric in cmp.metrics:
-            cmp.relative.append(f"{metric} {RELATIVE[rule]}")
-    base_rows = [r for r in cmp.rows if all(r.key[k] == v for k, v in baseline.items())]
-    others = [k for k in cmp.keys if len({r.key[k] for r in base_rows}) > 1]
-    bases = {tuple(r.key[k] for k in others): r for r in base_rows}
-    for row in cmp.rows:
-        base = bases.get(tuple(row.key[k] for k in others))
-        if base is None:
-            continue
-        for metric, rule in relative.items():
-            col = f"{metric} {RELATIVE.get(rule, rule)}"
-            if row is base:
-                row.relative[col] = "baseline"
-            elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
-                b, v = base.stats[metric].mean, row.stats[metric].mean
-                row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
-                    (f"{b / v:.3g}x" if v else "-")
-
-
-def _failure_line(members: list) -> str:
-    statuses = sorted({r.info.status for r in members})
-    return "status " + "/".join(statuses)
-
-
-def _failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:
-    """For groups with no finished run, the last line of a child's traceback artifact: the reason, in the
-    table's notes (e.g. 'no CUDA GPU on this machine')."""
-    for row in cmp.rows:
-        if row.finished or not row.failure.startswith("status"):
-            continue
-        for r in runs:
-            if all(r.data.params.get(k) == (None if v == "-" else v) for k, v in row.key.items()):
-                try:
-                    text = client.download_artifacts(r.info.run_id, "traceback.txt")
-                    lines = Path(text).read_text().strip().splitlines()
-                    if lines:
-                        row.failure = f"{r.info.status}: {lines[-1]}"
-                        break
-                except Exception:  # no traceback artifact: keep the status line
-                    continue
-
-
-def load_curves(client: Any, cmp: Comparison, curves: Sequence[str] = CURVES) -> None:
-    """Each row's per-epoch curves (MLflow steps >= 1), mean ± std over its finished runs. A run that stopped
-    early (it reached the target) keeps its last value for the later epochs: a solved net stays solved."""
-    for row in cmp.rows:
-        for name in curves:
-            series = []
-            for rid in row.run_ids:
-                hist = sorted((m.step, m.value) for m in client.get_metric_history(rid, name) if m.step >= 1)
-                if hist:
-                    series.append([v for _, v in hist])
-            if not series:
-                continue
-            width = max(len(v) for v in series)
-            padded = [v + [v[-1]] * (width - len(v)) for v in series]
-            cols = list(zip(*padded))
-            row.curves[name] = ([statistics.fmean(c) for c in cols],
-                                [statistics.pstdev(c) if len(c) > 1 else 0.0 for c in cols])
-
-
-def study_settings(study: str) -> dict[str, Any]:
-    """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml, plus a search
-    preset's `objectives` (its hydra.sweeper.objectives); {} otherwise."""
-    from omegaconf import OmegaConf
-
-    from sweep.paths import SWEEPS_DIR
-
-    path = SWEEPS_DIR / f"{study}.yaml"
-    raw = OmegaConf.load(path) if path.is_file() and path.parent == SWEEPS_DIR else OmegaConf.create()
-    node = raw.get("compare")
-    out: dict[str, Any] = OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[assignment]
-    objectives = OmegaConf.select(raw, "hydra.sweeper.objectives")
-    if objectives:
-        out["objectives"] = OmegaConf.to_container(objectives)
-    return out
-
-
-def study_runs(client: Any, parent: Any, study: str) -> list:
-    """The child runs of every sweep of `study` in the parent's experiment: a search study resumed over
-    several commands is one study."""
-    experiment = client.get_experiment(parent.info.experiment_id).name
-    parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
-               if study_of(p, experiment) == study]
-    return [r for p in parents or [parent] for r in load_children(client, p)]
-
-
-def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Path, plot: bool = True) -> list[Path]:
-    """The preset's `compare.proxies`: each proxy's rank correlation with the target(s) (sweep.energy.proxies), kept on
-    `cmp.proxies` (Markdown) and written as proxies.md (+ the scatter grid <study>-proxies.png)."""
-    from sweep.energy import proxies as px
-
-    targets = spec.get("target", ["energy_pj"])
-    targets = [targets] if isinstance(targets, str) else list(targets)
-    by, metrics = spec.get("by", ""), list(spec.get("metrics", []))
-    rankings = px.rank_proxies(runs, targets, by, metrics, keys=cmp.keys)
-    cmp.proxies = px.markdown(rankings, metrics, by) if rankings else ""
-    files = [out_dir / "proxies.md"]
-    files[0].write_text(f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
-                        f"One point per finished run, per {by}.\n\n{cmp.proxies}")
-    if plot and rankings:
-        files.append(px.plot(rankings, metrics, out_dir / f"{safe_name(cmp.study)}-proxies.png",
-                             f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
-    return files
-
-
-# -- the command ---------------------------------------------------------------------------------
 def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = None, log: bool = True,
             plot: bool = True, settings: dict[str, Any] | None = None) -> tuple[Comparison, list[Path]]:
     """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
     `settings` (baseline, relative) default to the preset's `compare:` node."""
-    from sweep.record import store
-    from sweep.paths import PROJECT_ROOT, default_tracking_uri
-    from sweep.report.plots import plot_comparison, plot_curves
-
     uri = tracking_uri or default_tracking_uri()
     store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
     if log:
@@ -424,7 +39,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
         except store.StoreError as e:  # a read-only store is read: the table and plot stay on disk
             print(f"sweep.compare: {e}: table and plot not logged to the parent run", file=sys.stderr)
             log = False
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - seconds to import: after the store's quick checks
 
     client = MlflowClient(tracking_uri=uri)
     parent = find_parent(client, ref)
@@ -437,7 +52,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
                     baseline=settings.get("baseline"), relative=settings.get("relative"))
-    _failure_reasons(client, cmp, runs)
+    failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
 
     # the study name is data: a safe file name (`../x` stays inside outputs/compare/)
@@ -448,8 +63,6 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     files[1].write_text(f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
                         f"over seeds/repeats.\n\n" + cmp.markdown())
     if objectives:
-        from sweep.report.pareto import front, plot_front
-
         cmp.front = front(cmp, objectives)
         files.append(out_dir / "front.md")
         files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
@@ -478,14 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
     ap.add_argument("--no-plot", action="store_true")
     a = ap.parse_args(argv)
-    from sweep.record.store import StoreError
-
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
     except LookupError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
-    except StoreError as e:
+    except store.StoreError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
     if a.markdown:
@@ -495,8 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cmp.front is not None:
             print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
     else:
-        from rich.console import Console
-
         console = Console()
         tables = [cmp.rich_table(), *([cmp.front.rich_table()] if cmp.front is not None else [])]
         # tables wider than the console keep their natural width (the terminal wraps them, a pipe or

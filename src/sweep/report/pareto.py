@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from sweep.report.metrics import label
+from sweep.report.plots import plt, save
+from sweep.report.table import Comparison, Row
 
 TRIAL_KEY = "extra.trial"  # sweeps/tune_sgd.yaml's hydra.sweeper.trial_key: a point is labelled by its trial
-
-if TYPE_CHECKING:
-    from sweep.report.compare import Comparison, Row
 
 
 def _scores(row: "Row", objectives: dict[str, str]) -> list[float] | None:
@@ -34,8 +34,6 @@ def front(cmp: "Comparison", objectives: dict[str, str]) -> "Comparison":
 
 def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path) -> Path:
     """Every finished row as a point of (second objective, first objective), the front joined and labelled."""
-    from sweep.report.plots import LABELS, plt, save
-
     y, x = list(objectives)[:2]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     pts = [(r.stats[x].mean, r.stats[y].mean) for r in cmp.rows if x in r.stats and y in r.stats]
@@ -48,8 +46,8 @@ def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, 
         ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
     if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
         ax.set_xscale("log")
-    ax.set_xlabel(f"{LABELS.get(x, x)} ({objectives[x]})")
-    ax.set_ylabel(f"{LABELS.get(y, y)} ({objectives[y]})")
+    ax.set_xlabel(f"{label(x)} ({objectives[x]})")
+    ax.set_ylabel(f"{label(y)} ({objectives[y]})")
     ax.legend(fontsize=8)
     ax.set_title(f"{cmp.study}: {len(pts)} trials, {len(best)} on the front")
     return save(fig, path)

@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+import math
+from typing import Callable, Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless: CI and ssh sessions have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-if TYPE_CHECKING:
-    from sweep.report.compare import Comparison, Row
+from sweep.energy.proxies import Ranking, finite
+from sweep.report.metrics import PLOT
+from sweep.report.metrics import label as metric_label
+from sweep.report.table import Comparison, Row
 
-LABELS = {"accuracy": "test accuracy", "epochs": "epochs", "wall_clock_s": "wall-clock (s)",
-          "warmup_s": "warm-up (s)", "ard": "ARD (floats)", "cache_hit_rate": "cache hit rate", "cost_usd": "cost (USD)",
-          "energy_pj": "modelled energy (pJ)"}
 
 
 def _num(v: str) -> float | None:
@@ -68,8 +68,8 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
             if st.std:
                 ax.axhspan(st.mean - st.std, st.mean + st.std, color="gray", alpha=0.15)
         ax.set_xlabel("tile size (hidden units)")
-        ax.set_ylabel(LABELS[metric])
-        ax.set_title(LABELS[metric] + (f" (hidden={hidden:g})" if hidden is not None else ""))
+        ax.set_ylabel(metric_label(metric))
+        ax.set_title(metric_label(metric) + (f" (hidden={hidden:g})" if hidden is not None else ""))
         ax.legend(fontsize=8)
     fig.suptitle(f"{cmp.study}: tiled variants vs baseline (mean ± std over seeds)")
     return save(fig, path)
@@ -102,7 +102,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
                 labelled.add(dev)
     ax.set_xticks([i + width * (len(devices) - 1) / 2 for i in range(len(methods))], methods)
     ax.set_yscale("log")
-    ax.set_ylabel(LABELS["wall_clock_s"])
+    ax.set_ylabel(metric_label("wall_clock_s"))
     ax.set_title("solve wall-clock per method")
     ax.legend()
     gpu = next((d for d in devices if d not in ("cpu", "torch_cpu")), None)
@@ -132,7 +132,7 @@ def plot_variants(cmp: "Comparison", path: Path) -> Path:
            color=[f"C{i}" for i in range(len(vals))])
     for i, (_, st) in enumerate(vals):
         ax.text(i, st.mean, f"{st.mean:,.0f}", ha="center", va="bottom")
-    ax.set_ylabel(LABELS["ard"])
+    ax.set_ylabel(metric_label("ard"))
     ax.set_title(f"{cmp.study}: ARD per variant")
     return save(fig, path)
 
@@ -144,8 +144,7 @@ def _key_label(row: "Row", keys: list[str]) -> str:
 
 def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None, log: bool = False,
                  label: Callable[["Row", list[str]], str] = _key_label) -> Path:
-    metrics = metrics or [m for m in ("accuracy", "epochs", "ard", "wall_clock_s", "cache_hit_rate", "cost_usd")
-                          if m in cmp.metrics][:4] or ["accuracy"]
+    metrics = metrics or [m for m in PLOT if m in cmp.metrics][:4] or ["accuracy"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
     numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
     x_key = numeric[-1] if numeric else None  # a numeric key is an axis; the others name the lines
@@ -170,7 +169,7 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
             labels = [" ".join(r.key.values()) or "all" for r, _ in vals]
             ax.bar(range(len(vals)), [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3)
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.set_ylabel(metric_label(metric))
     _annotate_failures(axes[0][-1], cmp)
     fig.suptitle(f"{cmp.study}: mean ± std over seeds/repeats")
     return save(fig, path)
@@ -243,3 +242,25 @@ def plot_comparison(cmp: "Comparison", path: Path) -> Path:
         else:
             fn = plot_default
     return fn(cmp, path)
+
+
+# -- energy_proxies: each proxy against the energy, one log-log panel per proxy ------------------------
+def plot_proxies(rankings: Sequence[Ranking], proxies: Sequence[str], path: Path, title: str) -> Path:
+    """A grid: one row per (group, target), one log-log panel per proxy (proxy on x, target on y)."""
+    rows = max(len(rankings), 1)
+    fig, axes = plt.subplots(rows, len(proxies), figsize=(3.0 * len(proxies), 2.8 * rows), squeeze=False)
+    for i, rk in enumerate(rankings):
+        for j, p in enumerate(proxies):
+            ax = axes[i][j]
+            xy = [(pt.proxies[p], pt.target) for pt in rk.points if finite(pt.proxies[p]) and pt.proxies[p] > 0]
+            if xy:
+                ax.scatter(*zip(*xy), s=10, alpha=0.7)
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+            rho = rk.spearman.get(p, math.nan)
+            ax.set_title(f"{p}: rho {rho:+.2f}" if math.isfinite(rho) else p, fontsize=9)
+            if j == 0:
+                ax.set_ylabel(f"{rk.target}\n({rk.group})", fontsize=8)
+            ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, path)

@@ -26,11 +26,12 @@ import shlex
 import sys
 from typing import Any, Sequence
 
-from sweep.record.recorder import KIND_TAG, MODEL_TRAINING  # the experiments' kind, set where the recorder makes them
+from sweep.record.tags import KIND_TAG, MODEL_TRAINING
+from sweep.report.metrics import UI
 
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
-COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
+COLUMNS = UI
 HOST, PORT = "127.0.0.1", 5000
 NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
 
@@ -54,7 +55,7 @@ def study_view(client: Any, parent: Any) -> None:
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH
 
-    from sweep.report.compare import children_filter, sweep_runs
+    from sweep.report.queries import children_filter, sweep_runs
 
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent)
@@ -84,7 +85,7 @@ def _store_args(tracking_uri: str) -> str:
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
     """The line a sweep ends with: how to compare it, and the address of its runs (view written here: on the
     study's latest sweep with runs, which is an earlier one when every job of this one was already done)."""
-    from sweep.report.compare import find_parent, has_children, study_of
+    from sweep.report.queries import find_parent, has_children, study_of
 
     parent = client.get_run(parent_run_id)
     study = study_of(parent, client.get_experiment(experiment_id).name)  # the name compare and ui look up
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from mlflow.tracking import MlflowClient
 
-    from sweep.report.compare import find_parent, latest_sweeps
+    from sweep.report.queries import find_parent, latest_sweeps
 
     client = MlflowClient(tracking_uri=uri)
     url, studies = runs_url(a.host, a.port), []

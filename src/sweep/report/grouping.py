@@ -1,0 +1,121 @@
+"""Grouping a study's runs: the keys the sweep varied (seeds and repeats are aggregated over, not grouped by),
+mean ± std of each metric per group, and each group set against the study's baseline arm."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from typing import Any, Sequence
+
+from sweep.report.metrics import TABLE
+from sweep.report.table import Comparison, Row, Stat
+
+# How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
+RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
+# Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
+AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
+
+
+def swept_keys(params: list[dict[str, str]]) -> list[str]:
+    """Params that vary across the children, less seeds/repeats and `_target_`s (they follow a group's
+    choice). A key of a config group whose choice (`<group>.name`) itself varies counts only if it varies
+    among runs with the same choice: method.hidden is not swept just because gf2 has none."""
+    keys = sorted({k for p in params for k in p})
+    out = []
+    for k in keys:
+        if AGGREGATED.search(k) or k.endswith("._target_"):
+            continue
+        if len({p.get(k) for p in params}) < 2:
+            continue
+        group = k.split(".")[0]
+        choice = f"{group}.name"
+        if k != choice and choice in keys and len({p.get(choice) for p in params}) > 1:
+            by_choice: dict[Any, set] = {}
+            for p in params:
+                by_choice.setdefault(p.get(choice), set()).add(p.get(k))
+            if all(len(v) < 2 for v in by_choice.values()):
+                continue
+        out.append(k)
+    return out
+
+
+def _sort_key(v: str | None, first_seen: dict) -> tuple:
+    """Numbers in numeric order; names in the order the sweep ran them (standard, fused, perlayer)."""
+    try:
+        return (0, float(v))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return (1, first_seen.get(v, 0))
+
+
+def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
+              metrics: Sequence[str] = TABLE, baseline: dict[str, Any] | None = None,
+              relative: dict[str, str] | None = None) -> Comparison:
+    """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
+    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`)."""
+    # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
+    runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
+    params = [dict(r.data.params) for r in runs]
+    keys = swept_keys(params)
+    groups: dict[tuple, list] = {}
+    for r, p in zip(runs, params):
+        groups.setdefault(tuple(p.get(k) for k in keys), []).append(r)
+    present = [m for m in metrics if any(m in r.data.metrics for r in runs)]
+    rows = []
+    first_seen: dict = {}
+    for p in params:
+        for k in keys:
+            first_seen.setdefault(p.get(k), len(first_seen))
+    for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v, first_seen) for v in t)):
+        members = groups[gkey]
+        done = [r for r in members if r.info.status == "FINISHED"]
+        row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
+                  finished=len(done), total=len(members), run_ids=[r.info.run_id for r in done])
+        for m in present:
+            vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
+            if vals:
+                row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
+                                    len(vals))
+        if not done:
+            row.failure = _failure_line(members)
+        rows.append(row)
+    cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
+                     rows=rows)
+    if baseline and relative:
+        set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
+    return cmp
+
+
+def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
+    """Fill each row's relative cells from its baseline row: the baseline arm's row with the same values of the
+    keys the baseline arm itself is swept over (the same n, width, k, ...; an arm's own settings such as
+    device.compile are not matched). `percent` = (row - base) / base as a signed %, `speedup` = base / row as
+    "N.NNx" (seed 002's 14.6x). The baseline's keys must be swept; a row whose baseline did not finish, or a
+    metric it lacks, stays "-"."""
+    if not set(baseline) <= set(cmp.keys):
+        return
+    for metric, rule in relative.items():
+        if rule not in RELATIVE:
+            raise ValueError(f"compare.relative.{metric}: {rule!r} is not one of {', '.join(RELATIVE)}")
+        if metric in cmp.metrics:
+            cmp.relative.append(f"{metric} {RELATIVE[rule]}")
+    base_rows = [r for r in cmp.rows if all(r.key[k] == v for k, v in baseline.items())]
+    others = [k for k in cmp.keys if len({r.key[k] for r in base_rows}) > 1]
+    bases = {tuple(r.key[k] for k in others): r for r in base_rows}
+    for row in cmp.rows:
+        base = bases.get(tuple(row.key[k] for k in others))
+        if base is None:
+            continue
+        for metric, rule in relative.items():
+            col = f"{metric} {RELATIVE.get(rule, rule)}"
+            if row is base:
+                row.relative[col] = "baseline"
+            elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
+                b, v = base.stats[metric].mean, row.stats[metric].mean
+                row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
+                    (f"{b / v:.3g}x" if v else "-")
+
+
+def _failure_line(members: list) -> str:
+    statuses = sorted({r.info.status for r in members})
+    return "status " + "/".join(statuses)

@@ -1,0 +1,63 @@
+"""The metric registry: which figures a run is compared on, in what order, with what label and format. The
+compare table, its plots, the Pareto front, the proxy ranking, a run's one-line summary and the MLflow UI's
+columns all read it, so a metric is described once.
+
+A leaf module (it imports nothing of the project): the result record itself formats its line with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # as logged (MLflow metric key)
+    label: str  # axis and legend text
+    fmt: str  # a table cell ("{:.3f}")
+    line: str | None = None  # its format on a run's one-line summary; None: not on the line
+    plot: bool = False  # one of the generic plot's default panels
+    ui: bool = False  # a column of MLflow's runs view
+
+
+# Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside
+# accuracy, time and cost.
+REGISTRY: tuple[Metric, ...] = (
+    Metric("accuracy", "test accuracy", "{:.3f}", line="{:.3f}", plot=True, ui=True),
+    Metric("epochs", "epochs", "{:.1f}", line="{:.0f}", plot=True),
+    Metric("wall_clock_s", "wall-clock (s)", "{:.4f}", line="{:.4f}s", plot=True, ui=True),
+    Metric("warmup_s", "warm-up (s)", "{:.4f}"),
+    Metric("ard", "ARD (floats)", "{:,.0f}", line="{:,.1f}", plot=True, ui=True),
+    Metric("reads", "reads", "{:,.0f}"),
+    Metric("writes", "writes", "{:,.0f}"),
+    Metric("total_floats", "total_floats", "{:,.0f}"),
+    Metric("dmc", "dmc", "{:,.0f}"),
+    Metric("dmd", "dmd", "{:,.0f}"),
+    Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
+    Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
+    Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
+)
+BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}
+DEFAULT_FMT = "{:.4g}"  # a metric outside the registry
+
+TABLE: tuple[str, ...] = tuple(m.name for m in REGISTRY)  # the compare table's columns, in order
+LINE: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.line)  # a run's one-line summary
+PLOT: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.plot)  # the generic plot's default panels
+UI: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.ui)  # MLflow's runs view
+
+
+def label(name: str) -> str:
+    """The metric's axis text (its name when it is not registered)."""
+    m = BY_NAME.get(name)
+    return m.label if m else name
+
+
+def cell(name: str, value: float) -> str:
+    """The metric's value as a table cell."""
+    m = BY_NAME.get(name)
+    return (m.fmt if m else DEFAULT_FMT).format(value)
+
+
+def line(metrics: dict[str, float]) -> list[str]:
+    """`key=value` for each one-line-summary metric present, in registry order."""
+    return [f"{k}=" + BY_NAME[k].line.format(metrics[k]) for k in LINE if k in metrics]  # type: ignore[union-attr]

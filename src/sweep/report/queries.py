@@ -1,0 +1,146 @@
+"""The MLflow queries of the reports: a study's parent run, its child runs (a resumed sweep's earlier parents
+included), the reason a group failed, per-epoch curves. Read-only: nothing here writes the store."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
+from sweep.report.table import Comparison
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+# Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
+CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
+
+
+def find_parent(client: Any, ref: str):
+    """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
+    parent whose overrides say `sweeps=ref`) that has child runs: a re-run whose jobs were all done already
+    (skipped) leaves an empty parent, and the study is still the earlier sweep's."""
+    if RUN_ID.match(ref):
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return client.get_run(ref)
+        except MlflowException:
+            raise LookupError(f"no run {ref} in the store") from None
+    exps = {e.experiment_id: e.name for e in client.search_experiments()}
+    if not exps:
+        raise LookupError("the store has no experiments")
+    # The name is data: it never enters a filter string (a quote in it would break MLflow's parser), the
+    # parents are matched here. A preset run into another experiment (mlflow.experiment=... overridden) still
+    # names itself in the parent's overrides tag.
+    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
+    candidates = [r for r in parents
+                  if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
+    if not candidates:
+        raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
+                          "or pass a parent run id")
+    candidates.sort(key=lambda r: r.info.start_time, reverse=True)
+    return next((r for r in candidates if has_children(client, r)), candidates[0])
+
+
+def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
+    """(experiment name, its latest sweep parent run with child runs), the most recent sweep first."""
+    exps = {e.experiment_id: e.name for e in client.search_experiments()}
+    parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'") if exps else []
+    out: dict[str, Any] = {}
+    for r in sorted(parents, key=lambda r: r.info.start_time, reverse=True):
+        if r.info.experiment_id not in out and has_children(client, r):
+            out[r.info.experiment_id] = r
+    return [(exps[e], r) for e, r in out.items()]
+
+
+def has_children(client: Any, parent: Any) -> bool:
+    return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id),
+                                   max_results=1))
+
+
+def children_filter(parent_run_id: str) -> str:
+    """MLflow's search for the child runs of a parent run."""
+    return f"tags.`{PARENT_RUN_TAG}` = '{parent_run_id}'"
+
+
+def _search(client: Any, exp_ids: list[str], filt: str) -> list:
+    out, token = [], None
+    while True:
+        page = client.search_runs(exp_ids, filter_string=filt, max_results=1000, page_token=token)
+        out += list(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def study_of(parent: Any, default: str = "") -> str:
+    """The study a parent run belongs to: the preset named in its overrides, else its experiment's name."""
+    m = re.search(r"(?:^|\s)\+?sweeps=(\S+)", parent.data.tags.get(OVERRIDES_TAG, ""))
+    return m.group(1) if m else default
+
+
+def load_children(client: Any, parent: Any) -> list:
+    return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
+
+
+def sweep_runs(client: Any, parent: Any) -> list:
+    """The runs of a sweep, its resumes included. A command re-run after Ctrl-C, a crash or a failed job skips
+    the jobs already FINISHED and records the rest under a new parent run, so the sweep is the child runs of
+    every parent with the same command line (overrides tag) up to this one: the latest run of each job."""
+    overrides = parent.data.tags.get(OVERRIDES_TAG)
+    parents = [parent]
+    if overrides is not None:
+        parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+                   if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time]
+    latest: dict[str, Any] = {}
+    runs = (r for p in parents or [parent] for r in load_children(client, p))
+    for r in sorted(runs, key=lambda r: r.info.start_time):
+        latest[r.data.tags.get(HASH_TAG) or r.info.run_id] = r
+    return list(latest.values())
+
+
+def study_runs(client: Any, parent: Any, study: str) -> list:
+    """The child runs of every sweep of `study` in the parent's experiment: a search study resumed over
+    several commands is one study."""
+    experiment = client.get_experiment(parent.info.experiment_id).name
+    parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+               if study_of(p, experiment) == study]
+    return [r for p in parents or [parent] for r in load_children(client, p)]
+
+
+def failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:
+    """For groups with no finished run, the last line of a child's traceback artifact: the reason, in the
+    table's notes (e.g. 'no CUDA GPU on this machine')."""
+    for row in cmp.rows:
+        if row.finished or not row.failure.startswith("status"):
+            continue
+        for r in runs:
+            if all(r.data.params.get(k) == (None if v == "-" else v) for k, v in row.key.items()):
+                try:
+                    text = client.download_artifacts(r.info.run_id, "traceback.txt")
+                    lines = Path(text).read_text().strip().splitlines()
+                    if lines:
+                        row.failure = f"{r.info.status}: {lines[-1]}"
+                        break
+                except Exception:  # no traceback artifact: keep the status line
+                    continue
+
+
+def load_curves(client: Any, cmp: Comparison, curves: Sequence[str] = CURVES) -> None:
+    """Each row's per-epoch curves (MLflow steps >= 1), mean ± std over its finished runs. A run that stopped
+    early (it reached the target) keeps its last value for the later epochs: a solved net stays solved."""
+    for row in cmp.rows:
+        for name in curves:
+            series = []
+            for rid in row.run_ids:
+                hist = sorted((m.step, m.value) for m in client.get_metric_history(rid, name) if m.step >= 1)
+                if hist:
+                    series.append([v for _, v in hist])
+            if not series:
+                continue
+            width = max(len(v) for v in series)
+            padded = [v + [v[-1]] * (width - len(v)) for v in series]
+            cols = list(zip(*padded))
+            row.curves[name] = ([statistics.fmean(c) for c in cols],
+                                [statistics.pstdev(c) if len(c) > 1 else 0.0 for c in cols])

@@ -1,0 +1,44 @@
+"""A study's own settings (its preset's `compare:` node and a search's objectives) and what they ask the
+report for beyond the table: the proxy ranking (sweep.energy.proxies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from sweep.energy import proxies as px
+from sweep.paths import SWEEPS_DIR, safe_name
+from sweep.report.plots import plot_proxies
+from sweep.report.table import Comparison
+
+
+def study_settings(study: str) -> dict[str, Any]:
+    """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml, plus a search
+    preset's `objectives` (its hydra.sweeper.objectives); {} otherwise."""
+    path = SWEEPS_DIR / f"{study}.yaml"
+    raw = OmegaConf.load(path) if path.is_file() and path.parent == SWEEPS_DIR else OmegaConf.create()
+    node = raw.get("compare")
+    out: dict[str, Any] = OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[assignment]
+    objectives = OmegaConf.select(raw, "hydra.sweeper.objectives")
+    if objectives:
+        out["objectives"] = OmegaConf.to_container(objectives)
+    return out
+
+
+def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Path, plot: bool = True) -> list[Path]:
+    """The preset's `compare.proxies`: each proxy's rank correlation with the target(s) (sweep.energy.proxies), kept on
+    `cmp.proxies` (Markdown) and written as proxies.md (+ the scatter grid <study>-proxies.png)."""
+    targets = spec.get("target", ["energy_pj"])
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    by, metrics = spec.get("by", ""), list(spec.get("metrics", []))
+    rankings = px.rank_proxies(runs, targets, by, metrics, keys=cmp.keys)
+    cmp.proxies = px.markdown(rankings, metrics, by) if rankings else ""
+    files = [out_dir / "proxies.md"]
+    files[0].write_text(f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
+                        f"One point per finished run, per {by}.\n\n{cmp.proxies}")
+    if plot and rankings:
+        files.append(plot_proxies(rankings, metrics, out_dir / f"{safe_name(cmp.study)}-proxies.png",
+                                  f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
+    return files
