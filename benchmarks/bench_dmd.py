@@ -19,11 +19,11 @@ import time
 import numpy as np
 
 from sweep.backend import Backend
-from sweep.methods.sgd import SGD, init_params
-from sweep.trackers.dmd import dmd
-from sweep.energy.model import level_counts
 from sweep.energy.hierarchy import load_hierarchy
+from sweep.energy.model import level_counts
+from sweep.methods.sgd import SGD, init_params
 from sweep.trace.trace import READ, Trace
+from sweep.trackers.dmd import dmd
 from sweep.variants.standard import Standard
 
 

@@ -20,9 +20,9 @@ The sweep launcher is measured `--repeats` times (a fresh experiment each) and t
 from __future__ import annotations
 
 import argparse
-import statistics
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -21,8 +21,8 @@ import statistics
 from hydra import compose, initialize_config_dir
 
 from sweep import job
-from sweep.paths import CONF_DIR
 from sweep.config.schema import register_configs
+from sweep.paths import CONF_DIR
 
 SEED_000_CPU_MS = {"sgd": 142.0, "gf2": 0.5, "km": 1.1}
 SPEED_METHODS = ["sgd", "gf2", "km", "sign_sgd", "curriculum", "fourier", "smt"]

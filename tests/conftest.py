@@ -69,11 +69,10 @@ def compose(*overrides: str, hydra_section: bool = False):
     """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-
-    from sweep.paths import CONF_DIR
-    from sweep.config.schema import register_configs
-
     from hydra.version import VersionBase
+
+    from sweep.config.schema import register_configs
+    from sweep.paths import CONF_DIR
 
     register_configs()
     # initialize_config_dir sets Hydra's process-global version_base (1.3: job.chdir defaults to False);

@@ -6,11 +6,11 @@ import statistics
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep.report import compare as cmpmod
-from sweep.report import grouping, queries
 from sweep import job
 from sweep.record.recorder import Recorder
 from sweep.record.session import failed_result
+from sweep.report import compare as cmpmod
+from sweep.report import grouping, queries
 from tests.conftest import compose, record_small_sweep, run_sweep
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")
@@ -139,8 +139,8 @@ def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
 
 def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
     # seed 004's arms differ in five device keys: the plot names each arm by what it turns on, not by device alone
-    from sweep.report.table import Comparison, Row, Stat
     from sweep.report.plots import _arm_label, plot_comparison
+    from sweep.report.table import Comparison, Row, Stat
 
     keys = ["device.autocast", "device.compile", "device.compile_mode", "device.name", "method.hidden"]
     arms = [("none", "False", "default", "cpu"), ("none", "True", "max-autotune", "torch_cpu"),

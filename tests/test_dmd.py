@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from sweep.trackers.dmd import DMDTracker, dmd, element_distances
 from sweep.trace.trace import Trace
+from sweep.trackers.dmd import DMDTracker, dmd, element_distances
 from tests.conftest import random_trace
 
 
@@ -49,7 +49,6 @@ def test_matches_brute_force_element_by_element(seed):
 def test_standard_step_matches_brute_force():
     # a real variant's single-step trace at small sizes (n=4, H=6), through the tracker interface
     from sweep.variants.standard import Standard
-
     from tests.test_variants import traced_step
 
     t = traced_step(Standard(), n=4, hidden=6)
@@ -63,7 +62,6 @@ def test_standard_step_matches_brute_force():
 def test_large_trace_is_fast():
     # one standard step at H=1000 is ~1e5 element accesses; 200 of them must take well under a second
     from sweep.variants.standard import Standard
-
     from tests.test_variants import traced_step
 
     one = traced_step(Standard(), n=20, hidden=1000)

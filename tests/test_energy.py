@@ -9,11 +9,11 @@ import yaml
 
 from sweep import job
 from sweep.energy import hierarchy as hier
-from sweep.energy.model import energy_metrics, energy_report
 from sweep.energy.hierarchy import Hierarchy, Level, load_hierarchy
+from sweep.energy.model import energy_metrics, energy_report
+from sweep.errors import ConfigError
 from sweep.trace.stack import COLD, stack_runs
 from sweep.trace.trace import OP_KINDS, READ, Trace
-from sweep.errors import ConfigError
 from tests.conftest import ROOT, compose, random_trace, run_sweep
 
 EXAMPLE = "W a 2, W b 3, R a 2, R b 3, W c 1, R a 2, R c 1, R d 1"
@@ -85,7 +85,6 @@ def sgd_trace() -> Trace:
     """One traced SGD step (the published scope) at a small width, with its operation counts."""
     from sweep.backend import Backend
     from sweep.methods.base import Context
-    from sweep.methods.sgd import SGD
 
     cfg = compose("method.hidden=16", "method.max_epochs=2", "problem.n_train=64")
     trace = Trace()

@@ -233,8 +233,8 @@ def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_pat
 
 # -- 5. study names are data --------------------------------------------------------------------------------
 def test_compare_quotes_names_and_keeps_files_inside_outputs(store, tmp_path):
-    from sweep.report import compare as cmpmod
     from sweep.paths import PROJECT_ROOT
+    from sweep.report import compare as cmpmod
 
     for study in ("o'brien", "../../escape"):
         rec, parent, results = record_small_sweep(store, study, study, "problem.n_bits=10")

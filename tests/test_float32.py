@@ -53,7 +53,7 @@ def test_every_method_computes_in_float32(case):
     if "max_epochs" in compose(*overrides).method:
         overrides.append("method.max_epochs=2")
     with audit:
-        r = job.run(compose(*overrides))
+        job.run(compose(*overrides))
     assert audit.seen == set(), f"{case}: float64 from {sorted(audit.seen)}"
 
 

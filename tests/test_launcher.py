@@ -222,8 +222,8 @@ def test_modal_without_token_fails_at_once_with_setup_help(store, tmp_path):
 def test_placement_and_prices():
     from omegaconf import OmegaConf
 
-    from sweep.config.prices import gpu_price_per_hour
     from sweep.config.placement import placement
+    from sweep.config.prices import gpu_price_per_hour
 
     def dev(**kw):
         return OmegaConf.create({"device": {"backend": "numpy", "torch_device": "cpu", "local_gpu": False, **kw}})
@@ -242,13 +242,11 @@ def test_placement_and_prices():
 
 @pytest.mark.usefixtures("hydra_restore_singletons")  # initialize_config_dir sets Hydra's global version base
 def test_fast_composer_equals_hydra_composition():
+    import yaml
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.types import RunMode
-    from omegaconf import OmegaConf
-
-    import yaml
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf, open_dict
 
     from hydra_plugins.sweep_launcher._compose import FastComposer
     from hydra_plugins.sweep_launcher._run_job import HydraYaml

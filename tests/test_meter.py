@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sweep import job
-from sweep.energy.meter import RAPLCounter, measure, meter_solve, open_counter
 from sweep.config.view import ConfigView
+from sweep.energy.meter import RAPLCounter, measure, meter_solve, open_counter
 from tests.conftest import compose
 
 

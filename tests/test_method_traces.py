@@ -11,13 +11,13 @@ import pytest
 from hydra.utils import get_class
 
 from sweep import job
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.methods.sgd import SGD
 from sweep.paths import CONF_DIR
-from sweep.trackers.ard import ard_report
 from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
-from sweep.config.check import check_job
-from sweep.errors import ConfigError
+from sweep.trackers.ard import ard_report
 from sweep.variants.standard import Standard
 from tests.conftest import compose
 

@@ -7,13 +7,13 @@ from hydra.utils import get_class
 
 from sweep import job
 from sweep.backend import Backend
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.methods.gf2 import GF2
 from sweep.paths import CONF_DIR
 from sweep.problems.sparse_parity import SparseParity
 from sweep.trace.trace import NULL_TRACE
-from sweep.config.check import check_job
-from sweep.errors import ConfigError
 from tests.conftest import compose
 
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))

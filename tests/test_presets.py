@@ -9,9 +9,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import job
-from sweep.report import compare, study
 from sweep.config.check import check_job
 from sweep.paths import SWEEPS_DIR
+from sweep.report import compare, study
 from tests.conftest import compose, run_sweep
 
 PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n", "sign_vs_sgd", "curriculum_speedup", "lr_width",

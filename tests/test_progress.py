@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from hydra_plugins.sweep_launcher._progress import Progress, duration
-
 from tests.conftest import run_sweep
 
 

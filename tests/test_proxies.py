@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.report.compare import compare
-from sweep.report.queries import load_children
 from sweep.energy.proxies import rank_proxies
 from sweep.record.recorder import Recorder
+from sweep.report.compare import compare
+from sweep.report.queries import load_children
 from sweep.result import RunResult
 from tests.conftest import record_small_sweep
 

@@ -6,8 +6,8 @@ import yaml
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from hydra_plugins.sweep_launcher._run_job import to_yaml
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, ReturnedJob
+from hydra_plugins.sweep_launcher._run_job import to_yaml
 from sweep.job import config_yaml
 from tests.conftest import compose
 

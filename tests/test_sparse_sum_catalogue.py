@@ -8,6 +8,8 @@ import pytest
 
 from sweep.backend import Backend
 from sweep.config.applicability import applicability_table
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.methods.fourier import Fourier
 from sweep.methods.ols import OLS
@@ -15,8 +17,6 @@ from sweep.methods.sgd import SGD
 from sweep.paths import PROJECT_ROOT
 from sweep.problems.sparse_sum import SparseSum
 from sweep.trace.trace import Trace
-from sweep.config.check import check_job
-from sweep.errors import ConfigError
 from sweep.variants.standard import Standard
 from tests.conftest import compose, run_sweep
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from sweep import job
-from sweep.trackers.ard import ard_report
-from sweep.trace.trace import WRITE, Trace
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
+from sweep.trace.trace import WRITE, Trace
+from sweep.trackers.ard import ard_report
 from sweep.variants.standard import Standard
 from sweep.variants.tiled import Tiled
 from sweep.variants.tiled_fused import TiledFused

@@ -7,10 +7,10 @@ import random
 import pytest
 
 from sweep import job
+from sweep.trace.trace import READ, Trace
 from sweep.trackers.ard import ARDTracker, ard_report, reuse_distances
 from sweep.trackers.cache import CacheTracker, cache_report
 from sweep.trackers.dmd import DMDTracker
-from sweep.trace.trace import READ, Trace
 from tests.conftest import compose, random_trace
 
 

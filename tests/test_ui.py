@@ -19,7 +19,8 @@ from mlflow.tracking import MlflowClient
 
 from sweep.report import ui
 from sweep.report.queries import find_parent
-from tests.conftest import record_small_sweep, session_processes as _session
+from tests.conftest import record_small_sweep
+from tests.conftest import session_processes as _session
 
 
 def _free_port() -> int:

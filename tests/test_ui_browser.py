@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from sweep import job
 from sweep.backend import Backend
-from sweep.methods.sgd import SGD, init_params
-from sweep.trackers.ard import ard_report
-from sweep.trace.trace import Trace
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
+from sweep.methods.sgd import SGD, init_params
+from sweep.trace.trace import Trace
+from sweep.trackers.ard import ard_report
 from sweep.variants.base import Variant
 from sweep.variants.fused import Fused
 from sweep.variants.perlayer import PerLayer

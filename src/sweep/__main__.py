@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import fields
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -9,23 +10,23 @@ from hydra.errors import ConfigCompositionException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from sweep.paths import CONF_DIR, SWEEPS_DIR
-from sweep.result import RunResult
-from sweep.config.schema import register_configs
+from hydra_plugins.sweep_launcher.hooks import rerun_hint
+from sweep.config.schema import Config, register_configs
 from sweep.errors import ConfigError
+from sweep.paths import CONF_DIR, SWEEPS_DIR
+from sweep.record.callback import FORCE_KEY, already_done
+from sweep.result import RunResult
 
 register_configs()
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
-    from sweep import job
-    from sweep.record.callback import FORCE_KEY, already_done
+    from sweep import job  # noqa: PLC0415 - the job's modules: when Hydra runs the task, after composition
 
     try:
         done = already_done(cfg)
         if done is not None:
-            from hydra_plugins.sweep_launcher.hooks import rerun_hint
 
             print(f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
                   f"FINISHED with this config ({rerun_hint(FORCE_KEY, 'it')})", flush=True)
@@ -61,9 +62,7 @@ def refuse_unknown_preset(argv: list[str]) -> None:
 def refuse_unused_additions(argv: list[str]) -> None:
     """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused (exit 2).
     Free-form keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
-    from dataclasses import fields
 
-    from sweep.config.schema import Config
 
     known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
     for arg in argv:

@@ -17,6 +17,8 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from sweep.errors import ConfigError
+
 # torch.compile's modes (torch.compile(mode=...)); "default" is torch's own default
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # device.autocast: the hot step's matmuls in a lower precision (torch.autocast), or none
@@ -27,10 +29,9 @@ def require_device(backend: str, device: str) -> None:
     """Refuse a CUDA device on a machine without one, before any job work (a ConfigError: exit 2, no run)."""
     if backend != "torch" or not device.startswith("cuda"):
         return
-    import torch
+    import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
     if not torch.cuda.is_available():
-        from sweep.errors import ConfigError
 
         raise ConfigError(
             f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "
@@ -58,13 +59,13 @@ class Backend:
 
     def __post_init__(self) -> None:
         if self.name == "numpy":
-            import array_api_compat.numpy as xp
+            import array_api_compat.numpy as xp  # noqa: PLC0415 - array_api_compat.numpy: ~0.13 s, when the backend is first used (a worker preloads it)
 
             self.xp: Any = xp
             self._dtype = getattr(np, self.dtype)
         else:
-            import array_api_compat.torch as xp
-            import torch
+            import array_api_compat.torch as xp  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
+            import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
             require_device(self.name, self.device)
             self.xp = xp

@@ -7,9 +7,8 @@ import dataclasses
 import io
 import json
 import time
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from hydra.utils import get_class, instantiate

@@ -8,12 +8,13 @@ import argparse
 import sys
 from typing import Sequence
 
+from sweep.paths import default_tracking_uri
+from sweep.record.recorder import Recorder
 from sweep.record.spool import entries, import_into, spool_dir
+from sweep.record.store import StoreError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sweep.paths import default_tracking_uri
-    from sweep.record.store import StoreError
 
     ap = argparse.ArgumentParser(prog="python -m sweep.spool", description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
@@ -26,7 +27,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
         print(f"{len(pending)} result(s) in {spool_dir()}")
         return 0
-    from sweep.record.recorder import Recorder
 
     uris = sorted({e.tracking_uri for e in pending}) or [a.tracking_uri or default_tracking_uri()]
     failed = False

@@ -14,7 +14,7 @@ class SpaceError(ValueError):
 
 
 def distribution(override: Override) -> Any:
-    import optuna.distributions as od
+    import optuna.distributions as od  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
 
     key, sweep = override.get_key_element(), override.value()
     tags = getattr(sweep, "tags", set()) or set()

@@ -45,7 +45,7 @@ class OptunaSweeper(Sweeper):
         self.hydra_context: Optional[HydraContext] = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        from hydra.core.plugins import Plugins
+        from hydra.core.plugins import Plugins  # noqa: PLC0415 - Hydra's plugin registry: when the sweeper is set up, not at plugin scan
 
         self.config, self.hydra_context = config, hydra_context
         self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
@@ -70,7 +70,7 @@ class OptunaSweeper(Sweeper):
                 self._refuse(f"hydra.sweeper.{field}={v} is not allowed: expected an integer >= 1")
 
     def _study(self) -> Any:
-        import optuna
+        import optuna  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
 
         assert self.config is not None
         name = self.study_name or str(self.config.hydra.job.name)
@@ -94,7 +94,7 @@ class OptunaSweeper(Sweeper):
     def _sampler(self, n_before: int) -> Any:
         """The configured sampler; its seed offset by the study's trials so far (deterministic, and a resumed
         study goes on drawing new points instead of repeating the first run's)."""
-        from hydra.utils import instantiate
+        from hydra.utils import instantiate  # noqa: PLC0415 - at set-up: the plugin scan imports this module for every Hydra command
 
         node = OmegaConf.to_container(self.sampler, resolve=True) if isinstance(self.sampler, DictConfig) \
             else dict(self.sampler)
@@ -104,8 +104,8 @@ class OptunaSweeper(Sweeper):
 
     # -- the search -------------------------------------------------------------------------------
     def sweep(self, arguments: list[str]) -> list[list[JobReturn]]:
-        import optuna
-        from optuna.trial import TrialState
+        import optuna  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
+        from optuna.trial import TrialState  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         self._check()
@@ -174,7 +174,7 @@ class OptunaSweeper(Sweeper):
 
     def _write_results(self, study: Any, sweep_dir: Path) -> None:
         """optimization_results.yaml: the best trial (one objective) or the Pareto front (several)."""
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
 
         names = list(self.objectives)
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))

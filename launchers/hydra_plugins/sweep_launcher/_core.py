@@ -8,7 +8,6 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import pickle
 import time
@@ -104,7 +103,7 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
     error = reason = output_dir = None
     try:
         if session.fast:
-            from hydra_plugins.sweep_launcher._run_job import run_job as lean_run_job
+            from hydra_plugins.sweep_launcher._run_job import run_job as lean_run_job  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             ret = lean_run_job(hydra_context=session.hydra_context, task_function=timed, config_bytes=cfg_bytes,
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir",

@@ -45,7 +45,7 @@ class HooksFailed(Exception):
 class Dispatcher:
     def __init__(self, launcher: Any, jobs: Sequence[Job], pool: Optional[Pool], hooks: Sequence[LaunchHooks],
                  tally: Tally, offline: bool) -> None:
-        from hydra_plugins.sweep_launcher._progress import Progress
+        from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
         self.hooks = list(hooks)
@@ -205,7 +205,7 @@ class Dispatcher:
 
     # -- Modal ---------------------------------------------------------------------------------------------------
     def _start_remote(self) -> None:
-        from hydra_plugins.sweep_launcher import _modal_app
+        from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
         problem = _modal_app.token_problem()
         if problem:  # fail at once, as FAILED jobs, with how to set a token up

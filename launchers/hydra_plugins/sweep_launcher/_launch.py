@@ -90,7 +90,7 @@ def plan(run: Multirun, jobs: list[Job]) -> set[int]:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
 
     setup_globals()
     cfg: DictConfig = launcher.config
@@ -100,7 +100,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     launcher.multirun = run
     if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process composes
         if run.offline and not modal_missing():  # import modal once here, before the fork, not once per worker
-            import hydra_plugins.sweep_launcher._modal_app  # noqa: F401
+            import hydra_plugins.sweep_launcher._modal_app  # noqa: F401, PLC0415 - start-up: see the comment
         n = min(run.n_workers, len(job_overrides))
         if run.pool is None:
             run.pool = Pool(n, [*launcher.preload, *(m for h in run.hooks for m in h.preload)])

@@ -1,7 +1,7 @@
 """Modal side of the launcher: a real modal.App, an Image carrying the project, one Function per GPU type.
 
-Every Function wraps `_core.execute` ((job index, payload bytes) -> (job index, reply bytes)). Offline mode calls the very
-same Function through `Function.local()` on a local worker process, so only the network hop is left untested;
+Every Function wraps `_core.execute` ((job index, payload bytes) -> (job index, reply bytes)). Offline mode calls
+the very same Function through `Function.local()` on a local worker process, so only the network hop is left untested;
 real mode fans the jobs out with `Function.starmap` inside `app.run()` (retries: `modal.Retries`) and streams
 each reply back as its job finishes.
 
@@ -156,7 +156,7 @@ def run_offline(idx: int, payload: bytes, via: dict[str, Any]) -> bytes:
 
 def token_problem() -> Optional[str]:
     """None when Modal has credentials configured (checked locally, no network)."""
-    from modal.config import config
+    from modal.config import config  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
     if config.get("token_id") and config.get("token_secret"):
         return None
@@ -165,7 +165,7 @@ def token_problem() -> Optional[str]:
 
 def scrub(text: str) -> str:
     """Remove Modal credentials from a text that is about to be printed or recorded."""
-    from modal.config import config
+    from modal.config import config  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
     secrets = {config.get("token_id"), config.get("token_secret"), os.environ.get("MODAL_TOKEN_ID"),
                os.environ.get("MODAL_TOKEN_SECRET")}

@@ -18,8 +18,6 @@ from typing import Any, Sequence
 
 from hydra_plugins.sweep_launcher._pickling import dumps
 
-
-
 PR_SET_PDEATHSIG = 1
 
 
@@ -38,7 +36,7 @@ def _worker_entry(conn: Any, preload: Sequence[str], parent_pid: int, inherited:
     die_with_parent(parent_pid)
     for c in inherited:  # the launcher's pipe ends a fork copied into this process (the objects themselves:
         c.close()  # closing them marks them closed, so nothing closes the fd numbers again later)
-    from hydra_plugins.sweep_launcher._worker import worker_main
+    from hydra_plugins.sweep_launcher._worker import worker_main  # noqa: PLC0415 - in the forked worker only
 
     worker_main(conn, preload)
 

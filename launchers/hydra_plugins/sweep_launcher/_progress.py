@@ -37,9 +37,9 @@ class Progress:
         self.enabled = enabled
         self._bar: Optional[Any] = None
         if enabled and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-            from rich.progress import Progress as RichProgress
+            from rich.console import Console  # noqa: PLC0415 - rich: only when stderr is a terminal
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn  # noqa: PLC0415 - rich: only when stderr is a terminal
+            from rich.progress import Progress as RichProgress  # noqa: PLC0415 - rich: only when stderr is a terminal
 
             self._bar = RichProgress(
                 TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

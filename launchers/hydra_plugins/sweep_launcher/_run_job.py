@@ -30,7 +30,6 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf._utils import get_omega_conf_dumper
 
-
 _Dumper: Any = None
 CHDIR_WARNING = ("Future Hydra versions will no longer change working directory at job runtime by default.\n"
                  "See https://hydra.cc/docs/1.2/upgrades/1.1_to_1.2/changes_to_job_working_dir/ for more "

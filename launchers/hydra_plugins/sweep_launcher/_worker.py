@@ -41,11 +41,11 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             continue
         idx, cfg_bytes, via_modal, tpl = rest
         if tpl is not None and tpl[1] is not None:
-            from hydra_plugins.sweep_launcher._run_job import HydraYaml
+            from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             templates[tpl[0]] = HydraYaml(tpl[1])
         if via_modal:
-            from hydra_plugins.sweep_launcher._modal_app import run_offline
+            from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
             data = run_offline(idx, make_payload(sessions[sid][1], cfg_bytes), via_modal)
         else:

@@ -24,9 +24,9 @@ TESTED_OMEGACONF = ("2.3.",)
 def fast_paths_tested(hydra_version: Optional[str] = None, omegaconf_version: Optional[str] = None) -> bool:
     """Whether these versions (default: the installed ones) are ones the fast paths were tested against."""
     if hydra_version is None:
-        from hydra import __version__ as hydra_version
+        from hydra import __version__ as hydra_version  # noqa: PLC0415 - only to compare versions, once
     if omegaconf_version is None:
-        from omegaconf import __version__ as omegaconf_version
+        from omegaconf import __version__ as omegaconf_version  # noqa: PLC0415 - only to compare versions, once
     return hydra_version.startswith(TESTED_HYDRA) and omegaconf_version.startswith(TESTED_OMEGACONF)
 
 
@@ -38,11 +38,11 @@ def fast_paths(requested: Optional[bool]) -> bool:
     if requested is False or (requested is None and not fast_paths_tested()):
         return False
     try:
-        import hydra_plugins.sweep_launcher._compose  # noqa: F401
-        import hydra_plugins.sweep_launcher._run_job  # noqa: F401
+        import hydra_plugins.sweep_launcher._compose  # noqa: F401, PLC0415 - the fast path: imported only behind its version gate
+        import hydra_plugins.sweep_launcher._run_job  # noqa: F401, PLC0415 - the fast path: imported only behind its version gate
     except (ImportError, AttributeError) as e:
         if requested:
-            from hydra import __version__
+            from hydra import __version__  # noqa: PLC0415 - only to compare versions, once
 
             warnings.warn(f"hydra.launcher.fast=true: Hydra {__version__} lacks an internal the fast path uses "
                           f"({e}); taking Hydra's public path", stacklevel=2)
@@ -73,7 +73,7 @@ class SweepLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
         if self.fast and hydra_context is not None:
-            from hydra_plugins.sweep_launcher._compose import FastComposer
+            from hydra_plugins.sweep_launcher._compose import FastComposer  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             # The sweeper composes each job through this same context before launch: share the work.
             hydra_context.config_loader = FastComposer(hydra_context.config_loader)
@@ -81,6 +81,6 @@ class SweepLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from hydra_plugins.sweep_launcher import _launch
+        from hydra_plugins.sweep_launcher import _launch  # noqa: PLC0415 - the launcher's work: on the first launch, not at Hydra's plugin scan
 
         return _launch.launch(self, job_overrides, initial_job_idx)

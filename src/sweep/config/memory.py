@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from sweep.config.schema import SCHEMAS
+from sweep.errors import ConfigError
 from sweep.methods.epoch_log import BUDGET_FLOATS as SNAPSHOT_BUDGET_FLOATS
 
 EVENTS_PER_STEP = 40  # buffer reads/writes of one SGD step (a few dozen in every variant)
@@ -93,7 +95,6 @@ def available_bytes() -> Optional[float]:
 
 def _above_default(cfg: Any, dotted: str) -> bool:
     """Is this numeric field above its schema default (sweep.config.schema) for the chosen option?"""
-    from sweep.config.schema import SCHEMAS
 
     group, _, key = dotted.partition(".")
     options = SCHEMAS.get(group, {})
@@ -109,7 +110,6 @@ def _gb(n: float) -> str:
 def check_fits(cfg: Any) -> None:
     """Raise ConfigError when the job's estimate exceeds the available memory, naming the fields behind the
     terms that make up most of it."""
-    from sweep.errors import ConfigError
 
     avail = available_bytes()
     if avail is None:

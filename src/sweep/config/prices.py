@@ -5,6 +5,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from omegaconf import OmegaConf
+
+from sweep.paths import CONF_DIR
+
 
 def cost_usd(seconds: float, price_per_hour: float) -> float:
     """cost = seconds x price_per_hour / 3600.
@@ -16,7 +20,6 @@ def cost_usd(seconds: float, price_per_hour: float) -> float:
 
 
 def price_table() -> Path:
-    from sweep.paths import CONF_DIR
 
     return Path(CONF_DIR) / "prices" / "modal_gpu.yaml"
 
@@ -24,7 +27,6 @@ def price_table() -> Path:
 @lru_cache(maxsize=4)
 def load_prices(path: Optional[str] = None) -> dict[str, float]:
     """USD per hour by Modal gpu type (upper case), from conf/prices/modal_gpu.yaml or `path`."""
-    from omegaconf import OmegaConf
 
     table = OmegaConf.to_container(OmegaConf.load(path or price_table()).usd_per_hour)
     return {str(k).upper(): float(v) for k, v in table.items()}

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+
+from sweep.backend import KNOBS, Backend
+from sweep.paths import store_sibling
 
 
 @dataclass
@@ -82,7 +85,6 @@ def _derived(group: str) -> dict[str, type]:
 def _device_config() -> type:
     """device: which library and torch device, the array backend's knobs (derived from sweep.backend.Backend,
     whose fields of the same names they are), and where it runs and at what price."""
-    from sweep.backend import KNOBS, Backend
 
     backend = {f.name: f for f in dataclasses.fields(Backend)}
     return dataclasses.make_dataclass("DeviceConfig", [
@@ -147,8 +149,6 @@ def register_configs() -> None:
     for group, nodes in SCHEMAS.items():
         for name, node in nodes.items():
             cs.store(group=f"schema/{group}", name=name, node=node)
-    from omegaconf import OmegaConf
 
-    from sweep.paths import store_sibling
 
     OmegaConf.register_new_resolver("store_sibling", store_sibling, replace=True)  # sweeps/tune_sgd.yaml's storage

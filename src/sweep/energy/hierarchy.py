@@ -15,9 +15,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR
 from sweep.trace.trace import OP_KINDS
-from sweep.errors import ConfigError
 
 HIERARCHY_DIR = CONF_DIR / "energy"
 PRICES = ("read_pj", "write_pj")

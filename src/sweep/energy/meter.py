@@ -57,9 +57,8 @@ class NVMLCounter:
     name = "nvml"
 
     def __init__(self, torch_device: str) -> None:
-        import pynvml  # nvidia-ml-py
-
-        import torch
+        import pynvml  # noqa: PLC0415 - NVML: only for a job on a CUDA GPU; nvidia-ml-py
+        import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
         pynvml.nvmlInit()
         self._nvml = pynvml

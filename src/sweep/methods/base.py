@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from sweep.backend import Backend
 from sweep.problems.base import Dataset, Problem
 from sweep.trace.scope import Scope, traced
@@ -70,7 +72,6 @@ def subset_outcome(problem: Problem, data: Dataset, found: tuple[int, ...], **ex
 
 def subset_accuracy(problem: Problem, found: tuple[int, ...], x, y) -> float:
     """Accuracy of the hypothesis 'label = problem's label on the found subset' on (x, y)."""
-    import numpy as np
 
     if found is None or len(found) == 0:
         return 0.0

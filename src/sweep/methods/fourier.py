@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
+from sweep.errors import ConfigError
 from sweep.methods.base import Context, Outcome, subset_outcome
 
 
@@ -32,9 +34,7 @@ class Fourier:
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:
-        from sweep.errors import ConfigError
 
-        from hydra.utils import get_class
 
         n, k, limit = cfg.problem.n_bits, cfg.problem.k_sparse, cfg.method.max_subsets
         d = get_class(cfg.problem._target_).fourier_degree or k

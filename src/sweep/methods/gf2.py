@@ -16,7 +16,6 @@ import numpy as np
 from sweep.methods.base import Context, Outcome, subset_outcome
 from sweep.trace.trace import Trace
 
-
 # as int8, +1 is the byte 0x01 and -1 the byte 0xff: a cast and a byte translation turn the rows into digit
 # strings "0"/"1" (1 where the entry is -1) without a ufunc or any per-entry Python
 BIT_DIGITS = bytes.maketrans(b"\x01\xff", b"01")

@@ -15,6 +15,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
+from sweep.errors import ConfigError
 from sweep.methods.base import Context, Outcome, subset_outcome
 
 
@@ -29,7 +30,6 @@ class KM:
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:
-        from sweep.errors import ConfigError
 
         m, n_train = cfg.method.influence_samples, cfg.problem.n_train
         if not 1 <= m <= n_train:

@@ -11,15 +11,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 import numpy as np
+from hydra.utils import get_class
 
 from sweep.config.fields import METHOD_RULES, Rule
+from sweep.errors import ConfigError
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.methods.linear_sgd import train_linear
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
-
 
 WEIGHTS = ("W1", "W2")  # the weight matrices whose hidden progress is logged
 
@@ -104,9 +105,7 @@ class SGD:
     @classmethod
     def check_config(cls, cfg) -> None:
         """The variants order the MLP's step: a problem whose model is not the MLP takes variant=standard."""
-        from hydra.utils import get_class
 
-        from sweep.errors import ConfigError
 
         problem = get_class(cfg.problem._target_)
         variant = cfg.select("variant.name", "standard")

@@ -27,7 +27,7 @@ class SMT:
     pair_block: int = 4_000_000  # elements per batched pair extension (bounds memory at large n)
 
     def solve(self, ctx: Context) -> Outcome:
-        be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
+        be, d, prob = ctx.backend, ctx.data, ctx.problem
         n, k = prob.n_bits, prob.k_sparse
         m = min(d.x_train.shape[0], self.screen_rows or int(2 * math.log2(max(math.comb(n, k), 2))) + 16)
         self._ctx, self._n, self._k = ctx, n, k

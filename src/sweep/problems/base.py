@@ -70,7 +70,8 @@ class Problem:
         return True
 
     def generate(self) -> Dataset:
-        """Draw secret and data the way the group's harness does (docs/traces.md, "Data drawn like the group's harness")."""
+        """Draw secret and data the way the group's harness does (docs/traces.md, "Data drawn like the group's
+        harness")."""
         rng = np.random.RandomState(self.seed)
         secret = tuple(int(i) for i in sorted(rng.choice(self.n_bits, self.k_sparse, replace=False)))
         x_train = rng.choice([-1.0, 1.0], size=(self.n_train, self.n_bits))

@@ -17,20 +17,28 @@ parent (`sweep.skipped.<job num>`), written by the job's process. A grid is chec
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import sys
 import time
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from hydra_plugins.sweep_launcher.hooks import Tally
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.sweep_launcher.hooks import Tally
+from hydra_plugins.sweep_launcher.naming import Namer
+from sweep.config.check import check_job
 from sweep.errors import ConfigError
+from sweep.job import job_config
+from sweep.paths import default_tracking_uri
+from sweep.record import spool, store
 from sweep.record.launch_hooks import SweepLaunchHooks
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
+from sweep.record.store import StoreError, cause_of, experiment_name_problem
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
 from sweep.result import RunResult
 
@@ -47,7 +55,6 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
 
 def refuse_bad_experiment(config: DictConfig) -> None:
     """mlflow.experiment is bad input when MLflow would refuse it: exit 2 before any job, whatever launches."""
-    from sweep.record.store import experiment_name_problem
 
     if not config.mlflow.enabled:
         return
@@ -63,14 +70,10 @@ def refuse_bad_jobs(config: DictConfig) -> None:
     The grid is the basic sweeper's: hydra.sweeper.params, then the command line, one value list per key."""
     if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
         return  # other sweepers (optuna) make jobs as they go: those are checked where they run
-    import itertools
 
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra_plugins.sweep_launcher.naming import Namer
+    from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only under Hydra's basic sweeper on another launcher
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
 
-    from sweep.job import job_config
-    from sweep.config.check import check_job
 
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
@@ -96,13 +99,11 @@ def refuse_bad_jobs(config: DictConfig) -> None:
 def already_done(cfg: DictConfig) -> str | None:
     """In a job of a multirun under a launcher other than the project's (which skips done jobs before they
     start): the id of a FINISHED run with this job's resolved config, so the job can be skipped; None to run it."""
-    from hydra.core.hydra_config import HydraConfig
 
     hydra_cfg = HydraConfig.get()  # a job's own config has no hydra section
     if (hydra_cfg.mode != RunMode.MULTIRUN or str(hydra_cfg.launcher.get("_target_", "")).startswith(OWN_LAUNCHER_PREFIX)
             or not cfg.mlflow.enabled or OmegaConf.select(cfg, FORCE_KEY, default=False) or not is_sweep_job(cfg)):
         return None
-    from sweep.job import job_config
 
     return SweepSession().done_run(cfg, job_config(cfg))
 
@@ -129,8 +130,6 @@ class MLflowCallback(Callback):
         refuse_bad_experiment(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from sweep.paths import default_tracking_uri
-        from sweep.record import store
 
         refuse_bad_experiment(config)
         if config.mlflow.enabled:
@@ -145,7 +144,6 @@ class MLflowCallback(Callback):
         refuse_bad_jobs(config)
         if not config.mlflow.enabled:
             return
-        from hydra_plugins.sweep_launcher.naming import Namer
 
         self.namer = Namer.for_multirun(config.hydra)
         try:
@@ -192,15 +190,11 @@ class MLflowCallback(Callback):
 
     def _record(self, config: DictConfig, result: RunResult, run_name: str | None,
                 tags: dict[str, str] | None = None) -> None:
-        from sweep.record import spool
-        from sweep.record.store import StoreError
 
         try:
             try:
                 self.session.store(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
-                from sweep.paths import default_tracking_uri
-                from sweep.record.store import cause_of
 
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)

@@ -12,13 +12,18 @@ import resource
 import time
 from typing import Any, Optional, Sequence
 
-from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
+from sweep.config.check import check_job
 from sweep.config.placement import placement
 from sweep.config.prices import gpu_price_per_hour
+from sweep.errors import ConfigError
+from sweep.job import job_config
+from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, bill_cpu, failed_result, is_sweep_job
 from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
+from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
 
@@ -50,9 +55,6 @@ class SweepLaunchHooks(LaunchHooks):
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         """Every job checked before any starts (a bad one: Refused, exit 2); then the parent run opened and the
         jobs already done returned, to be skipped."""
-        from sweep.config.check import check_job  # the checks import the option classes: once a sweep plans
-        from sweep.errors import ConfigError
-        from sweep.job import job_config
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
@@ -71,7 +73,6 @@ class SweepLaunchHooks(LaunchHooks):
         # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
         if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
             return set()
-        from sweep.record.recorder import config_hash
 
         done = self.session.done(mine[0].cfg, [j.data["config"] for j in mine])
         return {j.idx for j in mine if config_hash(j.data["config"]) in done}
@@ -117,7 +118,6 @@ class SweepLaunchHooks(LaunchHooks):
             super().sweep_ended(status, tally, note)
         finally:  # the last line, after the failures: where to look next
             if session.recorder is not None and parent is not None:
-                from sweep.report.ui import next_steps  # the report's module only at the sweep's end
 
                 r = session.recorder
                 print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)

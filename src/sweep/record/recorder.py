@@ -17,10 +17,22 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
+from sweep.record import spool, store
+from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN, SqliteRunWriter, SqlRunWriter, new_run_id, plainly_valid
+from sweep.record.tags import (
+    GIT_TAG,
+    HASH_TAG,
+    HOST_TAG,
+    KILLED_REASON_TAG,
+    KIND_TAG,
+    MODEL_TRAINING,
+    PARENT_RUN_TAG,
+    PARENT_TAG,
+    PID_TAG,
+    PROC_START_TAG,
+    TRUNCATED_TAG,
+)
 from sweep.result import RunResult
-from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN
-from sweep.record.tags import (GIT_TAG, HASH_TAG, HOST_TAG, KILLED_REASON_TAG, KIND_TAG, MODEL_TRAINING, PARENT_RUN_TAG,
-                               PARENT_TAG, PID_TAG, PROC_START_TAG, TRUNCATED_TAG)
 
 RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
 
@@ -66,12 +78,10 @@ class Recorder:
     store and the cause) when it cannot. Results spooled for this store are written in first (`sweep.record.spool`)."""
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "sweep", import_spool: bool = True) -> None:
-        from sweep.record import store
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
-        from sweep.record.sql_writer import SqlRunWriter, SqliteRunWriter
 
         self._client: Any = None
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
@@ -89,7 +99,6 @@ class Recorder:
                 raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
             self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
-            from sweep.record import spool
 
             n = spool.import_into(self)
             if n:
@@ -99,7 +108,7 @@ class Recorder:
     def client(self) -> Any:
         """MLflow's client for this store, created on first use (importing MLflow costs seconds)."""
         if self._client is None:
-            from mlflow.tracking import MlflowClient
+            from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
@@ -120,7 +129,6 @@ class Recorder:
             extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
         says where (the result is saved or the command fails loudly, never both lost and silent)."""
-        from sweep.record import spool, store
 
         try:
             return self.write(result, parent_run_id, run_name, extra_tags)
@@ -132,7 +140,6 @@ class Recorder:
     def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
               extra_tags: dict[str, str] | None = None) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
-        from sweep.record.sql_writer import SqlRunWriter, new_run_id, plainly_valid
 
         tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config), GIT_TAG: git_commit()}
         if parent_run_id:
@@ -157,7 +164,7 @@ class Recorder:
             self._write_artifacts(rid, files, writer)  # first: a run that is visible has its files
             writer.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
         else:
-            from mlflow.entities import Metric, Param
+            from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
             rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
@@ -190,7 +197,7 @@ class Recorder:
         run = self.client.create_run(self.experiment_id, run_name=name,
                                      tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()})
         if params:
-            from mlflow.entities import Param
+            from mlflow.entities import Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
             self.client.log_batch(run.info.run_id,
                                   params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100])
@@ -200,7 +207,7 @@ class Recorder:
                    extra: dict[str, float] | None = None) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         now = int(time.time() * 1000)
         metrics = {**(extra or {}), **parent_totals(results)}

@@ -36,7 +36,7 @@ def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = 
 
     `error`: the traceback as text, for a job that raised in another process (the exception's traceback
     does not travel with it)."""
-    from sweep.job import job_config  # the job module (numpy, the methods) only when a job failed
+    from sweep.job import job_config  # noqa: PLC0415 - start-up: see the comment; the job module (numpy, the methods) only when a job failed
 
     tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_GROUPS}
@@ -62,10 +62,10 @@ def _sqlite_wal() -> None:
     of the process; only the last transactions could be lost to a power cut. Readers are unaffected."""
     if getattr(_sqlite_wal, "on", False):
         return
-    import sqlite3
+    import sqlite3  # noqa: PLC0415 - start-up: see the comment
 
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
+    from sqlalchemy import event  # noqa: PLC0415 - SQLAlchemy loads with MLflow: only when a sweep opens its store
+    from sqlalchemy.engine import Engine  # noqa: PLC0415 - SQLAlchemy loads with MLflow: only when a sweep opens its store
 
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
         if isinstance(dbapi_conn, sqlite3.Connection):

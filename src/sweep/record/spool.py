@@ -21,15 +21,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
+from sweep.paths import PROJECT_ROOT
 from sweep.result import RunResult
-
 
 # how a command that could not record names the spool file (and what to do about it)
 KEPT = "the result is kept in {path} (python -m sweep.spool import writes it in)"
 
 
 def spool_dir() -> Path:
-    from sweep.paths import PROJECT_ROOT
 
     return Path(os.environ.get("SWEEP_SPOOL_DIR") or PROJECT_ROOT / "outputs" / "spool")
 

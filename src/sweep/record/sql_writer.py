@@ -114,14 +114,14 @@ class SqlRunWriter:
     def for_client(cls, client: Any) -> Optional["SqlRunWriter"]:
         """A writer for the client's store, or None when the store is not MLflow's SQLAlchemy store."""
         try:
-            from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+            from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
         except ImportError:  # pragma: no cover - depends on the installed MLflow
             return None
         store = getattr(getattr(client, "_tracking_client", None), "store", None)
         return cls(store) if isinstance(store, SqlAlchemyStore) else None
 
     def artifact_uri(self, experiment_id: str, run_id: str) -> str:
-        from mlflow.utils.uri import append_to_uri_path
+        from mlflow.utils.uri import append_to_uri_path  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         root = self._artifact_root.get(experiment_id)
         if root is None:
@@ -134,8 +134,9 @@ class SqlRunWriter:
     @staticmethod
     def check(tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
         """MLflow's own checks of names and values (what log_batch would refuse), before anything is written."""
-        from mlflow.entities import Metric as MMetric, Param, RunTag
-        from mlflow.utils.validation import _validate_batch_log_data
+        from mlflow.entities import Metric as MMetric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+        from mlflow.entities import Param, RunTag  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+        from mlflow.utils.validation import _validate_batch_log_data  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         _validate_batch_log_data([MMetric(*m) for m in metrics], [Param(k, v) for k, v in params],
                                  [RunTag(k, v) for k, v in tags.items()])
@@ -144,7 +145,7 @@ class SqlRunWriter:
               tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
         """Insert the run, already terminated (call `check` first), in one Core transaction on the store's
         engine: no ORM session, no per-session PRAGMAs (~half the cost)."""
-        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
+        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         tables = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric,
                   "latest_metrics": SqlLatestMetric}

@@ -19,8 +19,7 @@ from sweep.record import store
 from sweep.report.grouping import summarize
 from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison, plot_curves
-from sweep.report.queries import (RUN_ID, failure_reasons, find_parent, load_curves, study_of, study_runs,
-                                  sweep_runs)
+from sweep.report.queries import RUN_ID, failure_reasons, find_parent, load_curves, study_of, study_runs, sweep_runs
 from sweep.report.study import proxy_ranking, study_settings
 from sweep.report.table import Comparison
 

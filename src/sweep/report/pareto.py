@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from sweep.report.metrics import label
 from sweep.report.plots import plt, save
 from sweep.report.table import Comparison, Row
 

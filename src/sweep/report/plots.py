@@ -1,8 +1,8 @@
 """The plot that fits each study, from a `sweep.report.compare.Comparison` (matplotlib, Agg: no display needed)."""
 from __future__ import annotations
 
-from pathlib import Path
 import math
+from pathlib import Path
 from typing import Callable, Sequence
 
 import matplotlib
@@ -14,7 +14,6 @@ from sweep.energy.proxies import Ranking, finite
 from sweep.report.metrics import PLOT
 from sweep.report.metrics import label as metric_label
 from sweep.report.table import Comparison, Row
-
 
 
 def _num(v: str) -> float | None:

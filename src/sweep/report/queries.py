@@ -21,7 +21,7 @@ def find_parent(client: Any, ref: str):
     parent whose overrides say `sweeps=ref`) that has child runs: a re-run whose jobs were all done already
     (skipped) leaves an empty parent, and the study is still the earlier sweep's."""
     if RUN_ID.match(ref):
-        from mlflow.exceptions import MlflowException
+        from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         try:
             return client.get_run(ref)

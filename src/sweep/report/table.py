@@ -84,7 +84,7 @@ class Comparison:
         return buf.getvalue()
 
     def rich_table(self):
-        from rich.table import Table
+        from rich.table import Table  # noqa: PLC0415 - rich: only when stderr is a terminal
 
         t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
         for h in self.header():

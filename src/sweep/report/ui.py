@@ -26,8 +26,11 @@ import shlex
 import sys
 from typing import Any, Sequence
 
+from sweep.paths import default_tracking_uri
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING
 from sweep.report.metrics import UI
+from sweep.report.owned_process import run_owned
+from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
 
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
@@ -53,9 +56,8 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
-    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH
+    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-    from sweep.report.queries import children_filter, sweep_runs
 
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent)
@@ -77,7 +79,6 @@ def study_view(client: Any, parent: Any) -> None:
 
 
 def _store_args(tracking_uri: str) -> str:
-    from sweep.paths import default_tracking_uri
 
     return "" if tracking_uri == default_tracking_uri() else f" --tracking-uri {shlex.quote(tracking_uri)}"
 
@@ -85,7 +86,6 @@ def _store_args(tracking_uri: str) -> str:
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
     """The line a sweep ends with: how to compare it, and the address of its runs (view written here: on the
     study's latest sweep with runs, which is an earlier one when every job of this one was already done)."""
-    from sweep.report.queries import find_parent, has_children, study_of
 
     parent = client.get_run(parent_run_id)
     study = study_of(parent, client.get_experiment(experiment_id).name)  # the name compare and ui look up
@@ -102,7 +102,6 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sweep.paths import default_tracking_uri
 
     ap = argparse.ArgumentParser(prog="python -m sweep.ui", description=__doc__.splitlines()[0])
     ap.add_argument("study", nargs="?", default=None,
@@ -115,9 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
         return 1
-    from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-    from sweep.report.queries import find_parent, latest_sweeps
 
     client = MlflowClient(tracking_uri=uri)
     url, studies = runs_url(a.host, a.port), []
@@ -134,7 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             study_view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
     print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
-    from sweep.report.owned_process import run_owned
 
     return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trace.columns import Columns, Layout
 from sweep.trace.trace import Trace
+from sweep.trackers.base import TrackerBase, TrackerReport
 
 
 def reuse_distances(trace: Trace) -> np.ndarray:

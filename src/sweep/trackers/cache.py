@@ -18,11 +18,11 @@ from itertools import chain
 
 import numpy as np
 
-from sweep.trackers.ard import Reads, ard_each, ard_report, distances
-from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trace.columns import Columns
 from sweep.trace.replay import PerResult, Replay
 from sweep.trace.trace import READ, Event, Trace
+from sweep.trackers.ard import Reads, ard_each, ard_report, distances
+from sweep.trackers.base import TrackerBase, TrackerReport
 
 
 class LRUCache:

@@ -19,11 +19,11 @@ from typing import Iterator
 
 import numpy as np
 
-from sweep.trackers.ard import ard_each, ard_report
-from sweep.trackers.base import TrackerBase, TrackerReport
 from sweep.trace.replay import PerResult
 from sweep.trace.stack import depth_runs, stack_replay
 from sweep.trace.trace import Trace
+from sweep.trackers.ard import ard_each, ard_report
+from sweep.trackers.base import TrackerBase, TrackerReport
 
 
 def read_runs(trace: Trace) -> Iterator[tuple[int, int, int]]:

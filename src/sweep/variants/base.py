@@ -12,7 +12,7 @@ no array operation that the result does not need.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from sweep.trace.trace import Trace
 

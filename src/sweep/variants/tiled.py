@@ -3,7 +3,8 @@
 Each tile's forward runs tile by tile, the output layer needs all of h, then each tile's backward and update
 run tile by tile. The parameters stay whole arrays (tiles are views, updated in place), so the arithmetic is
 standard's; only the trace names and order differ. dh is written whole but read per tile under the name
-dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden (Tiled.check_config), for every tiled variant.
+dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden
+(Tiled.check_config), for every tiled variant.
 """
 from __future__ import annotations
 
