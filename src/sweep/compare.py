@@ -24,12 +24,19 @@ from sweep.paths import safe_name
 # columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside accuracy, time and cost.
 METRICS = ("accuracy", "epochs", "wall_clock_s", "warmup_s", "ard", "reads", "writes", "total_floats", "dmc", "dmd",
            "cache_hit_rate", "energy_pj", "cost_usd")
+# A study's key metrics (the preset's `compare.metrics`) when its preset names none: the terminal table's columns.
+KEY_METRICS = ("accuracy", "epochs", "wall_clock_s")
 # Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
 CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
 # How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
 RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
 # Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
 AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
+# Keys that pair runs across arms: the same seed draws the same problem and initial weights in every arm, so an
+# arm's change against the baseline is read seed by seed (repeats only re-time one config: not paired).
+PAIRED = re.compile(r"(^|\.)(seed|seeds)$")
+# How a paired change is read per seed where the preset gives no relative rule: the row's value minus the base's.
+DIFFERENCE = "difference"
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PARENT_TAG = "sweep.parent"
 OVERRIDES_TAG = "sweep.overrides"
@@ -42,10 +49,13 @@ class Stat:
     std: float
     n: int
 
-    def fmt(self, metric: str) -> str:
+    def fmt(self, metric: str, short: bool = False) -> str:
+        """'mean ± std' in the metric's format; `short`: a std in significant digits keeps two of them (the
+        terminal table's width; the artifacts keep every digit)."""
         spec = _FORMATS.get(metric, "{:.4g}")
         s = spec.format(self.mean)
-        return s if self.n < 2 else f"{s} ± {spec.format(self.std)}"
+        std = "{:.2g}" if short and spec.endswith("g}") else spec
+        return s if self.n < 2 else f"{s} ± {std.format(self.std)}"
 
 
 _FORMATS = {"accuracy": "{:.3f}", "epochs": "{:.1f}", "wall_clock_s": "{:.4f}", "warmup_s": "{:.4f}",
@@ -63,6 +73,8 @@ class Row:
     relative: dict[str, str] = field(default_factory=dict)  # "<metric> <rule>" -> cell, against the baseline
     run_ids: list[str] = field(default_factory=list)  # the finished runs
     curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
+    per_seed: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> value (finished runs)
+    paired: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> change vs the base's seed
 
     def label(self, keys: Sequence[str], empty: str = "all") -> str:
         """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
@@ -80,6 +92,13 @@ class Comparison:
     relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
     proxies: str = ""  # the proxy ranking (sweep.proxies), as Markdown, when the preset asks for one
     front: "Comparison | None" = None  # a search study's Pareto front (sweep.pareto)
+    key_metrics: list[str] = field(default_factory=list)  # the terminal table's metrics (all when empty)
+    change: dict[str, str] = field(default_factory=dict)  # metric -> how `Row.paired` reads it (a RELATIVE rule)
+
+    @property
+    def paired(self) -> bool:
+        """Arms set against a baseline over the same seeds (two or more): the plot shows per-seed changes."""
+        return any(len(v) > 1 for r in self.rows for v in r.paired.values())
 
     # -- renderings -------------------------------------------------------------------------------
     def header(self) -> list[str]:
@@ -114,15 +133,47 @@ class Comparison:
             w.writerow([*(r.key[k] for k in self.keys), r.finished, r.total, *vals, r.failure])
         return buf.getvalue()
 
-    def rich_table(self):
+    def rich_table(self, wide: bool = False):
+        """The terminal table: the study's key metrics, each with its column against the baseline beside it, under
+        two-line headers, so that it fits 120 columns; `wide`: every column of the Markdown table."""
+        from rich import box
         from rich.table import Table
 
-        t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
-        for h in self.header():
-            t.add_column(h, justify="left" if h in self.keys else "right")
+        title = f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})"
+        if wide:
+            t = Table(title=title)
+            for h in self.header():
+                t.add_column(h, justify="left" if h in self.keys else "right")
+            for r in self.rows:
+                t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
+            return t
+        columns = self.terminal_columns()
+        # every group finished all its runs, as many as the others: the count goes to the title
+        counts = {(r.finished, r.total) for r in self.rows}
+        runs = len(counts) > 1 or any(f != n for f, n in counts)
+        if not runs and counts:
+            title += f"\nmean ± std over {counts.pop()[0]} runs per row"
+        body = []
         for r in self.rows:
-            t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
+            cells = [r.key[k] for k in self.keys] + ([f"{r.finished}/{r.total}"] if runs else [])
+            cells += [(r.relative.get(c, "-").replace("baseline", "base") if c in self.relative else
+                       r.stats[c].fmt(c, short=True) if c in r.stats else "-") for c in columns]
+            body.append(cells)
+        # a relative column sits right of its metric: its rule names it ("vs base", "speed-up")
+        heads = [*self.keys, *(["runs"] if runs else []),
+                 *(c.split(" ", 1)[1].replace(" ", "\n") if c in self.relative else c for c in columns)]
+        t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        for i, h in enumerate(heads):
+            width = max((len(b[i]) for b in body), default=0)
+            t.add_column(_header(h, width), justify="left" if i < len(self.keys) else "right", no_wrap=True)
+        for r, cells in zip(self.rows, body):
+            t.add_row(*cells, style="red" if r.finished == 0 else None)
         return t
+
+    def terminal_columns(self) -> list[str]:
+        """The metric and relative columns of the terminal table: each key metric, then its relative column."""
+        keep = [m for m in self.key_metrics if m in self.metrics] or self.metrics
+        return [c for m in keep for c in (m, *(r for r in self.relative if r.split(" ", 1)[0] == m))]
 
     def values(self, metric: str, **where: str) -> list[tuple[Row, Stat]]:
         """(row, stat) for rows whose keys match `where` (keys absent from the table are ignored)."""
@@ -131,6 +182,21 @@ class Comparison:
             if all(r.key.get(k, v) == v for k, v in where.items()) and metric in r.stats:
                 out.append((r, r.stats[metric]))
         return out
+
+
+def _header(name: str, width: int) -> str:
+    """A column name on lines no wider than its cells where it can: 'method.hidden' -> 'method' / 'hidden' (a
+    config group above its key), and a long part broken after '_' ('cache_hit_' / 'rate')."""
+    lines = []
+    for part in name.split("."):
+        line = ""
+        for word in re.split(r"(?<=_)", part):
+            if line and len(line) + len(word) > width:
+                lines.append(line)
+                line = ""
+            line += word
+        lines.append(line)
+    return "\n".join(lines)
 
 
 # -- finding the sweep ---------------------------------------------------------------------------
@@ -254,9 +320,10 @@ def _sort_key(v: str | None, first_seen: dict) -> tuple:
 
 def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
               metrics: Sequence[str] = METRICS, baseline: dict[str, Any] | None = None,
-              relative: dict[str, str] | None = None) -> Comparison:
+              relative: dict[str, str] | None = None, key_metrics: Sequence[str] = KEY_METRICS) -> Comparison:
     """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
-    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`)."""
+    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`).
+    `key_metrics`: the study's metrics for the terminal table (the others with --wide and in the artifacts)."""
     # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
     runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
     params = [dict(r.data.params) for r in runs]
@@ -280,14 +347,25 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
             if vals:
                 row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
                                     len(vals))
+            by_seed: dict[str, list[float]] = {}
+            for r in done:
+                if m in r.data.metrics and math.isfinite(r.data.metrics[m]) and (seed := seed_of(r)):
+                    by_seed.setdefault(seed, []).append(r.data.metrics[m])
+            if by_seed:
+                row.per_seed[m] = {seed: statistics.fmean(v) for seed, v in by_seed.items()}
         if not done:
             row.failure = _failure_line(members)
         rows.append(row)
     cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
-                     rows=rows)
+                     rows=rows, key_metrics=list(key_metrics))
     if baseline and relative:
         set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
     return cmp
+
+
+def seed_of(run: Any) -> str:
+    """The seed(s) a run drew its problem and weights with ('problem.seed=42'); '' when it names none."""
+    return " ".join(f"{k}={v}" for k, v in sorted(run.data.params.items()) if PAIRED.search(k))
 
 
 def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
@@ -295,7 +373,9 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
     keys the baseline arm itself is swept over (the same n, width, k, ...; an arm's own settings such as
     device.compile are not matched). `percent` = (row - base) / base as a signed %, `speedup` = base / row as
     "N.NNx" (seed 002's 14.6x). The baseline's keys must be swept; a row whose baseline did not finish, or a
-    metric it lacks, stays "-"."""
+    metric it lacks, stays "-".
+    Each row's `paired` changes are read seed by seed against the base row's run of the same seed: the rule of
+    `relative`, else the difference (row - base), for every metric."""
     if not set(baseline) <= set(cmp.keys):
         return
     for metric, rule in relative.items():
@@ -318,6 +398,20 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
                 b, v = base.stats[metric].mean, row.stats[metric].mean
                 row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
                     (f"{b / v:.3g}x" if v else "-")
+        for metric in cmp.metrics:
+            rule = cmp.change.setdefault(metric, relative.get(metric, DIFFERENCE))
+            mine, theirs = row.per_seed.get(metric, {}), base.per_seed.get(metric, {})
+            changes = {seed: change(mine[seed], theirs[seed], rule) for seed in mine if seed in theirs}
+            row.paired[metric] = {seed: c for seed, c in changes.items() if c is not None}
+
+
+def change(value: float, base: float, rule: str) -> float | None:
+    """One seed's change against the base's same seed: percent (+12.6), speedup (base / value) or difference."""
+    if rule == "percent":
+        return (value - base) / base * 100 if base else None
+    if rule == "speedup":
+        return base / value if value else None
+    return value - base
 
 
 def _failure_line(members: list) -> str:
@@ -379,6 +473,13 @@ def study_settings(study: str) -> dict[str, Any]:
     return out
 
 
+def key_metrics(settings: dict[str, Any]) -> list[str]:
+    """The metrics a study compares: the preset's `compare.metrics`, else those it sets against a baseline or
+    searches on, else KEY_METRICS."""
+    named = settings.get("metrics") or [*settings.get("relative", {}), *settings.get("objectives", {})]
+    return list(dict.fromkeys([named] if isinstance(named, str) else named)) or list(KEY_METRICS)
+
+
 def study_runs(client: Any, parent: Any, study: str) -> list:
     """The child runs of every sweep of `study` in the parent's experiment: a search study resumed over
     several commands is one study."""
@@ -436,7 +537,8 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
-                    baseline=settings.get("baseline"), relative=settings.get("relative"))
+                    baseline=settings.get("baseline"), relative=settings.get("relative"),
+                    key_metrics=key_metrics(settings))
     _failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
 
@@ -477,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "$MLFLOW_TRACKING_URI)")
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--wide", action="store_true", help="every column on the terminal, not only the study's key "
+                    "metrics (table.md and table.csv always hold every column)")
     a = ap.parse_args(argv)
     from sweep.store import StoreError
 
@@ -498,7 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rich.console import Console
 
         console = Console()
-        tables = [cmp.rich_table(), *([cmp.front.rich_table()] if cmp.front is not None else [])]
+        tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
         # `less -S` shows them whole) rather than every number cut down to "1…"
         need = max(console.measure(t, options=console.options.update_width(10_000)).maximum for t in tables)
@@ -511,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(f"[red]{r.label(cmp.keys)}[/red]: {r.failure}")
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
+        hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
+        if hidden and not a.wide:
+            console.print(f"{hidden} more columns with --wide, and in table.md / table.csv")
         console.print("wrote " + ", ".join(str(f) for f in files)
                       + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
     return 0
