@@ -1,6 +1,7 @@
 """sweep.compare against a real MLflow store filled with real job results (no mocks)."""
 from __future__ import annotations
 
+import re
 import statistics
 
 import pytest
@@ -11,6 +12,7 @@ from sweep import job
 from sweep.recorder import Recorder
 from sweep.recording import failed_result
 from tests.conftest import compose, record_small_sweep, run_sweep
+from tests.test_presets import PRESETS
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")
 
@@ -254,3 +256,48 @@ def test_a_paired_study_plots_each_seeds_change_against_the_baseline(tiled_store
     assert not one.paired
     solo = tiled_figure(one)
     assert next(a for a in solo.axes if a.get_title().startswith("ARD")).get_ylabel() == "ARD (floats)"
+
+
+def _ends(spec: str) -> list[str]:
+    """The first and last value of a sweeper param: 'a,b,c', 'range(5)', Optuna's 'choice(..)', 'interval(..)'."""
+    inner = re.sub(r"^tag\([^,]*,\s*(.*)\)$", r"\1", spec.strip())
+    if m := re.fullmatch(r"range\((\d+)\)", inner):
+        return ["0", str(int(m.group(1)) - 1)]
+    if m := re.fullmatch(r"(?:choice|interval)\((.*)\)", inner):
+        inner = m.group(1)
+    values = [v.strip() for v in inner.split(",")]
+    return [values[0], values[-1]]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_path, capsys, monkeypatch):
+    # a small real sweep of the preset: its grid's first and its last point, over its first and last seed, each job
+    # shrunk (fewer samples and epochs); the table's keys and key metrics are the preset's own
+    store = sweep_store[0]
+    params = compose(f"sweeps={preset}", hydra_section=True).hydra.sweeper.params
+    seeds = _ends(params.get("problem.seed", "42"))
+    points = [[f"{k}={_ends(v)[i]}" for k, v in params.items() if k != "problem.seed"] for i in (0, 1)]
+    rec = Recorder(store, f"width_{preset}")
+    parent = rec.start_parent(f"sweep sweeps={preset}", {"sweep.overrides": f"sweeps={preset}"})
+    results = []
+    for point in points:
+        for seed in seeds:
+            overrides = [f"sweeps={preset}", *point, f"problem.seed={seed}", "problem.n_train=40", "problem.n_test=20"]
+            if "max_epochs" in compose(*overrides).method:
+                overrides.append("method.max_epochs=2")
+            cfg = compose(*overrides)
+            try:
+                results.append(job.run(cfg))
+            except Exception as e:  # a cuda arm on a machine without a GPU: a FAILED run, as the launcher records
+                results.append(failed_result(cfg, e))
+            rec.log(results[-1], parent_run_id=parent)
+    rec.end_parent(parent, "FINISHED", results)
+    monkeypatch.setenv("COLUMNS", "120")
+    args = [preset, "--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log", "--no-plot"]
+    lines = _printed(args, capsys)
+    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
+    assert max(len(ln) for ln in table) <= 120, "\n".join(table)
+    cmp, _ = cmpmod.compare(preset, store, tmp_path / "o", log=False, plot=False)
+    key = cmpmod.key_metrics(cmpmod.study_settings(preset))
+    shown = [c.split(" ")[0] for c in cmp.terminal_columns()]
+    assert shown and set(shown) <= set(key), (shown, key)

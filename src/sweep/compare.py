@@ -139,20 +139,20 @@ class Comparison:
         from rich import box
         from rich.table import Table
 
-        title = f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})"
         if wide:
-            t = Table(title=title)
+            t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
             for h in self.header():
                 t.add_column(h, justify="left" if h in self.keys else "right")
             for r in self.rows:
                 t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
             return t
+        title = self.study  # not the run's ids, which would set the width of a narrow table (printed apart)
         columns = self.terminal_columns()
         # every group finished all its runs, as many as the others: the count goes to the title
         counts = {(r.finished, r.total) for r in self.rows}
         runs = len(counts) > 1 or any(f != n for f, n in counts)
         if not runs and counts:
-            title += f"\nmean ± std over {counts.pop()[0]} runs per row"
+            title += f": mean ± std over {counts.pop()[0]} runs per row"
         body = []
         for r in self.rows:
             cells = [r.key[k] for k in self.keys] + ([f"{r.finished}/{r.total}"] if runs else [])
@@ -186,16 +186,16 @@ class Comparison:
 
 def _header(name: str, width: int) -> str:
     """A column name on lines no wider than its cells where it can: 'method.hidden' -> 'method' / 'hidden' (a
-    config group above its key), and a long part broken after '_' ('cache_hit_' / 'rate')."""
+    config group above its key), and a part wider than the cells broken once at its most even '_'
+    ('cache_' / 'hit_rate')."""
     lines = []
     for part in name.split("."):
-        line = ""
-        for word in re.split(r"(?<=_)", part):
-            if line and len(line) + len(word) > width:
-                lines.append(line)
-                line = ""
-            line += word
-        lines.append(line)
+        cuts = [i + 1 for i, ch in enumerate(part[:-1]) if ch == "_"]
+        if len(part) > width and cuts:
+            cut = min(cuts, key=lambda i: max(i, len(part) - i))
+            lines += [part[:cut], part[cut:]]
+        else:
+            lines.append(part)
     return "\n".join(lines)
 
 
@@ -608,6 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         need = max(console.measure(t, options=console.options.update_width(10_000)).maximum for t in tables)
         if need > console.width:
             console = Console(width=need)
+        if not a.wide:
+            console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
         for table in tables:
             console.print(table)
         for r in cmp.rows:
@@ -617,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(cmp.proxies, markup=False)
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
         if hidden and not a.wide:
-            console.print(f"{hidden} more columns with --wide, and in table.md / table.csv")
+            console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
         console.print("wrote " + ", ".join(str(f) for f in files)
                       + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
     return 0

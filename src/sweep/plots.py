@@ -98,7 +98,7 @@ def tiled_figure(cmp: "Comparison"):
 
 
 # The y axis of a paired plot, by the study's relative rule for the metric (sweep.compare.change).
-CHANGE_LABELS = {"percent": "{}: % change vs base", "speedup": "speed-up: base / arm", "difference": "{} - base"}
+CHANGE_LABELS = {"percent": "{}: % change vs base", "speedup": "{}: speed-up, base / arm", "difference": "{} - base"}
 
 
 def _paired_axis(ax, rule: str, label: str) -> None:
@@ -234,7 +234,8 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
             labels = [" ".join(r.key.values()) or "all" for r, _ in vals]
             ax.bar(range(len(vals)), [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3)
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(LABELS.get(metric, metric))
+        if not paired:
+            ax.set_ylabel(LABELS.get(metric, metric))
     _annotate_failures(axes[0][-1], cmp)
     fig.suptitle(f"{cmp.study}: each arm against the baseline's same seed (thin: each seed, marker: their mean)"
                  if cmp.paired else f"{cmp.study}: mean ± std over seeds/repeats")
