@@ -152,7 +152,8 @@ class Comparison:
         counts = {(r.finished, r.total) for r in self.rows}
         runs = len(counts) > 1 or any(f != n for f, n in counts)
         if not runs and counts:
-            title += f": mean ± std over {counts.pop()[0]} runs per row"
+            n = counts.pop()[0]
+            title += f": mean ± std over {n} runs per row" if n > 1 else ": one run per row"
         body = []
         for r in self.rows:
             cells = [r.key[k] for k in self.keys] + ([f"{r.finished}/{r.total}"] if runs else [])
