@@ -1,6 +1,7 @@
 """sweep.report.compare against a real MLflow store filled with real job results (no mocks)."""
 from __future__ import annotations
 
+import re
 import statistics
 
 import pytest
@@ -10,8 +11,9 @@ from sweep import job
 from sweep.record.recorder import Recorder
 from sweep.record.session import failed_result
 from sweep.report import compare as cmpmod
-from sweep.report import grouping, queries
+from sweep.report import grouping, queries, study
 from tests.conftest import compose, record_small_sweep, run_sweep
+from tests.test_presets import PRESETS
 
 SMALL = ("problem.n_bits=12", "problem.n_test=50")
 
@@ -63,8 +65,8 @@ def test_cli_markdown_by_run_id(sweep_store, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("| device.name | method.name | runs | accuracy |")
     assert "| cpu | km | 2/2 | 1.000 ± 0.000 |" in out
-    # the console table, wider than the 80 columns of a pipe, keeps every number whole
-    assert cmpmod.main([parent, "--no-plot", *args]) == 0
+    # the console table with every column (--wide), wider than the 80 columns of a pipe, keeps every number whole
+    assert cmpmod.main([parent, "--no-plot", "--wide", *args]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if " km " in ln and "2/2" in ln)
     assert "…" not in row and "1.000 ± 0.000" in row and len(row) > 80
     assert not {a.path for a in MlflowClient(store).list_artifacts(parent, "compare")} - {
@@ -176,3 +178,127 @@ def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
     cmp, _ = cmpmod.compare("resumed", store, tmp_path / "out", log=False, plot=False)
     assert cmp.parent_id == parents[0].info.run_id
     assert {r.key["method.name"]: (r.finished, r.total) for r in cmp.rows} == {"gf2": (1, 1), "km": (1, 1)}
+
+
+# -- the terminal table and the paired plot ---------------------------------------------------------------------
+TILED_SMALL = ("sweeps=tiled_w1", "problem.n_bits=8", "problem.n_train=40", "problem.n_test=20", "method.hidden=20",
+               "method.max_epochs=2")
+
+
+@pytest.fixture(scope="module")
+def tiled_store(sweep_store):
+    """A small tiled_w1 sweep (its preset's compare settings; hidden 20, tiles 5 and 10, seeds 42-44), recorded
+    in experiment 'tiled_small' of the module's store. Returns (store, results by (arm, seed))."""
+    store = sweep_store[0]
+    rec = Recorder(store, "tiled_small")
+    parent = rec.start_parent("sweep sweeps=tiled_w1", {"sweep.overrides": "sweeps=tiled_w1"})
+    results, by = [], {}
+    for arm in ("variant=standard", "variant=tiled variant.tile_size=5", "variant=tiled variant.tile_size=10"):
+        for seed in (42, 43, 44):
+            r = job.run(compose(*TILED_SMALL, *arm.split(), f"problem.seed={seed}"))
+            rec.log(r, parent_run_id=parent)
+            results.append(r)
+            by[(arm.split("=")[-1], seed)] = r
+    rec.end_parent(parent, "FINISHED", results)
+    return store, by
+
+
+def _printed(argv: list[str], capsys) -> list[str]:
+    assert cmpmod.main(argv) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_terminal_table_fits_120_columns_with_the_studys_key_metrics(tiled_store, tmp_path, capsys, monkeypatch):
+    store, _ = tiled_store
+    monkeypatch.setenv("COLUMNS", "120")
+    args = ["tiled_w1", "--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log", "--no-plot"]
+    lines = _printed(args, capsys)
+    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
+    assert max(len(ln) for ln in table) <= 120
+    head = "\n".join(table[:6])
+    # the preset's key metrics, each with its column against the baseline; the rest left to --wide
+    assert study.study_settings("tiled_w1")["metrics"] == ["ard", "cache_hit_rate", "energy_pj", "accuracy"]
+    assert "ard" in head and "energy_pj" in head and "vs" in head and "total_floats" not in head
+    row = next(ln.split() for ln in table if ln.split()[:2] == ["tiled", "10"])
+    assert row[3] == "±" and row[5].endswith("%") and row[5][0] in "+-"  # ard ± std, then its change vs base
+    assert any("more columns with --wide" in ln for ln in lines)
+    # --wide: every column, as in the artifacts, which hold every one whatever the terminal shows
+    wide = "\n".join(_printed([*args, "--wide"], capsys))
+    md = (tmp_path / "o" / "table.md").read_text()
+    csv_head = (tmp_path / "o" / "table.csv").read_text().splitlines()[0]
+    for column in ("total_floats", "dmd", "wall_clock_s", "cache_hit_rate vs base", "energy_pj vs base"):
+        assert column in wide and column in md
+    assert "total_floats_mean" in csv_head and "dmd_std" in csv_head
+
+
+def test_a_paired_study_plots_each_seeds_change_against_the_baseline(tiled_store, tmp_path):
+    from sweep.report.plots import tiled_figure
+
+    store, by = tiled_store
+    cmp, files = cmpmod.compare("tiled_w1", store, tmp_path / "out", log=False)
+    assert cmp.paired and cmp.change["ard"] == "percent" and files[2].name == "tiled_w1.png"
+    fig = tiled_figure(cmp)
+    ax = next(a for a in fig.axes if a.get_title().startswith("ARD"))
+    assert "% change vs base" in ax.get_ylabel()
+    drawn = {ln.get_gid(): list(ln.get_ydata()) for ln in ax.get_lines() if (ln.get_gid() or "").startswith("problem")}
+    want = {}
+    for seed in (42, 43, 44):
+        base = by[("standard", seed)].metrics["ard"]
+        want[f"problem.seed={seed}"] = [(by[(t, seed)].metrics["ard"] - base) / base * 100 for t in ("5", "10")]
+    assert drawn.keys() == want.keys()
+    for seed, ys in want.items():
+        assert drawn[seed] == pytest.approx(ys)
+    mean = next(ln for ln in ax.get_lines() if ln.get_gid() == "mean")
+    assert list(mean.get_ydata()) == pytest.approx([statistics.fmean(y[i] for y in want.values()) for i in (0, 1)])
+    # one seed: nothing to pair, the plot shows the values themselves (mean ± std) as before
+    one = grouping.summarize([r for r in queries.sweep_runs(MlflowClient(store), MlflowClient(store).get_run(
+        cmp.parent_id)) if r.data.params["problem.seed"] == "42"], study="tiled_w1",
+        baseline={"variant.name": "standard", "variant.tile_size": 0}, relative={"ard": "percent"})
+    assert not one.paired
+    solo = tiled_figure(one)
+    assert next(a for a in solo.axes if a.get_title().startswith("ARD")).get_ylabel() == "ARD (floats)"
+
+
+def _ends(spec: str) -> list[str]:
+    """The first and last value of a sweeper param: 'a,b,c', 'range(5)', Optuna's 'choice(..)', 'interval(..)'."""
+    inner = re.sub(r"^tag\([^,]*,\s*(.*)\)$", r"\1", spec.strip())
+    if m := re.fullmatch(r"range\((\d+)\)", inner):
+        return ["0", str(int(m.group(1)) - 1)]
+    if m := re.fullmatch(r"(?:choice|interval)\((.*)\)", inner):
+        inner = m.group(1)
+    values = [v.strip() for v in inner.split(",")]
+    return [values[0], values[-1]]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_path, capsys, monkeypatch):
+    # a small real sweep of the preset: its grid's first and its last point, over its first and last seed, each job
+    # shrunk (fewer samples and epochs); the table's keys and key metrics are the preset's own
+    store = sweep_store[0]
+    params = compose(f"sweeps={preset}", hydra_section=True).hydra.sweeper.params
+    seeds = _ends(params.get("problem.seed", "42"))
+    points = [[f"{k}={_ends(v)[i]}" for k, v in params.items() if k != "problem.seed"] for i in (0, 1)]
+    rec = Recorder(store, f"width_{preset}")
+    parent = rec.start_parent(f"sweep sweeps={preset}", {"sweep.overrides": f"sweeps={preset}"})
+    results = []
+    for point in points:
+        for seed in seeds:
+            overrides = [f"sweeps={preset}", *point, f"problem.seed={seed}", "problem.n_train=40", "problem.n_test=20"]
+            if "max_epochs" in compose(*overrides).method:
+                overrides.append("method.max_epochs=2")
+            cfg = compose(*overrides)
+            try:
+                results.append(job.run(cfg))
+            except Exception as e:  # a cuda arm on a machine without a GPU: a FAILED run, as the launcher records
+                results.append(failed_result(cfg, e))
+            rec.log(results[-1], parent_run_id=parent)
+    rec.end_parent(parent, "FINISHED", results)
+    monkeypatch.setenv("COLUMNS", "120")
+    args = [preset, "--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log", "--no-plot"]
+    lines = _printed(args, capsys)
+    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
+    assert max(len(ln) for ln in table) <= 120, "\n".join(table)
+    cmp, _ = cmpmod.compare(preset, store, tmp_path / "o", log=False, plot=False)
+    key = study.key_metrics(study.study_settings(preset))
+    shown = [c.split(" ")[0] for c in cmp.terminal_columns()]
+    assert shown and set(shown) <= set(key), (shown, key)

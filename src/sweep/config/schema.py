@@ -121,6 +121,8 @@ class CompareConfig:
     relative: dict[str, str] = field(default_factory=dict)  # metric -> percent | speedup, against the baseline
     # proxy ranking (sweep.energy.proxies): {target: [metric, ...], by: a swept key, metrics: [proxy, ...]}
     proxies: dict[str, Any] = field(default_factory=dict)
+    # the study's key metrics, in order: the terminal table's columns (the others with --wide and in the artifacts)
+    metrics: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from sweep.report.grouping import summarize
 from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison, plot_curves
 from sweep.report.queries import RUN_ID, failure_reasons, find_parent, load_curves, study_of, study_runs, sweep_runs
-from sweep.report.study import proxy_ranking, study_settings
+from sweep.report.study import key_metrics, proxy_ranking, study_settings
 from sweep.report.table import Comparison
 
 ARTIFACT_DIR = "compare"
@@ -50,7 +50,8 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
-                    baseline=settings.get("baseline"), relative=settings.get("relative"))
+                    baseline=settings.get("baseline"), relative=settings.get("relative"),
+                    key_metrics=key_metrics(settings))
     failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
 
@@ -89,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "$MLFLOW_TRACKING_URI)")
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--wide", action="store_true", help="every column on the terminal, not only the study's key "
+                    "metrics (table.md and table.csv always hold every column)")
     a = ap.parse_args(argv)
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
@@ -106,12 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
     else:
         console = Console()
-        tables = [cmp.rich_table(), *([cmp.front.rich_table()] if cmp.front is not None else [])]
+        tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
         # `less -S` shows them whole) rather than every number cut down to "1…"
         need = max(console.measure(t, options=console.options.update_width(10_000)).maximum for t in tables)
         if need > console.width:
             console = Console(width=need)
+        if not a.wide:
+            console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
         for table in tables:
             console.print(table)
         for r in cmp.rows:
@@ -119,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(f"[red]{r.label(cmp.keys)}[/red]: {r.failure}")
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
+        hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
+        if hidden and not a.wide:
+            console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
         console.print("wrote " + ", ".join(str(f) for f in files)
                       + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
     return 0

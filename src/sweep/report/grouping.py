@@ -8,13 +8,18 @@ import re
 import statistics
 from typing import Any, Sequence
 
-from sweep.report.metrics import TABLE
+from sweep.report.metrics import KEY, TABLE
 from sweep.report.table import Comparison, Row, Stat
 
 # How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
 RELATIVE = {"percent": "vs base", "speedup": "speed-up"}
 # Keys that repeat a job rather than define it: aggregated over (mean ± std), never grouped by.
 AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
+# Keys that pair runs across arms: the same seed draws the same problem and initial weights in every arm, so an
+# arm's change against the baseline is read seed by seed (repeats only re-time one config: not paired).
+PAIRED = re.compile(r"(^|\.)(seed|seeds)$")
+# How a paired change is read per seed where the preset gives no relative rule: the row's value minus the base's.
+DIFFERENCE = "difference"
 
 
 def swept_keys(params: list[dict[str, str]]) -> list[str]:
@@ -50,9 +55,10 @@ def _sort_key(v: str | None, first_seen: dict) -> tuple:
 
 def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
               metrics: Sequence[str] = TABLE, baseline: dict[str, Any] | None = None,
-              relative: dict[str, str] | None = None) -> Comparison:
+              relative: dict[str, str] | None = None, key_metrics: Sequence[str] = KEY) -> Comparison:
     """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
-    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`)."""
+    with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`).
+    `key_metrics`: the study's metrics for the terminal table (the others with --wide and in the artifacts)."""
     # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
     runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
     params = [dict(r.data.params) for r in runs]
@@ -76,14 +82,25 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
             if vals:
                 row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
                                     len(vals))
+            by_seed: dict[str, list[float]] = {}
+            for r in done:
+                if m in r.data.metrics and math.isfinite(r.data.metrics[m]) and (seed := seed_of(r)):
+                    by_seed.setdefault(seed, []).append(r.data.metrics[m])
+            if by_seed:
+                row.per_seed[m] = {seed: statistics.fmean(v) for seed, v in by_seed.items()}
         if not done:
             row.failure = _failure_line(members)
         rows.append(row)
     cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
-                     rows=rows)
+                     rows=rows, key_metrics=list(key_metrics))
     if baseline and relative:
         set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
     return cmp
+
+
+def seed_of(run: Any) -> str:
+    """The seed(s) a run drew its problem and weights with ('problem.seed=42'); '' when it names none."""
+    return " ".join(f"{k}={v}" for k, v in sorted(run.data.params.items()) if PAIRED.search(k))
 
 
 def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, str]) -> None:
@@ -91,7 +108,9 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
     keys the baseline arm itself is swept over (the same n, width, k, ...; an arm's own settings such as
     device.compile are not matched). `percent` = (row - base) / base as a signed %, `speedup` = base / row as
     "N.NNx" (seed 002's 14.6x). The baseline's keys must be swept; a row whose baseline did not finish, or a
-    metric it lacks, stays "-"."""
+    metric it lacks, stays "-".
+    Each row's `paired` changes are read seed by seed against the base row's run of the same seed: the rule of
+    `relative`, else the difference (row - base), for every metric."""
     if not set(baseline) <= set(cmp.keys):
         return
     for metric, rule in relative.items():
@@ -114,6 +133,20 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
                 b, v = base.stats[metric].mean, row.stats[metric].mean
                 row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
                     (f"{b / v:.3g}x" if v else "-")
+        for metric in cmp.metrics:
+            rule = cmp.change.setdefault(metric, relative.get(metric, DIFFERENCE))
+            mine, theirs = row.per_seed.get(metric, {}), base.per_seed.get(metric, {})
+            changes = {seed: change(mine[seed], theirs[seed], rule) for seed in mine if seed in theirs}
+            row.paired[metric] = {seed: c for seed, c in changes.items() if c is not None}
+
+
+def change(value: float, base: float, rule: str) -> float | None:
+    """One seed's change against the base's same seed: percent (+12.6), speedup (base / value) or difference."""
+    if rule == "percent":
+        return (value - base) / base * 100 if base else None
+    if rule == "speedup":
+        return base / value if value else None
+    return value - base
 
 
 def _failure_line(members: list) -> str:

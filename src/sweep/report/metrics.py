@@ -18,14 +18,15 @@ class Metric:
     line: str | None = None  # its format on a run's one-line summary; None: not on the line
     plot: bool = False  # one of the generic plot's default panels
     ui: bool = False  # a column of MLflow's runs view
+    key: bool = False  # a study's key metric when its preset names none (compare's terminal table)
 
 
 # Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside
 # accuracy, time and cost.
 REGISTRY: tuple[Metric, ...] = (
-    Metric("accuracy", "test accuracy", "{:.3f}", line="{:.3f}", plot=True, ui=True),
-    Metric("epochs", "epochs", "{:.1f}", line="{:.0f}", plot=True),
-    Metric("wall_clock_s", "wall-clock (s)", "{:.4f}", line="{:.4f}s", plot=True, ui=True),
+    Metric("accuracy", "test accuracy", "{:.3f}", line="{:.3f}", plot=True, ui=True, key=True),
+    Metric("epochs", "epochs", "{:.1f}", line="{:.0f}", plot=True, key=True),
+    Metric("wall_clock_s", "wall-clock (s)", "{:.4f}", line="{:.4f}s", plot=True, ui=True, key=True),
     Metric("warmup_s", "warm-up (s)", "{:.4f}"),
     Metric("ard", "ARD (floats)", "{:,.0f}", line="{:,.1f}", plot=True, ui=True),
     Metric("reads", "reads", "{:,.0f}"),
@@ -44,6 +45,7 @@ TABLE: tuple[str, ...] = tuple(m.name for m in REGISTRY)  # the compare table's 
 LINE: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.line)  # a run's one-line summary
 PLOT: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.plot)  # the generic plot's default panels
 UI: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.ui)  # MLflow's runs view
+KEY: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.key)  # a study's key metrics when its preset names none
 
 
 def label(name: str) -> str:
@@ -52,10 +54,15 @@ def label(name: str) -> str:
     return m.label if m else name
 
 
+def fmt(name: str) -> str:
+    """The metric's table format."""
+    m = BY_NAME.get(name)
+    return m.fmt if m else DEFAULT_FMT
+
+
 def cell(name: str, value: float) -> str:
     """The metric's value as a table cell."""
-    m = BY_NAME.get(name)
-    return (m.fmt if m else DEFAULT_FMT).format(value)
+    return fmt(name).format(value)
 
 
 def line(metrics: dict[str, float]) -> list[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -35,6 +36,13 @@ TILED_LABELS = {"tiled": "tiled W1", "tiled_fused": "tiled W1, per-tile backward
 
 
 def plot_tiled(cmp: "Comparison", path: Path) -> Path:
+    return save(tiled_figure(cmp), path)
+
+
+def tiled_figure(cmp: "Comparison"):
+    """ARD, hit rate and energy at the larger width, accuracy at the smaller, against tile size. A paired study
+    (the arms over the baseline's seeds) shows each seed's change against the untiled step of the same seed:
+    the seeds' spread (a traced step that stops early on one seed) would hide an effect of a few percent."""
     hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys \
         else []
     panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate", "energy_pj")
@@ -50,28 +58,69 @@ def plot_tiled(cmp: "Comparison", path: Path) -> Path:
         for row, st in cmp.values(metric, **where):
             size = _num(row.key.get("variant.tile_size", "-"))
             if size:
-                lines.setdefault(row.key.get("variant.name", "tiled"), []).append((size, st))
+                lines.setdefault(row.key.get("variant.name", "tiled"), []).append((size, row, st))
             else:
-                base.append((size, st))
+                base.append((row, st))
         for i, (name, pts) in enumerate(sorted(lines.items())):
             pts.sort(key=lambda t: t[0])
             xs = [t[0] for t in pts]
             dodge = 1.05 ** (i - (len(lines) - 1) / 2)  # side by side on the log axis, so every error bar shows
-            ax.errorbar([x * dodge for x in xs], [t[1].mean for t in pts], yerr=[t[1].std for t in pts],
-                        marker="o", capsize=3, label=TILED_LABELS.get(name, name))
+            dodged = [x * dodge for x in xs]
+            if cmp.paired:
+                _paired_line(ax, dodged, [t[1] for t in pts], metric, f"C{i}", TILED_LABELS.get(name, name))
+            else:
+                ax.errorbar(dodged, [t[2].mean for t in pts], yerr=[t[2].std for t in pts],
+                            marker="o", capsize=3, label=TILED_LABELS.get(name, name))
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
-        for _, st in base[:1]:
-            ax.axhline(st.mean, color="gray", ls="--", label="baseline (untiled)")
-            if st.std:
-                ax.axhspan(st.mean - st.std, st.mean + st.std, color="gray", alpha=0.15)
+        title = metric_label(metric) + (f" (hidden={hidden:g})" if hidden is not None else "")
+        if cmp.paired:
+            rule = cmp.change.get(metric, "")
+            ax.axhline(1 if rule == "speedup" else 0, color="gray", ls="--", label="untiled, same seed")
+            ax.plot([], [], color="gray", lw=0.8, alpha=0.6, label="each seed")
+            _paired_axis(ax, rule, metric_label(metric))
+            title += "".join(f"\nuntiled: {st.fmt(metric)}" for _, st in base[:1])
+        else:
+            for _, st in base[:1]:
+                ax.axhline(st.mean, color="gray", ls="--", label="baseline (untiled)")
+                if st.std:
+                    ax.axhspan(st.mean - st.std, st.mean + st.std, color="gray", alpha=0.15)
+            ax.set_ylabel(metric_label(metric))
         ax.set_xlabel("tile size (hidden units)")
-        ax.set_ylabel(metric_label(metric))
-        ax.set_title(metric_label(metric) + (f" (hidden={hidden:g})" if hidden is not None else ""))
-        ax.legend(fontsize=8)
-    fig.suptitle(f"{cmp.study}: tiled variants vs baseline (mean ± std over seeds)")
-    return save(fig, path)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{cmp.study}: each tiled variant against the untiled step of the same seed (thin: each seed, "
+                 "marker: their mean)" if cmp.paired else f"{cmp.study}: tiled variants vs baseline (mean ± std "
+                 "over seeds)", fontsize=10)
+    return fig
+
+
+# The y axis of a paired plot, by the study's relative rule for the metric (sweep.report.grouping.change).
+CHANGE_LABELS = {"percent": "{}: % change vs base", "speedup": "{}: speed-up, base / arm", "difference": "{} - base"}
+
+
+def _paired_axis(ax, rule: str, label: str) -> None:
+    """The y label of a paired panel; an axis whose changes are all nil spans a little around it (not 1e-17)."""
+    ax.set_ylabel(CHANGE_LABELS.get(rule, CHANGE_LABELS["difference"]).format(label))
+    lo, hi = ax.get_ylim()
+    if hi - lo < 1e-9:
+        mid = (lo + hi) / 2
+        ax.set_ylim(mid - 0.01 * max(abs(mid), 1), mid + 0.01 * max(abs(mid), 1))
+    ax.ticklabel_format(axis="y", useOffset=False)
+
+
+def _paired_line(ax, xs: list[float], rows: list["Row"], metric: str, color: str, label: str) -> None:
+    """One arm's per-seed changes against the baseline (a thin line per seed, its points at `xs`) and their mean
+    (markers): the lines' data are the changes themselves (gid = the seed)."""
+    seeds = sorted({seed for r in rows for seed in r.paired.get(metric, {})})
+    for seed in seeds:
+        pts = [(x, r.paired[metric][seed]) for x, r in zip(xs, rows) if seed in r.paired.get(metric, {})]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, lw=0.8, alpha=0.45, marker=".", ms=3,
+                gid=seed)
+    means = [(x, statistics.fmean(r.paired[metric].values())) for x, r in zip(xs, rows) if r.paired.get(metric)]
+    ax.plot([p[0] for p in means], [p[1] for p in means], color=color, lw=1.6, marker="o", label=label,
+            gid="mean")
 
 
 def _fmt_like(cmp: "Comparison", key: str, value: float) -> str:
@@ -149,9 +198,24 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
     x_key = numeric[-1] if numeric else None  # a numeric key is an axis; the others name the lines
     lines = list(dict.fromkeys(label(r, [k for k in cmp.keys if k != x_key]) or m for r in cmp.rows for m in metrics))
     for ax, metric in zip(axes[0], metrics):
-        if log:
+        paired = cmp.paired and any(r.paired.get(metric) for r in cmp.rows)
+        if log and not paired:
             ax.set_yscale("log")
-        if x_key:
+        if paired:  # each arm's change against the baseline's same seed
+            rows = [r for r, _ in cmp.values(metric) if r.paired.get(metric)]
+            for name, group in _by_label(rows, [k for k in cmp.keys if k != x_key], label, metric).items():
+                xs = [_num(r.key[x_key]) for r in group] if x_key else [rows.index(r) for r in group]
+                _paired_line(ax, xs, group, metric, f"C{lines.index(name) % 10}", name)  # type: ignore[arg-type]
+            rule = cmp.change.get(metric, "")
+            ax.axhline(1 if rule == "speedup" else 0, color="gray", ls="--", lw=0.8)
+            _paired_axis(ax, rule, metric_label(metric))
+            if x_key:
+                ax.set_xlabel(x_key)
+            else:
+                ax.set_xticks(range(len(rows)), [" ".join(r.key.values()) for r in rows], rotation=30, ha="right",
+                              fontsize=8)
+            ax.legend(fontsize=7)
+        elif x_key:
             series: dict[str, list[tuple[float, float, float]]] = {}
             for row, st in cmp.values(metric):
                 name = label(row, [k for k in cmp.keys if k != x_key]) or metric
@@ -168,10 +232,20 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
             labels = [" ".join(r.key.values()) or "all" for r, _ in vals]
             ax.bar(range(len(vals)), [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3)
             ax.set_xticks(range(len(vals)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(metric_label(metric))
+        if not paired:
+            ax.set_ylabel(metric_label(metric))
     _annotate_failures(axes[0][-1], cmp)
-    fig.suptitle(f"{cmp.study}: mean ± std over seeds/repeats")
+    fig.suptitle(f"{cmp.study}: each arm against the baseline's same seed (thin: each seed, marker: their mean)"
+                 if cmp.paired else f"{cmp.study}: mean ± std over seeds/repeats")
     return save(fig, path)
+
+
+def _by_label(rows: list["Row"], keys: list[str], label: Callable[["Row", list[str]], str],
+              metric: str) -> dict[str, list["Row"]]:
+    out: dict[str, list["Row"]] = {}
+    for r in rows:
+        out.setdefault(label(r, keys) or metric, []).append(r)
+    return out
 
 
 # -- torch_overhead (seed 004): steady-state and warm-up seconds against width, one line per arm ------------

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from sweep.energy import proxies as px
 from sweep.paths import SWEEPS_DIR, safe_name
+from sweep.report.metrics import KEY
 from sweep.report.plots import plot_proxies
 from sweep.report.table import Comparison
 
@@ -42,3 +43,10 @@ def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Pa
         files.append(plot_proxies(rankings, metrics, out_dir / f"{safe_name(cmp.study)}-proxies.png",
                                   f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
     return files
+
+
+def key_metrics(settings: dict[str, Any]) -> list[str]:
+    """The metrics a study compares: the preset's `compare.metrics`, else those it sets against a baseline or
+    searches on, else the registry's key metrics."""
+    named = settings.get("metrics") or [*settings.get("relative", {}), *settings.get("objectives", {})]
+    return list(dict.fromkeys([named] if isinstance(named, str) else named)) or list(KEY)

@@ -8,7 +8,10 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from sweep.report.metrics import cell
+from rich import box
+from rich.table import Table
+
+from sweep.report.metrics import fmt
 
 
 @dataclass
@@ -17,9 +20,13 @@ class Stat:
     std: float
     n: int
 
-    def fmt(self, metric: str) -> str:
-        s = cell(metric, self.mean)
-        return s if self.n < 2 else f"{s} ± {cell(metric, self.std)}"
+    def fmt(self, metric: str, short: bool = False) -> str:
+        """'mean ± std' in the metric's format; `short`: a std in significant digits keeps two of them (the
+        terminal table's width; the artifacts keep every digit)."""
+        spec = fmt(metric)
+        s = spec.format(self.mean)
+        std = "{:.2g}" if short and spec.endswith("g}") else spec
+        return s if self.n < 2 else f"{s} ± {std.format(self.std)}"
 
 
 @dataclass
@@ -32,6 +39,8 @@ class Row:
     relative: dict[str, str] = field(default_factory=dict)  # "<metric> <rule>" -> cell, against the baseline
     run_ids: list[str] = field(default_factory=list)  # the finished runs
     curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
+    per_seed: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> value (finished runs)
+    paired: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> change vs the base's seed
 
     def label(self, keys: Sequence[str], empty: str = "all") -> str:
         """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
@@ -49,6 +58,13 @@ class Comparison:
     relative: list[str] = field(default_factory=list)  # the "<metric> <rule>" columns, after the metrics
     proxies: str = ""  # the proxy ranking (sweep.energy.proxies), as Markdown, when the preset asks for one
     front: "Comparison | None" = None  # a search study's Pareto front (sweep.report.pareto)
+    key_metrics: list[str] = field(default_factory=list)  # the terminal table's metrics (all when empty)
+    change: dict[str, str] = field(default_factory=dict)  # metric -> how `Row.paired` reads it (a RELATIVE rule)
+
+    @property
+    def paired(self) -> bool:
+        """Arms set against a baseline over the same seeds (two or more): the plot shows per-seed changes."""
+        return any(len(v) > 1 for r in self.rows for v in r.paired.values())
 
     # -- renderings -------------------------------------------------------------------------------
     def header(self) -> list[str]:
@@ -83,15 +99,45 @@ class Comparison:
             w.writerow([*(r.key[k] for k in self.keys), r.finished, r.total, *vals, r.failure])
         return buf.getvalue()
 
-    def rich_table(self):
-        from rich.table import Table  # noqa: PLC0415 - rich: only when stderr is a terminal
-
-        t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
-        for h in self.header():
-            t.add_column(h, justify="left" if h in self.keys else "right")
+    def rich_table(self, wide: bool = False):
+        """The terminal table: the study's key metrics, each with its column against the baseline beside it, under
+        two-line headers, so that it fits 120 columns; `wide`: every column of the Markdown table."""
+        if wide:
+            t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
+            for h in self.header():
+                t.add_column(h, justify="left" if h in self.keys else "right")
+            for r in self.rows:
+                t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
+            return t
+        title = self.study  # not the run's ids, which would set the width of a narrow table (printed apart)
+        columns = self.terminal_columns()
+        # every group finished all its runs, as many as the others: the count goes to the title
+        counts = {(r.finished, r.total) for r in self.rows}
+        runs = len(counts) > 1 or any(f != n for f, n in counts)
+        if not runs and counts:
+            n = counts.pop()[0]
+            title += f": mean ± std over {n} runs per row" if n > 1 else ": one run per row"
+        body = []
         for r in self.rows:
-            t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
+            cells = [r.key[k] for k in self.keys] + ([f"{r.finished}/{r.total}"] if runs else [])
+            cells += [(r.relative.get(c, "-").replace("baseline", "base") if c in self.relative else
+                       r.stats[c].fmt(c, short=True) if c in r.stats else "-") for c in columns]
+            body.append(cells)
+        # a relative column sits right of its metric: its rule names it ("vs base", "speed-up")
+        heads = [*self.keys, *(["runs"] if runs else []),
+                 *(c.split(" ", 1)[1].replace(" ", "\n") if c in self.relative else c for c in columns)]
+        t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        for i, h in enumerate(heads):
+            width = max((len(b[i]) for b in body), default=0)
+            t.add_column(_header(h, width), justify="left" if i < len(self.keys) else "right", no_wrap=True)
+        for r, cells in zip(self.rows, body):
+            t.add_row(*cells, style="red" if r.finished == 0 else None)
         return t
+
+    def terminal_columns(self) -> list[str]:
+        """The metric and relative columns of the terminal table: each key metric, then its relative column."""
+        keep = [m for m in self.key_metrics if m in self.metrics] or self.metrics
+        return [c for m in keep for c in (m, *(r for r in self.relative if r.split(" ", 1)[0] == m))]
 
     def values(self, metric: str, **where: str) -> list[tuple[Row, Stat]]:
         """(row, stat) for rows whose keys match `where` (keys absent from the table are ignored)."""
@@ -100,3 +146,18 @@ class Comparison:
             if all(r.key.get(k, v) == v for k, v in where.items()) and metric in r.stats:
                 out.append((r, r.stats[metric]))
         return out
+
+
+def _header(name: str, width: int) -> str:
+    """A column name on lines no wider than its cells where it can: 'method.hidden' -> 'method' / 'hidden' (a
+    config group above its key), and a part wider than the cells broken once at its most even '_'
+    ('cache_' / 'hit_rate')."""
+    lines = []
+    for part in name.split("."):
+        cuts = [i + 1 for i, ch in enumerate(part[:-1]) if ch == "_"]
+        if len(part) > width and cuts:
+            cut = min(cuts, key=lambda i: max(i, len(part) - i))
+            lines += [part[:cut], part[cut:]]
+        else:
+            lines.append(part)
+    return "\n".join(lines)
