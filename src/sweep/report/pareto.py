@@ -45,8 +45,8 @@ def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, 
         ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
     if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
         ax.set_xscale("log")
-    ax.set_xlabel(f"{label(x)} ({objectives[x]})")
-    ax.set_ylabel(f"{label(y)} ({objectives[y]})")
+    ax.set_xlabel(f"{metric_label(x)} ({objectives[x]})")
+    ax.set_ylabel(f"{metric_label(y)} ({objectives[y]})")
     ax.legend(fontsize=8)
     ax.set_title(f"{cmp.study}: {len(pts)} trials, {len(best)} on the front")
     return save(fig, path)
