@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from sweep.report.metrics import label as metric_label
 from sweep.report.plots import plt, save
 from sweep.report.table import Comparison, Row
 
