@@ -7,22 +7,29 @@ worker: a single-user local UI needs no more, and each extra worker costs second
 MLflow's own conventions make the study open on its runs:
 - the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
   creates) marks it a model-training experiment. MLflow 3.17's UI, though, opens an experiment on the page of
-  its workflow type: the address's `workflowType=machine_learning`, else the sidebar's GenAI / Model training
-  toggle as last set in that browser (GenAI at first), so a click on a study in MLflow's experiments list lands
-  on the GenAI overview until the user sets the toggle once. Hence the addresses printed here;
+  its workflow type: the address's `workflowType`, else the sidebar's GenAI / Model training toggle as last set
+  in that browser (GenAI at first). The server runs as MLflow app `sweep` (sweep/ui_app.py), whose page sets the
+  toggle and each study's runs table for the browser, so a click on a study anywhere in MLflow's UI lands on
+  its runs, as the addresses printed here do;
 - a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
   table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
-  columns a study compares and lists the runs of the study's latest sweep: its parent's children, or, for a
-  sweep resumed under several parent runs, its runs by id (the latest run of each job, as `sweep.compare`
-  reads it; MLflow's search has neither OR nor IN for tags), unless so many ids would not fit in the view's tag
-  (then the newest parent's children).
+  columns a study compares, sorted by run name with numbers in numeric order (the tag `sweep.order`: the name
+  with its numbers zero-padded, so seed=7 < seed=42 < seed=100), and lists the runs of the study's latest sweep:
+  its parent's children, or, for a sweep resumed under several parent runs, its runs by id (the latest run of
+  each job, as `sweep.compare` reads it; MLflow's search has neither OR nor IN for tags), unless so many ids
+  would not fit in the view's tag (then the newest parent's children).
+
+The addresses are printed once the server answers (it imports MLflow's whole server first: seconds to tens of
+seconds on a busy machine); a progress line shows meanwhile.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shlex
+import subprocess
 import sys
 from typing import Any, Sequence
 
@@ -33,12 +40,20 @@ VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 COLUMNS = ("accuracy", "ard", "energy_pj", "wall_clock_s", "cost_usd")
 HOST, PORT = "127.0.0.1", 5000
 NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
+ORDER_TAG = "sweep.order"  # each run's name with its numbers zero-padded: the runs table sorts on it
+APP_NAME = "sweep"  # the MLflow app (entry point in pyproject.toml) that serves sweep/ui_app.py
 
 
 def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
     """The server command line."""
     return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
-            "--port", str(port), "--workers", str(workers)]
+            "--port", str(port), "--workers", str(workers), "--app-name", APP_NAME]
+
+
+def order_key(name: str) -> str:
+    """`name` with each number's integer part zero-padded, so text order is numeric order: t50 < t100,
+    lr=0.05 < lr=0.1 (a fraction's digits already sort as text)."""
+    return re.sub(r"(?<![.\d])\d+", lambda m: m.group().zfill(12), name)
 
 
 def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None) -> str:
@@ -64,7 +79,10 @@ def study_view(client: Any, parent: Any) -> None:
     width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
     state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
     # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
-    state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    for r in runs:
+        if r.data.tags.get(ORDER_TAG) != (key := order_key(r.info.run_name or "")):
+            client.set_tag(r.info.run_id, ORDER_TAG, key)
+    state.update(orderByKey=f"tags.`{ORDER_TAG}`", orderByAsc=True)
     if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
         ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
         whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
@@ -132,10 +150,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, parent in latest_sweeps(client):
             study_view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
-    print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
     from sweep.owned_process import run_owned
+    from sweep.ui_wait import wait_until_serving
 
-    return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
+    def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
+        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", "sweep.ui")) is None:
+            print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
+        return code
+
+    # SIGTERM or Ctrl-C stops all it started, also while it starts
+    return run_owned(command(uri, a.host, a.port), "sweep.ui", serving, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, text=True)
 
 
 if __name__ == "__main__":
