@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 from typing import Any, Sequence
@@ -48,6 +49,21 @@ def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int 
     """The server command line."""
     return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
             "--port", str(port), "--workers", str(workers), "--app-name", APP_NAME]
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why the server could not listen on `host`:`port`, or None (bound as uvicorn binds it, then let go)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as e:
+        return e.strerror or str(e)
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def order_key(name: str) -> str:
@@ -131,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     uri = a.tracking_uri or default_tracking_uri()
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
+        return 1
+    if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
+        print(f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+              file=sys.stderr)
         return 1
     from mlflow.tracking import MlflowClient
 

@@ -38,7 +38,7 @@ class _Output:
 
     def why(self) -> str:
         """The line that says why the server stopped: its last error line, else its last line."""
-        self.thread.join(timeout=5)  # the output's end: the server has exited
+        self.thread.join(timeout=1)  # its end, unless a child of the dead server still holds the pipe
         lines = [s.strip() for s in self.lines if s.strip()]
         errors = [s for s in lines if "error" in s.lower() and not s.lower().startswith("running the mlflow")]
         return (errors or lines or ["no output"])[-1]
@@ -63,7 +63,7 @@ def wait_until_serving(proc: subprocess.Popen, health_url: str, name: str) -> in
     start = time.monotonic()
     say = f"{name}: starting MLflow's server (its addresses follow once it answers)"
     status = console.status(say) if console.is_terminal else nullcontext()
-    shown = start
+    shown = start - PLAIN_EVERY_S  # the first plain line at once
     with status as spinner:
         while not answers(health_url):
             if proc.poll() is not None:
