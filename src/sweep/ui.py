@@ -2,7 +2,8 @@
 and the address that opens a study's runs.
 
 It runs MLflow's own server (`mlflow ui --backend-store-uri <store> --host 127.0.0.1 --port <port>`) with one
-worker: a single-user local UI needs no more, and each extra worker costs seconds of start-up and memory.
+worker and no job runner (SERVER_ENV): a single-user local UI of training runs needs no more, and each extra
+process costs seconds of start-up and memory.
 
 MLflow's own conventions make the study open on its runs:
 - the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
@@ -43,6 +44,9 @@ HOST, PORT = "127.0.0.1", 5000
 NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
 ORDER_TAG = "sweep.order"  # each run's name with its numbers zero-padded: the runs table sorts on it
 APP_NAME = "sweep"  # the MLflow app (entry point in pyproject.toml) that serves sweep/ui_app.py
+# MLflow's job runner (a third process importing MLflow, for GenAI jobs: online scoring, trace archival) slows
+# the server's start on a small machine and serves nothing the runs need; a value the user set is kept
+SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
@@ -180,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # SIGTERM or Ctrl-C stops all it started, also while it starts
     return run_owned(command(uri, a.host, a.port), "sweep.ui", serving, stdout=subprocess.PIPE,
-                     stderr=subprocess.STDOUT, text=True)
+                     stderr=subprocess.STDOUT, text=True, env={**SERVER_ENV, **os.environ})
 
 
 if __name__ == "__main__":
