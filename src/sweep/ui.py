@@ -152,6 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
         return 1
+    from importlib.metadata import entry_points
+
+    if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
+        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: reinstall the project (pip install -e .)",
+              file=sys.stderr)
+        return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
         print(f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
               file=sys.stderr)
