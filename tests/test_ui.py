@@ -57,23 +57,22 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
     try:
         line = proc.stdout.readline()
         assert f"http://127.0.0.1:{port}/" in line and f"(store {uri})" in line, line
-        # then each study's address, as MLflow's own list would not open it on its runs
+        # then each study's address (its view loaded with it)
         assert proc.stdout.readline() == f"  demo: {ui.runs_url(port=port, experiment_id=rec.experiment_id)}\n"
-        deadline = time.monotonic() + 240
-        while True:  # MLflow's server answers once it has imported and bound the port
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-                    assert r.status == 200
-                    break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-                time.sleep(0.5)
+        # printed once the server answers: the address opens at once, no "connection refused"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            assert r.status == 200
         (leader,) = _children(proc.pid)
         started = _session(leader)
         assert leader in started
+        # no MLflow job runner: a process that slows the start and serves nothing the runs need
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in started]
+        assert not any("mlflow.server.jobs" in c for c in commands), commands
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == code
-        assert f"stopped ({sig.name})" in proc.stderr.read()
+        err = proc.stderr.read()
+        assert err.startswith("sweep.ui: starting MLflow's server (its addresses follow once it answers)"), err
+        assert f"stopped ({sig.name})" in err
         deadline = time.monotonic() + 20
         while _session(leader) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -85,6 +84,48 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
             proc.kill()
         for pid in _session(leader) if leader else []:
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_taken_port_is_refused_at_once(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
+    with socket.socket() as taken:  # someone else's server on the port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
+                           capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (1, "")
+    assert p.stderr.strip() == (f"sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
+                                "MLflow UI? choose another --port")
+
+
+def test_a_server_that_stops_before_it_answers_says_why_in_one_line(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
+    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(_free_port()), "--tracking-uri", uri],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    leader = None
+    try:
+        first = proc.stderr.readline()  # at once: the progress line, while MLflow's server starts
+        assert first.startswith("sweep.ui: starting MLflow's server (its addresses follow once it answers)"), first
+        (leader,) = _children(proc.pid)
+        os.kill(leader, signal.SIGKILL)  # the server dies before it answers
+        assert proc.wait(timeout=60) == 1
+        assert proc.stdout.read() == ""  # no address that would not open
+        last = proc.stderr.read().strip().splitlines()[-1]
+        assert last.startswith("sweep.ui: MLflow's server stopped (exit -9) before it answered: "), last
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in _session(leader) if leader else []:
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_run_names_sort_numerically():
+    names = ["t100", "t250", "t50", "t500", "lr=0.1", "lr=0.05", "seed=42 n=8", "seed=7 n=12"]
+    assert sorted(names, key=ui.order_key) == ["lr=0.05", "lr=0.1", "seed=7 n=12", "seed=42 n=8", "t50", "t100",
+                                               "t250", "t500"]
 
 
 def test_study_view_and_next_steps(tmp_path, capsys):
@@ -100,9 +141,11 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     view = json.loads(tags[ui.VIEW_TAG_PREFIX + ui.VIEW_KEY])
     assert view["searchFilter"] == f"tags.`mlflow.parentRunId` = '{parent}'"
     assert "metrics.`accuracy`" in view["selectedColumns"] and "metrics.`cost_usd`" in view["selectedColumns"]
-    # the runs the view lists are the sweep's children
+    # the runs the view lists are the sweep's children, sorted on their names with numbers zero-padded
     listed = rec.client.search_runs([rec.experiment_id], filter_string=view["searchFilter"])
     assert {r.info.run_id for r in listed} == {r.run_id for r in results}
+    assert view["orderByKey"] == f"tags.`{ui.ORDER_TAG}`" and view["orderByAsc"] is True
+    assert all(r.data.tags[ui.ORDER_TAG] == ui.order_key(r.info.run_name) for r in listed)
 
     # a re-run whose jobs were all done already (skipped) has no child runs: its line shows the earlier sweep's
     rerun = rec.start_parent("sweep sweeps=ui_tags", {"sweep.overrides": "sweeps=ui_tags", "launcher": "basic"})

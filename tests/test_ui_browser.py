@@ -1,7 +1,9 @@
 """A sweep, resumed, then `python -m sweep.ui <study>` as its last line says, and headless Chromium, as a user: the
 address the UI prints shows the sweep's runs (under both parents), named by what they vary, with their accuracy /
-ard / energy_pj / wall_clock_s / cost_usd values, no clicks needed. Keeps a screenshot in the test's tmp dir and
-in tests/artifacts/ (git-ignored).
+ard / energy_pj / wall_clock_s / cost_usd values, no clicks needed; and, in a new browser profile, MLflow's own
+home page, where a click on a study lands on its runs table (not MLflow's GenAI overview) with those metric
+columns and its runs in numeric order of what they vary (seed 7 < 42 < 100). One store and one server for the
+module. Keeps screenshots in the test's tmp dir and in tests/artifacts/ (git-ignored).
 
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
@@ -61,8 +63,34 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise TimeoutError(f"mlflow ui not healthy after {timeout:.0f} s")
 
 
-@pytest.fixture
-def swept(store, tmp_path):
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One fresh SQLite store for the module; MLFLOW_TRACKING_URI points at it for its tests and subprocesses."""
+    tmp = tmp_path_factory.mktemp("ui-store")
+    with pytest.MonkeyPatch.context() as mp:
+        uri = f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}"
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        mp.setenv("SWEEP_SPOOL_DIR", str(tmp / "spool"))
+        yield uri
+
+
+@pytest.fixture(scope="module")
+def ordered(store, tmp_path_factory):
+    """A sweep over seeds whose names sort differently as text (100 < 42 < 7); its runs by seed."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.report.queries import find_parent, load_children
+
+    p = run_sweep("-m", "method=gf2", "problem.seed=100,7,42", "problem.n_bits=12", "tracker=energy",
+                  "mlflow.experiment=ui_order", cwd=tmp_path_factory.mktemp("ordered"))
+    assert p.returncode == 0, p.stderr
+    client = MlflowClient(store)
+    runs = load_children(client, find_parent(client, "ui_order"))
+    return sorted(runs, key=lambda r: int(r.data.params["problem.seed"]))
+
+
+@pytest.fixture(scope="module")
+def swept(store, ordered, tmp_path_factory):
     """A real sweep as a user runs it (gf2/km x seeds 42,43, energy tracker: energy_pj and ard) in a temporary
     store, resumed once (a job whose run FAILED runs again under a new parent); returns the sweep's runs (each
     job's latest), the run the resume replaced, and the `python -m sweep.ui ...` arguments its last line says."""
@@ -70,6 +98,7 @@ def swept(store, tmp_path):
 
     from sweep.report.queries import find_parent, load_children, sweep_runs
 
+    tmp_path = tmp_path_factory.mktemp("swept")
     args = ("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
             "mlflow.experiment=ui_demo")
     p = run_sweep(*args, cwd=tmp_path)
@@ -88,13 +117,13 @@ def swept(store, tmp_path):
     return runs, first[0], shlex.split(ui_args.group(1))
 
 
-@pytest.fixture
-def ui_address(swept, tmp_path):
+@pytest.fixture(scope="module")
+def ui_address(swept, tmp_path_factory):
     """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-                            start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            cwd=tmp_path_factory.mktemp("ui"), start_new_session=True)
     try:
         first = proc.stdout.readline()
         address = re.search(r"http://\S+", first)
@@ -123,14 +152,17 @@ def _browser():
         opts.add_argument(arg)
     return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
 
-
-@pytest.mark.slow
-def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, request):
+def _needs_browser() -> None:
     missing = _requirements()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"browser test cannot run in CI: {missing}")
         pytest.skip(missing)
+
+
+@pytest.mark.slow
+def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, request):
+    _needs_browser()
     address = request.getfixturevalue("ui_address")  # the sweep and the UI, once the browser is there
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -173,3 +205,48 @@ def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, reque
             driver.save_screenshot(str(shot))  # what the page showed when it failed
         driver.quit()
     assert shot.stat().st_size > 20_000
+
+
+
+@pytest.mark.slow
+def test_a_click_in_mlflows_own_list_lands_on_the_runs_in_numeric_order(tmp_path, request):
+    _needs_browser()
+    address = request.getfixturevalue("ui_address")
+    runs = request.getfixturevalue("ordered")  # by seed: 7, 42, 100
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    home = address.split("#")[0]  # MLflow's home page on the server sweep.ui started
+    shot = tmp_path / "mlflow-ui-from-home.png"
+    driver = _browser()  # a new profile: nothing chosen in MLflow's UI yet
+    try:
+        driver.get(home)
+        wait = WebDriverWait(driver, 60)
+        experiment = runs[0].info.experiment_id
+        link = wait.until(lambda d: [a for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
+                                     if a.text.strip() == "ui_order"])
+        link[0].click()  # the study in MLflow's own experiments list
+        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
+        assert "/runs" in driver.current_url and "workflowType=genai" not in driver.current_url, driver.current_url
+        for close in driver.find_elements(By.CSS_SELECTOR, "[data-component-id='mlflow.assistant.chat_panel.close']"):
+            close.click()
+        for m in METRICS:  # the metrics the study compares, as columns
+            wait.until(lambda d, m=m: d.find_elements(By.CSS_SELECTOR, f"div[col-id='metrics.`{m}`']"))
+        time.sleep(0.5)  # let the grid finish painting before the screenshot
+        driver.save_screenshot(str(shot))
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(shot, ARTIFACTS / shot.name)
+
+        headers = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[role='columnheader']")}
+        assert set(METRICS) <= headers, headers
+        shown = sorted(runs, key=lambda r: int(driver.find_element(
+            By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']").get_attribute("row-index")))
+        assert [r.info.run_name for r in shown] == [r.info.run_name for r in runs]  # seed 7, 42, 100
+        for r in runs:  # each name is still what its job varies
+            assert r.info.run_name.endswith(f"problem.seed={r.data.params['problem.seed']}"), r.info.run_name
+    finally:
+        if not shot.exists():
+            driver.save_screenshot(str(shot))  # what the page showed when it failed
+            ARTIFACTS.mkdir(exist_ok=True)
+            shutil.copy(shot, ARTIFACTS / shot.name)
+        driver.quit()

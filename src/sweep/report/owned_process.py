@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
@@ -51,15 +51,19 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
             break
 
 
-def run_owned(cmd: Sequence[str], name: str) -> int:
-    """Run `cmd` until it ends or this process is told to stop; returns the exit code to use."""
+def run_owned(cmd: Sequence[str], name: str, started: Callable[[subprocess.Popen], int | None] | None = None,
+              **popen: Any) -> int:
+    """Run `cmd` (Popen keywords `popen`) until it ends or this process is told to stop; returns the exit code to
+    use. `started(proc)`, called once it runs, may end it early by returning an exit code."""
     def stop(signum: int, _frame: object) -> None:
         raise _Stopped(signum)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=_die_with_parent, **popen)
     try:
-        code = proc.wait()
+        code = started(proc) if started is not None else None
+        if code is None:
+            code = proc.wait()
     except _Stopped as e:
         for s in previous:
             signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short

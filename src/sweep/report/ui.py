@@ -2,47 +2,83 @@
 and the address that opens a study's runs.
 
 It runs MLflow's own server (`mlflow ui --backend-store-uri <store> --host 127.0.0.1 --port <port>`) with one
-worker: a single-user local UI needs no more, and each extra worker costs seconds of start-up and memory.
+worker and no job runner (SERVER_ENV): a single-user local UI of training runs needs no more, and each extra
+process costs seconds of start-up and memory.
 
 MLflow's own conventions make the study open on its runs:
 - the experiment tag `mlflow.experimentKind = custom_model_development` (set on every experiment the project
   creates) marks it a model-training experiment. MLflow 3.17's UI, though, opens an experiment on the page of
-  its workflow type: the address's `workflowType=machine_learning`, else the sidebar's GenAI / Model training
-  toggle as last set in that browser (GenAI at first), so a click on a study in MLflow's experiments list lands
-  on the GenAI overview until the user sets the toggle once. Hence the addresses printed here;
+  its workflow type: the address's `workflowType`, else the sidebar's GenAI / Model training toggle as last set
+  in that browser (GenAI at first). The server runs as MLflow app `sweep` (sweep/report/ui_app.py), whose page sets the
+  toggle and each study's runs table for the browser, so a click on a study anywhere in MLflow's UI lands on
+  its runs, as the addresses printed here do;
 - a shared view (MLflow's "Share" button): the experiment tag `mlflow.sharedViewState.<key>` holds the runs
   table's state, which the address loads with `viewStateShareKey=<key>`. The project's view shows the metric
-  columns a study compares and lists the runs of the study's latest sweep: its parent's children, or, for a
-  sweep resumed under several parent runs, its runs by id (the latest run of each job, as `sweep.report.compare`
-  reads it; MLflow's search has neither OR nor IN for tags), unless so many ids would not fit in the view's tag
-  (then the newest parent's children).
+  columns a study compares, sorted by run name with numbers in numeric order (the tag `sweep.order`: the name
+  with its numbers zero-padded, so seed=7 < seed=42 < seed=100), and lists the runs of the study's latest sweep:
+  its parent's children, or, for a sweep resumed under several parent runs, its runs by id (the latest run of
+  each job, as `sweep.report.compare` reads it; MLflow's search has neither OR nor IN for tags), unless so many ids
+  would not fit in the view's tag (then the newest parent's children).
+
+The addresses are printed once the server answers (it imports MLflow's whole server first: seconds to tens of
+seconds on a busy machine); a progress line shows meanwhile.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shlex
+import socket
+import subprocess
 import sys
+from importlib.metadata import entry_points
 from typing import Any, Sequence
 
 from sweep.paths import default_tracking_uri
-from sweep.record.tags import KIND_TAG, MODEL_TRAINING
+from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
+from sweep.report.ui_wait import wait_until_serving
 
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
 COLUMNS = UI
 HOST, PORT = "127.0.0.1", 5000
 NAME_COLUMN = "attributes.`Run Name`"  # the runs table's column id for run names (MLflow 3.17)
+APP_NAME = "sweep"  # the MLflow app (entry point in pyproject.toml) that serves sweep/ui_app.py
+# MLflow's job runner (a third process importing MLflow, for GenAI jobs: online scoring, trace archival) slows
+# the server's start on a small machine and serves nothing the runs need; a value the user set is kept
+SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
     """The server command line."""
     return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
-            "--port", str(port), "--workers", str(workers)]
+            "--port", str(port), "--workers", str(workers), "--app-name", APP_NAME]
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why the server could not listen on `host`:`port`, or None (bound as uvicorn binds it, then let go)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError as e:
+        return e.strerror or str(e)
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
+
+
+def order_key(name: str) -> str:
+    """`name` with each number's integer part zero-padded, so text order is numeric order: t50 < t100,
+    lr=0.05 < lr=0.1 (a fraction's digits already sort as text)."""
+    return re.sub(r"(?<![.\d])\d+", lambda m: m.group().zfill(12), name)
 
 
 def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None) -> str:
@@ -56,7 +92,7 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
-    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH  # noqa: PLC0415 - MLflow: seconds to import
 
 
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
@@ -67,7 +103,10 @@ def study_view(client: Any, parent: Any) -> None:
     width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
     state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
     # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
-    state.update(orderByKey="tags.`mlflow.runName`", orderByAsc=True)
+    for r in runs:
+        if r.data.tags.get(ORDER_TAG) != (key := order_key(r.info.run_name or "")):
+            client.set_tag(r.info.run_id, ORDER_TAG, key)
+    state.update(orderByKey=f"tags.`{ORDER_TAG}`", orderByAsc=True)
     if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
         ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
         whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
@@ -114,7 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
         print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
         return 1
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+    if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
+        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: reinstall the project (pip install -e .)",
+              file=sys.stderr)
+        return 1
+    if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
+        print(f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+              file=sys.stderr)
+        return 1
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
 
 
     client = MlflowClient(tracking_uri=uri)
@@ -131,9 +179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, parent in latest_sweeps(client):
             study_view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
-    print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
 
-    return run_owned(command(uri, a.host, a.port), "sweep.ui")  # SIGTERM or Ctrl-C stops all it started
+    def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
+        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", "sweep.ui")) is None:
+            print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
+        return code
+
+    # SIGTERM or Ctrl-C stops all it started, also while it starts
+    return run_owned(command(uri, a.host, a.port), "sweep.ui", serving, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, text=True, env={**SERVER_ENV, **os.environ})
 
 
 if __name__ == "__main__":
