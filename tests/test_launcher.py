@@ -80,8 +80,8 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     # resume: the same sweep again skips the 2 FINISHED jobs and re-runs only the failed ones
     p = sweep(store, tmp_path, *args)
     assert p.returncode == 1  # one finished job per batch; the setting that re-runs them named by the launcher
-    assert "skipping 1 job(s) already done (hydra.launcher.force=true re-runs them)" in p.stdout
-    assert "2 skipped (already done; hydra.launcher.force=true re-runs them)" in p.stderr
+    assert "skipping 1 job(s) already done (hydra.launcher.force=true re-runs them: " in p.stdout
+    assert "2 skipped (already done; hydra.launcher.force=true re-runs them: " in p.stderr
     parents, children = runs(store, "isolation")
     assert len(parents) == 2 and len(children) == 6
     assert sorted(c.info.status for c in children[4:]) == ["FAILED", "FAILED"]

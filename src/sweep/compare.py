@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from hydra_plugins.sweep_launcher.commands import command
+
 from sweep.paths import safe_name
 
 # The figures a sweep is compared on, in table order (only those some child logged are shown): the group's own
@@ -222,8 +224,8 @@ def find_parent(client: Any, ref: str):
     candidates = [r for r in parents
                   if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
     if not candidates:
-        raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
-                          "or pass a parent run id")
+        raise LookupError(f"no sweep parent run found for {ref!r}: run `{command('sweep', f'sweeps={ref}')}` "
+                          "first, or pass a parent run id")
     candidates.sort(key=lambda r: r.info.start_time, reverse=True)
     return next((r for r in candidates if has_children(client, r)), candidates[0])
 
@@ -571,7 +573,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sweep.compare", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
     ap.add_argument("--out", type=Path, default=None, help="where to write table and plot "

@@ -215,7 +215,7 @@ class MLflowCallback(SweepLaunchHooks):
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)
                 path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.parent,
                                   run_name=run_name, extra_tags=tags)
-                raise StoreError(uri, f"{cause}; {spool.KEPT.format(path=path)}") from None
+                raise StoreError(uri, f"{cause}; {spool.kept(path)}") from None
             recorder.log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
         except StoreError as e:
             print(result.summary(run_name), flush=True)

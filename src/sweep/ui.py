@@ -29,11 +29,12 @@ import argparse
 import json
 import os
 import re
-import shlex
 import socket
 import subprocess
 import sys
 from typing import Any, Sequence
+
+from hydra_plugins.sweep_launcher import commands
 
 from sweep.recorder import KIND_TAG, MODEL_TRAINING  # the experiments' kind, set where the recorder makes them
 
@@ -113,10 +114,10 @@ def study_view(client: Any, parent: Any) -> None:
     client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
 
 
-def _store_args(tracking_uri: str) -> str:
+def _store_args(tracking_uri: str) -> tuple[str, ...]:
     from sweep.paths import default_tracking_uri
 
-    return "" if tracking_uri == default_tracking_uri() else f" --tracking-uri {shlex.quote(tracking_uri)}"
+    return () if tracking_uri == default_tracking_uri() else ("--tracking-uri", tracking_uri)
 
 
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
@@ -132,16 +133,15 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
         except LookupError:
             pass
     study_view(client, parent)
-    name = shlex.quote(study)
     store = _store_args(tracking_uri)
-    return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
-            f"{runs_url(experiment_id=parent.info.experiment_id)}")
+    compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
+    return f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from sweep.paths import default_tracking_uri
 
-    ap = argparse.ArgumentParser(prog="python -m sweep.ui", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=commands.command("sweep.ui"), description=__doc__.splitlines()[0])
     ap.add_argument("study", nargs="?", default=None,
                     help="a preset or experiment name (or a sweep's parent run id): print the address of its runs")
     ap.add_argument("--port", type=int, default=PORT)
@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
-        print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
+        print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
         return 1
     from importlib.metadata import entry_points
 

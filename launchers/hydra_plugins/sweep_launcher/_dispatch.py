@@ -30,8 +30,13 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
-MODAL_MISSING = ("this job runs on Modal, which needs the modal package: pip install 'sweep-launcher[modal]' "
-                 "(or pip install modal)")
+
+
+def modal_missing_help() -> str:
+    from hydra_plugins.sweep_launcher.commands import command
+
+    pip = command("pip", "install", "sweep-launcher[modal]")
+    return f"this job runs on Modal, which needs the modal package: {pip} (or {command('pip', 'install', 'modal')})"
 
 
 def modal_missing() -> bool:
@@ -78,7 +83,7 @@ class Dispatcher:
         try:
             with self.interrupt, self.progress:
                 for job in self.unplaceable:
-                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{MODAL_MISSING}\n"))
+                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{modal_missing_help()}\n"))
                 if self.remote:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():

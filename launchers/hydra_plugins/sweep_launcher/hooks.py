@@ -151,8 +151,11 @@ class LaunchHooks(Callback):
 
 
 def rerun_hint(force_key: str, what: str = "them") -> str:
-    """How to run again the jobs a resumed sweep skips: '<force_key>=true re-runs them'."""
-    return f"{force_key}=true re-runs {what}"
+    """How to run again the jobs a resumed sweep skips: '<force_key>=true re-runs them: <this command with it>'
+    (in the launching process: its command line is the user's)."""
+    from hydra_plugins.sweep_launcher.commands import this_command
+
+    return f"{force_key}=true re-runs {what}: {this_command(f'{force_key}=true')}"
 
 
 def take() -> list[LaunchHooks]:

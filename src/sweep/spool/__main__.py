@@ -12,10 +12,13 @@ from sweep.spool import entries, import_into, spool_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from hydra_plugins.sweep_launcher.commands import command
+
     from sweep.paths import default_tracking_uri
     from sweep.store import StoreError
 
-    ap = argparse.ArgumentParser(prog="python -m sweep.spool", description="the spool: results kept until their store takes them")
+    ap = argparse.ArgumentParser(prog=command("sweep.spool"),
+                                 description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
     ap.add_argument("--tracking-uri", default=None,
                     help="import into this store (default: every store the spool holds results for)")
