@@ -101,3 +101,44 @@ def test_unknown_option_key_or_type_fails_at_composition(store, tmp_path, overri
     for word in expected:
         assert word in p.stderr, (word, p.stderr)
     assert _runs(store) == []
+
+
+def _no_gpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+@pytest.fixture
+def no_modal_token(tmp_path, monkeypatch):
+    """A machine without Modal's token: no MODAL_TOKEN_* and an empty Modal config file (read as Modal reads it)."""
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    monkeypatch.delenv("MODAL_PROFILE", raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "modal.toml"))
+
+
+NO_GPU = pytest.mark.skipif(not _no_gpu(), reason="this machine has a GPU: cuda jobs run here")
+
+
+@pytest.mark.parametrize("overrides, said", [
+    # a misspelt key added with Hydra's `+`: the option's keys, for a single run and a sweep, on either launcher
+    (["+method.lrr=0.1"], "method.lrr is not a key of method=sgd: expected one of batch_size, hidden, lr"),
+    (["-m", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+    (["-m", "hydra/launcher=basic", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+    # cuda jobs placed on Modal without a token: Modal's token message, once
+    (["-m", "method=sgd,km", "device=cuda"], "Modal has no API token"),
+    pytest.param(["-m", "method=sgd,km", "device=cuda", "hydra.launcher.modal.offline=true"], "needs a CUDA GPU",
+                 marks=NO_GPU),
+    pytest.param(["-m", "hydra/launcher=basic", "method=sgd,km", "device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+    pytest.param(["device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+])
+def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_token, overrides, said):
+    """Bad input, single run or sweep, any launcher: exit 2, one `sweep:` line, before any job, no run."""
+    p = run_sweep(*overrides, f"hydra.sweep.dir={tmp_path / 'multirun'}", cwd=tmp_path)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("sweep:")]
+    assert len(lines) == 1 and said in lines[0], p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "[FAILED]" not in p.stdout + p.stderr
+    assert _runs(store) == []
+

@@ -78,7 +78,7 @@ def run(cfg: DictConfig) -> RunResult:
     """Validate, solve, summarise the trace; return everything the recorder needs."""
     started = time.time()
     config = job_config(cfg)
-    validate(config)
+    validate(config, runs_here=True)
     problem = build(cfg.problem)
     data = problem.generate()
     backend = make_backend(cfg.device)

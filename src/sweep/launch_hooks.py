@@ -147,10 +147,11 @@ class SweepLaunchHooks(LaunchHooks):
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
+        offline = bool(self.tally is not None and self.tally.launcher.get("modal.offline"))
         for job in mine:
             job.data["config"] = job_config(job.cfg)  # resolved once: the rules, resume and params read it
-            try:
-                validate(job.data["config"])
+            try:  # a local worker or Modal offline runs the job on this machine: its device must be here
+                validate(job.data["config"], runs_here=job.where == "local" or offline)
                 if job.where == "modal":  # a Modal job needs a price for its GPU type before it runs
                     try:
                         gpu_price_per_hour(job.gpu, prices)

@@ -82,12 +82,13 @@ def refuse_bad_jobs(config: DictConfig) -> None:
         grid[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                      else [f"{key}={o.get_value_element_as_str()}"])
     namer = Namer.for_multirun(config.hydra)
+    here = "slurm" not in launcher_name(config)  # basic and submitit_local run the jobs on this machine
     for idx, job in enumerate(itertools.product(*grid.values())):
         cfg = loader.load_sweep_config(config, list(job))
         if not is_sweep_job(cfg):
             return
         try:
-            validate(job_config(cfg))
+            validate(job_config(cfg), runs_here=here)
         except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
             print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr,
                   flush=True)

@@ -9,9 +9,12 @@ launcher checks every job of a sweep before any starts.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -101,9 +104,10 @@ RULES: list[Rule] = [
 _MISSING = object()
 
 
-def validate(cfg: "DictConfig | dict[str, Any]") -> None:
+def validate(cfg: "DictConfig | dict[str, Any]", runs_here: bool = False) -> None:
     """Raise ConfigError on the first rule a present field breaks (absent fields are not checked). `cfg`: the
-    composed config, or the job's resolved config as plain data (sweep.job.job_config)."""
+    composed config, or the job's resolved config as plain data (sweep.job.job_config). `runs_here`: the job
+    runs on this machine (a single run, a local worker, Modal offline), so its device must be here too."""
     view = ConfigView.of(cfg)
     for rule in RULES:
         value = view.select(rule.field, default=_MISSING)
@@ -113,10 +117,51 @@ def validate(cfg: "DictConfig | dict[str, Any]") -> None:
             raise ConfigError(f"{rule.field}={value!r} is not allowed: expected {rule.allowed}")
     for check in EXTRA_CHECKS:
         check(view)
+    if runs_here:
+        from sweep.backend import require_device
+
+        require_device(str(view.select("device.backend", "numpy")), str(view.select("device.torch_device", "cpu")))
 
 
 # Cross-field checks that are not a single field's rule (e.g. method x problem applicability).
 EXTRA_CHECKS: list[Callable[[ConfigView], None]] = []
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(group: str, option: Any, target: Any) -> Optional[frozenset[str]]:
+    """The keys option `option` of `group` may hold: its schema's fields and its class's parameters (a
+    `_target_` set to another class may take others); None when any key goes (a class taking **kwargs)."""
+    from sweep.methods.applicability import target_class
+    from sweep.schema import SCHEMAS
+
+    schemas = SCHEMAS.get(group, {})
+    schema = schemas.get(option) or (next(iter(schemas.values())) if len(schemas) == 1 else None)
+    known = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+    cls = target_class(ConfigView({group: {"_target_": target}}), group) if target else None
+    if cls is not None:
+        params = inspect.signature(cls).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            return None
+        known |= {p.name for p in params}
+    return frozenset(known) if known else None
+
+
+def _known_keys(cfg: ConfigView) -> None:
+    """Every key of a job group is one its option takes: `+method.lrr=0.1` (how Hydra adds a key) is a misspelt
+    key, refused here with the keys there are, rather than by the class's constructor inside the job."""
+    for group in JOB_GROUPS:
+        node = cfg.get(group)
+        if not isinstance(node, dict):
+            continue
+        known = _fields(group, node.get("name"), node.get("_target_"))
+        unknown = sorted(k for k in node if known is not None and k not in known)
+        if unknown:
+            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))
+            raise ConfigError(f"{group}.{unknown[0]} is not a key of {group}={node.get('name', '?')}: expected one "
+                              f"of {keys}")
+
+
+EXTRA_CHECKS.append(_known_keys)
 
 
 def _tile_size_divides_hidden(cfg: ConfigView) -> None:

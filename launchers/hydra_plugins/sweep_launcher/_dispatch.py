@@ -212,12 +212,6 @@ class Dispatcher:
     def _start_remote(self) -> None:
         from hydra_plugins.sweep_launcher import _modal_app
 
-        problem = _modal_app.token_problem()
-        if problem:  # fail at once, as FAILED jobs, with how to set a token up
-            for job in self.remote:
-                self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{problem}\n"))
-            self.n_remote_left = 0
-            return
         self.remote_conn, sender = mp.Pipe(duplex=False)
         # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
         payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True))
