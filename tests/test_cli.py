@@ -142,3 +142,27 @@ def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_tok
     assert "Traceback" not in p.stderr and "[FAILED]" not in p.stdout + p.stderr
     assert _runs(store) == []
 
+
+def test_a_repeated_single_run_shows_the_recorded_one_unless_forced(store, tmp_path):
+    """A finished single run is not recorded again: the repeat shows it (exit 0); mlflow.force=true records the
+    next repeat of the config (extra.repeat 1, 2, ...), named and tagged as one."""
+    first = run_sweep("method=gf2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (run,) = _runs(store)
+    again = run_sweep("method=gf2", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("sweep: already recorded, not run again (mlflow.force=true records a repeat: ")
+    shown = [ln for ln in again.stdout.splitlines() if ln.startswith("[FINISHED] gf2-standard-cpu-seed42 ")]
+    assert shown and "accuracy=1.000" in shown[0] and shown[0].endswith(f"run_id={run.info.run_id}")
+    assert f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}" in again.stdout
+    assert [r.info.run_id for r in _runs(store)] == [run.info.run_id]
+    for n in (1, 2):
+        forced = run_sweep("method=gf2", "mlflow.force=true", cwd=tmp_path)
+        assert forced.returncode == 0, forced.stderr
+        assert f"[FINISHED] gf2-standard-cpu-seed42-repeat{n} accuracy=1.000" in forced.stdout
+    runs = sorted(_runs(store), key=lambda r: r.info.start_time)
+    assert [r.info.run_name for r in runs] == ["gf2-standard-cpu-seed42", "gf2-standard-cpu-seed42-repeat1",
+                                              "gf2-standard-cpu-seed42-repeat2"]
+    assert [r.data.params.get("extra.repeat") for r in runs] == [None, "1", "2"]
+    assert {r.data.tags.get("sweep.repeat_of") for r in runs[1:]} == {run.info.run_id}
+    assert runs[1].data.metrics["accuracy"] == run.data.metrics["accuracy"]

@@ -20,17 +20,21 @@ register_configs()
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
     from sweep import job
-    from sweep.recording import FORCE_KEY, already_done
+    from sweep.recording import FORCE_KEY, REPEAT_OF_TAG, already_done, resume_single_run
 
     try:
         done = already_done(cfg)
         if done is not None:
-            from hydra_plugins.sweep_launcher.hooks import rerun_hint
-
             print(f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
-                  f"FINISHED with this config ({rerun_hint(FORCE_KEY, 'it')})", flush=True)
+                  f"FINISHED with this config ({FORCE_KEY}=true re-runs it)", flush=True)
             return None
-        return job.run(cfg)
+        repeats = resume_single_run(cfg) if HydraConfig.get().mode == RunMode.RUN else ""
+        if repeats is None:
+            return None  # recorded before: shown, nothing run
+        result = job.run(cfg)
+        if repeats:
+            result.tags[REPEAT_OF_TAG] = repeats
+        return result
     except ConfigError as e:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise  # a launcher's failed job (the sweep launcher validates every job before any starts)

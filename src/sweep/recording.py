@@ -24,7 +24,7 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from hydra_plugins.sweep_launcher.hooks import Tally
 
@@ -108,6 +108,52 @@ def already_done(cfg: DictConfig) -> str | None:
     from sweep.recorder import shared_recorder
 
     return shared_recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment).finished_run(job_config(cfg))
+
+
+REPEAT_OF_TAG = "sweep.repeat_of"  # on a single run recorded again (mlflow.force=true): the run it repeats
+
+
+def resume_single_run(cfg: DictConfig) -> str | None:
+    """A single run's resume, as a sweep resumes its jobs: when its resolved config already has a FINISHED run,
+    say so and show that run (its line, where to see it), and return None: nothing runs or is recorded. With
+    mlflow.force=true it runs again as the next repeat of that config: `extra.repeat` (1, 2, ...; the presets'
+    repeat index) is set in `cfg`, so the new run has its own identity and name; the repeated run's id is
+    returned (for REPEAT_OF_TAG). A first run (or one without a store to read) returns "". A config that cannot
+    run raises ConfigError first."""
+    from sweep.job import job_config
+    from sweep.recorder import shared_recorder
+    from sweep.validate import validate
+
+    if not cfg.mlflow.enabled or not is_sweep_job(cfg):
+        return ""
+    config = job_config(cfg)
+    validate(config, runs_here=True)  # bad input is refused before the store is opened (or made)
+    try:
+        recorder = shared_recorder(cfg.mlflow.tracking_uri, cfg.mlflow.experiment)
+        done = recorder.finished_run(config)
+    except Exception:  # noqa: BLE001 - a store that cannot be read: the job runs, its recording says why
+        return ""
+    if done is None:
+        return ""
+    if OmegaConf.select(cfg, FORCE_KEY, default=False):
+        repeat = int(config.get("extra", {}).get("repeat", 0))
+        while True:
+            repeat += 1
+            if recorder.finished_run({**config, "extra": {**config.get("extra", {}), "repeat": repeat}}) is None:
+                break
+        with open_dict(cfg):
+            cfg.extra.repeat = repeat
+        return done
+    from hydra_plugins.sweep_launcher.commands import this_command
+
+    from sweep.ui import run_hint
+
+    run = recorder.client.get_run(done)
+    line = RunResult(config={}, metrics=dict(run.data.metrics), status=run.info.status, run_id=done)
+    print(f"sweep: already recorded, not run again ({FORCE_KEY}=true records a repeat: "
+          f"{this_command(f'{FORCE_KEY}=true')})\n{line.summary(run.info.run_name)}\n"
+          f"{run_hint(recorder.tracking_uri, recorder.experiment_id, done)}", flush=True)
+    return None
 
 
 class MLflowCallback(SweepLaunchHooks):

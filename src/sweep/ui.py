@@ -85,6 +85,11 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
             f"&viewStateShareKey={VIEW_KEY}")
 
 
+def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT) -> str:
+    """One run's page."""
+    return f"http://{host}:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
@@ -136,6 +141,11 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
     store = _store_args(tracking_uri)
     compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
     return f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id)}"
+
+
+def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
+    """Where to see one run: the command that starts the UI, and the run's address in it."""
+    return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {run_url(experiment_id, run_id)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
