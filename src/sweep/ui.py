@@ -165,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from importlib.metadata import entry_points
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
-        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: reinstall the project (pip install -e .)",
+        from sweep.paths import PROJECT_ROOT
+
+        # the set-up command, as a path that works from here (`pip install -e .` only works at the root)
+        setup = os.path.relpath(PROJECT_ROOT / ".ci" / "setup")
+        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
               file=sys.stderr)
         return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
