@@ -101,3 +101,68 @@ def test_unknown_option_key_or_type_fails_at_composition(store, tmp_path, overri
     for word in expected:
         assert word in p.stderr, (word, p.stderr)
     assert _runs(store) == []
+
+
+def _no_gpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+@pytest.fixture
+def no_modal_token(tmp_path, monkeypatch):
+    """A machine without Modal's token: no MODAL_TOKEN_* and an empty Modal config file (read as Modal reads it)."""
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    monkeypatch.delenv("MODAL_PROFILE", raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "modal.toml"))
+
+
+NO_GPU = pytest.mark.skipif(not _no_gpu(), reason="this machine has a GPU: cuda jobs run here")
+
+
+@pytest.mark.parametrize("overrides, said", [
+    # a misspelt key added with Hydra's `+`: the option's keys, for a single run and a sweep, on either launcher
+    (["+method.lrr=0.1"], "method.lrr is not a key of method=sgd: expected one of batch_size, hidden, lr"),
+    (["-m", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+    (["-m", "hydra/launcher=basic", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+    # cuda jobs placed on Modal without a token: Modal's token message, once
+    (["-m", "method=sgd,km", "device=cuda"], "Modal has no API token"),
+    pytest.param(["-m", "method=sgd,km", "device=cuda", "hydra.launcher.modal.offline=true"], "needs a CUDA GPU",
+                 marks=NO_GPU),
+    pytest.param(["-m", "hydra/launcher=basic", "method=sgd,km", "device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+    pytest.param(["device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+])
+def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_token, overrides, said):
+    """Bad input, single run or sweep, any launcher: exit 2, one `sweep:` line, before any job, no run."""
+    p = run_sweep(*overrides, f"hydra.sweep.dir={tmp_path / 'multirun'}", cwd=tmp_path)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("sweep:")]
+    assert len(lines) == 1 and said in lines[0], p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "[FAILED]" not in p.stdout + p.stderr
+    assert _runs(store) == []
+
+
+def test_a_repeated_single_run_shows_the_recorded_one_unless_forced(store, tmp_path):
+    """A finished single run is not recorded again: the repeat shows it (exit 0); mlflow.force=true records the
+    next repeat of the config (extra.repeat 1, 2, ...), named and tagged as one."""
+    first = run_sweep("method=gf2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (run,) = _runs(store)
+    again = run_sweep("method=gf2", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("sweep: already recorded, not run again (mlflow.force=true records a repeat: ")
+    shown = [ln for ln in again.stdout.splitlines() if ln.startswith("[FINISHED] gf2-standard-cpu-seed42 ")]
+    assert shown and "accuracy=1.000" in shown[0] and shown[0].endswith(f"run_id={run.info.run_id}")
+    assert f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}" in again.stdout
+    assert [r.info.run_id for r in _runs(store)] == [run.info.run_id]
+    for n in (1, 2):
+        forced = run_sweep("method=gf2", "mlflow.force=true", cwd=tmp_path)
+        assert forced.returncode == 0, forced.stderr
+        assert f"[FINISHED] gf2-standard-cpu-seed42-repeat{n} accuracy=1.000" in forced.stdout
+    runs = sorted(_runs(store), key=lambda r: r.info.start_time)
+    assert [r.info.run_name for r in runs] == ["gf2-standard-cpu-seed42", "gf2-standard-cpu-seed42-repeat1",
+                                              "gf2-standard-cpu-seed42-repeat2"]
+    assert [r.data.params.get("extra.repeat") for r in runs] == [None, "1", "2"]
+    assert {r.data.tags.get("sweep.repeat_of") for r in runs[1:]} == {run.info.run_id}
+    assert runs[1].data.metrics["accuracy"] == run.data.metrics["accuracy"]

@@ -52,7 +52,7 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
     # resume: re-running skips both jobs (in their processes) and writes no new child
     p = run_sweep("-m", SUBMITIT, "method=gf2,km", "mlflow.experiment=sub", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "0 job(s) finished, 0 failed, 2 skipped (already done; mlflow.force=true re-runs them)" in p.stdout
+    assert "0 job(s) finished, 0 failed, 2 skipped (already done; mlflow.force=true re-runs them: " in p.stdout
     parents, children = _runs(store, "sub")
     assert len(parents) == 2 and len(children) == 2
     assert parents[1].info.status == "FINISHED" and parents[1].data.metrics["jobs_skipped"] == 2

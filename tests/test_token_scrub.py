@@ -39,7 +39,7 @@ def test_remote_failure_and_auth_failure_replies_carry_no_token(token):
     """The reply a failed remote job (or an AuthError for every job) becomes is what the launcher records:
     its error text is scrubbed before it leaves the Modal thread."""
     remote = _modal_app.failure(3, f"Modal: RemoteError: worker saw MODAL_TOKEN_SECRET={TOKEN_SECRET}\n")
-    auth = _modal_app.failure(4, f"Modal: AuthError: Token {TOKEN_ID} is invalid\n{_modal_app.TOKEN_HELP}")
+    auth = _modal_app.failure(4, f"Modal: AuthError: Token {TOKEN_ID} is invalid\n{_modal_app.token_help()}")
     for data, idx in ((remote, 3), (auth, 4)):
         reply = cloudpickle.loads(data)
         assert reply.idx == idx and reply.job_return is None

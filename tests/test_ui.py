@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.report import ui
 from sweep.report.queries import find_parent
 from tests.conftest import record_small_sweep
@@ -41,7 +42,7 @@ def test_no_store_says_so_and_creates_nothing(tmp_path):
     p = subprocess.run([sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 1
-    assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)"
+    assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
     assert not (tmp_path / "none").exists()
 
 
@@ -133,8 +134,8 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     rec, parent, results = record_small_sweep(uri, "ui-tags", "ui_tags", "problem.n_bits=10", "tracker=none")
     rec.end_parent(parent, "FINISHED", results)
     line = ui.next_steps(rec.client, uri, rec.experiment_id, parent)
-    assert line == (f"next: python -m sweep.compare ui_tags --tracking-uri {uri}  ·  python -m sweep.ui ui_tags "
-                    f"--tracking-uri {uri}  →  http://127.0.0.1:5000/#/experiments/{rec.experiment_id}/runs"
+    compare, show = (command(m, "ui_tags", "--tracking-uri", uri) for m in ("sweep.compare", "sweep.ui"))
+    assert line == (f"next: {compare}  ·  {show}  →  http://127.0.0.1:5000/#/experiments/{rec.experiment_id}/runs"
                     "?workflowType=machine_learning&viewStateShareKey=sweep")
     tags = MlflowClient(uri).get_experiment(rec.experiment_id).tags
     assert tags[ui.KIND_TAG] == "custom_model_development"  # set when the recorder created the experiment

@@ -110,7 +110,7 @@ def swept(store, ordered, tmp_path_factory):
     client.set_terminated(first[0].info.run_id, "FAILED")
     p = run_sweep(*args, cwd=tmp_path)
     assert p.returncode == 0 and "3 skipped" in p.stdout, p.stderr
-    ui_args = re.search(r"python -m sweep\.ui (.+?)\s+→", p.stdout.splitlines()[-1])
+    ui_args = re.search(r"sweep-ui (.+?)\s+→", p.stdout.splitlines()[-1])
     assert ui_args, p.stdout
     runs = sweep_runs(client, find_parent(client, "ui_demo"))
     assert len(runs) == 4 and first[0].info.run_id not in {r.info.run_id for r in runs}

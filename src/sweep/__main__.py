@@ -10,11 +10,10 @@ from hydra.errors import ConfigCompositionException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from hydra_plugins.sweep_launcher.hooks import rerun_hint
 from sweep.config.schema import Config, register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR
-from sweep.record.callback import FORCE_KEY, already_done
+from sweep.record.callback import FORCE_KEY, REPEAT_OF_TAG, already_done, resume_single_run
 from sweep.result import RunResult
 
 register_configs()
@@ -27,11 +26,16 @@ def task(cfg: DictConfig) -> RunResult | None:
     try:
         done = already_done(cfg)
         if done is not None:
-
             print(f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
-                  f"FINISHED with this config ({rerun_hint(FORCE_KEY, 'it')})", flush=True)
+                  f"FINISHED with this config ({FORCE_KEY}=true re-runs it)", flush=True)
             return None
-        return job.run(cfg)
+        repeats = resume_single_run(cfg) if HydraConfig.get().mode == RunMode.RUN else ""
+        if repeats is None:
+            return None  # recorded before: shown, nothing run
+        result = job.run(cfg)
+        if repeats:
+            result.tags[REPEAT_OF_TAG] = repeats
+        return result
     except ConfigError as e:
         if HydraConfig.get().mode == RunMode.MULTIRUN:
             raise  # a launcher's failed job (the sweep launcher validates every job before any starts)

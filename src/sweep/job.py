@@ -179,7 +179,7 @@ def run(cfg: DictConfig) -> RunResult:
     """Check, build, solve, summarise the trace; return everything the recorder needs."""
     started = time.time()
     config = job_config(cfg)
-    check_job(config)
+    check_job(config, runs_here=True)
     job = build_job(cfg)
     solved = solve(job, cfg.device)
     report, curves = summarise(job, solved)

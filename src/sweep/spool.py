@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import default_tracking_uri
 from sweep.record.recorder import Recorder
 from sweep.record.spool import entries, import_into, spool_dir
@@ -16,7 +17,8 @@ from sweep.record.store import StoreError
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog="python -m sweep.spool", description="the spool: results kept until their store takes them")
+    ap = argparse.ArgumentParser(prog=command("sweep.spool"),
+                                 description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
     ap.add_argument("--tracking-uri", default=None,
                     help="import into this store (default: every store the spool holds results for)")

@@ -26,12 +26,16 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return,
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
-MODAL_MISSING = ("this job runs on Modal, which needs the modal package: pip install 'sweep-launcher[modal]' "
-                 "(or pip install modal)")
+
+
+def modal_missing_help() -> str:
+    pip = command("pip", "install", "sweep-launcher[modal]")
+    return f"this job runs on Modal, which needs the modal package: {pip} (or {command('pip', 'install', 'modal')})"
 
 
 def modal_missing() -> bool:
@@ -78,7 +82,7 @@ class Dispatcher:
         try:
             with self.interrupt, self.progress:
                 for job in self.unplaceable:
-                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{MODAL_MISSING}\n"))
+                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{modal_missing_help()}\n"))
                 if self.remote:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():
@@ -207,12 +211,6 @@ class Dispatcher:
     def _start_remote(self) -> None:
         from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
-        problem = _modal_app.token_problem()
-        if problem:  # fail at once, as FAILED jobs, with how to set a token up
-            for job in self.remote:
-                self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{problem}\n"))
-            self.n_remote_left = 0
-            return
         self.remote_conn, sender = mp.Pipe(duplex=False)
         # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
         payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True))

@@ -76,6 +76,22 @@ def compose(launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]]
     return jobs
 
 
+def refuse_without_token(run: Multirun, jobs: list[Job]) -> None:
+    """Jobs placed on Modal need Modal's token: without one, one line and exit 2, before any job starts and
+    before the hooks' plan (which may open the app's records)."""
+    from hydra_plugins.sweep_launcher._dispatch import modal_missing  # noqa: PLC0415 - the dispatcher: on the first launch
+
+    if run.offline or not any(j.where == "modal" for j in jobs) or modal_missing():
+        return  # without the modal package each such job fails with how to install it
+    from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
+
+    problem = _modal_app.token_problem()
+    if problem:
+        run.tally.close()  # nothing runs: no worker may stay
+        print(f"sweep: {problem}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
 def plan(run: Multirun, jobs: list[Job]) -> set[int]:
     """The hooks' checks (exit 2 on a refused job, before any job starts) and the jobs they skip."""
     skip: set[int] = set()
@@ -110,6 +126,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     jobs = compose(launcher, run, job_overrides, initial_job_idx)
     for job, name in zip(jobs, run.namer.names([j.overrides for j in jobs], [j.idx for j in jobs])):
         job.name = name
+    refuse_without_token(run, jobs)
     skip = plan(run, jobs)
     returns: dict[int, JobReturn] = {}
     if skip and not launcher.force:

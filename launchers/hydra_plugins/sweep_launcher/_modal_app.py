@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from hydra_plugins.sweep_launcher._core import Reply, execute
 from hydra_plugins.sweep_launcher._pickling import dumps
+from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.config import ModalConf
 
 try:
@@ -44,9 +45,15 @@ IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycach
 # is pinned to this machine's version where installed here: the payload and the replies are pickles of their
 # objects, which must load with the same library versions on both sides.
 PLUGIN_DISTRIBUTIONS = ("hydra-core", "omegaconf", "cloudpickle", "modal")
-TOKEN_HELP = ("Modal has no API token on this machine. Set one up with `modal token new` (opens a browser), "
-              "or `modal token set --token-id <id> --token-secret <secret>`, or export MODAL_TOKEN_ID and "
-              "MODAL_TOKEN_SECRET; or run without the network: hydra.launcher.modal.offline=true")
+
+
+def token_help() -> str:
+    """What to do without a token, with commands that work pasted here (Modal's CLI beside this interpreter)."""
+
+    return (f"Modal has no API token on this machine. Set one up with `{command('modal', 'token', 'new')}` "
+            f"(opens a browser), or `{command('modal', 'token', 'set')} --token-id <id> --token-secret <secret>`, "
+            "or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET; or run on this machine's GPU without the network: "
+            "hydra.launcher.modal.offline=true")
 
 
 def project_root() -> Path:
@@ -155,12 +162,13 @@ def run_offline(idx: int, payload: bytes, via: dict[str, Any]) -> bytes:
 
 
 def token_problem() -> Optional[str]:
-    """None when Modal has credentials configured (checked locally, no network)."""
+    """None when Modal has credentials configured: read as Modal's own client reads them (its config:
+    MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, else the active profile of ~/.modal.toml), without the network."""
     from modal.config import config  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
     if config.get("token_id") and config.get("token_secret"):
         return None
-    return TOKEN_HELP
+    return token_help()
 
 
 def scrub(text: str) -> str:
@@ -222,7 +230,7 @@ def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any
     except Exception as e:  # noqa: BLE001 - AuthError, no network: every unanswered job FAILED, at once
         msg = f"Modal: {type(e).__name__}: {e}"
         if type(e).__name__ == "AuthError":
-            msg += "\n" + TOKEN_HELP
+            msg += "\n" + token_help()
         for idx, _, _ in jobs:
             if not stop.is_set():
                 send(idx, failure(idx, msg))

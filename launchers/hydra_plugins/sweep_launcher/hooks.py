@@ -31,6 +31,8 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from hydra_plugins.sweep_launcher.commands import this_command
+
 _offered: list["LaunchHooks"] = []  # hooks of the multirun in progress in this process
 
 
@@ -151,8 +153,10 @@ class LaunchHooks(Callback):
 
 
 def rerun_hint(force_key: str, what: str = "them") -> str:
-    """How to run again the jobs a resumed sweep skips: '<force_key>=true re-runs them'."""
-    return f"{force_key}=true re-runs {what}"
+    """How to run again the jobs a resumed sweep skips: '<force_key>=true re-runs them: <this command with it>'
+    (in the launching process: its command line is the user's)."""
+
+    return f"{force_key}=true re-runs {what}: {this_command(f'{force_key}=true')}"
 
 
 def take() -> list[LaunchHooks]:

@@ -3,27 +3,32 @@ plans a sweep with it, the Hydra callback checks another launcher's grid, a sing
 
 In this order, so that the error names the most basic fault first:
 1. fields: each field's value rule (type and range), declared by the class that owns the field
-   (`field_rules`: Problem, the methods, the trackers; the device's here);
+   (`field_rules`: Problem, the methods, the trackers; the device's here); then every key is one its option
+   takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
 2. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
 3. method x problem: the method's declared `problems` (sweep.config.applicability);
 4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
-5. price: a job placed on Modal needs a price for its GPU (sweep.config.prices).
+5. where it runs: a job run on this machine needs its device here (a CUDA GPU for device=cuda); a job placed on
+   Modal needs a price for its GPU (sweep.config.prices).
 Each raises `ConfigError` naming the field and what is allowed (exit 2, before any job starts).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 from typing import Any, Optional
 
 from omegaconf import DictConfig
 
-from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES
+from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import check_fits
 from sweep.config.prices import gpu_price_per_hour
-from sweep.config.schema import JOB_GROUPS
+from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.view import ConfigView
 from sweep.errors import ConfigError
 
@@ -41,10 +46,42 @@ DEVICE_RULES: tuple[Rule, ...] = (
 
 
 def check_fields(view: ConfigView) -> None:
-    """Stage 1: every present field's value rule, group by group."""
+    """Stage 1: every present field's value rule, group by group; then every key is one its option takes."""
     for group in JOB_GROUPS:
         rules = DEVICE_RULES if group == "device" else getattr(option_class(view, group), "field_rules", ())
         check_rules(rules, view)
+    check_known_keys(view)
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(group: str, option: Any, target: Any) -> Optional[frozenset[str]]:
+    """The keys option `option` of `group` may hold: its schema's fields and its class's parameters (a
+    `_target_` set to another class may take others); None when any key goes (a class taking **kwargs)."""
+    schemas = SCHEMAS.get(group, {})
+    schema = schemas.get(option) or (next(iter(schemas.values())) if len(schemas) == 1 else None)
+    known = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+    cls = option_class(ConfigView({group: {"_target_": target}}), group) if target else None
+    if cls is not None:
+        params = inspect.signature(cls).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            return None
+        known |= {p.name for p in params}
+    return frozenset(known) if known else None
+
+
+def check_known_keys(cfg: ConfigView) -> None:
+    """Every key of a job group is one its option takes: `+method.lrr=0.1` (how Hydra adds a key) is a misspelt
+    key, refused here with the keys there are, rather than by the class's constructor inside the job."""
+    for group in JOB_GROUPS:
+        node = cfg.get(group)
+        if not isinstance(node, dict):
+            continue
+        known = _fields(group, node.get("name"), node.get("_target_"))
+        unknown = sorted(k for k in node if known is not None and k not in known)
+        if unknown:
+            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))
+            raise ConfigError(f"{group}.{unknown[0]} is not a key of {group}={node.get('name', '?')}: expected one "
+                              f"of {keys}")
 
 
 def check_options(view: ConfigView) -> None:
@@ -53,6 +90,12 @@ def check_options(view: ConfigView) -> None:
         check = getattr(option_class(view, group), "check_config", None)
         if check is not None:
             check(view)
+
+
+def check_device_here(view: ConfigView, runs_here: bool) -> None:
+    """Stage 5: a job that runs on this machine (a single run, a local worker, Modal offline) needs its device."""
+    if runs_here:
+        require_device(str(view.select("device.backend", "numpy")), str(view.select("device.torch_device", "cpu")))
 
 
 def check_price(where: str, gpu: Optional[str], prices: Optional[str]) -> None:
@@ -66,14 +109,16 @@ def check_price(where: str, gpu: Optional[str], prices: Optional[str]) -> None:
 
 
 def check_job(cfg: "DictConfig | dict[str, Any]", where: str = "local", gpu: Optional[str] = None,
-              prices: Optional[str] = None) -> ConfigView:
+              prices: Optional[str] = None, runs_here: bool = False) -> ConfigView:
     """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
     config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
-    placement (sweep.config.placement), `prices` the launcher's Modal price table. Returns the view it read."""
+    placement (sweep.config.placement), `prices` the launcher's Modal price table; `runs_here`: the job runs on
+    this machine, so its device must be here too. Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
     check_options(view)
     check_method_applies(view)
     check_fits(view)
+    check_device_here(view, runs_here)
     check_price(where, gpu, prices)
     return view

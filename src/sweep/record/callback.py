@@ -27,8 +27,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from hydra_plugins.sweep_launcher.commands import this_command
 from hydra_plugins.sweep_launcher.hooks import Tally
 from hydra_plugins.sweep_launcher.naming import Namer
 from sweep.config.check import check_job
@@ -40,6 +41,7 @@ from sweep.record.launch_hooks import SweepLaunchHooks
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError, cause_of, experiment_name_problem
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
+from sweep.report.ui import run_hint
 from sweep.result import RunResult
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
@@ -84,12 +86,13 @@ def refuse_bad_jobs(config: DictConfig) -> None:
         grid[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
                      else [f"{key}={o.get_value_element_as_str()}"])
     namer = Namer.for_multirun(config.hydra)
+    here = "slurm" not in launcher_name(config)  # basic and submitit_local run the jobs on this machine
     for idx, job in enumerate(itertools.product(*grid.values())):
         cfg = loader.load_sweep_config(config, list(job))
         if not is_sweep_job(cfg):
             return
         try:
-            check_job(job_config(cfg))
+            check_job(job_config(cfg), runs_here=here)
         except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
             print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr,
                   flush=True)
@@ -106,6 +109,42 @@ def already_done(cfg: DictConfig) -> str | None:
         return None
 
     return SweepSession().done_run(cfg, job_config(cfg))
+
+
+def resume_single_run(cfg: DictConfig) -> str | None:
+    """A single run's resume, as a sweep resumes its jobs: when its resolved config already has a FINISHED run,
+    say so and show that run (its line, where to see it), and return None: nothing runs or is recorded. With
+    mlflow.force=true it runs again as the next repeat of that config: `extra.repeat` (1, 2, ...; the presets'
+    repeat index) is set in `cfg`, so the new run has its own identity and name; the repeated run's id is
+    returned (for REPEAT_OF_TAG). A first run (or one without a store to read) returns "". A config that cannot
+    run raises ConfigError first."""
+    if not cfg.mlflow.enabled or not is_sweep_job(cfg):
+        return ""
+    config = job_config(cfg)
+    check_job(config, runs_here=True)  # bad input is refused before the store is opened (or made)
+    try:
+        session = SweepSession()
+        recorder = session.store(cfg)
+        done = session.done_run(cfg, config)
+    except Exception:  # noqa: BLE001 - a store that cannot be read: the job runs, its recording says why
+        return ""
+    if done is None:
+        return ""
+    if OmegaConf.select(cfg, FORCE_KEY, default=False):
+        repeat = int(config.get("extra", {}).get("repeat", 0))
+        while True:
+            repeat += 1
+            if session.done_run(cfg, {**config, "extra": {**config.get("extra", {}), "repeat": repeat}}) is None:
+                break
+        with open_dict(cfg):
+            cfg.extra.repeat = repeat
+        return done
+    run = recorder.client.get_run(done)
+    line = RunResult(config={}, metrics=dict(run.data.metrics), status=run.info.status, run_id=done)
+    print(f"sweep: already recorded, not run again ({FORCE_KEY}=true records a repeat: "
+          f"{this_command(f'{FORCE_KEY}=true')})\n{line.summary(run.info.run_name)}\n"
+          f"{run_hint(recorder.tracking_uri, recorder.experiment_id, done)}", flush=True)
+    return None
 
 
 class MLflowCallback(Callback):
@@ -200,7 +239,7 @@ class MLflowCallback(Callback):
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)
                 path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.session.parent,
                                   run_name=run_name, extra_tags=tags)
-                raise StoreError(uri, f"{cause}; {spool.KEPT.format(path=path)}") from None
+                raise StoreError(uri, f"{cause}; {spool.kept(path)}") from None
             self.session.write(config, result, run_name, tags)
         except StoreError as e:
             print(result.summary(run_name), flush=True)

@@ -58,10 +58,11 @@ class SweepLaunchHooks(LaunchHooks):
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
+        offline = bool(self.tally is not None and self.tally.launcher.get("modal.offline"))
         for job in mine:
             job.data["config"] = job_config(job.cfg)  # resolved once: the checks, resume and params read it
-            try:
-                check_job(job.data["config"], job.where, job.gpu, prices)
+            try:  # a local worker or Modal offline runs the job on this machine: its device must be here
+                check_job(job.data["config"], job.where, job.gpu, prices, runs_here=job.where == "local" or offline)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):

@@ -135,7 +135,7 @@ class Recorder:
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = store.cause_of(e)
             path = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
-            raise store.StoreError(self.tracking_uri, f"{cause}; {spool.KEPT.format(path=path)}") from e
+            raise store.StoreError(self.tracking_uri, f"{cause}; {spool.kept(path)}") from e
 
     def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
               extra_tags: dict[str, str] | None = None) -> str:

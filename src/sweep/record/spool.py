@@ -5,8 +5,8 @@ rejects): the recorder writes the RunResult here as one JSON file, with the stor
 for, and the command fails with one line naming the store, the cause and the spool file. The next recorder
 opened on that store writes the spooled results in (oldest first) and removes their files; or explicitly:
 
-    python -m sweep.spool list                  # what is waiting, for which store
-    python -m sweep.spool import [--tracking-uri URI]      (the command line: spool/__main__.py)
+    sweep-spool list                  # what is waiting, for which store
+    sweep-spool import [--tracking-uri URI]      (the command line: sweep/spool.py; or python -m sweep.spool)
 
 The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it).
 """
@@ -21,11 +21,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT
 from sweep.result import RunResult
 
-# how a command that could not record names the spool file (and what to do about it)
-KEPT = "the result is kept in {path} (python -m sweep.spool import writes it in)"
+
+def kept(path: Path) -> str:
+    """How a command that could not record names the spool file, and what writes it in."""
+    return f"the result is kept in {path} ({command('sweep.spool', 'import')} writes it in)"
 
 
 def spool_dir() -> Path:

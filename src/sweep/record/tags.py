@@ -21,4 +21,5 @@ REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: con
 # MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 MODAL_GPU_TAG, MODAL_OFFLINE_TAG = "modal.gpu", "modal.offline"
+REPEAT_OF_TAG = "sweep.repeat_of"  # on a single run recorded again (mlflow.force=true): the run it repeats
 ORDER_TAG = "sweep.order"  # a run's name with its numbers zero-padded: the MLflow UI's runs table sorts on it

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import store
 from sweep.report.grouping import summarize
@@ -81,7 +82,7 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sweep.compare", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
     ap.add_argument("--out", type=Path, default=None, help="where to write table and plot "

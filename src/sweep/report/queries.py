@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
 from sweep.report.table import Comparison
 
@@ -37,8 +38,8 @@ def find_parent(client: Any, ref: str):
     candidates = [r for r in parents
                   if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
     if not candidates:
-        raise LookupError(f"no sweep parent run found for {ref!r}: run `python -m sweep sweeps={ref}` first, "
-                          "or pass a parent run id")
+        raise LookupError(f"no sweep parent run found for {ref!r}: run `{command('sweep', f'sweeps={ref}')}` "
+                          "first, or pass a parent run id")
     candidates.sort(key=lambda r: r.info.start_time, reverse=True)
     return next((r for r in candidates if has_children(client, r)), candidates[0])
 

@@ -29,14 +29,14 @@ import argparse
 import json
 import os
 import re
-import shlex
 import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
 from typing import Any, Sequence
 
-from sweep.paths import default_tracking_uri
+from hydra_plugins.sweep_launcher import commands
+from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
@@ -89,6 +89,11 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
             f"&viewStateShareKey={VIEW_KEY}")
 
 
+def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT) -> str:
+    """One run's page."""
+    return f"http://{host}:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
@@ -117,9 +122,9 @@ def study_view(client: Any, parent: Any) -> None:
     client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
 
 
-def _store_args(tracking_uri: str) -> str:
+def _store_args(tracking_uri: str) -> tuple[str, ...]:
 
-    return "" if tracking_uri == default_tracking_uri() else f" --tracking-uri {shlex.quote(tracking_uri)}"
+    return () if tracking_uri == default_tracking_uri() else ("--tracking-uri", tracking_uri)
 
 
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
@@ -134,15 +139,19 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
         except LookupError:
             pass
     study_view(client, parent)
-    name = shlex.quote(study)
     store = _store_args(tracking_uri)
-    return (f"next: python -m sweep.compare {name}{store}  ·  python -m sweep.ui {name}{store}  →  "
-            f"{runs_url(experiment_id=parent.info.experiment_id)}")
+    compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
+    return f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id)}"
+
+
+def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
+    """Where to see one run: the command that starts the UI, and the run's address in it."""
+    return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {run_url(experiment_id, run_id)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog="python -m sweep.ui", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=commands.command("sweep.ui"), description=__doc__.splitlines()[0])
     ap.add_argument("study", nargs="?", default=None,
                     help="a preset or experiment name (or a sweep's parent run id): print the address of its runs")
     ap.add_argument("--port", type=int, default=PORT)
@@ -151,11 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
-        print(f"sweep.ui: no store at {uri} yet: run a job first (python -m sweep)", file=sys.stderr)
+        print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
         return 1
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
-        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: reinstall the project (pip install -e .)",
+        # the set-up command, as a path that works from here (`pip install -e .` only works at the root)
+        setup = os.path.relpath(PROJECT_ROOT / ".ci" / "setup")
+        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
               file=sys.stderr)
         return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
