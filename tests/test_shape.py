@@ -33,6 +33,9 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
     name: schema.CLASSES, `_target_`s), as a lazy import."""
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
+    # a command line's program (commands.command("sweep.spool", ...): a hint, run in a process of its own)
+    programs = {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "command"}
     pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for n in ast.walk(tree):
@@ -44,7 +47,8 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
                 parts = pkg.split(".")
                 base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else []))
             out += [(f"{base}.{a.name}", id(n) in top) for a in n.names] + [(base, id(n) in top)]
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and DOTTED.fullmatch(n.value):
+        elif (isinstance(n, ast.Constant) and isinstance(n.value, str) and DOTTED.fullmatch(n.value)
+              and id(n) not in programs):
             out.append((n.value, False))
     return out
 

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from sweep.config.schema import Config, register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR
-from sweep.record.callback import FORCE_KEY, REPEAT_OF_TAG, already_done, resume_single_run
+from sweep.record.tags import REPEAT_OF_TAG
 from sweep.result import RunResult
 
 register_configs()
@@ -22,6 +22,9 @@ register_configs()
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
     from sweep import job  # noqa: PLC0415 - the job's modules: when Hydra runs the task, after composition
+    # after Hydra's plugin scan, which executes the launcher plugin's modules afresh: imported before it, the
+    # hooks would raise another copy of the launcher's Refused than the one it catches
+    from sweep.record.callback import FORCE_KEY, already_done, resume_single_run  # noqa: PLC0415
 
     try:
         done = already_done(cfg)
