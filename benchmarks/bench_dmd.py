@@ -10,6 +10,7 @@ Then the energy tracker's stack pass (every level of the cpu hierarchy in one LR
 against DMD's on the whole-solve trace (tracker.scope=all_steps) of SGD at n=20, hidden=--solve-hidden (200):
 float accesses per second and their ratio (target: energy no slower than DMD, >= 1.0x).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -161,8 +162,14 @@ def solve_trace(hidden: int) -> Trace:
     from sweep.variants.standard import Standard as StandardVariant
 
     problem, trace = SparseParity(), Trace()
-    ctx = Context(problem=problem, data=problem.generate(), backend=Backend("numpy"), trace=trace,
-                  scope="all_steps", variant=StandardVariant())
+    ctx = Context(
+        problem=problem,
+        data=problem.generate(),
+        backend=Backend("numpy"),
+        trace=trace,
+        scope="all_steps",
+        variant=StandardVariant(),
+    )
     SGD(hidden=hidden).solve(ctx)
     return trace
 
@@ -187,15 +194,19 @@ def main() -> None:
     ap.add_argument("--solve-hidden", type=int, default=200)
     args = ap.parse_args()
     print(f"{'trace':<28} {'elements':>10} {'splay el/s':>12} {'sweep el/s':>13} {'ratio':>8}  DMD")
-    for label, steps in ((f"1 standard step, H={args.hidden}", 1),
-                         (f"{args.steps} standard steps, H={args.hidden}", args.steps)):
+    for label, steps in (
+        (f"1 standard step, H={args.hidden}", 1),
+        (f"{args.steps} standard steps, H={args.hidden}", args.steps),
+    ):
         trace = step_trace(args.hidden, steps)
         elements = sum(trace.sizes)
         ref, t_ref = timed(splay_dmd, trace, min_s=0.0)
         got, t_got = timed(dmd, trace)
         assert math.isclose(ref, got, rel_tol=1e-9), (ref, got)
-        print(f"{label:<28} {elements:>10,} {elements / t_ref:>12,.0f} {elements / t_got:>13,.0f} "
-              f"{t_ref / t_got:>7,.0f}x  {got:,.1f}")
+        print(
+            f"{label:<28} {elements:>10,} {elements / t_ref:>12,.0f} {elements / t_got:>13,.0f} "
+            f"{t_ref / t_got:>7,.0f}x  {got:,.1f}"
+        )
     energy_vs_dmd(args.solve_hidden)
 
 

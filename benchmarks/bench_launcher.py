@@ -17,6 +17,7 @@ composition, shipping, MLflow); the same without the command's fixed start-up co
 time, measured the same way), which is the amortized framework cost per job. Target: <= 30 ms per job.
 The sweep launcher is measured `--repeats` times (a fresh experiment each) and the medians are printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,13 @@ def cpu_children() -> float:
 def run(args: list[str], store: str, cwd: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one sweep command."""
     c0, t0 = cpu_children(), time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "sweep", "-m", *args], cwd=cwd, capture_output=True, text=True,
-                       env={**os.environ, "MLFLOW_TRACKING_URI": store})
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep", "-m", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+    )
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"bench: sweep failed ({p.returncode}):\n{p.stderr[-3000:]}")
@@ -55,8 +61,10 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
     c = MlflowClient(store)
     exp = c.get_experiment_by_name(experiment)
     rs = c.search_runs([exp.experiment_id], max_results=50000)
-    return ([r for r in rs if r.data.tags.get("sweep.parent") != "true"],
-            [r for r in rs if r.data.tags.get("sweep.parent") == "true"])
+    return (
+        [r for r in rs if r.data.tags.get("sweep.parent") != "true"],
+        [r for r in rs if r.data.tags.get("sweep.parent") == "true"],
+    )
 
 
 def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: int, name: str) -> dict[str, float]:
@@ -68,8 +76,14 @@ def once(launcher: str, n: int, store: str, cwd: Path, extra: list[str], rep: in
     kids, parents = runs(store, bench_exp)
     assert len(kids) == n and all(r.info.status == "FINISHED" for r in kids), "not every job FINISHED"
     solve = sum(r.data.metrics["wall_clock_s"] for r in kids)
-    out = {"wall": wall, "solve": solve, "start_up": start_up, "per_job_ms": (wall - solve) / n * 1e3,
-           "amortized_ms": (wall - start_up - solve) / n * 1e3, "cpu_per_job_ms": (cpu - start_up_cpu) / n * 1e3}
+    out = {
+        "wall": wall,
+        "solve": solve,
+        "start_up": start_up,
+        "per_job_ms": (wall - solve) / n * 1e3,
+        "amortized_ms": (wall - start_up - solve) / n * 1e3,
+        "cpu_per_job_ms": (cpu - start_up_cpu) / n * 1e3,
+    }
     pm = parents[0].data.metrics if parents else {}
     if "launcher_cpu_s" in pm:  # the sweep launcher's own split: where the CPU goes
         wm = runs(store, warm)[1][0].data.metrics
@@ -101,8 +115,12 @@ def main() -> None:
         extra = [f"hydra.launcher.n_workers={a.workers}"] if a.workers else []
         fast, public = ["hydra.launcher.fast=true"], ["hydra.launcher.fast=false"]
         one = ["hydra.launcher.n_workers=1"]
-        configs = {"local": ("local", [*extra, *fast]), "local-public": ("local", [*extra, *public]),
-                   "local-1w": ("local", [*one, *fast]), "local-public-1w": ("local", [*one, *public])}
+        configs = {
+            "local": ("local", [*extra, *fast]),
+            "local-public": ("local", [*extra, *public]),
+            "local-1w": ("local", [*one, *fast]),
+            "local-public-1w": ("local", [*one, *public]),
+        }
         if not a.skip_basic:  # ~2 minutes a measurement
             configs["basic"] = ("basic", [])
         if a.only:
@@ -112,25 +130,38 @@ def main() -> None:
             for name, (launcher, ex) in configs.items():
                 reps[name].append(once(launcher, a.jobs, store, cwd, ex, i, name))
         results = {name: median(r) for name, r in reps.items()}
-    print(f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{a.jobs}-job gf2 sweep (tracker=none), {os.cpu_count()} CPUs, MLflow SQLite store; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"figures: the median over {a.repeats} measurements of each")
     base = results.get("basic")
-    print(f"{'launcher':<16}{'total wall':>11}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
-          f"{'CPU/job':>10}" + (f"{'wall/basic':>12}{'CPU/basic':>11}" if base else ""))
+    print(
+        f"{'launcher':<16}{'total wall':>11}{'sum solve':>11}{'start-up':>10}{'per job':>10}{'amortized':>11}"
+        f"{'CPU/job':>10}" + (f"{'wall/basic':>12}{'CPU/basic':>11}" if base else "")
+    )
     for name, r in results.items():
-        ratios = (f"{r['amortized_ms'] / base['amortized_ms']:>12.3f}{r['cpu_per_job_ms'] / base['cpu_per_job_ms']:>11.3f}"
-                  if base else "")
-        print(f"{name:<16}{r['wall']:>10.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
-              f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms" + ratios)
+        ratios = (
+            f"{r['amortized_ms'] / base['amortized_ms']:>12.3f}{r['cpu_per_job_ms'] / base['cpu_per_job_ms']:>11.3f}"
+            if base
+            else ""
+        )
+        print(
+            f"{name:<16}{r['wall']:>10.2f}s{r['solve']:>10.2f}s{r['start_up']:>9.2f}s"
+            f"{r['per_job_ms']:>8.1f}ms{r['amortized_ms']:>9.1f}ms{r['cpu_per_job_ms']:>8.1f}ms" + ratios
+        )
     for name, r in results.items():
         if "launcher_cpu_ms" in r:
-            print(f"{name}: CPU per job in the launching process {r['launcher_cpu_ms']:.1f} ms (compose, route, "
-                  f"record in MLflow), in the workers {r['workers_cpu_ms']:.1f} ms (Hydra's job set-up, the job)")
-    print("per job = (total wall - sum solve) / jobs; amortized = the same less the start-up of a 1-job sweep; "
-          "CPU/job = CPU seconds of the command and its workers, less the 1-job sweep's, per job (all processes, "
-          "all cores; a loaded machine inflates wall-clock, not CPU); wall/basic and CPU/basic: amortized wall and "
-          "CPU per job as a fraction of basic's. Target (every local row, fast and public path): amortized <= 30 ms.")
+            print(
+                f"{name}: CPU per job in the launching process {r['launcher_cpu_ms']:.1f} ms (compose, route, "
+                f"record in MLflow), in the workers {r['workers_cpu_ms']:.1f} ms (Hydra's job set-up, the job)"
+            )
+    print(
+        "per job = (total wall - sum solve) / jobs; amortized = the same less the start-up of a 1-job sweep; "
+        "CPU/job = CPU seconds of the command and its workers, less the 1-job sweep's, per job (all processes, "
+        "all cores; a loaded machine inflates wall-clock, not CPU); wall/basic and CPU/basic: amortized wall and "
+        "CPU per job as a fraction of basic's. Target (every local row, fast and public path): amortized <= 30 ms."
+    )
 
 
 if __name__ == "__main__":

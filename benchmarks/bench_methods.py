@@ -13,6 +13,7 @@ wall_clock_s times learning only (sweep.methods.base.Outcome): solve() producing
 weights, with the checks the algorithm needs to stop (SGD's per-epoch early stopping). Evaluating the answer
 (the reported test and train accuracy, curves) runs after the clock, for every method alike.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,11 +29,19 @@ SEED_000_CPU_MS = {"sgd": 142.0, "gf2": 0.5, "km": 1.1}
 SPEED_METHODS = ["sgd", "gf2", "km", "sign_sgd", "curriculum", "fourier", "smt"]
 SEEDS = range(42, 47)
 # (c): every method once, with a problem it applies to (sgd twice: the MLP, and sparse_sum's linear model)
-DTYPE_CASES = [("sgd", ()), ("sign_sgd", ()), ("curriculum", ()), ("forward_forward", ("problem=sparse_and",)),
-               ("gf2", ()), ("km", ()), ("fourier", ()), ("smt", ()), ("ols", ("problem=sparse_sum",)),
-               ("sgd", ("problem=sparse_sum",))]
-SCALING = [("gf2", 100, 10), ("gf2", 1000, 3), ("km", 100, 10), ("km", 1000, 3), ("sgd", 50, 3),
-           ("curriculum", 50, 3)]
+DTYPE_CASES = [
+    ("sgd", ()),
+    ("sign_sgd", ()),
+    ("curriculum", ()),
+    ("forward_forward", ("problem=sparse_and",)),
+    ("gf2", ()),
+    ("km", ()),
+    ("fourier", ()),
+    ("smt", ()),
+    ("ols", ("problem=sparse_sum",)),
+    ("sgd", ("problem=sparse_sum",)),
+]
+SCALING = [("gf2", 100, 10), ("gf2", 1000, 3), ("km", 100, 10), ("km", 1000, 3), ("sgd", 50, 3), ("curriculum", 50, 3)]
 
 
 def timed(overrides: list[str], repeats: int) -> tuple[float, dict[str, float]]:
@@ -44,13 +53,24 @@ def timed(overrides: list[str], repeats: int) -> tuple[float, dict[str, float]]:
     return best, metrics
 
 
-def over_seeds(method: str, n: int, k: int, device: str, repeats: int,
-               extra: tuple[str, ...] = ()) -> tuple[float, float, float, list[tuple[float, float]]]:
+def over_seeds(
+    method: str, n: int, k: int, device: str, repeats: int, extra: tuple[str, ...] = ()
+) -> tuple[float, float, float, list[tuple[float, float]]]:
     """(median ms, min accuracy, median epochs, (accuracy, epochs) per seed) over SEEDS."""
     ms, acc, ep = [], [], []
     for seed in SEEDS:
-        t, m = timed([f"method={method}", f"problem.n_bits={n}", f"problem.k_sparse={k}", f"problem.seed={seed}",
-                      f"device={device}", "tracker=none", *extra], repeats)
+        t, m = timed(
+            [
+                f"method={method}",
+                f"problem.n_bits={n}",
+                f"problem.k_sparse={k}",
+                f"problem.seed={seed}",
+                f"device={device}",
+                "tracker=none",
+                *extra,
+            ],
+            repeats,
+        )
         ms.append(t * 1e3)
         acc.append(m["accuracy"])
         ep.append(m["epochs"])
@@ -58,18 +78,20 @@ def over_seeds(method: str, n: int, k: int, device: str, repeats: int,
 
 
 def speed_table(args: argparse.Namespace) -> None:
-    print(f"(a) speed at n=20, k=3, device={args.device}: median over seeds 42-46 of the best of "
-          f"{args.repeats} runs")
-    print("| method | median ms | seed 000 CPU ms | speedup | 3x target: ms <= | target | min accuracy "
-          "| median epochs |")
+    print(f"(a) speed at n=20, k=3, device={args.device}: median over seeds 42-46 of the best of {args.repeats} runs")
+    print(
+        "| method | median ms | seed 000 CPU ms | speedup | 3x target: ms <= | target | min accuracy | median epochs |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for method in SPEED_METHODS:
         ms, acc, ep, _ = over_seeds(method, 20, 3, args.device, args.repeats)
         ref = SEED_000_CPU_MS.get(method)
         speed, bound = (f"{ref / ms:.1f}x", f"{ref / 3:.3f}") if ref else ("-", "-")
         target = ("met" if ref / ms >= 3 and acc == 1.0 else "MISSED") if ref else "-"
-        print(f"| {method} | {ms:.3f} | {ref if ref else '-'} | {speed} | {bound} | {target} | {acc:.3f} "
-              f"| {ep:g} |", flush=True)
+        print(
+            f"| {method} | {ms:.3f} | {ref if ref else '-'} | {speed} | {bound} | {target} | {acc:.3f} | {ep:g} |",
+            flush=True,
+        )
 
 
 def scaling_table(args: argparse.Namespace) -> None:
@@ -82,18 +104,23 @@ def scaling_table(args: argparse.Namespace) -> None:
 
 
 def dtype_table(args: argparse.Namespace) -> None:
-    print(f"\n(c) device.dtype=float32 vs float64, device={args.device}, n=20, k=3: median over seeds 42-46 of "
-          f"the best of {args.repeats} runs")
+    print(
+        f"\n(c) device.dtype=float32 vs float64, device={args.device}, n=20, k=3: median over seeds 42-46 of "
+        f"the best of {args.repeats} runs"
+    )
     print("| method | problem | float64 ms | float32 ms | float32/float64 | seeds whose accuracy or epochs moved |")
     print("|---|---|---|---|---|---|")
     for method, extra in DTYPE_CASES:
         problem = extra[0].split("=")[1] if extra else "sparse_parity"
         ms64, _, _, runs64 = over_seeds(method, 20, 3, args.device, args.repeats, (*extra, "device.dtype=float64"))
         ms32, _, _, runs32 = over_seeds(method, 20, 3, args.device, args.repeats, (*extra, "device.dtype=float32"))
-        moved = [f"{s}: {a:g}/{e:g} -> {b:g}/{f:g}" for s, (a, e), (b, f) in zip(SEEDS, runs64, runs32)
-                 if (a, e) != (b, f)]
-        print(f"| {method} | {problem} | {ms64:.3f} | {ms32:.3f} | {ms32 / ms64:.2f} | "
-              f"{'; '.join(moved) or 'none'} |", flush=True)
+        moved = [
+            f"{s}: {a:g}/{e:g} -> {b:g}/{f:g}" for s, (a, e), (b, f) in zip(SEEDS, runs64, runs32) if (a, e) != (b, f)
+        ]
+        print(
+            f"| {method} | {problem} | {ms64:.3f} | {ms32:.3f} | {ms32 / ms64:.2f} | {'; '.join(moved) or 'none'} |",
+            flush=True,
+        )
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ fresh SQLite store with the same runs (a gf2 job's config, metrics, a per-epoch 
 Prints ms per run for each path and their ratio. The SQL writer's parity with MLflow's client (the same rows)
 is tested in tests/test_sql_run_writer.py; this only times it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,14 +20,20 @@ from pathlib import Path
 def result(seed: int):
     from sweep.result import RunResult
 
-    cfg = {"problem": {"name": "sparse_parity", "n_bits": 20, "k_sparse": 3, "seed": seed},
-           "method": {"name": "gf2"}, "variant": {"name": "standard"}, "device": {"name": "cpu"},
-           "tracker": {"name": "none"}}
-    return RunResult(config=cfg, metrics={"accuracy": 1.0, "train_accuracy": 1.0, "epochs": 0.0,
-                                          "wall_clock_s": 1e-4, "cost_usd": 1e-9},
-                     curves={"train_loss": [1.0 / (i + 1) for i in range(20)]},
-                     tags={k: cfg[k]["name"] for k in cfg}, artifacts={"config.yaml": "x: 1\n" * 30,
-                                                                       "tracker_buffers.csv": "a,b\n1,2\n"})
+    cfg = {
+        "problem": {"name": "sparse_parity", "n_bits": 20, "k_sparse": 3, "seed": seed},
+        "method": {"name": "gf2"},
+        "variant": {"name": "standard"},
+        "device": {"name": "cpu"},
+        "tracker": {"name": "none"},
+    }
+    return RunResult(
+        config=cfg,
+        metrics={"accuracy": 1.0, "train_accuracy": 1.0, "epochs": 0.0, "wall_clock_s": 1e-4, "cost_usd": 1e-9},
+        curves={"train_loss": [1.0 / (i + 1) for i in range(20)]},
+        tags={k: cfg[k]["name"] for k in cfg},
+        artifacts={"config.yaml": "x: 1\n" * 30, "tracker_buffers.csv": "a,b\n1,2\n"},
+    )
 
 
 def time_path(rec, n: int, seed0: int) -> float:

@@ -8,6 +8,7 @@ Target: <= 1.5 s on a 2-core machine. A single run into an existing store writes
 import. Prints medians of wall and CPU seconds (on a loaded machine, read the CPU time and the ratios) and the
 ratios; the run's own `python -X importtime` check is that `mlflow` is not among its imports.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,22 +43,32 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{cwd / 'mlflow.db'}",
-               "SWEEP_SPOOL_DIR": str(cwd / "spool")}
+        env = {
+            **os.environ,
+            "MLFLOW_TRACKING_URI": f"sqlite:///{cwd / 'mlflow.db'}",
+            "SWEEP_SPOOL_DIR": str(cwd / "spool"),
+        }
         py = sys.executable
         single = [py, "-m", "sweep", "method=gf2"]
         timed(single, env, cwd)  # creates the store and the experiment (MLflow's path, once)
-        cases = {"python -c pass": [py, "-c", "pass"],
-                 "python -c 'import mlflow'": [py, "-c", "import mlflow"],
-                 "python -m sweep method=gf2 mlflow.enabled=false": [*single, "mlflow.enabled=false"],
-                 "python -m sweep method=gf2 (recorded)": single}
+        cases = {
+            "python -c pass": [py, "-c", "pass"],
+            "python -c 'import mlflow'": [py, "-c", "import mlflow"],
+            "python -m sweep method=gf2 mlflow.enabled=false": [*single, "mlflow.enabled=false"],
+            "python -m sweep method=gf2 (recorded)": single,
+        }
         samples = {k: [timed(c, env, cwd) for _ in range(a.repeats)] for k, c in cases.items()}
         med = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
         cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
-        imports = subprocess.run([py, "-X", "importtime", *single[1:]], cwd=cwd, env=env, capture_output=True,
-                                 text=True).stderr
+        imports = subprocess.run(
+            [py, "-X", "importtime", *single[1:]], cwd=cwd, env=env, capture_output=True, text=True
+        ).stderr
         mlflow_imported = any(ln.rstrip().endswith("| mlflow") for ln in imports.splitlines())
-    base, ml, run = med["python -c pass"], med["python -c 'import mlflow'"], med["python -m sweep method=gf2 (recorded)"]
+    base, ml, run = (
+        med["python -c pass"],
+        med["python -c 'import mlflow'"],
+        med["python -m sweep method=gf2 (recorded)"],
+    )
     single = "python -m sweep method=gf2 (recorded)"
     print(f"{'median of ' + str(a.repeats):52s} {'wall s':>8s} {'CPU s':>8s}")
     for k, v in med.items():

@@ -13,6 +13,7 @@ other load on a shared machine only ever adds time; ``--cpu`` times the process'
 load inflates far less. (The job's untimed per-epoch diagnostics do not depend on
 tracking and are left out of the ratio.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,6 +42,7 @@ def timing_summaries(cls: type, spent: list[float]) -> Iterator[None]:
                 return original(self, arg)
             finally:
                 spent[0] += CLOCK[0]() - t0
+
         return call
 
     for name, original in originals.items():
@@ -67,8 +69,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--trackers", default="ard,cache,dmd,energy", help="comma-separated trackers to compare with none")
-    ap.add_argument("--cpu", action="store_true",
-                    help="time this process's CPU seconds instead of wall-clock (steadier on a loaded machine)")
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time this process's CPU seconds instead of wall-clock (steadier on a loaded machine)",
+    )
     ap.add_argument("overrides", nargs="*", help="extra config overrides, e.g. method.hidden=500")
     args = ap.parse_args()
     if args.cpu:
@@ -89,8 +94,10 @@ def main() -> None:
         for k, cfg in cfgs.items():
             runs[k].append(measure(cfg))
     solve_none = min(s for s, _ in runs["none"])
-    print(f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} runs each, minima of "
-          f"{'CPU' if args.cpu else 'wall-clock'} seconds")
+    print(
+        f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} runs each, minima of "
+        f"{'CPU' if args.cpu else 'wall-clock'} seconds"
+    )
     print(f"{'tracker':<8} {'solve s':>8} {'summaries s':>12} {'overhead':>9}")
     for k, rs in runs.items():
         solve, summ = min(s for s, _ in rs), min(m for _, m in rs)

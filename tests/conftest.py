@@ -1,4 +1,5 @@
 """Shared fixtures: every test that records writes a real MLflow store in a temporary directory."""
+
 from __future__ import annotations
 
 import os
@@ -39,14 +40,16 @@ def session_processes(sid: int) -> list[int]:
 FAULTY = ("method=fourier", "method._target_=tests.faulty.FaultyFourier")
 
 
-def run_sweep(*args: str, cwd: Path | None = None, env: dict | None = None,
-              timeout: float = 300) -> subprocess.CompletedProcess:
+def run_sweep(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd. The
     project root is on its path, so a job can name a test's class (FAULTY)."""
     e = {**os.environ, **(env or {})}
     e["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), e.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # every Python process started with this directory first on PYTHONPATH (the launcher's workers too)
@@ -60,9 +63,22 @@ def run_plain_app(tmp_path: Path, app: str, *overrides: str) -> subprocess.Compl
     (tmp_path / "block").mkdir(exist_ok=True)
     (tmp_path / "block" / "sitecustomize.py").write_text(BLOCK)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "block"), str(ROOT / "launchers")])}
-    return subprocess.run([sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path / 'multirun'}",
-                           "hydra/hydra_logging=disabled", "hydra/job_logging=disabled", *overrides],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "app.py",
+            "-m",
+            f"hydra.sweep.dir={tmp_path / 'multirun'}",
+            "hydra/hydra_logging=disabled",
+            "hydra/job_logging=disabled",
+            *overrides,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def compose(*overrides: str, hydra_section: bool = False):

@@ -1,5 +1,6 @@
 """A method that fails inside its job on a value every rule allows: how the suite makes a job fail after all
 checks have passed (as a user's job fails on a bug, not on bad input, which is refused before any job)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

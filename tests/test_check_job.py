@@ -44,13 +44,16 @@ def test_memory_comes_before_price_and_price_only_for_a_modal_job():
     check_job(compose("method=gf2"), where="local", gpu="NO_SUCH_GPU")  # priced only where Modal bills it
 
 
-@pytest.mark.parametrize("overrides, field", [
-    (("method=km", "method.influence_samples=0"), "method.influence_samples"),  # KM's field, KM's rule
-    (("method=fourier", "method.chunk=-1"), "method.chunk"),  # Fourier's
-    (("tracker=none", "tracker.scope=every"), "tracker.scope"),  # TrackerBase's, on the option that builds nothing
-    (("tracker=energy", "tracker.meter=sometimes"), "tracker.meter"),  # EnergyTracker's
-    (("problem.k_sparse=30",), "problem.k_sparse"),  # Problem's, against problem.n_bits
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (("method=km", "method.influence_samples=0"), "method.influence_samples"),  # KM's field, KM's rule
+        (("method=fourier", "method.chunk=-1"), "method.chunk"),  # Fourier's
+        (("tracker=none", "tracker.scope=every"), "tracker.scope"),  # TrackerBase's, on the option that builds nothing
+        (("tracker=energy", "tracker.meter=sometimes"), "tracker.meter"),  # EnergyTracker's
+        (("problem.k_sparse=30",), "problem.k_sparse"),  # Problem's, against problem.n_bits
+    ],
+)
 def test_each_field_is_checked_by_the_class_that_owns_it(overrides, field):
     with pytest.raises(ConfigError, match=rf"^{field}=.* is not allowed: expected"):
         check_job(compose(*overrides))

@@ -1,4 +1,5 @@
 """`python -m sweep` as a user runs it: help, composed config, an end-to-end run, and bad input."""
+
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -121,18 +122,24 @@ def no_modal_token(tmp_path, monkeypatch):
 NO_GPU = pytest.mark.skipif(not _no_gpu(), reason="this machine has a GPU: cuda jobs run here")
 
 
-@pytest.mark.parametrize("overrides, said", [
-    # a misspelt key added with Hydra's `+`: the option's keys, for a single run and a sweep, on either launcher
-    (["+method.lrr=0.1"], "method.lrr is not a key of method=sgd: expected one of batch_size, hidden, lr"),
-    (["-m", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
-    (["-m", "hydra/launcher=basic", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
-    # cuda jobs placed on Modal without a token: Modal's token message, once
-    (["-m", "method=sgd,km", "device=cuda"], "Modal has no API token"),
-    pytest.param(["-m", "method=sgd,km", "device=cuda", "hydra.launcher.modal.offline=true"], "needs a CUDA GPU",
-                 marks=NO_GPU),
-    pytest.param(["-m", "hydra/launcher=basic", "method=sgd,km", "device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
-    pytest.param(["device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
-])
+@pytest.mark.parametrize(
+    "overrides, said",
+    [
+        # a misspelt key added with Hydra's `+`: the option's keys, for a single run and a sweep, on either launcher
+        (["+method.lrr=0.1"], "method.lrr is not a key of method=sgd: expected one of batch_size, hidden, lr"),
+        (["-m", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+        (["-m", "hydra/launcher=basic", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
+        # cuda jobs placed on Modal without a token: Modal's token message, once
+        (["-m", "method=sgd,km", "device=cuda"], "Modal has no API token"),
+        pytest.param(
+            ["-m", "method=sgd,km", "device=cuda", "hydra.launcher.modal.offline=true"],
+            "needs a CUDA GPU",
+            marks=NO_GPU,
+        ),
+        pytest.param(["-m", "hydra/launcher=basic", "method=sgd,km", "device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+        pytest.param(["device=cuda"], "needs a CUDA GPU", marks=NO_GPU),
+    ],
+)
 def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_token, overrides, said):
     """Bad input, single run or sweep, any launcher: exit 2, one `sweep:` line, before any job, no run."""
     p = run_sweep(*overrides, f"hydra.sweep.dir={tmp_path / 'multirun'}", cwd=tmp_path)
@@ -161,8 +168,11 @@ def test_a_repeated_single_run_shows_the_recorded_one_unless_forced(store, tmp_p
         assert forced.returncode == 0, forced.stderr
         assert f"[FINISHED] gf2-standard-cpu-seed42-repeat{n} accuracy=1.000" in forced.stdout
     runs = sorted(_runs(store), key=lambda r: r.info.start_time)
-    assert [r.info.run_name for r in runs] == ["gf2-standard-cpu-seed42", "gf2-standard-cpu-seed42-repeat1",
-                                              "gf2-standard-cpu-seed42-repeat2"]
+    assert [r.info.run_name for r in runs] == [
+        "gf2-standard-cpu-seed42",
+        "gf2-standard-cpu-seed42-repeat1",
+        "gf2-standard-cpu-seed42-repeat2",
+    ]
     assert [r.data.params.get("extra.repeat") for r in runs] == [None, "1", "2"]
     assert {r.data.tags.get("sweep.repeat_of") for r in runs[1:]} == {run.info.run_id}
     assert runs[1].data.metrics["accuracy"] == run.data.metrics["accuracy"]

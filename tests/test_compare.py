@@ -1,4 +1,5 @@
 """sweep.report.compare against a real MLflow store filled with real job results (no mocks)."""
+
 from __future__ import annotations
 
 import re
@@ -70,7 +71,10 @@ def test_cli_markdown_by_run_id(sweep_store, tmp_path, capsys):
     row = next(ln for ln in capsys.readouterr().out.splitlines() if " km " in ln and "2/2" in ln)
     assert "…" not in row and "1.000 ± 0.000" in row and len(row) > 80
     assert not {a.path for a in MlflowClient(store).list_artifacts(parent, "compare")} - {
-        "compare/table.csv", "compare/table.md", "compare/demo.png"}  # --no-log: nothing new
+        "compare/table.csv",
+        "compare/table.md",
+        "compare/demo.png",
+    }  # --no-log: nothing new
 
 
 def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsys):
@@ -109,8 +113,15 @@ def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
     results = []
     for method in ("sgd", "sign_sgd"):
         for seed in (42, 43):
-            r = job.run(compose(f"method={method}", f"problem.seed={seed}", "problem.n_bits=8", "problem.n_test=50",
-                                "method.max_epochs=40"))
+            r = job.run(
+                compose(
+                    f"method={method}",
+                    f"problem.seed={seed}",
+                    "problem.n_bits=8",
+                    "problem.n_test=50",
+                    "method.max_epochs=40",
+                )
+            )
             rec.log(r, parent_run_id=parent)
             results.append(r)
     rec.end_parent(parent, "FINISHED", results)
@@ -145,8 +156,12 @@ def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
     from sweep.report.table import Comparison, Row, Stat
 
     keys = ["device.autocast", "device.compile", "device.compile_mode", "device.name", "method.hidden"]
-    arms = [("none", "False", "default", "cpu"), ("none", "True", "max-autotune", "torch_cpu"),
-            ("bfloat16", "False", "default", "torch_cpu"), ("none", "False", "default", "cuda")]
+    arms = [
+        ("none", "False", "default", "cpu"),
+        ("none", "True", "max-autotune", "torch_cpu"),
+        ("bfloat16", "False", "default", "torch_cpu"),
+        ("none", "False", "default", "cuda"),
+    ]
     rows = []
     for arm in arms:
         for h in ("64", "1024"):
@@ -154,8 +169,12 @@ def test_torch_overhead_plots_seconds_against_width_one_line_per_arm(tmp_path):
             stats = {"wall_clock_s": Stat(0.1 * int(h) / 64, 0.01, 3), "warmup_s": Stat(2.0, 0.1, 3)} if done else {}
             rows.append(Row(dict(zip(keys, (*arm, h))), 3 * done, 3, stats, "" if done else "FAILED: no token"))
     cmp = Comparison("torch_overhead", "p", "torch_overhead", keys, ["wall_clock_s", "warmup_s"], rows)
-    assert [_arm_label(r, keys[:-1]) for r in rows[::2]] == ["cpu", "torch_cpu compile max-autotune",
-                                                              "torch_cpu bfloat16", "cuda"]
+    assert [_arm_label(r, keys[:-1]) for r in rows[::2]] == [
+        "cpu",
+        "torch_cpu compile max-autotune",
+        "torch_cpu bfloat16",
+        "cuda",
+    ]
     png = plot_comparison(cmp, tmp_path / "torch_overhead.png")
     assert png.stat().st_size > 10_000
 
@@ -181,8 +200,14 @@ def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
 
 
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
-TILED_SMALL = ("sweeps=tiled_w1", "problem.n_bits=8", "problem.n_train=40", "problem.n_test=20", "method.hidden=20",
-               "method.max_epochs=2")
+TILED_SMALL = (
+    "sweeps=tiled_w1",
+    "problem.n_bits=8",
+    "problem.n_train=40",
+    "problem.n_test=20",
+    "method.hidden=20",
+    "method.max_epochs=2",
+)
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +238,7 @@ def test_terminal_table_fits_120_columns_with_the_studys_key_metrics(tiled_store
     monkeypatch.setenv("COLUMNS", "120")
     args = ["tiled_w1", "--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log", "--no-plot"]
     lines = _printed(args, capsys)
-    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
+    table = lines[: lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
     assert max(len(ln) for ln in table) <= 120
     head = "\n".join(table[:6])
     # the preset's key metrics, each with its column against the baseline; the rest left to --wide
@@ -251,9 +276,16 @@ def test_a_paired_study_plots_each_seeds_change_against_the_baseline(tiled_store
     mean = next(ln for ln in ax.get_lines() if ln.get_gid() == "mean")
     assert list(mean.get_ydata()) == pytest.approx([statistics.fmean(y[i] for y in want.values()) for i in (0, 1)])
     # one seed: nothing to pair, the plot shows the values themselves (mean ± std) as before
-    one = grouping.summarize([r for r in queries.sweep_runs(MlflowClient(store), MlflowClient(store).get_run(
-        cmp.parent_id)) if r.data.params["problem.seed"] == "42"], study="tiled_w1",
-        baseline={"variant.name": "standard", "variant.tile_size": 0}, relative={"ard": "percent"})
+    one = grouping.summarize(
+        [
+            r
+            for r in queries.sweep_runs(MlflowClient(store), MlflowClient(store).get_run(cmp.parent_id))
+            if r.data.params["problem.seed"] == "42"
+        ],
+        study="tiled_w1",
+        baseline={"variant.name": "standard", "variant.tile_size": 0},
+        relative={"ard": "percent"},
+    )
     assert not one.paired
     solo = tiled_figure(one)
     assert next(a for a in solo.axes if a.get_title().startswith("ARD")).get_ylabel() == "ARD (floats)"
@@ -296,7 +328,7 @@ def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_
     monkeypatch.setenv("COLUMNS", "120")
     args = [preset, "--tracking-uri", store, "--out", str(tmp_path / "o"), "--no-log", "--no-plot"]
     lines = _printed(args, capsys)
-    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
+    table = lines[: lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
     assert max(len(ln) for ln in table) <= 120, "\n".join(table)
     cmp, _ = cmpmod.compare(preset, store, tmp_path / "o", log=False, plot=False)
     key = study.key_metrics(study.study_settings(preset))

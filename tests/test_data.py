@@ -1,4 +1,5 @@
 """sparse_parity data: +-1 inputs, label = product of the secret bits, drawn like the group's harness."""
+
 import numpy as np
 import pytest
 

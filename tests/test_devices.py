@@ -1,5 +1,6 @@
 """device=cpu (numpy) and the torch path (device=torch_cpu here, device=cuda on a GPU) agree, seed for seed;
 device=cuda without a GPU is refused before the job starts; torch runs report warm-up apart."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,9 @@ METHOD = {"sgd_linear": "sgd", "fourier_degree_one": "fourier"}  # cases that ar
 
 
 def _run(method: str, device: str, *extra: str):
-    return job.run(compose(f"method={METHOD.get(method, method)}", f"device={device}", "tracker=none", *CASES[method],
-                           *extra))
+    return job.run(
+        compose(f"method={METHOD.get(method, method)}", f"device={device}", "tracker=none", *CASES[method], *extra)
+    )
 
 
 @pytest.mark.parametrize("method", sorted(CASES))

@@ -1,4 +1,5 @@
 """DMD (element-level LRU stack distance) against a brute-force list simulation, element by element."""
+
 from __future__ import annotations
 
 import math

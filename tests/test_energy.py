@@ -1,5 +1,6 @@
 """The energy tracker: hand-computed answers on small traces (the model of docs/energy.md), the shared LRU
 stack pass against a literal per-element stack, hierarchy validation, and real runs on every method."""
+
 from __future__ import annotations
 
 import random
@@ -88,8 +89,14 @@ def sgd_trace() -> Trace:
 
     cfg = compose("method.hidden=16", "method.max_epochs=2", "problem.n_train=64")
     trace = Trace()
-    ctx = Context(problem=job.build(cfg.problem), data=job.build(cfg.problem).generate(), backend=Backend(),
-                  trace=trace, scope="published", variant=job.build(cfg.variant))
+    ctx = Context(
+        problem=job.build(cfg.problem),
+        data=job.build(cfg.problem).generate(),
+        backend=Backend(),
+        trace=trace,
+        scope="published",
+        variant=job.build(cfg.variant),
+    )
     job.build(cfg.method).solve(ctx)
     return trace
 
@@ -109,8 +116,10 @@ def test_level_counts_add_up_to_trace_floats(sgd_trace):
 def test_doubling_every_price_doubles_energy(sgd_trace):
     cpu = load_hierarchy("cpu")
     double = load_hierarchy(
-        "cpu", {lv.name: {"read_pj": 2 * lv.read_pj, "write_pj": 2 * lv.write_pj} for lv in cpu.levels},
-        {k: 2 * v for k, v in cpu.ops_pj.items()})
+        "cpu",
+        {lv.name: {"read_pj": 2 * lv.read_pj, "write_pj": 2 * lv.write_pj} for lv in cpu.levels},
+        {k: 2 * v for k, v in cpu.ops_pj.items()},
+    )
     t = Trace(list(sgd_trace.events))
     t.compute("fma", 1000)
     t.compute("cmp", 7)
@@ -187,18 +196,41 @@ def test_bad_hierarchy_exits_2_before_any_run(store, tmp_path):
 
 @pytest.mark.parametrize("method", ["sgd", "gf2", "km", "fourier", "smt"])
 def test_energy_on_every_method(method):
-    r = job.run(compose("tracker=energy", f"method={method}", "problem.n_train=200", "method.max_epochs=20"
-                        if method == "sgd" else "problem.n_test=100"))
+    r = job.run(
+        compose(
+            "tracker=energy",
+            f"method={method}",
+            "problem.n_train=200",
+            "method.max_epochs=20" if method == "sgd" else "problem.n_test=100",
+        )
+    )
     m = r.metrics
-    for key in ("energy_pj", "energy_memory_pj", "energy_compute_pj", "ard", "dmc", "dmd", "DRAM_pj",
-                "cache_miss_floats"):
+    for key in (
+        "energy_pj",
+        "energy_memory_pj",
+        "energy_compute_pj",
+        "ard",
+        "dmc",
+        "dmd",
+        "DRAM_pj",
+        "cache_miss_floats",
+    ):
         assert key in m, key
     assert m["energy_memory_pj"] > 0 and m["energy_pj"] >= m["energy_memory_pj"]
 
 
 def test_all_steps_per_epoch_energy_adds_up_to_the_solve():
-    r = job.run(compose("tracker=energy", "tracker.scope=all_steps", "tracker.hierarchy=gpu", "method.hidden=16",
-                        "problem.n_train=64", "method.max_epochs=3", "method.target_accuracy=2.0"))
+    r = job.run(
+        compose(
+            "tracker=energy",
+            "tracker.scope=all_steps",
+            "tracker.hierarchy=gpu",
+            "method.hidden=16",
+            "problem.n_train=64",
+            "method.max_epochs=3",
+            "method.target_accuracy=2.0",
+        )
+    )
     curve = r.curves["energy_pj_per_epoch"]
     assert len(curve) == 3 and "HBM_pj" in r.metrics
     assert sum(curve) == pytest.approx(r.metrics["energy_pj"])  # the stack carries over from epoch to epoch
@@ -206,7 +238,18 @@ def test_all_steps_per_epoch_energy_adds_up_to_the_solve():
 
 
 def test_numpy_and_torch_give_the_same_energy():
-    runs = [job.run(compose("tracker=energy", "tracker.scope=init_sample0", f"device={d}", "method.hidden=16",
-                            "problem.n_train=64", "method.max_epochs=1")).metrics for d in ("cpu", "torch_cpu")]
+    runs = [
+        job.run(
+            compose(
+                "tracker=energy",
+                "tracker.scope=init_sample0",
+                f"device={d}",
+                "method.hidden=16",
+                "problem.n_train=64",
+                "method.max_epochs=1",
+            )
+        ).metrics
+        for d in ("cpu", "torch_cpu")
+    ]
     for key in ("energy_pj", "energy_compute_pj", "dmd", "ard"):
         assert runs[0][key] == runs[1][key], key

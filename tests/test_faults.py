@@ -1,6 +1,7 @@
 """Faults and bad input, driven as a user meets them: real `python -m sweep` processes against real stores that
 are read-only (as a non-root user: root ignores file modes), truncated, not SQLite, missing, or named oddly.
 Each test asserts the exit code, the one line said, what the store holds and that no result was lost."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def no_process_left(sid: int) -> None:
     assert session_processes(sid) == [], "a process outlived the command"
 
 
-def sweep(*args: str, env: dict, cwd: Path, as_nobody: bool = False, module: str = "sweep",
-          timeout: float = 300) -> subprocess.CompletedProcess:
+def sweep(
+    *args: str, env: dict, cwd: Path, as_nobody: bool = False, module: str = "sweep", timeout: float = 300
+) -> subprocess.CompletedProcess:
     """`python -m MODULE ARGS` in a subprocess of its own session; `as_nobody`: as an unprivileged user when this
     is root (file modes bind it), so a read-only store is read-only for real. Asserts that no process it
     started outlives it."""
@@ -41,8 +43,15 @@ def sweep(*args: str, env: dict, cwd: Path, as_nobody: bool = False, module: str
     if as_nobody and os.geteuid() == 0:  # setpriv execs python: same pid, same session
         cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
         env = {"HOME": str(cwd), **env}  # root's home is not nobody's to write
-    proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -63,8 +72,9 @@ def made_store(tmp_path_factory) -> Path:
     """A real store with one finished run, made once (copied by the tests that break it)."""
     d = tmp_path_factory.mktemp("made")
     uri = f"sqlite:///{d / 'mlflow.db'}"
-    p = sweep("method=gf2", "problem.n_bits=10", env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")},
-              cwd=d)
+    p = sweep(
+        "method=gf2", "problem.n_bits=10", env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")}, cwd=d
+    )
     assert p.returncode == 0, p.stderr
     return d / "mlflow.db"
 
@@ -117,9 +127,15 @@ def test_sweep_on_read_only_store_fails_in_seconds_before_any_job(made_store, op
     uri = read_only_store(made_store, open_dir)
     before = {(r.info.run_id, r.info.status) for r in _runs(uri)}
     t0 = time.monotonic()
-    p = sweep("-m", f"hydra/launcher={launcher}", "method=gf2,km", "problem.n_bits=10",
-              env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(open_dir / "spool")}, cwd=open_dir / "work",
-              as_nobody=True)
+    p = sweep(
+        "-m",
+        f"hydra/launcher={launcher}",
+        "method=gf2,km",
+        "problem.n_bits=10",
+        env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(open_dir / "spool")},
+        cwd=open_dir / "work",
+        as_nobody=True,
+    )
     assert time.monotonic() - t0 < 60  # MLflow alone retries for ~100 s
     assert p.returncode == 1
     assert one_line(p.stderr).startswith(f"sweep: store {uri}: read-only")
@@ -130,7 +146,7 @@ def test_sweep_on_read_only_store_fails_in_seconds_before_any_job(made_store, op
 def test_next_command_writes_spooled_results_in(tmp_path, store):
     """A result spooled against a store (here: a corrupt one, replaced by a sound one) is written by the next
     command that records into it."""
-    db = Path(store[len("sqlite:///"):])
+    db = Path(store[len("sqlite:///") :])
     db.parent.mkdir(parents=True)
     db.write_bytes(b"not a database at all" * 10)
     p = sweep("method=gf2", "problem.seed=3", env={}, cwd=tmp_path)
@@ -167,7 +183,7 @@ def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_
     p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)
     assert p.returncode == 2
     assert "mlflow.experiment=" in one_line(p.stderr) and "1 to 500 characters" in p.stderr
-    assert not Path(store[len("sqlite:///"):]).exists()
+    assert not Path(store[len("sqlite:///") :]).exists()
 
 
 # -- 2. unknown preset --------------------------------------------------------------------------------------
@@ -177,7 +193,7 @@ def test_unknown_preset_exits_2_with_the_presets(store, tmp_path, preset):
     assert p.returncode == 2
     line = one_line(p.stderr)
     assert f"sweeps={preset} is not a preset" in line and "ard_variants" in line and "tiled_w1" in line
-    assert not Path(store[len("sqlite:///"):]).exists() and p.stdout == ""
+    assert not Path(store[len("sqlite:///") :]).exists() and p.stdout == ""
 
 
 # -- 4. corrupt, read-only, missing stores ------------------------------------------------------------------
@@ -187,12 +203,19 @@ def test_sweep_on_truncated_store_fails_in_seconds_with_one_line(made_store, tmp
     db.write_bytes(made_store.read_bytes()[: made_store.stat().st_size // 2])
     uri = f"sqlite:///{db}"
     t0 = time.monotonic()
-    p = sweep("-m", f"hydra/launcher={launcher}", "method=gf2,km",
-              env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}, cwd=tmp_path)
+    p = sweep(
+        "-m",
+        f"hydra/launcher={launcher}",
+        "method=gf2,km",
+        env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")},
+        cwd=tmp_path,
+    )
     assert time.monotonic() - t0 < 60  # MLflow alone retries for ~100 s
     assert p.returncode == 1
-    assert one_line(p.stderr) == f"sweep: store {uri}: corrupt: truncated " \
-                                 f"({db.stat().st_size} bytes, its header says {made_store.stat().st_size})"
+    assert (
+        one_line(p.stderr) == f"sweep: store {uri}: corrupt: truncated "
+        f"({db.stat().st_size} bytes, its header says {made_store.stat().st_size})"
+    )
     assert "FINISHED" not in p.stdout  # no job ran
 
 
@@ -217,16 +240,28 @@ def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_pat
     d.chmod(0o555)
     (open_dir / "work").mkdir(mode=0o777)
     (open_dir / "work").chmod(0o777)
-    p = sweep("demo", "--markdown", "--no-plot", "--out", str(open_dir / "work" / "o"), "--tracking-uri", uri,
-              env={}, cwd=open_dir / "work", as_nobody=True, module="sweep.compare")
+    p = sweep(
+        "demo",
+        "--markdown",
+        "--no-plot",
+        "--out",
+        str(open_dir / "work" / "o"),
+        "--tracking-uri",
+        uri,
+        env={},
+        cwd=open_dir / "work",
+        as_nobody=True,
+        module="sweep.compare",
+    )
     assert p.returncode == 0, p.stderr
     assert "| gf2 | 2/2 |" in p.stdout
     assert "read-only" in one_line(p.stderr) and "not logged" in p.stderr
     # an empty directory: no store, one line, nothing created
     empty = tmp_path / "empty"
     empty.mkdir()
-    p = sweep("demo", "--tracking-uri", f"sqlite:///{empty / 'mlflow.db'}", env={}, cwd=tmp_path,
-              module="sweep.compare")
+    p = sweep(
+        "demo", "--tracking-uri", f"sqlite:///{empty / 'mlflow.db'}", env={}, cwd=tmp_path, module="sweep.compare"
+    )
     assert p.returncode == 1 and "no store there" in one_line(p.stderr)
     assert list(empty.iterdir()) == []
 
@@ -252,11 +287,27 @@ def test_compare_quotes_names_and_keeps_files_inside_outputs(store, tmp_path):
 # -- 3. two first sweeps on a store that does not exist yet ----------------------------------------------------
 def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
-    procs = [subprocess.Popen([sys.executable, "-m", "sweep", "-m", "method=gf2,km", f"problem.seed={s}",
-                               "hydra.launcher.n_workers=1", f"hydra.sweep.dir={tmp_path / str(s)}"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True)
-             for s in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sweep",
+                "-m",
+                "method=gf2,km",
+                f"problem.seed={s}",
+                "hydra.launcher.n_workers=1",
+                f"hydra.sweep.dir={tmp_path / str(s)}",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for s in (1, 2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     for p in procs:
         no_process_left(p.pid)
@@ -276,23 +327,29 @@ def _limited(limit_bytes: int):
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
     return set_limit
 
 
-@pytest.mark.parametrize("override", ["problem.n_bits=100000", "problem.n_train=100000000",
-                                      "method.hidden=10000000"])
+@pytest.mark.parametrize("override", ["problem.n_bits=100000", "problem.n_train=100000000", "method.hidden=10000000"])
 def test_job_too_big_for_memory_is_refused_naming_the_field(store, tmp_path, override):
     """Under a 2.5 GB address-space limit (what a container or `ulimit -v` gives), each of these would climb
     for minutes before failing; the estimate refuses it before the job, naming the field."""
-    p = subprocess.run([sys.executable, "-m", "sweep", override], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, preexec_fn=_limited(2_500_000_000))
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep", override],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limited(2_500_000_000),
+    )
     assert p.returncode == 2, p.stderr
     line = one_line(p.stderr)
     assert "GB of memory" in line and line.endswith(f"lower {override}")
-    assert not Path(store[len("sqlite:///"):]).exists()
+    assert not Path(store[len("sqlite:///") :]).exists()
 
 
 def test_unused_top_level_addition_is_refused(store, tmp_path):
     p = sweep("+foo=bar", env={}, cwd=tmp_path)
     assert p.returncode == 2 and "+foo=bar is not read by any job" in one_line(p.stderr)
-    assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///"):]).exists()
+    assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///") :]).exists()

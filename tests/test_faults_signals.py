@@ -1,6 +1,7 @@
 """Faults with real processes and real signals: a `python -m sweep -m` launcher stopped by Ctrl-C (SIGINT),
 SIGTERM, SIGHUP or SIGKILL mid-sweep, then resumed; a worker killed with -9. Each asserts the exit code, the
 message, the runs' states, that no worker outlives the launcher, and that nothing finished is lost."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,14 @@ from mlflow.tracking import MlflowClient
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
 
 # max_epochs=1 jobs finish at once; max_epochs=100000 at a tiny lr never converge: running when the signal comes
-SHORT = ["method=sgd", "method.lr=1e-6", "tracker=none", "problem.seed=1,2", "hydra/launcher=local",
-         "hydra.launcher.n_workers=2"]
+SHORT = [
+    "method=sgd",
+    "method.lr=1e-6",
+    "tracker=none",
+    "problem.seed=1,2",
+    "hydra/launcher=local",
+    "hydra.launcher.n_workers=2",
+]
 ARGS = [*SHORT, "method.max_epochs=1,100000"]
 
 
@@ -29,8 +36,11 @@ def _stat(pid: int) -> list[str]:
 
 
 def children_of(pid: int) -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir()
-            if p.name.isdigit() and (s := _stat(int(p.name))) and s[1] == str(pid)]
+    return [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and (s := _stat(int(p.name))) and s[1] == str(pid)
+    ]
 
 
 def alive(pid: int) -> bool:
@@ -40,9 +50,15 @@ def alive(pid: int) -> bool:
 
 def start_until_two_finished(store: str, cwd: Path, experiment: str) -> subprocess.Popen:
     """Start the sweep; return once both short jobs are recorded and the two long ones run."""
-    proc = subprocess.Popen([sys.executable, "-m", "sweep", "-m", *ARGS, f"mlflow.experiment={experiment}"],
-                            cwd=cwd, env={**os.environ, "MLFLOW_TRACKING_URI": store}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", *ARGS, f"mlflow.experiment={experiment}"],
+        cwd=cwd,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline, finished = time.monotonic() + 120, 0
     while finished < 2 and time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -63,8 +79,9 @@ def assert_gone(pids: list[int], within: float = 10.0) -> None:
 
 def no_running(store: str, experiment: str) -> bool:
     c = MlflowClient(store)
-    return not c.search_runs([c.get_experiment_by_name(experiment).experiment_id],
-                             filter_string="attributes.status = 'RUNNING'")
+    return not c.search_runs(
+        [c.get_experiment_by_name(experiment).experiment_id], filter_string="attributes.status = 'RUNNING'"
+    )
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
@@ -91,8 +108,9 @@ def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store,
     (parent,), children = runs(store, exp)
     assert parent.info.status == "KILLED"
     assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED", "KILLED", "KILLED"]
-    assert all(c.data.params["method.max_epochs"] == ("1" if c.info.status == "FINISHED" else "100000")
-               for c in children)
+    assert all(
+        c.data.params["method.max_epochs"] == ("1" if c.info.status == "FINISHED" else "100000") for c in children
+    )
     assert no_running(store, exp)
     # resume: the two finished jobs are not lost (skipped, not re-run)
     p = sweep(store, tmp_path, *SHORT, "method.max_epochs=1", f"mlflow.experiment={exp}")

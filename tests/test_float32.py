@@ -1,5 +1,6 @@
 """device.dtype=float32: every method computes in float32 (the default stays float64, the seeds' precision), and
 the published accuracy and epochs at n=20, k=3 on seeds 42-46 hold."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,17 @@ torch = pytest.importorskip("torch")
 EPOCHS_MAY_MOVE = {"sgd", "sign_sgd"}
 # every method on a problem it applies to, at the default sizes (n=20, k=3, hidden=200); forward_forward
 # (several seconds a run on 2 cores) is left to benchmarks/bench_methods.py --sections c
-DEFAULTS = {"sgd": (), "sign_sgd": (), "curriculum": (), "gf2": (), "km": (), "fourier": (), "smt": (),
-            "ols": ("problem=sparse_sum",), "sgd_linear": ("problem=sparse_sum",)}
+DEFAULTS = {
+    "sgd": (),
+    "sign_sgd": (),
+    "curriculum": (),
+    "gf2": (),
+    "km": (),
+    "fourier": (),
+    "smt": (),
+    "ols": ("problem=sparse_sum",),
+    "sgd_linear": ("problem=sparse_sum",),
+}
 
 
 def test_default_is_float64_and_other_dtypes_are_refused():
@@ -48,8 +58,13 @@ def test_every_method_computes_in_float32(case):
     makes a float64 tensor (no float64 initial weights, constants or accumulators leak in). Two epochs are
     enough to pass through every step of a method (the audit makes each operation slow)."""
     audit = Float64Seen()
-    overrides = [f"method={METHOD.get(case, case)}", "device=torch_cpu", "device.dtype=float32", "tracker=ard",
-                 *CASES[case]]
+    overrides = [
+        f"method={METHOD.get(case, case)}",
+        "device=torch_cpu",
+        "device.dtype=float32",
+        "tracker=ard",
+        *CASES[case],
+    ]
     if "max_epochs" in compose(*overrides).method:
         overrides.append("method.max_epochs=2")
     with audit:
@@ -60,8 +75,18 @@ def test_every_method_computes_in_float32(case):
 @pytest.mark.parametrize("case", sorted(DEFAULTS))
 def test_float32_keeps_accuracy_and_epochs_on_seeds_42_to_46(case):
     def figures(dtype: str) -> list[tuple[float, float]]:
-        runs = [job.run(compose(f"method={METHOD.get(case, case)}", f"device.dtype={dtype}", "tracker=none",
-                                f"problem.seed={seed}", *DEFAULTS[case])) for seed in range(42, 47)]
+        runs = [
+            job.run(
+                compose(
+                    f"method={METHOD.get(case, case)}",
+                    f"device.dtype={dtype}",
+                    "tracker=none",
+                    f"problem.seed={seed}",
+                    *DEFAULTS[case],
+                )
+            )
+            for seed in range(42, 47)
+        ]
         return [(r.metrics["accuracy"], r.metrics["epochs"]) for r in runs]
 
     f64, f32 = figures("float64"), figures("float32")

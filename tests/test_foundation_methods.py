@@ -1,4 +1,5 @@
 """sgd, gf2 and km solve 20-bit sparse parity through the real job path (config -> RunResult)."""
+
 import pytest
 
 from sweep import job
@@ -18,18 +19,38 @@ def test_method_solves_20_bit_parity(method):
         assert r.tags["secret_found"] == r.tags["secret"]
 
 
-@pytest.mark.parametrize("method, weights", [
-    ("sgd", ("W1", "W2")), ("sign_sgd", ("W1", "W2")), ("curriculum", ("W1", "W2")),
-    ("forward_forward", ("W0", "W1")), ("sgd problem=sparse_sum", ("w",)),  # sgd's linear model (squared loss)
-])
+@pytest.mark.parametrize(
+    "method, weights",
+    [
+        ("sgd", ("W1", "W2")),
+        ("sign_sgd", ("W1", "W2")),
+        ("curriculum", ("W1", "W2")),
+        ("forward_forward", ("W0", "W1")),
+        ("sgd problem=sparse_sum", ("w",)),  # sgd's linear model (squared loss)
+    ],
+)
 def test_gradient_methods_log_loss_and_hidden_progress_per_matrix(method, weights):
     # seed 002's learning curves: accuracy, train/test loss and ||w_t - w_0||_1 per weight matrix, every epoch
     method, *extra = method.split()
-    r = job.run(compose(f"method={method}", *extra, "problem.n_bits=10", "problem.n_test=100",
-                        "method.max_epochs=30", "tracker=none"))
+    r = job.run(
+        compose(
+            f"method={method}",
+            *extra,
+            "problem.n_bits=10",
+            "problem.n_test=100",
+            "method.max_epochs=30",
+            "tracker=none",
+        )
+    )
     epochs = int(r.metrics["epochs"])
-    names = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress",
-             *(f"hidden_progress_{w}" for w in weights))
+    names = (
+        "train_accuracy",
+        "test_accuracy",
+        "train_loss",
+        "test_loss",
+        "hidden_progress",
+        *(f"hidden_progress_{w}" for w in weights),
+    )
     for name in names:
         assert len(r.curves[name]) == epochs, name
     hp = r.curves["hidden_progress"]
@@ -52,7 +73,8 @@ def test_same_seed_same_metrics():
     a, b = job.run(compose("method=sgd", "problem.seed=43")), job.run(compose("method=sgd", "problem.seed=43"))
     drop = {"wall_clock_s", "cost_usd", "warmup_s"}
     assert {k: v for k, v in a.metrics.items() if k not in drop} == {
-        k: v for k, v in b.metrics.items() if k not in drop}
+        k: v for k, v in b.metrics.items() if k not in drop
+    }
 
 
 def test_gf2_handles_even_k_and_rank_deficient_seeds():

@@ -1,5 +1,6 @@
 """The commands a sweep prints as hints work when pasted into the shell the README leaves the user in (the
 project's .venv not activated: `python` and `sweep` are not the project's)."""
+
 import os
 import shutil
 import subprocess
@@ -28,12 +29,16 @@ def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where):
     that has no project interpreter: its `next:` commands, and the re-run command of the resumed sweep, run
     from the same directory through bash."""
     cwd = ROOT if where == "project root" else tmp_path
-    env = {**os.environ, "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                                 if Path(p).resolve() != VENV_BIN.resolve())}
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join(
+            p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != VENV_BIN.resolve()
+        ),
+    }
     sweep = ("-m", "method=gf2,km", f"hydra.sweep.dir={tmp_path / 'multirun'}")
     p = run_sweep(*sweep, cwd=cwd, env=env)
     assert p.returncode == 0, p.stderr
-    compare, ui = _hint(p.stdout, "next: ")[len("next: "):].split("  →  ")[0].split("  ·  ")
+    compare, ui = _hint(p.stdout, "next: ")[len("next: ") :].split("  →  ")[0].split("  ·  ")
     if VENV_BIN.is_relative_to(cwd):  # from the project's root: the venv's scripts by their relative path
         assert compare.startswith(str(VENV_BIN.relative_to(cwd) / "sweep-compare"))
     assert "python -m" not in compare + ui

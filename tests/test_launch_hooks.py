@@ -1,6 +1,7 @@
 """The launcher's one seam, from an app that is not `sweep`: a plain Hydra app with its own `LaunchHooks`
 listed in `hydra.callbacks`, under the launcher (driven: plan, job_ended, sweep_ended in the launching process)
 and under Hydra's basic launcher (an ordinary callback). And the plugin imports nothing of the sweep app."""
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,14 @@ CONFIG = "x: 1\nhydra:\n  callbacks:\n    h:\n      _target_: apphooks.Hooks\n"
 def app(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     for name, text in (("apphooks.py", HOOKS), ("app.py", APP), ("config.yaml", CONFIG)):
         (tmp_path / name).write_text(text)
-    return subprocess.run([sys.executable, "app.py", "-m", *args, "hydra/job_logging=disabled",
-                           "hydra/hydra_logging=disabled"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "app.py", "-m", *args, "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
 
 
 def test_an_apps_hooks_are_driven_by_the_launcher_in_the_launching_process(tmp_path):
@@ -60,8 +66,11 @@ def test_an_apps_hooks_are_driven_by_the_launcher_in_the_launching_process(tmp_p
     assert p.returncode == 1, p.stderr  # x=3 failed: the default sweep_ended exits 1 after every job ran
     launcher_pid = re.search(r"LAUNCHER pid=(\d+)", p.stdout).group(1)
     ended = sorted(ln for ln in p.stdout.splitlines() if ln.startswith("ENDED"))
-    assert ended == [f"ENDED x=1 FINISHED value=10 pid={launcher_pid}", f"ENDED x=2 FINISHED value=20 pid={launcher_pid}",
-                     f"ENDED x=3 FAILED value=three pid={launcher_pid}"]  # value: the exception
+    assert ended == [
+        f"ENDED x=1 FINISHED value=10 pid={launcher_pid}",
+        f"ENDED x=2 FINISHED value=20 pid={launcher_pid}",
+        f"ENDED x=3 FAILED value=three pid={launcher_pid}",
+    ]  # value: the exception
     assert "HYDRA_JOB_END" not in p.stdout  # the hooks stand aside in the workers
     assert "skipping 1 job(s)" in p.stdout  # plan skipped x=0
     assert "sweep: 2 job(s) finished, 1 failed, 1 skipped" in p.stderr and "ValueError: three" in p.stderr

@@ -4,6 +4,7 @@ One SQLite store serves the whole module (creating one costs seconds); each test
 Covers failure isolation across batches, resume/force, Ctrl-C, worker death, parallelism, determinism across
 launchers, routing (cuda -> Modal, offline), no Modal token, credential hygiene, and FastComposer == Hydra.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,26 +42,38 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
     c = MlflowClient(store)
     exp = c.get_experiment_by_name(experiment)
     rs = c.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"]) if exp else []
-    return ([r for r in rs if r.data.tags.get("sweep.parent") == "true"],
-            [r for r in rs if r.data.tags.get("sweep.parent") != "true"])
+    return (
+        [r for r in rs if r.data.tags.get("sweep.parent") == "true"],
+        [r for r in rs if r.data.tags.get("sweep.parent") != "true"],
+    )
 
 
 def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path):
     # chunk=13 raises inside the job (tests/faulty.py); batches of 2 put a failure in each batch
-    args = ["hydra/launcher=local", *FAULTY, "tracker=none", "problem.seed=1,2", "method.chunk=2048,13",
-            "hydra.sweeper.max_batch_size=2", "mlflow.experiment=isolation"]
+    args = [
+        "hydra/launcher=local",
+        *FAULTY,
+        "tracker=none",
+        "problem.seed=1,2",
+        "method.chunk=2048,13",
+        "hydra.sweeper.max_batch_size=2",
+        "mlflow.experiment=isolation",
+    ]
     p = sweep(store, tmp_path, *args)
     assert p.returncode == 1, p.stderr
     assert "2 failed" in p.stderr and "failed jobs:" in p.stderr
     # every job is named by what varies (seed, chunk): in the failure list, the per-job lines, the run names
     failed_lines = p.stderr.split("failed jobs:\n")[1].splitlines()
     assert sorted(ln.split(":")[0] for ln in failed_lines) == [
-        "  problem.seed=1 method.chunk=13", "  problem.seed=2 method.chunk=13"]
+        "  problem.seed=1 method.chunk=13",
+        "  problem.seed=2 method.chunk=13",
+    ]
     assert all("ValueError" in ln for ln in failed_lines)
     assert "[FINISHED] problem.seed=2 method.chunk=2048 accuracy=" in p.stdout
     (parent,), children = runs(store, "isolation")
     assert sorted(c.info.run_name for c in children) == sorted(
-        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "13"))
+        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "13")
+    )
     assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
     assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]
     by_status = {s: [c for c in children if c.info.status == s] for s in ("FINISHED", "FAILED")}
@@ -123,19 +136,46 @@ def test_worker_death_raise_and_parallel_jobs_in_a_plain_hydra_app(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     p = subprocess.run(
-        [sys.executable, "app.py", "-m", "hydra/launcher=local", "hydra.launcher.n_workers=2",
-         "+job=0,1,2,3", "+mode=sleep", "hydra.sweep.dir=out"],
-        cwd=tmp_path, env={**os.environ, "MARKS": str(marks)}, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "app.py",
+            "-m",
+            "hydra/launcher=local",
+            "hydra.launcher.n_workers=2",
+            "+job=0,1,2,3",
+            "+mode=sleep",
+            "hydra.sweep.dir=out",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MARKS": str(marks)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     spans = [tuple(map(float, (marks / str(j)).read_text().split())) for j in range(4)]
     assert len({s[0] for s in spans}) == 2  # two worker processes ...
     assert sum(a[1] < b[2] and b[1] < a[2] for a in spans for b in spans if a is not b) >= 2  # ... overlapping
-    assert (tmp_path / "out" / "3" / ".hydra" / "config.yaml").exists() and (tmp_path / "out" / "0" / "app.log").exists()
+    assert (tmp_path / "out" / "3" / ".hydra" / "config.yaml").exists() and (
+        tmp_path / "out" / "0" / "app.log"
+    ).exists()
 
     p = subprocess.run(
-        [sys.executable, "app.py", "-m", "hydra/launcher=local", "+job=10,11,12", "+mode=exit,raise,sleep",
-         "hydra.sweep.dir=out2"],
-        cwd=tmp_path, env={**os.environ, "MARKS": str(marks)}, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "app.py",
+            "-m",
+            "hydra/launcher=local",
+            "+job=10,11,12",
+            "+mode=exit,raise,sleep",
+            "hydra.sweep.dir=out2",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MARKS": str(marks)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1
     assert "worker process" in p.stderr and "died (exit code 3)" in p.stderr
     assert "ValueError: job said no" in p.stderr
@@ -149,8 +189,10 @@ def _solve_metrics(children, client=None) -> dict:
         m = {k: c.data.metrics.get(k) for k in (*SOLVE_METRICS, "ard")}
         if client is not None and c.data.tags["method"] == "sgd":
             for curve in ("train_accuracy", "test_accuracy", "train_loss"):
-                m[curve] = [(h.step, h.value) for h in sorted(client.get_metric_history(c.info.run_id, curve),
-                                                               key=lambda h: h.step)]
+                m[curve] = [
+                    (h.step, h.value)
+                    for h in sorted(client.get_metric_history(c.info.run_id, curve), key=lambda h: h.step)
+                ]
         out[(c.data.tags["method"], c.data.params["problem.seed"])] = m
     return out
 
@@ -162,8 +204,15 @@ def test_same_seed_same_metrics_under_local_basic_and_modal_offline_without_leak
     p_local = sweep(store, tmp_path, "hydra/launcher=local", *common, "mlflow.experiment=det_local")
     p_basic = sweep(store, tmp_path, "hydra/launcher=basic", *common, "mlflow.experiment=det_basic")
     # a Modal token in the environment must not reach logs, params, tags or artifacts
-    p_modal = sweep(store, tmp_path, "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *common,
-                    "mlflow.experiment=det_modal", env={"MODAL_TOKEN_ID": FAKE_ID, "MODAL_TOKEN_SECRET": FAKE_SECRET})
+    p_modal = sweep(
+        store,
+        tmp_path,
+        "hydra/launcher=modal",
+        "hydra.launcher.modal.offline=true",
+        *common,
+        "mlflow.experiment=det_modal",
+        env={"MODAL_TOKEN_ID": FAKE_ID, "MODAL_TOKEN_SECRET": FAKE_SECRET},
+    )
     for p in (p_local, p_basic, p_modal):
         assert p.returncode == 0, p.stderr
     client = MlflowClient(store)
@@ -187,8 +236,15 @@ def test_same_seed_same_metrics_under_local_basic_and_modal_offline_without_leak
 
 
 def test_routing_cuda_jobs_go_to_modal_offline_and_cpu_jobs_stay_local(store, tmp_path):
-    p = sweep(store, tmp_path, "method=gf2", "device=cpu,cuda", "tracker=none", "hydra.launcher.modal.offline=true",
-              "mlflow.experiment=routing")
+    p = sweep(
+        store,
+        tmp_path,
+        "method=gf2",
+        "device=cpu,cuda",
+        "tracker=none",
+        "hydra.launcher.modal.offline=true",
+        "mlflow.experiment=routing",
+    )
     import torch
 
     if not torch.cuda.is_available():  # offline, the cuda job would run here, where there is no GPU: refused
@@ -210,9 +266,24 @@ def test_modal_without_token_is_refused_at_once_with_setup_help(store, tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MODAL_")}
     env.update(HOME=str(tmp_path), MLFLOW_TRACKING_URI=store)  # no ~/.modal.toml, no token variables
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "sweep", "-m", "method=gf2", "device=cuda", "problem.seed=1,2",
-                        "tracker=none", "mlflow.experiment=notoken"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sweep",
+            "-m",
+            "method=gf2",
+            "device=cuda",
+            "problem.seed=1,2",
+            "tracker=none",
+            "mlflow.experiment=notoken",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and time.monotonic() - t0 < 60
     (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("sweep:")]  # once, not once per job
     assert "modal token new" in line and "modal token set" in line
@@ -257,12 +328,18 @@ def test_fast_composer_equals_hydra_composition():
         loader = GlobalHydra.instance().config_loader()
         master = loader.load_configuration("config", ["method=gf2,km", "problem.seed=1,2"], RunMode.MULTIRUN)
         fast = FastComposer(loader)
-        for num, overrides in enumerate((
-                ["method=gf2", "problem.seed=1"], ["method=km", "problem.seed=2", "device.dtype=float32"],
-                ["problem.seed=3", "method=sgd", "method.lr=0.5"], ["+extra.note=x", "problem.seed=4"],
-                ["method=gf2", "problem.seed=5", "problem.n_bits=30"], ["method=km"],
+        for num, overrides in enumerate(
+            (
+                ["method=gf2", "problem.seed=1"],
+                ["method=km", "problem.seed=2", "device.dtype=float32"],
+                ["problem.seed=3", "method=sgd", "method.lr=0.5"],
+                ["+extra.note=x", "problem.seed=4"],
+                ["method=gf2", "problem.seed=5", "problem.n_bits=30"],
+                ["method=km"],
                 # a long value with YAML's special characters: quoted and unfolded in hydra.yaml
-                ["method=gf2", "problem.seed=6", "run_name='a: b, #c \\'q\\' " + "x" * 90 + "'"])):
+                ["method=gf2", "problem.seed=6", "run_name='a: b, #c \\'q\\' " + "x" * 90 + "'"],
+            )
+        ):
             want = loader.load_sweep_config(master, overrides)
             got, template = fast.take(master, overrides)
             assert OmegaConf.to_container(got) == OmegaConf.to_container(want), overrides

@@ -3,6 +3,7 @@ gated to the tested Hydra version; named explicitly, hydra.launcher.fast=true) a
 (hydra.launcher.fast=false), and `modal` in
 offline mode (the real modal Function run through Function.local() on the local worker pool). Fixtures come
 from hydra-core's pytest plugin (hydra.extra.pytest_plugin)."""
+
 from __future__ import annotations
 
 from hydra.test_utils.launcher_common_tests import (
@@ -14,7 +15,11 @@ from pytest import mark
 
 from hydra_plugins.sweep_launcher.launcher import fast_paths, fast_paths_tested
 
-LAUNCHERS = [("local", ["hydra.launcher.fast=true"]), ("local", ["hydra.launcher.fast=false"]), ("modal", ["hydra.launcher.modal.offline=true"])]
+LAUNCHERS = [
+    ("local", ["hydra.launcher.fast=true"]),
+    ("local", ["hydra.launcher.fast=false"]),
+    ("modal", ["hydra.launcher.modal.offline=true"]),
+]
 QUIET = ["hydra/hydra_logging=disabled", "hydra/job_logging=disabled"]
 
 
@@ -24,17 +29,20 @@ class TestSweepLauncher(LauncherTestSuite):
 
 
 # the suite extends its `overrides` list in place: give it lists of its own
-@mark.parametrize("launcher_name, overrides",
-                  [(name, ["hydra.sweeper.max_batch_size=2", *extra]) for name, extra in LAUNCHERS])
+@mark.parametrize(
+    "launcher_name, overrides", [(name, ["hydra.sweeper.max_batch_size=2", *extra]) for name, extra in LAUNCHERS]
+)
 class TestSweepLauncherBatched(BatchedSweeperTestSuite):
     pass
 
 
 @mark.parametrize(
     "task_launcher_cfg, extra_flags",
-    [({}, ["-m", "hydra/launcher=local", "hydra.launcher.fast=true", *QUIET]),
-     ({}, ["-m", "hydra/launcher=local", "hydra.launcher.fast=false", *QUIET]),
-     ({}, ["-m", "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *QUIET])],
+    [
+        ({}, ["-m", "hydra/launcher=local", "hydra.launcher.fast=true", *QUIET]),
+        ({}, ["-m", "hydra/launcher=local", "hydra.launcher.fast=false", *QUIET]),
+        ({}, ["-m", "hydra/launcher=modal", "hydra.launcher.modal.offline=true", *QUIET]),
+    ],
 )
 class TestSweepLauncherIntegration(IntegrationTestSuite):
     pass

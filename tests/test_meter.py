@@ -1,5 +1,6 @@
 """Measured energy (sweep.energy.meter): the windowing arithmetic against a counter that is a small real class, RAPL
 read from a powercap tree of real files (wrap-around included), and the `none` path on this machine."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -60,13 +61,16 @@ def powercap(root: Path, zones: dict[str, tuple[str, int, int]]) -> Path:
 
 
 def test_rapl_sums_packages_and_dram_and_unwraps(tmp_path):
-    root = powercap(tmp_path, {
-        "intel-rapl:0": ("package-0", 999_000_000, 999_999_999),  # wraps during the window
-        "intel-rapl:0/intel-rapl:0:0": ("core", 5, 999_999_999),  # inside the package figure: not added
-        "intel-rapl:0/intel-rapl:0:1": ("dram", 100, 999_999_999),
-        "intel-rapl:1": ("package-1", 0, 999_999_999),
-        "intel-rapl:2": ("psys", 0, 999_999_999),  # the platform zone overlaps the packages: not added
-    })
+    root = powercap(
+        tmp_path,
+        {
+            "intel-rapl:0": ("package-0", 999_000_000, 999_999_999),  # wraps during the window
+            "intel-rapl:0/intel-rapl:0:0": ("core", 5, 999_999_999),  # inside the package figure: not added
+            "intel-rapl:0/intel-rapl:0:1": ("dram", 100, 999_999_999),
+            "intel-rapl:1": ("package-1", 0, 999_999_999),
+            "intel-rapl:2": ("psys", 0, 999_999_999),  # the platform zone overlaps the packages: not added
+        },
+    )
     c = RAPLCounter(root)
     assert [z.name for z in c.zones] == ["intel-rapl:0", "intel-rapl:0:1", "intel-rapl:1"]
     (root / "intel-rapl:0" / "energy_uj").write_text("499999\n")  # 999_000_000 -> wrap -> 499_999: +1.5 J

@@ -1,6 +1,7 @@
 """Every method's trace, solved for real: every read follows a write of its buffer (no cold reads but the
 documented ones), forward-forward's cost against backprop's, operation counts of the known kinds
 (Trace.compute), the same on numpy and torch, and a hand-checked count of one SGD step."""
+
 from __future__ import annotations
 
 import functools
@@ -43,8 +44,16 @@ def applies(method: str, problem: str) -> bool:
 
 def valid(method: str, problem: str, variant: str) -> bool:
     try:
-        check_job(job.job_config(compose(f"method={method}", f"problem={problem}", f"variant={variant}",
-                                        *TILE.get(variant, ("variant.tile_size=0",)))))
+        check_job(
+            job.job_config(
+                compose(
+                    f"method={method}",
+                    f"problem={problem}",
+                    f"variant={variant}",
+                    *TILE.get(variant, ("variant.tile_size=0",)),
+                )
+            )
+        )
     except ConfigError:
         return False
     return True
@@ -65,14 +74,35 @@ ARMS = arms()
 
 
 @functools.lru_cache(maxsize=None)  # the tests below read the same solves: each is traced once
-def solve_traced(method: str, problem: str, variant: str = "standard", scope: str = "all_steps",
-                 device: str = "cpu", overrides: tuple[str, ...] = ()) -> Trace:
+def solve_traced(
+    method: str,
+    problem: str,
+    variant: str = "standard",
+    scope: str = "all_steps",
+    device: str = "cpu",
+    overrides: tuple[str, ...] = (),
+) -> Trace:
     """The trace of one real solve (the whole solve with scope all_steps); overrides after BASE and SMALL."""
-    cfg = compose(f"method={method}", f"problem={problem}", f"variant={variant}", f"device={device}",
-                  f"tracker.scope={scope}", *BASE, *SMALL.get(method, ()), *TILE.get(variant, ()), *overrides)
+    cfg = compose(
+        f"method={method}",
+        f"problem={problem}",
+        f"variant={variant}",
+        f"device={device}",
+        f"tracker.scope={scope}",
+        *BASE,
+        *SMALL.get(method, ()),
+        *TILE.get(variant, ()),
+        *overrides,
+    )
     prob = job.build(cfg.problem)
-    ctx = Context(problem=prob, data=prob.generate(), backend=job.make_backend(cfg.device), trace=Trace(),
-                  scope=scope, variant=job.build(cfg.variant))
+    ctx = Context(
+        problem=prob,
+        data=prob.generate(),
+        backend=job.make_backend(cfg.device),
+        trace=Trace(),
+        scope=scope,
+        variant=job.build(cfg.variant),
+    )
     job.build(cfg.method).solve(ctx)
     return ctx.trace
 
@@ -111,8 +141,9 @@ def test_forward_forward_reads_four_times_per_layer_and_costs_more_ard_than_back
     sgd = solve_traced("sgd", "sparse_parity", scope="published", overrides=wide)
     assert sum(op == READ and name == "W1" for op, name, _ in sgd.events) == 2
     for layers in (1, 2):
-        ff = solve_traced("forward_forward", "sparse_parity", scope="published",
-                          overrides=(*wide, f"method.layers={layers}"))
+        ff = solve_traced(
+            "forward_forward", "sparse_parity", scope="published", overrides=(*wide, f"method.layers={layers}")
+        )
         for li in range(layers):
             assert sum(op == READ and name == f"W{li}" for op, name, _ in ff.events) == 4
         assert ard_report(ff).metrics["ard"] > ard_report(sgd).metrics["ard"], layers
@@ -137,8 +168,7 @@ def test_every_method_counts_its_arithmetic(method, problem, variant):
 def test_torch_counts_what_numpy_counts(method):
     pytest.importorskip("torch")
     problem = "sparse_parity"
-    assert solve_traced(method, problem, device="torch_cpu").compute_ops == \
-        solve_traced(method, problem).compute_ops
+    assert solve_traced(method, problem, device="torch_cpu").compute_ops == solve_traced(method, problem).compute_ops
 
 
 def test_one_sgd_step_hand_counted():
@@ -152,9 +182,11 @@ def test_one_sgd_step_hand_counted():
     assert Standard().step(xp, p, x, y, SGD(lr=lr, wd=wd).make_update(xp), t)
     assert t.compute_ops == {
         # forward: x W1^T (B n H), out = h W2 (B H); + b1 (B H), + b2 (B); relu (B H)
-        "fma": B * n * H + B * H
+        "fma": B * n * H
+        + B * H
         # layer 2 grad dW2 = dout h (B H); layer 1 grad dh_pre^T x (B n H)
-        + B * H + B * n * H,
+        + B * H
+        + B * n * H,
         # + b1, + b2; db2 = sum dout (B); db1 = sum dh_pre (B H); the updates p -= g (nH + H + H + 1)
         "add": B * H + B + B + B * H + (n * H + H + H + 1),
         "max": B * H,
@@ -172,4 +204,3 @@ def test_stopped_step_counts_only_forward_and_margin():
     t = Trace()
     assert not Standard().step(xp, p, np.ones((B, n)), np.ones(B), SGD().make_update(xp), t)  # out = 12
     assert t.compute_ops == {"fma": B * n * H + B * H, "add": B * H + B, "max": B * H, "mul": B, "cmp": B}
-

@@ -1,4 +1,5 @@
 """Every method x problem: the allowed ones solve a small instance; the others are refused at config time."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,8 +50,11 @@ def test_allowed_combinations_solve_and_others_are_refused(method, problem):
     overrides = (f"method={method}", f"problem={problem}", *BASE, *SMALL.get(method, ()))
     cfg = compose(*overrides)
     if not allowed(method, problem):
-        with pytest.raises(ConfigError, match=rf"method={method} does not apply to problem={problem}.*"
-                                              rf"applies to problem in \{{.*sparse_(parity|sum)"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"method={method} does not apply to problem={problem}.*"
+            rf"applies to problem in \{{.*sparse_(parity|sum)",
+        ):
             check_job(cfg)
         return
     r = job.run(cfg)
@@ -103,8 +107,16 @@ def test_gf2_solves_every_seed_42_to_141():
 
 
 def test_curriculum_widens_and_keeps_the_secret():
-    r = job.run(compose("method=curriculum", "problem.n_bits=30", "method.hidden=64", "method.schedule=[8,16]",
-                        "problem.n_train=500", "tracker=none"))
+    r = job.run(
+        compose(
+            "method=curriculum",
+            "problem.n_bits=30",
+            "method.hidden=64",
+            "method.schedule=[8,16]",
+            "problem.n_train=500",
+            "tracker=none",
+        )
+    )
     assert r.metrics["accuracy"] == 1.0 and r.metrics["stages"] == 3.0
 
 

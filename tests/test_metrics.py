@@ -21,8 +21,11 @@ def test_the_table_cell_and_the_summary_line_use_the_registered_formats():
     assert Stat(1234.56, 10.2, 3).fmt("ard") == "1,235 ± 10"
     assert Stat(0.98765, 0.0, 1).fmt("accuracy") == "0.988"
     assert Stat(0.5, 0.0, 1).fmt("not_registered") == "0.5"  # the default format
-    r = RunResult(config={"problem": {"seed": 1}}, tags={"method": "sgd", "variant": "standard", "device": "cpu"},
-                  metrics={"cost_usd": 0.001234, "accuracy": 1.0, "ard": 1234.56, "epochs": 3.0, "dmd": 5.0})
+    r = RunResult(
+        config={"problem": {"seed": 1}},
+        tags={"method": "sgd", "variant": "standard", "device": "cpu"},
+        metrics={"cost_usd": 0.001234, "accuracy": 1.0, "ard": 1234.56, "epochs": 3.0, "dmd": 5.0},
+    )
     assert r.summary() == "[FINISHED] sgd-standard-cpu-seed1 accuracy=1.000 epochs=3 ard=1,234.6 cost_usd=$0.00123"
 
 

@@ -1,6 +1,7 @@
 """The Modal side as Modal builds it (no network): one real `modal.Function` per GPU type, each wrapping the
 launcher's own `execute`, retried by Modal's `modal.Retries`; offline, the same Function's `.local()` runs a job.
 The network hop itself (`Function.map` inside `app.run()`) needs a Modal account and is not run here."""
+
 from __future__ import annotations
 
 import modal
@@ -74,8 +75,10 @@ def test_the_image_carries_this_plugin_and_the_apps_project_and_pins_what_is_ins
     root = tmp_path.resolve()
     assert _modal_app.requirements(root) == [pin(d) for d in ("hydra-core", "omegaconf", "cloudpickle", "modal")]
     # its dependencies: pinned where installed here, as written where not; one for another platform left out
-    (root / "pyproject.toml").write_text('[project]\nname = "app"\ndependencies = ["numpy>=1", "no-such-dist-x>=2", '
-                                         '"OmegaConf", "pywin32; sys_platform == \'win32\'"]\n')
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "app"\ndependencies = ["numpy>=1", "no-such-dist-x>=2", '
+        '"OmegaConf", "pywin32; sys_platform == \'win32\'"]\n'
+    )
     reqs = _modal_app.requirements(root)
     assert reqs[4:] == [pin("numpy"), "no-such-dist-x>=2"] and len(reqs) == 6
     # the plugin outside the project: its own package goes along, on the container's path

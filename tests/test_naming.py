@@ -1,12 +1,17 @@
 """A job is named by the overrides that vary within its multirun (the launcher's naming.py)."""
+
 from __future__ import annotations
 
 from hydra_plugins.sweep_launcher.naming import Namer
 
 
 def test_names_keep_only_what_varies_and_stay_unique():
-    jobs = [["variant=tiled", f"variant.tile_size={t}", f"method.hidden={h}", "problem.n_bits=20", f"problem.seed={s}"]
-            for t in (50, 100) for h in (1000, 500) for s in (42, 44)]
+    jobs = [
+        ["variant=tiled", f"variant.tile_size={t}", f"method.hidden={h}", "problem.n_bits=20", f"problem.seed={s}"]
+        for t in (50, 100)
+        for h in (1000, 500)
+        for s in (42, 44)
+    ]
     names = Namer().names(jobs, range(len(jobs)))
     assert names[0] == "variant.tile_size=50 method.hidden=1000 problem.seed=42"
     assert len(set(names)) == len(jobs)
@@ -32,8 +37,12 @@ def test_keys_the_sweep_sweeps_name_even_a_first_batch_where_they_do_not_vary_ye
 
     from hydra_plugins.sweep_launcher.naming import sweep_overrides, swept_keys
 
-    hydra = OmegaConf.create({"overrides": {"task": ["problem.seed=1,2", "method=gf2"]},
-                              "sweeper": {"params": {"+sweeps/arm": "a,b", "lr": "interval(0.1, 1)"}}})
+    hydra = OmegaConf.create(
+        {
+            "overrides": {"task": ["problem.seed=1,2", "method=gf2"]},
+            "sweeper": {"params": {"+sweeps/arm": "a,b", "lr": "interval(0.1, 1)"}},
+        }
+    )
     assert swept_keys(sweep_overrides(hydra)) == {"problem.seed", "sweeps/arm", "lr"}
     names = Namer.for_multirun(hydra).names([["problem.seed=1", "method=gf2", "+sweeps/arm=a", "lr=0.5"]], [0])
     assert names == ["problem.seed=1 sweeps/arm=a lr=0.5"]

@@ -1,6 +1,7 @@
 """hydra/sweeper=optuna (launchers/hydra_plugins/optuna_search): trials are the launcher's jobs, recorded as child
 runs with their trial number; objectives come from the runs' metrics; failed trials are told as failed; the
 study lives in Optuna's sqlite storage beside the MLflow store, so re-running resumes it."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,15 @@ from sweep.report.compare import compare
 from tests.conftest import FAULTY, run_sweep
 
 # tune_sgd at a toy size: seconds a trial
-SMALL = ["problem.n_bits=8", "problem.n_train=200", "problem.n_test=100", "method.max_epochs=5",
-         "hydra.sweeper.n_jobs=2", "hydra/launcher=local", "hydra.launcher.n_workers=2"]
+SMALL = [
+    "problem.n_bits=8",
+    "problem.n_train=200",
+    "problem.n_test=100",
+    "method.max_epochs=5",
+    "hydra.sweeper.n_jobs=2",
+    "hydra/launcher=local",
+    "hydra.launcher.n_workers=2",
+]
 
 
 def _sweep(store: str, tmp_path: Path, *args: str):
@@ -74,28 +82,58 @@ def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
 def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     # chunk=13 raises inside the job (tests/faulty.py; random sampler, seed 0: both choices among 4 trials)
-    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", *FAULTY, "tracker=none",
-               "method.chunk=choice(2048,13)", "+hydra.sweeper.objectives.accuracy=maximize",
-               "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0",
-               f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=fails", "hydra.sweeper.n_trials=4",
-               "hydra.sweeper.trial_key=extra.trial", "mlflow.experiment=fails")
+    p = _sweep(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/sweeper=optuna",
+        *FAULTY,
+        "tracker=none",
+        "method.chunk=choice(2048,13)",
+        "+hydra.sweeper.objectives.accuracy=maximize",
+        "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler",
+        "+hydra.sweeper.sampler.seed=0",
+        f"hydra.sweeper.storage={storage}",
+        "hydra.sweeper.study_name=fails",
+        "hydra.sweeper.n_trials=4",
+        "hydra.sweeper.trial_key=extra.trial",
+        "mlflow.experiment=fails",
+    )
     assert p.returncode == 1, p.stderr  # the launcher's summary: a job failed
     trials = optuna.load_study(study_name="fails", storage=storage).trials
     states = {(t.params["method.chunk"], t.state) for t in trials}
     assert states == {(13, TrialState.FAIL), (2048, TrialState.COMPLETE)}, states
     assert len(trials) == 4 and len(_children(store, "fails")) == 4  # every trial ran, failed ones too
 
-    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=gf2", "tracker=none", "problem.seed=1,2",
-               "+hydra.sweeper.objectives.nope=maximize", f"hydra.sweeper.storage={storage}",
-               "hydra.sweeper.study_name=missing", "hydra.sweeper.n_trials=1", "mlflow.experiment=missing")
+    p = _sweep(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/sweeper=optuna",
+        "method=gf2",
+        "tracker=none",
+        "problem.seed=1,2",
+        "+hydra.sweeper.objectives.nope=maximize",
+        f"hydra.sweeper.storage={storage}",
+        "hydra.sweeper.study_name=missing",
+        "hydra.sweeper.n_trials=1",
+        "mlflow.experiment=missing",
+    )
     assert p.returncode == 0, p.stderr  # the job itself finished
     assert "trial 0 failed: no metric nope among accuracy," in p.stdout + p.stderr  # Hydra's log: stdout
     assert [t.state for t in optuna.load_study(study_name="missing", storage=storage).trials] == [TrialState.FAIL]
 
 
 def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
-    p = _sweep(store, tmp_path, "-m", "hydra/sweeper=optuna", "method=gf2", "problem.seed=1,2",
-               "+hydra.sweeper.objectives.accuracy=biggest")
+    p = _sweep(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/sweeper=optuna",
+        "method=gf2",
+        "problem.seed=1,2",
+        "+hydra.sweeper.objectives.accuracy=biggest",
+    )
     assert p.returncode == 2
     assert "hydra.sweeper.objectives.accuracy='biggest' is not allowed: expected one of maximize, minimize" in p.stderr
     assert not (tmp_path / "mlruns").exists() and _children(store, "sweep") == []
@@ -104,7 +142,7 @@ def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
 def _parent_opened(store: str) -> bool:
     """Whether the store has a sweep's parent run, read without creating the store (the sweep does that)."""
     try:
-        with sqlite3.connect(f"file:{store[len('sqlite:///'):]}?mode=ro", uri=True) as db:
+        with sqlite3.connect(f"file:{store[len('sqlite:///') :]}?mode=ro", uri=True) as db:
             return bool(db.execute("SELECT 1 FROM tags WHERE key = 'sweep.parent'").fetchone())
     except sqlite3.OperationalError:  # not created yet
         return False
@@ -114,9 +152,15 @@ def test_an_interrupted_search_runs_its_unfinished_trials_first_when_resumed(sto
     storage = store.replace("mlflow.db", "optuna.db")
     fixed = ["sweeps=tune_sgd", "method.lr=1e-6", "hydra.sweeper.n_trials=2", *SMALL]  # lr fixed: never converges
     # Ctrl-C while the first batch's trials run (100000 epochs: still running when it comes)
-    proc = subprocess.Popen([sys.executable, "-m", "sweep", *fixed, "method.max_epochs=100000", "tracker=none"],
-                            cwd=tmp_path, env={**os.environ, "MLFLOW_TRACKING_URI": store}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep", *fixed, "method.max_epochs=100000", "tracker=none"],
+        cwd=tmp_path,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not _parent_opened(store):
         time.sleep(0.2)
@@ -136,7 +180,11 @@ def test_an_interrupted_search_runs_its_unfinished_trials_first_when_resumed(sto
     trials = optuna.load_study(study_name="tune_sgd", storage=storage).trials
     assert [t.state for t in trials] == [TrialState.FAIL] * 2 + [TrialState.COMPLETE] * 2
     assert sorted(tuple(sorted(t.params.items())) for t in trials[2:]) == interrupted
-    parents = [r for r in client.search_runs([client.get_experiment_by_name("tune_sgd").experiment_id],
-                                            order_by=["attributes.start_time ASC"])
-               if r.data.tags.get("sweep.parent") == "true"]
+    parents = [
+        r
+        for r in client.search_runs(
+            [client.get_experiment_by_name("tune_sgd").experiment_id], order_by=["attributes.start_time ASC"]
+        )
+        if r.data.tags.get("sweep.parent") == "true"
+    ]
     assert [r.info.status for r in parents] == ["KILLED", "FINISHED"]

@@ -1,6 +1,7 @@
 """The launcher plugin is generic: a plain Hydra app, with `sweep`, `modal` and `optuna` unimportable in every
 process it starts, runs a multirun on `hydra/launcher=local`; a job placed on Modal without the modal package
 fails with how to install it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +11,7 @@ from tests.conftest import run_plain_app
 
 # one write per line: with PYTHONUNBUFFERED set (as on CI), print() writes its text and its newline apart, and
 # two workers sharing the pipe may interleave between them
-APP = '''
+APP = """
 import sys
 
 import hydra
@@ -23,7 +24,7 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
 def run_app(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
@@ -34,10 +35,14 @@ def test_a_plain_hydra_app_sweeps_on_the_local_launcher_without_sweep_or_modal(t
     p = run_app(tmp_path, "hydra/launcher=local", "hydra.launcher.n_workers=2", "+x=1,2,3")
     assert p.returncode == 0, p.stderr[-2000:]
     assert sorted(line for line in p.stdout.splitlines() if line.startswith("job ")) == [
-        "job x=1 doubled=2", "job x=2 doubled=4", "job x=3 doubled=6"]
+        "job x=1 doubled=2",
+        "job x=2 doubled=4",
+        "job x=3 doubled=6",
+    ]
     # Hydra's per-job record, as any launcher writes it
-    assert sorted((tmp_path / "multirun" / str(i) / ".hydra" / "overrides.yaml").read_text().split()[-1]
-                  for i in range(3)) == ["+x=1", "+x=2", "+x=3"]
+    assert sorted(
+        (tmp_path / "multirun" / str(i) / ".hydra" / "overrides.yaml").read_text().split()[-1] for i in range(3)
+    ) == ["+x=1", "+x=2", "+x=3"]
 
 
 def test_a_job_placed_on_modal_without_the_modal_package_fails_with_how_to_install_it(tmp_path: Path) -> None:

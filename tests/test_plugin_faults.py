@@ -1,6 +1,7 @@
 """Faults the launcher plugin meets under a plain Hydra app (`hydra/launcher=local`, no `sweep` importable): a worker
 that dies between jobs, a result the launcher cannot load, a task that raises. Each one is that job's failure at
 most; every other job runs, and the user sees why."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +11,7 @@ from tests.conftest import run_plain_app
 # Job x=1 returns a value whose loading, in the launcher, takes 1.5 s, and ends its worker 0.5 s after it returned (a
 # thread calls os._exit). The worker meanwhile answers job x=2, already in its pipe, and dies idle: the
 # launcher's next send (job x=3) finds the pipe closed.
-DIES_BETWEEN_JOBS = '''
+DIES_BETWEEN_JOBS = """
 import os
 import threading
 import time
@@ -33,7 +34,7 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
 def _jobs_run(stdout: str) -> list[str]:
@@ -41,15 +42,21 @@ def _jobs_run(stdout: str) -> list[str]:
 
 
 def test_a_worker_that_dies_between_jobs_costs_no_job(tmp_path: Path) -> None:
-    p = run_plain_app(tmp_path, DIES_BETWEEN_JOBS, "hydra/launcher=local", "hydra.launcher.n_workers=1",
-                      "hydra.launcher.progress=false", "+x=1,2,3,4,5")
+    p = run_plain_app(
+        tmp_path,
+        DIES_BETWEEN_JOBS,
+        "hydra/launcher=local",
+        "hydra.launcher.n_workers=1",
+        "hydra.launcher.progress=false",
+        "+x=1,2,3,4,5",
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Traceback" not in p.stderr, p.stderr[-3000:]
     assert _jobs_run(p.stdout) == [f"job x={i}" for i in range(1, 6)]
 
 
 # Job x=2's value pickles in the worker but raises when the launcher loads it.
-UNLOADABLE_RESULT = '''
+UNLOADABLE_RESULT = """
 import hydra
 
 
@@ -65,20 +72,27 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
 def test_a_result_the_launcher_cannot_load_fails_only_its_job(tmp_path: Path) -> None:
-    p = run_plain_app(tmp_path, UNLOADABLE_RESULT, "hydra/launcher=local", "hydra.launcher.n_workers=1",
-                      "hydra.launcher.progress=false", "+x=1,2,3")
+    p = run_plain_app(
+        tmp_path,
+        UNLOADABLE_RESULT,
+        "hydra/launcher=local",
+        "hydra.launcher.n_workers=1",
+        "hydra.launcher.progress=false",
+        "+x=1,2,3",
+    )
     assert p.returncode == 1, p.stderr[-3000:]
     assert _jobs_run(p.stdout) == ["job x=1", "job x=2", "job x=3"]
     assert "Error executing job with overrides: ['+x=2']" in p.stderr, p.stderr[-3000:]
-    assert ("the job's result could not be loaded by the launcher (ValueError: invalid literal for int()"
-            in p.stderr), p.stderr[-3000:]
+    assert "the job's result could not be loaded by the launcher (ValueError: invalid literal for int()" in p.stderr, (
+        p.stderr[-3000:]
+    )
 
 
-RAISES = '''
+RAISES = """
 import hydra
 
 
@@ -92,7 +106,7 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
 def test_a_failed_task_shows_its_own_traceback(tmp_path: Path) -> None:

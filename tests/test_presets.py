@@ -1,5 +1,6 @@
 """Sweep presets (sweeps/*.yaml): they compose as multiruns with their study's settings, and the ard_variants and
 gpu_vs_cpu presets run end to end (shrunk by overrides) into a real store, where sweep.report.compare reads them."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,21 @@ from sweep.paths import SWEEPS_DIR
 from sweep.report import compare, study
 from tests.conftest import compose, run_sweep
 
-PRESETS = ("gpu_vs_cpu", "ard_variants", "tiled_w1", "scaling_n", "sign_vs_sgd", "curriculum_speedup", "lr_width",
-           "weight_decay", "ff_vs_backprop", "torch_overhead", "smaller_models", "energy_proxies", "tune_sgd")
+PRESETS = (
+    "gpu_vs_cpu",
+    "ard_variants",
+    "tiled_w1",
+    "scaling_n",
+    "sign_vs_sgd",
+    "curriculum_speedup",
+    "lr_width",
+    "weight_decay",
+    "ff_vs_backprop",
+    "torch_overhead",
+    "smaller_models",
+    "energy_proxies",
+    "tune_sgd",
+)
 
 
 def _compose(*overrides: str):
@@ -36,8 +50,7 @@ def test_preset_composes_as_a_named_multirun(name):
 
 def test_presets_carry_their_study_settings():
     g = _compose("sweeps=gpu_vs_cpu")
-    assert dict(g.hydra.sweeper.params) == {"device": "cpu,cuda", "method": "gf2,sgd,km",
-                                            "extra.repeat": "range(5)"}
+    assert dict(g.hydra.sweeper.params) == {"device": "cpu,cuda", "method": "gf2,sgd,km", "extra.repeat": "range(5)"}
     s = _compose("sweeps=gpu_vs_cpu", "method=sgd")
     assert (s.problem.n_bits, s.problem.k_sparse, s.problem.seed) == (20, 3, 42)
     assert (s.method.hidden, s.method.lr, s.method.wd, s.method.batch_size) == (200, 0.1, 0.01, 32)
@@ -95,6 +108,8 @@ def test_curriculum_speedup_prints_speedups_against_direct_training(store, tmp_p
     assert cur.relative["epochs speed-up"] == f"{sgd.stats['epochs'].mean / cur.stats['epochs'].mean:.3g}x"
     assert cur.relative["wall_clock_s speed-up"].endswith("x")
     assert [Path(f).name for f in files[2:]] == ["curriculum_speedup.png", "curriculum_speedup-curves.png"]
+
+
 def test_energy_proxies_arms():
     e = _compose("sweeps=energy_proxies")
     assert (e.tracker.name, e.tracker.scope) == ("energy", "all_steps")
@@ -108,15 +123,23 @@ def test_energy_proxies_arms():
     methods = {m for m, *_ in seen}
     assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"}
     sgd = {(v, t, h) for m, v, t, h in seen if m == "sgd"}
-    assert sgd == {(v, t, h) for h in (100, 200) for v, t in
-                   (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))}
+    assert sgd == {
+        (v, t, h)
+        for h in (100, 200)
+        for v, t in (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))
+    }
 
 
 @pytest.mark.slow
 def test_energy_proxies_runs_and_ranks_the_proxies(store, tmp_path):
     # the preset shrunk to its cheap arms: a command-line sweep replaces the preset's
-    proc = run_sweep("sweeps=energy_proxies", "+sweeps/energy_proxies_arm=gf2,km", "problem.seed=42,43",
-                     "tracker.meter=none", cwd=tmp_path)
+    proc = run_sweep(
+        "sweeps=energy_proxies",
+        "+sweeps/energy_proxies_arm=gf2,km",
+        "problem.seed=42,43",
+        "tracker.meter=none",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     cmp, files = compare.compare("energy_proxies", out_dir=tmp_path / "cmp")
     for hierarchy in ("cpu", "gpu"):

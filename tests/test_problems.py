@@ -1,4 +1,5 @@
 """Problems: labels, the harness-compatible draw, and the folds/pruning that smt relies on."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,11 +12,14 @@ from sweep.problems.sparse_sum import SparseSum
 X = np.array([[1.0, -1.0, 1.0, 1.0], [-1.0, -1.0, 1.0, -1.0], [1.0, 1.0, 1.0, -1.0]])
 
 
-@pytest.mark.parametrize("problem, want", [
-    (SparseParity(), [-1.0, 1.0, 1.0]),  # product of bits 0, 1, 2
-    (SparseAnd(), [-1.0, -1.0, 1.0]),  # +1 iff all of bits 0, 1, 2 are +1
-    (SparseSum(), [1.0, -1.0, 3.0]),  # sum of bits 0, 1, 2
-])
+@pytest.mark.parametrize(
+    "problem, want",
+    [
+        (SparseParity(), [-1.0, 1.0, 1.0]),  # product of bits 0, 1, 2
+        (SparseAnd(), [-1.0, -1.0, 1.0]),  # +1 iff all of bits 0, 1, 2 are +1
+        (SparseSum(), [1.0, -1.0, 3.0]),  # sum of bits 0, 1, 2
+    ],
+)
 def test_labels(problem, want):
     np.testing.assert_array_equal(problem.labels(X, (0, 1, 2)), want)
 

@@ -1,5 +1,6 @@
 """The progress line reads number before label (`tiled_w1 3/30 · 3 done · ...`), its ETA, and the line a sweep
 ends with (where to look next); `hydra.launcher.progress=false` prints none of the progress."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """The proxy ranking of `python -m sweep.compare` (sweep.energy.proxies): hand-computed rank correlations on runs
 recorded in a real MLflow store, and a real energy sweep end to end (table, disagreements, scatter grid)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,11 @@ from sweep.report.queries import load_children
 from sweep.result import RunResult
 from tests.conftest import record_small_sweep
 
-SPEC = {"target": ["energy_pj", "energy_measured_j"], "by": "tracker.hierarchy",
-        "metrics": ["ard", "dmc", "total_floats"]}
+SPEC = {
+    "target": ["energy_pj", "energy_measured_j"],
+    "by": "tracker.hierarchy",
+    "metrics": ["ard", "dmc", "total_floats"],
+}
 
 
 def test_rank_correlations_hand_computed(store):
@@ -20,9 +24,14 @@ def test_rank_correlations_hand_computed(store):
     parent = rec.start_parent("sweep sweeps=proxies", {"sweep.overrides": "sweeps=proxies", "launcher": "basic"})
     # energy 1..4; ard agrees, dmc is reversed, total_floats swaps the middle two runs
     for i, (ard, dmc, total) in enumerate([(1, 4, 1), (2, 3, 3), (3, 2, 2), (4, 1, 4)]):
-        rec.log(RunResult(config={"tracker": {"hierarchy": "cpu"}, "extra": {"arm": f"a{i}"}},
-                          metrics={"energy_pj": float(i + 1), "ard": float(ard), "dmc": float(dmc),
-                                   "total_floats": float(total)}, tags={"method": "x"}), parent_run_id=parent)
+        rec.log(
+            RunResult(
+                config={"tracker": {"hierarchy": "cpu"}, "extra": {"arm": f"a{i}"}},
+                metrics={"energy_pj": float(i + 1), "ard": float(ard), "dmc": float(dmc), "total_floats": float(total)},
+                tags={"method": "x"},
+            ),
+            parent_run_id=parent,
+        )
     rec.end_parent(parent, "FINISHED", [])
     cmp, files = compare("proxies", store, log=False, settings={"proxies": SPEC})
     children = load_children(rec.client, rec.client.get_run(parent))
@@ -41,8 +50,7 @@ def test_rank_correlations_hand_computed(store):
 
 
 def test_energy_sweep_ranks_proxies_and_logs_the_plot(store, tmp_path):
-    rec, parent, _ = record_small_sweep(store, "energy_small", "energy_small", "tracker=energy",
-                                        "tracker.meter=none")
+    rec, parent, _ = record_small_sweep(store, "energy_small", "energy_small", "tracker=energy", "tracker.meter=none")
     rec.end_parent(parent, "FINISHED", [])
     cmp, files = compare("energy_small", store, out_dir=tmp_path, settings={"proxies": SPEC})
     assert "| cpu | energy_pj | 4 | Spearman |" in cmp.proxies and "largest rank gaps" in cmp.proxies

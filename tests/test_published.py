@@ -1,5 +1,6 @@
 """The published ARD numbers come out of the real job (default tracker.scope=published: one single-sample
 step on the first training sample with margin < 1, after training), end to end through `python -m sweep`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,12 @@ def shared_store(tmp_path_factory) -> str:
 
 
 def _sweep(store: str, experiment: str, *args: str) -> list:
-    p = run_sweep(*args, f"mlflow.experiment={experiment}", env={"MLFLOW_TRACKING_URI": store},
-                  cwd=Path(store[len("sqlite:///"):]).parent)
+    p = run_sweep(
+        *args,
+        f"mlflow.experiment={experiment}",
+        env={"MLFLOW_TRACKING_URI": store},
+        cwd=Path(store[len("sqlite:///") :]).parent,
+    )
     assert p.returncode == 0, p.stderr
     c = MlflowClient(store)
     exp = c.get_experiment_by_name(experiment)
@@ -39,8 +44,17 @@ def test_cli_logs_the_published_fused_ard(shared_store):
 
 
 def test_cli_tiled_cache_sweep_records_a_hit_rate_per_tile_size(shared_store):
-    found = _sweep(shared_store, "tiled", "-m", "hydra/launcher=basic", "method.hidden=1000", QUICK,
-                   "variant=tiled", "variant.tile_size=50,500", "tracker=cache")
+    found = _sweep(
+        shared_store,
+        "tiled",
+        "-m",
+        "hydra/launcher=basic",
+        "method.hidden=1000",
+        QUICK,
+        "variant=tiled",
+        "variant.tile_size=50,500",
+        "tracker=cache",
+    )
     runs = {int(r.data.params["variant.tile_size"]): r.data.metrics for r in found}
     assert set(runs) == {50, 500}
     assert round(runs[50]["ard"], 1) == 40672.3 and round(runs[500]["ard"], 1) == 38622.5
@@ -49,13 +63,16 @@ def test_cli_tiled_cache_sweep_records_a_hit_rate_per_tile_size(shared_store):
         assert m["effective_ard"] > 0 and m["cache_miss_floats"] > 0
 
 
-@pytest.mark.parametrize("overrides, ard, dmd", [
-    ("method.hidden=500 variant=standard", 17976.4, 1991206.4),
-    ("method.hidden=500 variant=perlayer", 17298.6, 1730456.8),
-    ("method.hidden=1000 variant=standard", 35919.8, None),
-    ("method.hidden=1000 variant=tiled variant.tile_size=100", 40340.7, None),
-    ("method.hidden=1000 variant=tiled variant.tile_size=250", 39657.7, None),
-])
+@pytest.mark.parametrize(
+    "overrides, ard, dmd",
+    [
+        ("method.hidden=500 variant=standard", 17976.4, 1991206.4),
+        ("method.hidden=500 variant=perlayer", 17298.6, 1730456.8),
+        ("method.hidden=1000 variant=standard", 35919.8, None),
+        ("method.hidden=1000 variant=tiled variant.tile_size=100", 40340.7, None),
+        ("method.hidden=1000 variant=tiled variant.tile_size=250", 39657.7, None),
+    ],
+)
 def test_job_reproduces_the_published_table(overrides, ard, dmd):
     m = job.run(compose(*overrides.split(), QUICK, "tracker=dmd" if dmd else "tracker=ard")).metrics
     assert round(m["ard"], 1) == ard

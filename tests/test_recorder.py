@@ -1,4 +1,5 @@
 """The MLflow recorder against a real SQLite store in a temporary directory."""
+
 from mlflow.tracking import MlflowClient
 
 from sweep import job
@@ -7,8 +8,7 @@ from tests.conftest import compose
 
 
 def test_flatten_gives_dotted_keys():
-    assert flatten({"method": {"lr": 0.1, "x": {"y": 1}}, "a": None}) == {"method.lr": 0.1, "method.x.y": 1,
-                                                                          "a": None}
+    assert flatten({"method": {"lr": 0.1, "x": {"y": 1}}, "a": None}) == {"method.lr": 0.1, "method.x.y": 1, "a": None}
 
 
 def test_logs_params_metrics_curves_tags_artifacts(store, tmp_path):

@@ -1,5 +1,6 @@
 """The repository explains itself: no developer's machine paths, and every document it cites is in it
 (docs/, the studies it names as "seed 00N" in docs/studies.md)."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,10 @@ SHIPPED = ("src", "launchers", "benchmarks", "conf", "sweeps", "docs", "README.m
 CODE = SHIPPED + ("tests",)
 TEXT = {".py", ".yaml", ".yml", ".md", ".toml", ".txt", ".cfg", ".sh", ""}  # "": .ci/run, .ci/setup
 # a temporary, home or checkout directory (`/tmp`, `/home/me/...`, macOS's `/private/var/...`, `C:\Users\...`)
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt|scratch|private/var|var/folders)\b"
-                          r"|\b[A-Z]:\\+Users\b")
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt|scratch|private/var|var/folders)\b"
+    r"|\b[A-Z]:\\+Users\b"
+)
 SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)", re.I)
 
 
@@ -26,8 +29,12 @@ def _files(tops: tuple[str, ...]) -> list[Path]:
 
 
 def test_no_machine_paths_in_what_the_project_ships():
-    found = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}" for f in _files(SHIPPED)
-             for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if MACHINE_PATH.search(line)]
+    found = [
+        f"{f.relative_to(ROOT)}:{i}: {line.strip()}"
+        for f in _files(SHIPPED)
+        for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
+        if MACHINE_PATH.search(line)
+    ]
     assert not found, "absolute paths of a machine:\n" + "\n".join(found)
 
 
@@ -46,8 +53,11 @@ def test_every_cited_document_is_in_the_repository():
         if re.search(r"\bspecs/|\.\./shared|shared/seeds", text):
             bad.append(f"{where}: points outside the repository (specs/, ../shared): point it at docs/")
         for group in SEED_REF.findall(text):
-            bad += [f"{where}: seed {n} has no section in docs/studies.md" for n in re.findall(r"0\d\d", group)
-                    if n not in sections]
+            bad += [
+                f"{where}: seed {n} has no section in docs/studies.md"
+                for n in re.findall(r"0\d\d", group)
+                if n not in sections
+            ]
         for doc in re.findall(r"\bdocs/([\w./-]+\.(?:md|png))", text):
             if not (ROOT / "docs" / doc).is_file():
                 bad.append(f"{where}: docs/{doc} does not exist")

@@ -1,5 +1,6 @@
 """The worker's cheaper run_job pieces say the same as Hydra's: the .hydra YAML, the config artifact, and the
 JobReturn the launcher rebuilds instead of shipping configs back."""
+
 from __future__ import annotations
 
 import yaml
@@ -31,8 +32,9 @@ def test_config_artifact_round_trips():
 
 def test_returned_job_rebuilds_the_configs_it_did_not_carry():
     cfg = compose("method=gf2", "problem.seed=3", hydra_section=True)
-    slim = JobReturn(overrides=["problem.seed=3"], working_dir="/w", task_name="sweep", status=JobStatus.COMPLETED,
-                     _return_value=42)
+    slim = JobReturn(
+        overrides=["problem.seed=3"], working_dir="/w", task_name="sweep", status=JobStatus.COMPLETED, _return_value=42
+    )
     ret = ReturnedJob.of(slim, cfg, "/out/3")
     assert ret.return_value == 42 and ret.overrides == ["problem.seed=3"] and ret.working_dir == "/w"
     assert ret._source is not None  # nothing built until asked

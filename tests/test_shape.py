@@ -2,6 +2,7 @@
 app nor Hydra's internals and its version-gated fast-path modules only behind the gate, launcher files of a
 readable size, defaults written in one place. Read from the source (ast), so a lazy import inside a function
 counts as much as one at the top."""
+
 from __future__ import annotations
 
 import ast
@@ -34,8 +35,13 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
     # a command line's program (commands.command("sweep.spool", ...): a hint, run in a process of its own)
-    programs = {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
-                and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "command"}
+    programs = {
+        id(n.args[0])
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and n.args
+        and (getattr(n.func, "id", None) or getattr(n.func, "attr", None)) == "command"
+    }
     pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for n in ast.walk(tree):
@@ -45,10 +51,14 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
             base = n.module or ""
             if n.level:
                 parts = pkg.split(".")
-                base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else []))
+                base = ".".join(parts[: len(parts) - n.level + 1] + ([n.module] if n.module else []))
             out += [(f"{base}.{a.name}", id(n) in top) for a in n.names] + [(base, id(n) in top)]
-        elif (isinstance(n, ast.Constant) and isinstance(n.value, str) and DOTTED.fullmatch(n.value)
-              and id(n) not in programs):
+        elif (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and DOTTED.fullmatch(n.value)
+            and id(n) not in programs
+        ):
             out.append((n.value, False))
     return out
 
@@ -122,8 +132,12 @@ def test_launchers_import_neither_the_app_nor_hydra_internals_and_the_fast_path_
 
 
 def test_no_source_file_is_over_400_lines():
-    long = {str(f.relative_to(ROOT)): n for base in SOURCES.values() for f in base.rglob("*.py")
-            if (n := len(f.read_text().splitlines())) > MAX_LINES}
+    long = {
+        str(f.relative_to(ROOT)): n
+        for base in SOURCES.values()
+        for f in base.rglob("*.py")
+        if (n := len(f.read_text().splitlines())) > MAX_LINES
+    }
     assert not long, long
 
 
@@ -138,9 +152,13 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
     from sweep.config.schema import SCHEMAS
 
     def defaults(dc: type) -> dict:
-        return {f.name: f.default if f.default is not dataclasses.MISSING else
-                (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-                for f in dataclasses.fields(dc) if f.init and f.name != "_target_"}
+        return {
+            f.name: f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+            for f in dataclasses.fields(dc)
+            if f.init and f.name != "_target_"
+        }
 
     checked, bad = 0, []
     for group, options in SCHEMAS.items():
@@ -153,15 +171,22 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
         for f in sorted((ROOT / "conf" / group).glob("*.yaml")):
             doc = yaml.safe_load(f.read_text()) or {}
             entries = doc.get("defaults", [])
-            base = next((v for e in entries if isinstance(e, dict) for k, v in e.items() if k.startswith("/schema/")),
-                        None)
+            base = next(
+                (v for e in entries if isinstance(e, dict) for k, v in e.items() if k.startswith("/schema/")), None
+            )
             if base is None:  # an option that extends another option of its group (device=torch_cpu: cpu)
                 parent = next(e for e in entries if isinstance(e, str) and e.startswith(f"/{group}/"))
                 parent_doc = yaml.safe_load((ROOT / "conf" / f"{parent.split('@')[0].lstrip('/')}.yaml").read_text())
-                bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats {parent}'s" for k, v in doc.items()
-                        if k != "defaults" and parent_doc.get(k) == v]
+                bad += [
+                    f"conf/{group}/{f.name}: {k}: {v!r} repeats {parent}'s"
+                    for k, v in doc.items()
+                    if k != "defaults" and parent_doc.get(k) == v
+                ]
                 continue
             own = defaults(options[base])
-            bad += [f"conf/{group}/{f.name}: {k}: {v!r} repeats its schema's default" for k, v in doc.items()
-                    if k in own and k != "name" and own[k] == v]
+            bad += [
+                f"conf/{group}/{f.name}: {k}: {v!r} repeats its schema's default"
+                for k, v in doc.items()
+                if k in own and k != "name" and own[k] == v
+            ]
     assert checked >= 15 and not bad, "\n".join(bad)

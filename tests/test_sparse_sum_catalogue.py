@@ -1,5 +1,6 @@
 """problem=sparse_sum with the group's sum methods: ols, sgd (a linear model on squared error) and fourier
 (degree-one coefficients) beside km and smt; the README's applicability table is the classes'."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,7 @@ SUM_METHODS = {"ols": OLS, "sgd": SGD, "fourier": Fourier}
 def _solve(method, seed: int, trace: Trace, scope: str = "published", backend: Backend | None = None):
     prob = SparseSum(n_bits=20, k_sparse=3, seed=seed)
     data = prob.generate()
-    ctx = Context(problem=prob, data=data, backend=backend or Backend(), trace=trace, scope=scope,
-                  variant=Standard())
+    ctx = Context(problem=prob, data=data, backend=backend or Backend(), trace=trace, scope=scope, variant=Standard())
     return method.solve(ctx).finalize(), data
 
 

@@ -1,5 +1,6 @@
 """The one-transaction run writer against MlflowClient: the same RunResult, written both ways into one real
 SQLite store, must read back the same through MLflow's public API (a changed MLflow schema fails here)."""
+
 from __future__ import annotations
 
 import math
@@ -13,13 +14,19 @@ from sweep.result import RunResult
 
 def result(status: str = "FINISHED", error: str | None = None) -> RunResult:
     return RunResult(
-        config={"problem": {"name": "sparse_parity", "seed": 7, "n_bits": 20}, "method": {"name": "sgd", "lr": 0.1},
-                "extra": {"note": "x" * 7000}},  # a param longer than MLflow's limit is cut as the client cuts it
+        config={
+            "problem": {"name": "sparse_parity", "seed": 7, "n_bits": 20},
+            "method": {"name": "sgd", "lr": 0.1},
+            "extra": {"note": "x" * 7000},
+        },  # a param longer than MLflow's limit is cut as the client cuts it
         metrics={"accuracy": 1.0, "epochs": 12.0, "nan_metric": float("nan"), "inf_metric": float("inf")},
         curves={"train_accuracy": [0.5, 0.75, 1.0], "ard_per_epoch": [3.0, 2.0, 2.5]},
         tags={"method": "sgd", "secret": "1,2,3"},
         artifacts={"config.yaml": "a: 1\n", "sub/outcome.json": "{}"},
-        status=status, error=error, start_time=1_700_000_000.0)
+        status=status,
+        error=error,
+        start_time=1_700_000_000.0,
+    )
 
 
 def recorder(uri: str, experiment: str, writer: str) -> Recorder:
@@ -65,8 +72,9 @@ def test_sql_writer_reads_back_like_the_client(store, status, writer):
     assert a.data.metrics["train_accuracy"] == 1.0 and a.data.metrics["ard_per_epoch"] == 2.5  # the last step
     assert a.data.metrics["inf_metric"] == b.data.metrics["inf_metric"] > 1e308
     drop = {"mlflow.runName"}
-    assert {k: v for k, v in a.data.tags.items() if k not in drop} == \
-           {k: v for k, v in b.data.tags.items() if k not in drop}
+    assert {k: v for k, v in a.data.tags.items() if k not in drop} == {
+        k: v for k, v in b.data.tags.items() if k not in drop
+    }
     for key in ("train_accuracy", "ard_per_epoch", "accuracy"):
         ha = [(m.step, m.value) for m in client.get_metric_history(a.info.run_id, key)]
         hb = [(m.step, m.value) for m in client.get_metric_history(b.info.run_id, key)]
@@ -80,11 +88,15 @@ def test_sql_writer_reads_back_like_the_client(store, status, writer):
 def test_sql_written_runs_are_found_by_search(store):
     client, a, _ = both(store, result())
     exp = a.info.experiment_id
-    hits = client.search_runs([exp], filter_string="metrics.accuracy = 1.0 and params.`problem.seed` = '7' "
-                                                   "and tags.method = 'sgd' and attributes.status = 'FINISHED'")
+    hits = client.search_runs(
+        [exp],
+        filter_string="metrics.accuracy = 1.0 and params.`problem.seed` = '7' "
+        "and tags.method = 'sgd' and attributes.status = 'FINISHED'",
+    )
     assert a.info.run_id in {r.info.run_id for r in hits} and len(hits) == 2
-    children = client.search_runs([exp], filter_string=f"tags.`mlflow.parentRunId` = "
-                                                        f"'{a.data.tags['mlflow.parentRunId']}'")
+    children = client.search_runs(
+        [exp], filter_string=f"tags.`mlflow.parentRunId` = '{a.data.tags['mlflow.parentRunId']}'"
+    )
     assert len(children) == 2
 
 
@@ -124,7 +136,10 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
     Recorder(store, "facts")
     assert schema_version(sqlite_path(store)) == w.KNOWN_SCHEMA
     assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN) == (
-        v.MAX_ENTITY_KEY_LENGTH, v.MAX_PARAM_VAL_LENGTH, v.MAX_TAG_VAL_LENGTH)
+        v.MAX_ENTITY_KEY_LENGTH,
+        v.MAX_PARAM_VAL_LENGTH,
+        v.MAX_TAG_VAL_LENGTH,
+    )
     assert w.ARTIFACTS_FOLDER == SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
     for x in (1.5, float("inf"), float("-inf"), -0.0):
         assert w.sanitize(x) == SqlAlchemyStore.sanitize_metric_value(None, x)

@@ -1,6 +1,7 @@
 """hydra/launcher=submitit_local (hydra-submitit-launcher, real job processes): a sweep is recorded like one on the
 project's launcher (one parent, a child per job with the same tags, params and metrics), a failed job is isolated,
 and re-running the sweep resumes it. Each submitit job is a fresh Python process: three small sweeps in all."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,8 +18,10 @@ SUBMITIT = "hydra/launcher=submitit_local"
 def _runs(store: str, experiment: str) -> tuple[list, list]:
     c = MlflowClient(store)
     runs = c.search_runs([c.get_experiment_by_name(experiment).experiment_id], order_by=["attributes.start_time ASC"])
-    return ([r for r in runs if r.data.tags.get("sweep.parent") == "true"],
-            [r for r in runs if r.data.tags.get("sweep.parent") != "true"])
+    return (
+        [r for r in runs if r.data.tags.get("sweep.parent") == "true"],
+        [r for r in runs if r.data.tags.get("sweep.parent") != "true"],
+    )
 
 
 def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_failures(store, tmp_path):
@@ -29,8 +32,12 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
     assert parent.info.status == "FINISHED" and parent.data.tags["launcher"] == "submitit_local"
     assert parent.data.metrics["jobs_finished"] == 2 and parent.data.params["launcher.timeout_min"] == "60"
     assert sorted(c.info.run_name for c in children) == ["method=gf2", "method=km"]
-    assert all(c.info.status == "FINISHED" and c.data.tags["mlflow.parentRunId"] == parent.info.run_id
-               and c.data.tags["sweep.route"] == "submitit_local" for c in children)
+    assert all(
+        c.info.status == "FINISHED"
+        and c.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        and c.data.tags["sweep.route"] == "submitit_local"
+        for c in children
+    )
     # the jobs ran in their own processes (submitit's), not in the launching one
     assert len(list(tmp_path.glob("multirun/*/*/.submitit/*/*_log.out"))) == 2
 
@@ -58,14 +65,17 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
     assert parents[1].info.status == "FINISHED" and parents[1].data.metrics["jobs_skipped"] == 2
 
     # a job that raises is a FAILED child with its traceback; the other job finishes; the sweep exits 1
-    p = run_sweep("-m", SUBMITIT, *FAULTY, "tracker=none", "method.chunk=2048,13", "mlflow.experiment=bad",
-                  cwd=tmp_path)
+    p = run_sweep(
+        "-m", SUBMITIT, *FAULTY, "tracker=none", "method.chunk=2048,13", "mlflow.experiment=bad", cwd=tmp_path
+    )
     assert p.returncode == 1
     assert "1 job(s) finished, 1 failed" in p.stderr and "  method.chunk=13: FAILED" in p.stderr
     (parent,), children = _runs(store, "bad")
     assert parent.info.status == "FAILED" and parent.data.metrics["jobs_failed"] == 1
     assert sorted((c.info.run_name, c.info.status) for c in children) == [
-        ("method.chunk=13", "FAILED"), ("method.chunk=2048", "FINISHED")]
+        ("method.chunk=13", "FAILED"),
+        ("method.chunk=2048", "FINISHED"),
+    ]
     failed = [c for c in children if c.info.status == "FAILED"][0]
     tb = MlflowClient(store).download_artifacts(failed.info.run_id, "traceback.txt", str(tmp_path))
     assert "ValueError" in Path(tb).read_text()
@@ -73,18 +83,31 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
 
 def test_bad_input_under_another_launcher_is_refused_before_any_job_or_listed_as_failed(store, tmp_path):
     # Hydra's basic sweeper: the whole grid is checked before any job starts (one line, exit 2, no run)
-    p = run_sweep("-m", "hydra/launcher=basic", "method=gf2", "problem.k_sparse=3,25", "mlflow.experiment=refused",
-                  cwd=tmp_path)
+    p = run_sweep(
+        "-m", "hydra/launcher=basic", "method=gf2", "problem.k_sparse=3,25", "mlflow.experiment=refused", cwd=tmp_path
+    )
     assert p.returncode == 2
-    assert p.stderr.strip().splitlines()[-1] == ("sweep: config error in job problem.k_sparse=25: "
-                                                 "problem.k_sparse=25 is not allowed: expected an integer with "
-                                                 "1 <= k_sparse <= problem.n_bits")
+    assert p.stderr.strip().splitlines()[-1] == (
+        "sweep: config error in job problem.k_sparse=25: "
+        "problem.k_sparse=25 is not allowed: expected an integer with "
+        "1 <= k_sparse <= problem.n_bits"
+    )
     assert MlflowClient(store).get_experiment_by_name("refused") is None
     # a search makes its jobs as it goes: a bad one is checked where it runs, recorded on the parent as failed
-    p = run_sweep("-m", "hydra/sweeper=optuna", "hydra/launcher=basic", "method=gf2", "problem.k_sparse=choice(3,25)",
-                  "+hydra.sweeper.objectives.accuracy=maximize", "hydra.sweeper.n_trials=4",
-                  "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0",
-                  "hydra.sweeper.trial_key=extra.trial", "mlflow.experiment=refused", cwd=tmp_path)
+    p = run_sweep(
+        "-m",
+        "hydra/sweeper=optuna",
+        "hydra/launcher=basic",
+        "method=gf2",
+        "problem.k_sparse=choice(3,25)",
+        "+hydra.sweeper.objectives.accuracy=maximize",
+        "hydra.sweeper.n_trials=4",
+        "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler",
+        "+hydra.sweeper.sampler.seed=0",
+        "hydra.sweeper.trial_key=extra.trial",
+        "mlflow.experiment=refused",
+        cwd=tmp_path,
+    )
     assert p.returncode == 1 and "config error: problem.k_sparse=25 is not allowed" in p.stderr
     (parent,), children = _runs(store, "refused")
     refused = [k for k in parent.data.tags if k.startswith("sweep.refused.")]

@@ -1,5 +1,6 @@
 """tiled_fused and tiled_w2 (seed 003's open questions 2 and 3): their exact trace events, standard's math,
 and what they change against tiled."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,10 @@ from sweep.variants.tiled_w2 import TiledW2
 from tests.conftest import compose
 from tests.test_variants import SEED_003, SMALL, _ard, _one_step, traced_step
 
-L1 = ("R dh_tile{t} {s}, R h_pre_tile{t} {s}, W dh_pre_tile{t} {s}, R dh_pre_tile{t} {s}, R x {n}, "
-      "R W1_tile{t} {ns}, W W1_tile{t} {ns}, R dh_pre_tile{t} {s}, R b1_tile{t} {s}, W b1_tile{t} {s}")
+L1 = (
+    "R dh_tile{t} {s}, R h_pre_tile{t} {s}, W dh_pre_tile{t} {s}, R dh_pre_tile{t} {s}, R x {n}, "
+    "R W1_tile{t} {ns}, W W1_tile{t} {ns}, R dh_pre_tile{t} {s}, R b1_tile{t} {s}, W b1_tile{t} {s}"
+)
 FWD = "R x {n}, R W1_tile{t} {ns}, R b1_tile{t} {s}, W h_pre_tile{t} {s}, R h_pre_tile{t} {s}, W h_tile{t} {s}"
 
 
@@ -46,14 +49,24 @@ def tiled_w2_spec(n: int, H: int, T: int, full: bool = True) -> list[tuple[int, 
     tiles = [{**d, "n": n, "ns": n * d["s"]} for d in _tiles(H, T)]
     ev = [f"W W1_tile{d['t']} {d['ns']}, W b1_tile{d['t']} {d['s']}, W W2_tile{d['t']} {d['s']}" for d in tiles]
     ev += [f"W b2 1, W x {n}, W y 1"]
-    ev += [FWD.format(**d) + f", R h_tile{d['t']} {d['s']}, R W2_tile{d['t']} {d['s']}, "
-           + ("R b2 1" if d["t"] == 0 else "R out 1") + ", W out 1" for d in tiles]
+    ev += [
+        FWD.format(**d)
+        + f", R h_tile{d['t']} {d['s']}, R W2_tile{d['t']} {d['s']}, "
+        + ("R b2 1" if d["t"] == 0 else "R out 1")
+        + ", W out 1"
+        for d in tiles
+    ]
     ev += ["R out 1, R y 1"]
     if full:
         ev += ["W dout 1, R dout 1, W db2 1"]
-        ev += [("R dout 1, R h_tile{t} {s}, W dW2_tile{t} {s}, R W2_tile{t} {s}, R dout 1, W dh_tile{t} {s}, "
-                "R dW2_tile{t} {s}, R W2_tile{t} {s}, W W2_tile{t} {s}, ").format(**d) + L1.format(**d)
-               for d in tiles]
+        ev += [
+            (
+                "R dout 1, R h_tile{t} {s}, W dW2_tile{t} {s}, R W2_tile{t} {s}, R dout 1, W dh_tile{t} {s}, "
+                "R dW2_tile{t} {s}, R W2_tile{t} {s}, W W2_tile{t} {s}, "
+            ).format(**d)
+            + L1.format(**d)
+            for d in tiles
+        ]
         ev += ["R db2 1, R b2 1, W b2 1"]
     return _events(ev)
 
@@ -65,8 +78,9 @@ def test_events_are_the_spec(cls, spec, T, full):
     assert list(traced_step(cls(tile_size=T), n=3, hidden=5, full=full)) == spec(3, 5, T, full)
 
 
-@pytest.mark.parametrize("variant", [TiledFused(tile_size=4), TiledFused(tile_size=5), TiledW2(tile_size=4),
-                                     TiledW2(tile_size=5)])
+@pytest.mark.parametrize(
+    "variant", [TiledFused(tile_size=4), TiledFused(tile_size=5), TiledW2(tile_size=4), TiledW2(tile_size=5)]
+)
 def test_standard_math(variant):
     want, got = _one_step(Standard(), "numpy"), _one_step(variant, "numpy")
     for k in want:
@@ -125,9 +139,11 @@ def test_totals_follow_the_spec_formulas(T):
     n, H = 7, 12
     k = H // T
     tiled_stopped = 2 * n * H + 8 * H + n + k * n + 6
-    want = {Tiled: (4 * n * H + 22 * H + n + 2 * k * n + 13, tiled_stopped),
-            TiledFused: (4 * n * H + 22 * H + n + 2 * k * n + k + 12, tiled_stopped),  # forward as tiled's
-            TiledW2: (4 * n * H + 22 * H + n + 2 * k * n + 4 * k + 10, 2 * n * H + 8 * H + n + k * n + 2 * k + 4)}
+    want = {
+        Tiled: (4 * n * H + 22 * H + n + 2 * k * n + 13, tiled_stopped),
+        TiledFused: (4 * n * H + 22 * H + n + 2 * k * n + k + 12, tiled_stopped),  # forward as tiled's
+        TiledW2: (4 * n * H + 22 * H + n + 2 * k * n + 4 * k + 10, 2 * n * H + 8 * H + n + k * n + 2 * k + 4),
+    }
     for cls, (full, stopped) in want.items():
         assert _ard(cls(tile_size=T), n, H)["total_floats"] == full, cls
         assert _ard(cls(tile_size=T), n, H, full=False)["total_floats"] == stopped, cls

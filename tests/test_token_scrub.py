@@ -1,5 +1,6 @@
 """Modal credentials never reach a record: the scrubber itself, and the paths that carry Modal's error text
 (a failed remote job, an authentication failure) with a token present in the environment."""
+
 from __future__ import annotations
 
 import cloudpickle
@@ -18,8 +19,10 @@ def token(monkeypatch):
 
 
 def test_scrub_removes_both_parts_of_the_token_wherever_they_appear(token):
-    text = (f"AuthError: token {TOKEN_ID}:{TOKEN_SECRET} rejected\n"
-            f"  headers: x-modal-token-id={TOKEN_ID}; x-modal-token-secret={TOKEN_SECRET}")
+    text = (
+        f"AuthError: token {TOKEN_ID}:{TOKEN_SECRET} rejected\n"
+        f"  headers: x-modal-token-id={TOKEN_ID}; x-modal-token-secret={TOKEN_SECRET}"
+    )
     out = _modal_app.scrub(text)
     assert TOKEN_ID not in out and TOKEN_SECRET not in out
     assert out.count("***") == 4 and out.startswith("AuthError: token ***:*** rejected")

@@ -1,5 +1,6 @@
 """Whole-solve traces as step templates (Trace.end_step) and the trackers' memoised passes over them: exactly the
 figures of one plain pass over the flat event list, on random traces and on real whole-solve traces."""
+
 from __future__ import annotations
 
 import random
@@ -36,7 +37,8 @@ def assert_same(got: TrackerReport, ref: TrackerReport) -> None:
     assert got.metrics == pytest.approx(ref.metrics, rel=1e-12)
     assert [list(r.items()) for r in got.table] == [
         [(k, v if isinstance(v, str) or v is None else pytest.approx(v, rel=1e-12)) for k, v in r.items()]
-        for r in ref.table]
+        for r in ref.table
+    ]
 
 
 def lru_brute_force(trace: Trace) -> list[int]:
@@ -67,8 +69,7 @@ def random_steps(seed: int) -> Trace:
     names = "abcde"
 
     def events(n: int) -> list[tuple[int, str, int]]:
-        return [(READ if rng.random() < 0.55 else 1, rng.choice(names), rng.choice((0, 1, 2, 3, 5)))
-                for _ in range(n)]
+        return [(READ if rng.random() < 0.55 else 1, rng.choice(names), rng.choice((0, 1, 2, 3, 5))) for _ in range(n)]
 
     full = events(rng.randint(1, 12))
     steps = [full, full[: rng.randint(1, len(full))], events(rng.randint(1, 6))]
@@ -121,8 +122,14 @@ def solve_traced(*overrides: str) -> tuple[Trace, list[Trace]]:
     cfg = compose(*overrides)
     trace = Trace()
     problem = job.build(cfg.problem)
-    ctx = Context(problem=problem, data=problem.generate(), backend=Backend(), trace=trace, scope="all_steps",
-                  variant=job.build(cfg.variant))
+    ctx = Context(
+        problem=problem,
+        data=problem.generate(),
+        backend=Backend(),
+        trace=trace,
+        scope="all_steps",
+        variant=job.build(cfg.variant),
+    )
     outcome = job.build(cfg.method).solve(ctx)
     return trace, list(outcome.traces.values())
 
@@ -130,12 +137,19 @@ def solve_traced(*overrides: str) -> tuple[Trace, list[Trace]]:
 SMALL = ("method.hidden=16", "problem.n_train=96", "method.max_epochs=3")
 
 
-@pytest.mark.parametrize("overrides", [
-    (*SMALL, "variant=standard"), (*SMALL, "variant=fused"), (*SMALL, "variant=perlayer"),
-    (*SMALL, "variant=tiled", "variant.tile_size=4"),
-    ("method=sign_sgd", *SMALL), ("method=curriculum", *SMALL),
-    ("method=forward_forward", "method.hidden=16", "method.max_epochs=2", "problem.n_train=160"),
-], ids=["standard", "fused", "perlayer", "tiled", "sign_sgd", "curriculum", "forward_forward"])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        (*SMALL, "variant=standard"),
+        (*SMALL, "variant=fused"),
+        (*SMALL, "variant=perlayer"),
+        (*SMALL, "variant=tiled", "variant.tile_size=4"),
+        ("method=sign_sgd", *SMALL),
+        ("method=curriculum", *SMALL),
+        ("method=forward_forward", "method.hidden=16", "method.max_epochs=2", "problem.n_train=160"),
+    ],
+    ids=["standard", "fused", "perlayer", "tiled", "sign_sgd", "curriculum", "forward_forward"],
+)
 def test_real_whole_solve_traces_equal_one_plain_pass(overrides):
     trace, epochs = solve_traced(*overrides)
     assert len(trace.templates) <= 8 and len(trace.templates) < len(trace.seq)  # a few templates, repeated
@@ -147,7 +161,8 @@ def test_real_whole_solve_traces_equal_one_plain_pass(overrides):
 
 
 def test_real_trace_depths_match_brute_force():
-    trace, _ = solve_traced("method.hidden=4", "problem.n_bits=6", "problem.n_train=40", "method.max_epochs=2",
-                            "method.batch_size=8")
+    trace, _ = solve_traced(
+        "method.hidden=4", "problem.n_bits=6", "problem.n_train=40", "method.max_epochs=2", "method.batch_size=8"
+    )
     assert element_depths(trace, reads_move=False) == brute_force(trace)
     assert element_depths(trace, reads_move=True) == lru_brute_force(trace)

@@ -1,5 +1,6 @@
 """Trackers on small hand-computed traces, the vectorised ARD against the spec's literal rules, and the
 trackers on real runs (all_steps curves; gf2 and km traces)."""
+
 from __future__ import annotations
 
 import random
@@ -52,12 +53,13 @@ def test_vectorised_ard_is_the_literal_rule(seed):
 
 def test_cache_hand_computed():
     t = Trace.from_text(
-        "W a 4, W b 2, R a 4,"   # a hit (then most recent)
-        "W c 3,"                 # evicts b then a: the cache holds 6
-        "R b 2, R a 4,"          # misses at distances 9 and 15; a's insert evicts c
+        "W a 4, W b 2, R a 4,"  # a hit (then most recent)
+        "W c 3,"  # evicts b then a: the cache holds 6
+        "R b 2, R a 4,"  # misses at distances 9 and 15; a's insert evicts c
         "R big 10, W big 10, R big 10,"  # larger than the cache: never resident, a cold miss and a miss at 10
-        "R b 2,"                 # hit
-        "W a 5, R a 5")          # a grows in place (no eviction check): hit
+        "R b 2,"  # hit
+        "W a 5, R a 5"
+    )  # a grows in place (no eviction check): hit
     m = cache_report(t, capacity=6).metrics
     assert (m["cache_hits"], m["cache_misses"]) == (3, 4)
     assert m["cache_hit_rate"] == pytest.approx(3 / 7)
@@ -86,8 +88,16 @@ def run(*overrides: str):
 
 
 def test_all_steps_gives_per_epoch_curves():
-    r = run("method.hidden=32", "problem.n_bits=10", "problem.n_train=200", "method.max_epochs=5",
-            "method.target_accuracy=2.0", "tracker=cache", "tracker.scope=all_steps", "tracker.cache_size_floats=256")
+    r = run(
+        "method.hidden=32",
+        "problem.n_bits=10",
+        "problem.n_train=200",
+        "method.max_epochs=5",
+        "method.target_accuracy=2.0",
+        "tracker=cache",
+        "tracker.scope=all_steps",
+        "tracker.cache_size_floats=256",
+    )
     epochs = int(r.metrics["epochs"])
     assert epochs == 5
     for key in ("ard", "reads", "total_floats", "cache_hit_rate", "effective_ard"):

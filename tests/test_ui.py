@@ -2,6 +2,7 @@
 after a re-run that had nothing left to do), an unknown study refused in one line (without a browser); and the
 command as a user runs it: the printed address (port, store), the no-store message, and that SIGTERM or Ctrl-C
 stops everything it started (MLflow's server and its workers): real processes, real signals."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def _children(pid: int) -> list[int]:
 
 def test_no_store_says_so_and_creates_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
-    p = subprocess.run([sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 1
     assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
     assert not (tmp_path / "none").exists()
@@ -52,8 +54,12 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
     rec, parent, results = record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
     rec.end_parent(parent, "FINISHED", results)
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     leader = None
     try:
         line = proc.stdout.readline()
@@ -94,18 +100,28 @@ def test_a_taken_port_is_refused_at_once(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        p = subprocess.run([sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert (p.returncode, p.stdout) == (1, "")
-    assert p.stderr.strip() == (f"sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
-                                "MLflow UI? choose another --port")
+    assert p.stderr.strip() == (
+        f"sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
+        "MLflow UI? choose another --port"
+    )
 
 
 def test_a_server_that_stops_before_it_answers_says_why_in_one_line(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     record_small_sweep(uri, "demo", "demo", "problem.n_bits=10")
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", "--port", str(_free_port()), "--tracking-uri", uri],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.ui", "--port", str(_free_port()), "--tracking-uri", uri],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     leader = None
     try:
         first = proc.stderr.readline()  # at once: the progress line, while MLflow's server starts
@@ -125,8 +141,16 @@ def test_a_server_that_stops_before_it_answers_says_why_in_one_line(tmp_path):
 
 def test_run_names_sort_numerically():
     names = ["t100", "t250", "t50", "t500", "lr=0.1", "lr=0.05", "seed=42 n=8", "seed=7 n=12"]
-    assert sorted(names, key=ui.order_key) == ["lr=0.05", "lr=0.1", "seed=7 n=12", "seed=42 n=8", "t50", "t100",
-                                               "t250", "t500"]
+    assert sorted(names, key=ui.order_key) == [
+        "lr=0.05",
+        "lr=0.1",
+        "seed=7 n=12",
+        "seed=42 n=8",
+        "t50",
+        "t100",
+        "t250",
+        "t500",
+    ]
 
 
 def test_study_view_and_next_steps(tmp_path, capsys):
@@ -135,8 +159,10 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     rec.end_parent(parent, "FINISHED", results)
     line = ui.next_steps(rec.client, uri, rec.experiment_id, parent)
     compare, show = (command(m, "ui_tags", "--tracking-uri", uri) for m in ("sweep.compare", "sweep.ui"))
-    assert line == (f"next: {compare}  ·  {show}  →  http://127.0.0.1:5000/#/experiments/{rec.experiment_id}/runs"
-                    "?workflowType=machine_learning&viewStateShareKey=sweep")
+    assert line == (
+        f"next: {compare}  ·  {show}  →  http://127.0.0.1:5000/#/experiments/{rec.experiment_id}/runs"
+        "?workflowType=machine_learning&viewStateShareKey=sweep"
+    )
     tags = MlflowClient(uri).get_experiment(rec.experiment_id).tags
     assert tags[ui.KIND_TAG] == "custom_model_development"  # set when the recorder created the experiment
     view = json.loads(tags[ui.VIEW_TAG_PREFIX + ui.VIEW_KEY])

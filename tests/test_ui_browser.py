@@ -8,6 +8,7 @@ module. Keeps screenshots in the test's tmp dir and in tests/artifacts/ (git-ign
 Needs Debian's chromium + chromium-driver (.ci/run installs them) and selenium (dev extra). Skipped without
 them on a developer machine; under CI (CI set) their absence fails the test instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -81,8 +82,15 @@ def ordered(store, tmp_path_factory):
 
     from sweep.report.queries import find_parent, load_children
 
-    p = run_sweep("-m", "method=gf2", "problem.seed=100,7,42", "problem.n_bits=12", "tracker=energy",
-                  "mlflow.experiment=ui_order", cwd=tmp_path_factory.mktemp("ordered"))
+    p = run_sweep(
+        "-m",
+        "method=gf2",
+        "problem.seed=100,7,42",
+        "problem.n_bits=12",
+        "tracker=energy",
+        "mlflow.experiment=ui_order",
+        cwd=tmp_path_factory.mktemp("ordered"),
+    )
     assert p.returncode == 0, p.stderr
     client = MlflowClient(store)
     runs = load_children(client, find_parent(client, "ui_order"))
@@ -99,8 +107,14 @@ def swept(store, ordered, tmp_path_factory):
     from sweep.report.queries import find_parent, load_children, sweep_runs
 
     tmp_path = tmp_path_factory.mktemp("swept")
-    args = ("-m", "method=gf2,km", "problem.seed=42,43", "problem.n_bits=12", "tracker=energy",
-            "mlflow.experiment=ui_demo")
+    args = (
+        "-m",
+        "method=gf2,km",
+        "problem.seed=42,43",
+        "problem.n_bits=12",
+        "tracker=energy",
+        "mlflow.experiment=ui_demo",
+    )
     p = run_sweep(*args, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "[FINISHED] method=km problem.seed=43 accuracy=1.000 " in p.stdout and " energy_pj=" in p.stdout
@@ -121,9 +135,14 @@ def swept(store, ordered, tmp_path_factory):
 def ui_address(swept, tmp_path_factory):
     """`python -m sweep.ui ui_demo` as the sweep's last line says, on a free port; yields the address it prints."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=tmp_path_factory.mktemp("ui"), start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.ui", *swept[2], "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path_factory.mktemp("ui"),
+        start_new_session=True,
+    )
     try:
         first = proc.stdout.readline()
         address = re.search(r"http://\S+", first)
@@ -145,12 +164,22 @@ def _browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
-                "--window-size=2400,900"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
+        "--window-size=2400,900",
+    ):
         opts.add_argument(arg)
     return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+
 
 def _needs_browser() -> None:
     missing = _requirements()
@@ -194,8 +223,9 @@ def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, reque
             cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='{NAME_COLUMN}']")
             assert driver.execute_script(  # the name is whole: no "…" in its cell
                 "return [arguments[0], ...arguments[0].querySelectorAll('*')].every(e => "
-                "getComputedStyle(e).textOverflow !== 'ellipsis' || e.scrollWidth <= e.clientWidth + 1)", cell), \
-                f"run name cut short: {r.info.run_name}"
+                "getComputedStyle(e).textOverflow !== 'ellipsis' || e.scrollWidth <= e.clientWidth + 1)",
+                cell,
+            ), f"run name cut short: {r.info.run_name}"
             for m in METRICS:
                 cell = driver.find_element(By.CSS_SELECTOR, f"{row} div[col-id='metrics.`{m}`']")
                 shown = float(cell.get_attribute("textContent").replace(",", ""))
@@ -205,7 +235,6 @@ def test_printed_address_opens_the_study_runs_with_metric_values(tmp_path, reque
             driver.save_screenshot(str(shot))  # what the page showed when it failed
         driver.quit()
     assert shot.stat().st_size > 20_000
-
 
 
 @pytest.mark.slow
@@ -223,8 +252,13 @@ def test_a_click_in_mlflows_own_list_lands_on_the_runs_in_numeric_order(tmp_path
         driver.get(home)
         wait = WebDriverWait(driver, 60)
         experiment = runs[0].info.experiment_id
-        link = wait.until(lambda d: [a for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
-                                     if a.text.strip() == "ui_order"])
+        link = wait.until(
+            lambda d: [
+                a
+                for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
+                if a.text.strip() == "ui_order"
+            ]
+        )
         link[0].click()  # the study in MLflow's own experiments list
         wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
         assert "/runs" in driver.current_url and "workflowType=genai" not in driver.current_url, driver.current_url
@@ -239,8 +273,12 @@ def test_a_click_in_mlflows_own_list_lands_on_the_runs_in_numeric_order(tmp_path
 
         headers = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[role='columnheader']")}
         assert set(METRICS) <= headers, headers
-        shown = sorted(runs, key=lambda r: int(driver.find_element(
-            By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']").get_attribute("row-index")))
+        shown = sorted(
+            runs,
+            key=lambda r: int(
+                driver.find_element(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']").get_attribute("row-index")
+            ),
+        )
         assert [r.info.run_name for r in shown] == [r.info.run_name for r in runs]  # seed 7, 42, 100
         for r in runs:  # each name is still what its job varies
             assert r.info.run_name.endswith(f"problem.seed={r.data.params['problem.seed']}"), r.info.run_name

@@ -1,4 +1,5 @@
 """Variants of the SGD step: exact trace events (docs/traces.md), the published ARD numbers, and the math."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,9 @@ from sweep.variants.tiled import Tiled
 from tests.conftest import compose
 
 
-def traced_step(variant: Variant, n: int, hidden: int, full: bool = True, seed: int = 42,
-                backend: str = "numpy") -> Trace:
+def traced_step(
+    variant: Variant, n: int, hidden: int, full: bool = True, seed: int = 42, backend: str = "numpy"
+) -> Trace:
     """The spec's single-sample trace: INIT, x, y, one step. ``full``: pick the label so that the margin is
     below 1 (the whole step runs); else push out far from 0 so that the step stops after the margin check."""
     be = Backend(backend)
@@ -47,14 +49,16 @@ def spec(text: str, n: int, H: int) -> list[tuple[int, str, int]]:
 
 
 INIT = "W W1 {nH}, W b1 {H}, W W2 {H}, W b2 1, W x {n}, W y 1,"
-FWD = ("R x {n}, R W1 {nH}, R b1 {H}, W h_pre {H}, R h_pre {H}, W h {H}, R h {H}, R W2 {H}, R b2 1, W out 1,")
+FWD = "R x {n}, R W1 {nH}, R b1 {H}, W h_pre {H}, R h_pre {H}, W h {H}, R h {H}, R W2 {H}, R b2 1, W out 1,"
 MARGIN = "R out 1, R y 1,"
 L2GRAD = "W dout 1, R dout 1, R h {H}, W dW2 {H}, W db2 1, R W2 {H}, R dout 1, W dh {H},"
 RELU = "R dh {H}, R h_pre {H}, W dh_pre {H},"
 L1UPD = "R dh_pre {H}, R x {n}, R W1 {nH}, W W1 {nH}, R dh_pre {H}, R b1 {H}, W b1 {H},"
 L2UPD = "R dW2 {H}, R W2 {H}, W W2 {H}, R db2 1, R b2 1, W b2 1"
-PERLAYER = ("R h {H}, R W2 {H}, R W2 {H}, W W2 {H}, R b2 1, W b2 1, R h_pre {H}, R x {n}, R W1 {nH}, "
-            "W W1 {nH}, R b1 {H}, W b1 {H}")
+PERLAYER = (
+    "R h {H}, R W2 {H}, R W2 {H}, W W2 {H}, R b2 1, W b2 1, R h_pre {H}, R x {n}, R W1 {nH}, "
+    "W W1 {nH}, R b1 {H}, W b1 {H}"
+)
 
 
 def tiled_spec(n: int, H: int, T: int, full: bool = True) -> list[tuple[int, str, int]]:
@@ -64,34 +68,55 @@ def tiled_spec(n: int, H: int, T: int, full: bool = True) -> list[tuple[int, str
         ev += [f"W W1_tile{t} {n * s}", f"W b1_tile{t} {s}"]
     ev += [f"W W2 {H}", "W b2 1", f"W x {n}", "W y 1"]
     for t, s in tiles:
-        ev += [f"R x {n}", f"R W1_tile{t} {n * s}", f"R b1_tile{t} {s}", f"W h_pre_tile{t} {s}",
-               f"R h_pre_tile{t} {s}", f"W h_tile{t} {s}"]
+        ev += [
+            f"R x {n}",
+            f"R W1_tile{t} {n * s}",
+            f"R b1_tile{t} {s}",
+            f"W h_pre_tile{t} {s}",
+            f"R h_pre_tile{t} {s}",
+            f"W h_tile{t} {s}",
+        ]
     ev += [f"R h_tile{t} {s}" for t, s in tiles] + [f"R W2 {H}", "R b2 1", "W out 1", "R out 1", "R y 1"]
     if full:
         ev += ["W dout 1", "R dout 1"] + [f"R h_tile{t} {s}" for t, s in tiles]
         ev += [f"W dW2 {H}", "W db2 1", f"R W2 {H}", "R dout 1", f"W dh {H}"]
         for t, s in tiles:
-            ev += [f"R dh_tile{t} {s}", f"R h_pre_tile{t} {s}", f"W dh_pre_tile{t} {s}", f"R dh_pre_tile{t} {s}",
-                   f"R x {n}", f"R W1_tile{t} {n * s}", f"W W1_tile{t} {n * s}", f"R dh_pre_tile{t} {s}",
-                   f"R b1_tile{t} {s}", f"W b1_tile{t} {s}"]
+            ev += [
+                f"R dh_tile{t} {s}",
+                f"R h_pre_tile{t} {s}",
+                f"W dh_pre_tile{t} {s}",
+                f"R dh_pre_tile{t} {s}",
+                f"R x {n}",
+                f"R W1_tile{t} {n * s}",
+                f"W W1_tile{t} {n * s}",
+                f"R dh_pre_tile{t} {s}",
+                f"R b1_tile{t} {s}",
+                f"W b1_tile{t} {s}",
+            ]
         ev += [f"R dW2 {H}", f"R W2 {H}", f"W W2 {H}", "R db2 1", "R b2 1", "W b2 1"]
     return list(Trace.from_text(", ".join(ev)))
 
 
-@pytest.mark.parametrize("variant,text", [
-    (Standard(), INIT + FWD + MARGIN + L2GRAD + RELU + L1UPD + L2UPD),
-    (Fused(), INIT + FWD + MARGIN + L2GRAD + L2UPD + "," + RELU + L1UPD.rstrip(",")),
-    (PerLayer(), INIT + FWD + PERLAYER),
-])
+@pytest.mark.parametrize(
+    "variant,text",
+    [
+        (Standard(), INIT + FWD + MARGIN + L2GRAD + RELU + L1UPD + L2UPD),
+        (Fused(), INIT + FWD + MARGIN + L2GRAD + L2UPD + "," + RELU + L1UPD.rstrip(",")),
+        (PerLayer(), INIT + FWD + PERLAYER),
+    ],
+)
 def test_events_are_the_spec(variant, text):
     assert list(traced_step(variant, n=3, hidden=5)) == spec(text, 3, 5)
 
 
-@pytest.mark.parametrize("variant,text", [
-    (Standard(), INIT + FWD + MARGIN.rstrip(",")),
-    (Fused(), INIT + FWD + MARGIN.rstrip(",")),
-    (PerLayer(), INIT + FWD.rstrip(",")),  # no margin reads: the trace ends after FWD
-])
+@pytest.mark.parametrize(
+    "variant,text",
+    [
+        (Standard(), INIT + FWD + MARGIN.rstrip(",")),
+        (Fused(), INIT + FWD + MARGIN.rstrip(",")),
+        (PerLayer(), INIT + FWD.rstrip(",")),  # no margin reads: the trace ends after FWD
+    ],
+)
 def test_stopped_step_events(variant, text):
     assert list(traced_step(variant, n=3, hidden=5, full=False)) == spec(text, 3, 5)
 
@@ -117,8 +142,13 @@ def test_totals_follow_the_spec_formulas():
 # (ard, reads, writes, total floats) of seed 001 at n=20, H=500
 SEED_001 = {Standard: (17976.4, 24, 18, 51073), Fused: (17740.9, 24, 18, 51073), PerLayer: (17298.6, 15, 13, 47566)}
 # seed 003 at n=20, H=1000: tile size (0: standard) -> (full step, stopped after margin, published mean)
-SEED_003 = {0: (35919.8, 20437.8, 30759), 50: (40672.3, 22131.8, 34492), 100: (40340.7, 22027.0, 34236),
-            250: (39657.7, 21754.8, 33690), 500: (38622.5, 21314.2, 32853)}
+SEED_003 = {
+    0: (35919.8, 20437.8, 30759),
+    50: (40672.3, 22131.8, 34492),
+    100: (40340.7, 22027.0, 34236),
+    250: (39657.7, 21754.8, 33690),
+    500: (38622.5, 21314.2, 32853),
+}
 
 
 @pytest.mark.parametrize("cls", list(SEED_001))
@@ -145,6 +175,7 @@ def test_one_tile_still_differs_from_standard():
 
 
 # -- the math --------------------------------------------------------------------------------------------
+
 
 def _one_step(variant: Variant, backend: str, B: int = 8, n: int = 6, H: int = 12) -> dict[str, np.ndarray]:
     be = Backend(backend)

@@ -1,4 +1,5 @@
 """`python -m sweep`: the one train entrypoint. Config groups: problem, method, variant, device, tracker."""
+
 from __future__ import annotations
 
 import sys
@@ -22,6 +23,7 @@ register_configs()
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
     from sweep import job  # noqa: PLC0415 - the job's modules: when Hydra runs the task, after composition
+
     # after Hydra's plugin scan, which executes the launcher plugin's modules afresh: imported before it, the
     # hooks would raise another copy of the launcher's Refused than the one it catches
     from sweep.record.callback import FORCE_KEY, already_done, resume_single_run  # noqa: PLC0415
@@ -29,8 +31,11 @@ def task(cfg: DictConfig) -> RunResult | None:
     try:
         done = already_done(cfg)
         if done is not None:
-            print(f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
-                  f"FINISHED with this config ({FORCE_KEY}=true re-runs it)", flush=True)
+            print(
+                f"sweep: skipping {' '.join(HydraConfig.get().overrides.task) or 'the job'}: run {done} already "
+                f"FINISHED with this config ({FORCE_KEY}=true re-runs it)",
+                flush=True,
+            )
             return None
         repeats = resume_single_run(cfg) if HydraConfig.get().mode == RunMode.RUN else ""
         if repeats is None:
@@ -61,15 +66,17 @@ def refuse_unknown_preset(argv: list[str]) -> None:
             continue
         unknown = [v for v in value.split(",") if not (SWEEPS_DIR / f"{v.strip()}.yaml").is_file()]
         if unknown:
-            print(f"sweep: config error: sweeps={unknown[0]} is not a preset: expected one of "
-                  f"{', '.join(presets())}", file=sys.stderr, flush=True)
+            print(
+                f"sweep: config error: sweeps={unknown[0]} is not a preset: expected one of {', '.join(presets())}",
+                file=sys.stderr,
+                flush=True,
+            )
             sys.exit(2)
 
 
 def refuse_unused_additions(argv: list[str]) -> None:
     """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused (exit 2).
     Free-form keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
-
 
     known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
     for arg in argv:
@@ -78,9 +85,12 @@ def refuse_unused_additions(argv: list[str]) -> None:
         key = arg.lstrip("+").split("=", 1)[0]
         top = key.split("@", 1)[0].split("/", 1)[0].split(".", 1)[0]
         if top not in known:
-            print(f"sweep: config error: {arg} is not read by any job: put free-form keys under extra "
-                  f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"sweep: config error: {arg} is not read by any job: put free-form keys under extra "
+                f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}",
+                file=sys.stderr,
+                flush=True,
+            )
             sys.exit(2)
 
 

@@ -8,6 +8,7 @@ Timing (seed 004): ``clock()`` synchronises the device before reading the time, 
 ``needs_warmup``: job.run times a first, untimed-for-the-result solve (CUDA context, kernel caches,
 torch.compile) as ``warmup_s`` apart from the steady-state solve it reports as ``wall_clock_s``.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,12 +33,12 @@ def require_device(backend: str, device: str) -> None:
     import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
     if not torch.cuda.is_available():
-
         raise ConfigError(
             f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "
             f"(torch {torch.__version__}, torch.cuda.is_available() is False). Run device=cuda jobs through "
             "the sweep launcher on Modal (device.local_gpu=false, device.gpu=L4|A10G|A100|H100), or use "
-            "device=torch_cpu to run the same torch code path on this CPU.")
+            "device=torch_cpu to run the same torch code path on this CPU."
+        )
 
 
 @dataclass
@@ -116,8 +117,9 @@ class Backend:
                     # another in the same worker reuses that job's graphs (and its fullgraph/mode choice)
                     self._torch.compiler.reset()
                 mode = None if self.compile_mode == "default" else self.compile_mode
-                target = self._torch.compile(key, backend=self.compile_backend, dynamic=False, mode=mode,
-                                             fullgraph=self.fullgraph)
+                target = self._torch.compile(
+                    key, backend=self.compile_backend, dynamic=False, mode=mode, fullgraph=self.fullgraph
+                )
                 if self.fullgraph:
                     target = self._one_graph(target, key.__qualname__)
             if self.autocast != "none":
@@ -136,8 +138,9 @@ class Backend:
             try:
                 return fn(*a, **kw)
             except unsupported as e:
-                raise RuntimeError(f"device.fullgraph=true: {name} has a graph break: "
-                                   f"{str(e).strip().splitlines()[0]}") from None
+                raise RuntimeError(
+                    f"device.fullgraph=true: {name} has a graph break: {str(e).strip().splitlines()[0]}"
+                ) from None
 
         return run
 
@@ -165,5 +168,6 @@ class Backend:
 
 
 # Backend fields that a device config sets by the same name (all but which library and which torch device)
-KNOBS: tuple[str, ...] = tuple(f.name for f in fields(Backend) if f.name not in ("name", "device")
-                               and not f.name.startswith("_"))
+KNOBS: tuple[str, ...] = tuple(
+    f.name for f in fields(Backend) if f.name not in ("name", "device") and not f.name.startswith("_")
+)

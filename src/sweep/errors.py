@@ -1,5 +1,6 @@
 """The error a config that cannot run raises: its own module, so the modules that check values (the checks,
 backend, the methods, the energy hierarchy) import it without importing one another."""
+
 from __future__ import annotations
 
 

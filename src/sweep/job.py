@@ -1,5 +1,6 @@
 """One job: config -> check -> build -> solve -> summarise -> RunResult. Pure with respect to the store: it never
 touches MLflow, so any launcher (in-process, worker process, Modal container) runs it and ships the result back."""
+
 from __future__ import annotations
 
 import csv
@@ -61,8 +62,13 @@ def make_backend(device: DictConfig) -> Backend:
 def config_yaml(cfg: DictConfig) -> str:
     """The job config as YAML through libyaml (OmegaConf.to_yaml's pure-Python emitter costs ~3 ms a job)."""
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(OmegaConf.to_container(cfg, resolve=False, enum_to_str=True), Dumper=dumper, sort_keys=False,
-                     default_flow_style=False, allow_unicode=True)
+    return yaml.dump(
+        OmegaConf.to_container(cfg, resolve=False, enum_to_str=True),
+        Dumper=dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+    )
 
 
 def table_csv(rows: list[dict]) -> str:
@@ -106,8 +112,14 @@ def build_job(cfg: DictConfig) -> Job:
     backend = make_backend(cfg.device)
     tracker = build(cfg.tracker) if cfg.tracker.get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
-    ctx = Context(problem=problem, data=data, backend=backend, trace=trace, scope=Scope(cfg.tracker.scope),
-                  variant=build(cfg.variant))
+    ctx = Context(
+        problem=problem,
+        data=data,
+        backend=backend,
+        trace=trace,
+        scope=Scope(cfg.tracker.scope),
+        variant=build(cfg.variant),
+    )
     return Job(data, backend, build(cfg.method), ctx, tracker)
 
 
@@ -141,8 +153,15 @@ def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[f
     return report, curves
 
 
-def result(cfg: DictConfig, config: dict[str, Any], job: Job, solved: Solved, report: TrackerReport,
-           curves: dict[str, list[float]], started: float) -> RunResult:
+def result(
+    cfg: DictConfig,
+    config: dict[str, Any],
+    job: Job,
+    solved: Solved,
+    report: TrackerReport,
+    curves: dict[str, list[float]],
+    started: float,
+) -> RunResult:
     """The RunResult: metrics, curves, tags and artifacts, plain data for the recorder."""
     outcome, data = solved.outcome, job.data
     metrics: dict[str, float] = {
@@ -169,10 +188,15 @@ def result(cfg: DictConfig, config: dict[str, Any], job: Job, solved: Solved, re
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(
-        {"secret": list(data.secret), "secret_found": outcome.secret_found, "secret_correct": secret_ok,
-         "metrics": metrics}, indent=1)
-    return RunResult(config=config, metrics=metrics, curves=curves, tags=tags, artifacts=artifacts,
-                     start_time=started)
+        {
+            "secret": list(data.secret),
+            "secret_found": outcome.secret_found,
+            "secret_correct": secret_ok,
+            "metrics": metrics,
+        },
+        indent=1,
+    )
+    return RunResult(config=config, metrics=metrics, curves=curves, tags=tags, artifacts=artifacts, start_time=started)
 
 
 def run(cfg: DictConfig) -> RunResult:

@@ -1,4 +1,5 @@
 """Where the project's files are, whatever the working directory."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ def store_sibling(name: str, tracking_uri: str | None = None) -> str:
     """An SQLite URL for database file `name` beside the MLflow store (Optuna's studies: `${store_sibling:optuna.db,
     ${mlflow.tracking_uri}}`): in the store's folder when the store is an SQLite file, else in <project>/mlruns."""
     uri = tracking_uri or default_tracking_uri()
-    folder = Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///") else STORE_DIR
+    folder = Path(uri[len("sqlite:///") :]).parent if uri.startswith("sqlite:///") else STORE_DIR
     return f"sqlite:///{folder / name}"
 
 
@@ -37,9 +38,7 @@ def safe_name(name: str) -> str:
 @lru_cache(maxsize=1)
 def git_commit() -> str:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5
-        )
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"

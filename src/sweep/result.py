@@ -1,5 +1,6 @@
 """The result record a job returns: plain data, picklable, the only thing that travels back to the
 process that writes MLflow."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,8 +25,11 @@ class RunResult:
         """A single run's name: its group choices and seed (`sgd-standard-cpu-seed42`). In a sweep a job is
         named by what it varies instead (the launcher's naming)."""
         repeat = (self.config.get("extra") or {}).get("repeat")  # a repeat of one config (extra.repeat)
-        return "-".join(self.tags.get(k, "?") for k in ("method", "variant", "device")) + \
-            f"-seed{self.config.get('problem', {}).get('seed')}" + (f"-repeat{repeat}" if repeat is not None else "")
+        return (
+            "-".join(self.tags.get(k, "?") for k in ("method", "variant", "device"))
+            + f"-seed{self.config.get('problem', {}).get('seed')}"
+            + (f"-repeat{repeat}" if repeat is not None else "")
+        )
 
     def summary(self, name: str | None = None) -> str:
         """One line: status, the job's name (default: short_name()), its headline metrics."""

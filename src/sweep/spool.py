@@ -2,6 +2,7 @@
 
 The spool itself is sweep.record.spool, which the recorder uses; this command needs the recorder, so it
 lives apart (the spool must not import the recorder back)."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,13 @@ from sweep.record.store import StoreError
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog=command("sweep.spool"),
-                                 description="the spool: results kept until their store takes them")
+    ap = argparse.ArgumentParser(
+        prog=command("sweep.spool"), description="the spool: results kept until their store takes them"
+    )
     ap.add_argument("action", choices=("list", "import"))
-    ap.add_argument("--tracking-uri", default=None,
-                    help="import into this store (default: every store the spool holds results for)")
+    ap.add_argument(
+        "--tracking-uri", default=None, help="import into this store (default: every store the spool holds results for)"
+    )
     a = ap.parse_args(argv)
     pending = entries(a.tracking_uri)
     if a.action == "list":

@@ -1,6 +1,7 @@
 """Hydra's sweep syntax as Optuna distributions: choice(...) and a,b,c -> categorical; range(a, b, step) ->
 integers in [a, b) by step; interval(a, b) -> floats in [a, b] (tag(log, ...): log scale; tag(int, ...):
 integers). Anything that is not a sweep is a fixed override of every trial."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +30,10 @@ def distribution(override: Override) -> Any:
         if "int" in tags:
             return od.IntDistribution(int(sweep.start), int(sweep.end), log="log" in tags)
         return od.FloatDistribution(float(sweep.start), float(sweep.end), log="log" in tags)
-    raise SpaceError(f"{key}: {override.input_line!r} is not a search space Optuna can sample "
-                     "(use choice(...), range(...), interval(...) or a,b,c)")
+    raise SpaceError(
+        f"{key}: {override.input_line!r} is not a search space Optuna can sample "
+        "(use choice(...), range(...), interval(...) or a,b,c)"
+    )
 
 
 def _plain(v: Any) -> Any:

@@ -11,6 +11,7 @@ or the Pareto front of a multi-objective study.
 
 Generic: nothing here knows the app; Optuna is imported when a sweep starts, not when Hydra scans plugins.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,9 +34,17 @@ DIRECTIONS = ("maximize", "minimize")
 
 
 class OptunaSweeper(Sweeper):
-    def __init__(self, objectives: Mapping[str, str], params: Mapping[str, str], sampler: Any = None,
-                 study_name: Optional[str] = None, storage: Optional[str] = None, n_trials: int = 20,
-                 n_jobs: int = 2, trial_key: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        objectives: Mapping[str, str],
+        params: Mapping[str, str],
+        sampler: Any = None,
+        study_name: Optional[str] = None,
+        storage: Optional[str] = None,
+        n_trials: int = 20,
+        n_jobs: int = 2,
+        trial_key: Optional[str] = None,
+    ) -> None:
         self.objectives = dict(objectives or {})
         self.params = {str(k): str(v) for k, v in (params or {}).items()}
         self.sampler, self.study_name, self.storage = sampler, study_name, storage
@@ -48,8 +57,9 @@ class OptunaSweeper(Sweeper):
         from hydra.core.plugins import Plugins  # noqa: PLC0415 - Hydra's plugin registry: when the sweeper is set up, not at plugin scan
 
         self.config, self.hydra_context = config, hydra_context
-        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
-                                                                task_function=task_function, config=config)
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
 
     # -- before any job ---------------------------------------------------------------------------
     def _refuse(self, msg: str) -> None:
@@ -59,12 +69,14 @@ class OptunaSweeper(Sweeper):
 
     def _check(self) -> None:
         if not self.objectives:
-            self._refuse("hydra.sweeper.objectives is empty: expected metric -> maximize|minimize, "
-                         "e.g. {accuracy: maximize}")
+            self._refuse(
+                "hydra.sweeper.objectives is empty: expected metric -> maximize|minimize, e.g. {accuracy: maximize}"
+            )
         for name, d in self.objectives.items():
             if d not in DIRECTIONS:
-                self._refuse(f"hydra.sweeper.objectives.{name}={d!r} is not allowed: expected one of "
-                             f"{', '.join(DIRECTIONS)}")
+                self._refuse(
+                    f"hydra.sweeper.objectives.{name}={d!r} is not allowed: expected one of {', '.join(DIRECTIONS)}"
+                )
         for field, v in (("n_trials", self.n_trials), ("n_jobs", self.n_jobs)):
             if v < 1:
                 self._refuse(f"hydra.sweeper.{field}={v} is not allowed: expected an integer >= 1")
@@ -75,20 +87,23 @@ class OptunaSweeper(Sweeper):
         assert self.config is not None
         name = self.study_name or str(self.config.hydra.job.name)
         if self.storage and self.storage.startswith("sqlite:///"):
-            Path(self.storage[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.storage[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         directions = list(self.objectives.values())
-        study = optuna.create_study(storage=self.storage, study_name=name, directions=directions,
-                                    load_if_exists=True)
+        study = optuna.create_study(storage=self.storage, study_name=name, directions=directions, load_if_exists=True)
         if self.sampler is not None:
             study.sampler = self._sampler(len(study.trials))
         if isinstance(study.sampler, (optuna.samplers.GridSampler, optuna.samplers.BruteForceSampler)):
             # they stop the study themselves, which Optuna allows only inside study.optimize
-            self._refuse(f"hydra.sweeper.sampler={type(study.sampler).__name__} is not supported (it stops the "
-                         "study from inside Optuna's optimize loop): for a grid use the basic sweeper (a,b,c)")
+            self._refuse(
+                f"hydra.sweeper.sampler={type(study.sampler).__name__} is not supported (it stops the "
+                "study from inside Optuna's optimize loop): for a grid use the basic sweeper (a,b,c)"
+            )
         if [d.name.lower() for d in study.directions] != directions:
-            self._refuse(f"study {name!r} in {self.storage} has directions "
-                         f"{[d.name.lower() for d in study.directions]}, hydra.sweeper.objectives asks {directions}: "
-                         "use another hydra.sweeper.study_name")
+            self._refuse(
+                f"study {name!r} in {self.storage} has directions "
+                f"{[d.name.lower() for d in study.directions]}, hydra.sweeper.objectives asks {directions}: "
+                "use another hydra.sweeper.study_name"
+            )
         return study
 
     def _sampler(self, n_before: int) -> Any:
@@ -96,8 +111,11 @@ class OptunaSweeper(Sweeper):
         study goes on drawing new points instead of repeating the first run's)."""
         from hydra.utils import instantiate  # noqa: PLC0415 - at set-up: the plugin scan imports this module for every Hydra command
 
-        node = OmegaConf.to_container(self.sampler, resolve=True) if isinstance(self.sampler, DictConfig) \
+        node = (
+            OmegaConf.to_container(self.sampler, resolve=True)
+            if isinstance(self.sampler, DictConfig)
             else dict(self.sampler)
+        )
         if node.get("seed") is not None:
             node["seed"] = int(node["seed"]) + n_before
         return instantiate(node)
@@ -115,8 +133,10 @@ class OptunaSweeper(Sweeper):
         except SpaceError as e:
             self._refuse(f"hydra.sweeper.params.{e}")
         if not space:
-            self._refuse("nothing to search: hydra.sweeper.params (or the command line) has no "
-                         "choice(...), range(...), interval(...) or a,b,c")
+            self._refuse(
+                "nothing to search: hydra.sweeper.params (or the command line) has no "
+                "choice(...), range(...), interval(...) or a,b,c"
+            )
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = self._study()
         for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -161,9 +181,11 @@ class OptunaSweeper(Sweeper):
         value = ret.return_value
         metrics = value if isinstance(value, Mapping) else getattr(value, "metrics", None)
         if not isinstance(metrics, Mapping):
-            return None, (f"the job returned {type(value).__name__}, not metrics (a mapping, or an object with a "
-                          "`metrics` mapping); a launcher returns nothing for a job it skipped as already done: "
-                          "set hydra.sweeper.trial_key")
+            return None, (
+                f"the job returned {type(value).__name__}, not metrics (a mapping, or an object with a "
+                "`metrics` mapping); a launcher returns nothing for a job it skipped as already done: "
+                "set hydra.sweeper.trial_key"
+            )
         missing = [m for m in self.objectives if m not in metrics]
         if missing:
             return None, f"no metric {', '.join(missing)} among {', '.join(sorted(metrics)) or 'none'}"
@@ -179,12 +201,28 @@ class OptunaSweeper(Sweeper):
         names = list(self.objectives)
         complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         front = study.best_trials if complete else []
-        out = {"name": "optuna", "study": study.study_name, "storage": self.storage,
-               "objectives": dict(self.objectives), "trials": len(study.trials), "complete": len(complete),
-               "pareto_front": [{"number": t.number, "params": dict(t.params), "values": dict(zip(names, t.values))}
-                                for t in sorted(front, key=lambda t: t.number)]}
+        out = {
+            "name": "optuna",
+            "study": study.study_name,
+            "storage": self.storage,
+            "objectives": dict(self.objectives),
+            "trials": len(study.trials),
+            "complete": len(complete),
+            "pareto_front": [
+                {"number": t.number, "params": dict(t.params), "values": dict(zip(names, t.values))}
+                for t in sorted(front, key=lambda t: t.number)
+            ],
+        }
         OmegaConf.save(OmegaConf.create(out), sweep_dir / "optimization_results.yaml")
-        print(f"optuna: study {study.study_name}: {len(complete)} of {len(study.trials)} trial(s) complete; "
-              f"{'best' if len(names) == 1 else 'Pareto front'}: "
-              + ("; ".join(f"#{t['number']} " + ", ".join(f"{k}={v:.4g}" for k, v in t["values"].items())
-                           for t in out["pareto_front"]) or "none"), flush=True)
+        print(
+            f"optuna: study {study.study_name}: {len(complete)} of {len(study.trials)} trial(s) complete; "
+            f"{'best' if len(names) == 1 else 'Pareto front'}: "
+            + (
+                "; ".join(
+                    f"#{t['number']} " + ", ".join(f"{k}={v:.4g}" for k, v in t["values"].items())
+                    for t in out["pareto_front"]
+                )
+                or "none"
+            ),
+            flush=True,
+        )

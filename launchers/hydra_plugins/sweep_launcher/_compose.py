@@ -15,6 +15,7 @@ reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_p
 and OmegaConf versions in `launcher.TESTED_HYDRA`/`TESTED_OMEGACONF`, or `hydra.launcher.fast=true`);
 `hydra.launcher.fast=false` turns it off.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,8 +36,9 @@ def apply_values(values: Sequence[Override], cfg: DictConfig) -> None:
         try:
             OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
         except (ConfigAttributeError, ConfigKeyError) as ex:
-            raise ConfigCompositionException(f"Could not override '{o.key_or_group}'.\nTo append to your config "
-                                             f"use +{o.input_line}") from ex
+            raise ConfigCompositionException(
+                f"Could not override '{o.key_or_group}'.\nTo append to your config use +{o.input_line}"
+            ) from ex
         except OmegaConfBaseException as ex:
             raise ConfigCompositionException(f"Error merging override {o.input_line}") from ex
 
@@ -78,9 +80,14 @@ class FastComposer:
 
     def _is_value(self, o: Override) -> bool:
         key = o.key_or_group
-        return (o.package is None and not (o.is_delete() or o.is_add() or o.is_force_add())
-                and not o.is_sweep_override() and not o.is_hydra_override() and not key.startswith("hydra")
-                and not any(s.is_group(key.replace(".", "/")) for s in self.loader.get_sources()))
+        return (
+            o.package is None
+            and not (o.is_delete() or o.is_add() or o.is_force_add())
+            and not o.is_sweep_override()
+            and not o.is_hydra_override()
+            and not key.startswith("hydra")
+            and not any(s.is_group(key.replace(".", "/")) for s in self.loader.get_sources())
+        )
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
         key = (id(master_config), tuple(sweep_overrides))
@@ -104,7 +111,8 @@ class FastComposer:
         if doc is None:
             cfg = pickle.loads(self.templates[self.template_keys[template_id]])
             doc = self.hydra_docs[template_id] = OmegaConf.to_container(
-                OmegaConf.masked_copy(cfg, "hydra"), resolve=False, enum_to_str=True)
+                OmegaConf.masked_copy(cfg, "hydra"), resolve=False, enum_to_str=True
+            )
         return doc
 
     def _parse(self, line: str) -> tuple[Override, bool]:
@@ -135,6 +143,7 @@ class FastComposer:
             cfg.hydra.overrides.task = [o.input_line for o in parsed]
             dirname = cfg.hydra.job.config.override_dirname
             cfg.hydra.job.override_dirname = overrides_dirname(
-                parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep, kv_sep=dirname.kv_sep)
+                parsed, exclude_keys=list(dirname.exclude_keys), item_sep=dirname.item_sep, kv_sep=dirname.kv_sep
+            )
         OmegaConf.copy_cache(from_config=master, to_config=cfg)
         return cfg, self.template_ids[tkey]

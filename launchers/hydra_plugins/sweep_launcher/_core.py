@@ -6,6 +6,7 @@ A job config goes to a local worker as plain pickle, ~3x faster (a forked or spa
 modules, `__main__` included); to Modal, where nothing of this process exists, as cloudpickle.
 The worker never touches MLflow: it returns a `Reply` and the launching process records it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -79,8 +80,9 @@ def dump_config(cfg: DictConfig) -> bytes:
         return dumps(cfg)
 
 
-def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False,
-            hydra_template: Any = None) -> Reply:
+def run_one(
+    session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False, hydra_template: Any = None
+) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
@@ -105,12 +107,22 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
         if session.fast:
             from hydra_plugins.sweep_launcher._run_job import run_job as lean_run_job  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
-            ret = lean_run_job(hydra_context=session.hydra_context, task_function=timed, config_bytes=cfg_bytes,
-                               job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir",
-                               hydra_template=hydra_template)
+            ret = lean_run_job(
+                hydra_context=session.hydra_context,
+                task_function=timed,
+                config_bytes=cfg_bytes,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+                hydra_template=hydra_template,
+            )
         else:
-            ret = run_job(hydra_context=session.hydra_context, task_function=timed, config=pickle.loads(cfg_bytes),
-                          job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+            ret = run_job(
+                hydra_context=session.hydra_context,
+                task_function=timed,
+                config=pickle.loads(cfg_bytes),
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+            )
         if ret.status == JobStatus.FAILED:  # run_job marks FAILED only what the task raised
             exc = raised[-1]
             error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -122,8 +134,15 @@ def run_one(session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = 
         ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=RuntimeError(reason))
         error = traceback.format_exc()
     ret.cfg = ret.hydra_cfg = None
-    reply = Reply(idx=idx, job_return=ret, error=error, reason=reason, wall_s=clock.get("wall", 0.0),
-                  cpu_s=clock.get("cpu", 0.0), output_dir=output_dir)
+    reply = Reply(
+        idx=idx,
+        job_return=ret,
+        error=error,
+        reason=reason,
+        wall_s=clock.get("wall", 0.0),
+        cpu_s=clock.get("cpu", 0.0),
+        output_dir=output_dir,
+    )
     if collect_files and output_dir is not None:
         reply.files = _output_files(Path(output_dir))
     return reply
@@ -176,8 +195,10 @@ def load_reply(data: bytes, idx: int) -> Reply:
 
 def make_payload(session_bytes: bytes, cfg_bytes: bytes, collect_files: bool = False) -> bytes:
     """What `execute` takes: the batch's session as the bytes made once per batch (not pickled again per job)."""
-    return pickle.dumps({"session": session_bytes, "cfg_bytes": cfg_bytes, "collect_files": collect_files},
-                        protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(
+        {"session": session_bytes, "cfg_bytes": cfg_bytes, "collect_files": collect_files},
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
 
 
 def execute(idx: int, payload: bytes) -> tuple[int, bytes]:

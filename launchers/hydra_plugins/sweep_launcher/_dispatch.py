@@ -4,6 +4,7 @@ Local workers get two jobs each (the next waits in the pipe, so a worker never i
 the previous result to the hooks); Modal jobs go out from one thread and their replies come back on a pipe.
 The loop waits on every pipe and on every worker's exit at once, so a worker that dies is seen at once.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -47,8 +48,15 @@ class HooksFailed(Exception):
 
 
 class Dispatcher:
-    def __init__(self, launcher: Any, jobs: Sequence[Job], pool: Optional[Pool], hooks: Sequence[LaunchHooks],
-                 tally: Tally, offline: bool) -> None:
+    def __init__(
+        self,
+        launcher: Any,
+        jobs: Sequence[Job],
+        pool: Optional[Pool],
+        hooks: Sequence[LaunchHooks],
+        tally: Tally,
+        offline: bool,
+    ) -> None:
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
@@ -57,8 +65,12 @@ class Dispatcher:
         self.pool = pool
         self.offline = offline
         self.isolate = bool(hooks)  # with hooks, a failure does not stop the sweeper (see hooks.py)
-        self.session = Session(hydra_context=launcher.hydra_context, task_function=launcher.task_function,
-                               singleton_state=Singleton.get_state(), fast=launcher.fast)
+        self.session = Session(
+            hydra_context=launcher.hydra_context,
+            task_function=launcher.task_function,
+            singleton_state=Singleton.get_state(),
+            fast=launcher.fast,
+        )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
         self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
@@ -178,9 +190,15 @@ class Dispatcher:
         ok = ret.status == JobStatus.COMPLETED
         # the hooks read a failure's exception through return_value, which Hydra's JobReturn would raise
         failure = None if ok else IsolatedFailure.from_return(ret)
-        outcome = Outcome(status="FINISHED" if ok else "FAILED", job_return=failure or ret, error=reply.error,
-                          reason=reply.reason, wall_s=reply.wall_s, cpu_s=reply.cpu_s,
-                          offline=self.offline and job.where == "modal")
+        outcome = Outcome(
+            status="FINISHED" if ok else "FAILED",
+            job_return=failure or ret,
+            error=reply.error,
+            reason=reply.reason,
+            wall_s=reply.wall_s,
+            cpu_s=reply.cpu_s,
+            offline=self.offline and job.where == "modal",
+        )
         self._tell(job, outcome)
         if ok:
             self.tally.done += 1
@@ -213,13 +231,16 @@ class Dispatcher:
 
         self.remote_conn, sender = mp.Pipe(duplex=False)
         # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
-        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True))
-                    for j in self.remote]
+        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True)) for j in self.remote]
         for j in self.remote:
             j.started = time.perf_counter()
             self.progress.job_started(j)
-        threading.Thread(target=_modal_app.run_remote, args=(payloads, self.modal_opts, sender, self.stop),
-                         daemon=True, name="sweep-modal").start()
+        threading.Thread(
+            target=_modal_app.run_remote,
+            args=(payloads, self.modal_opts, sender, self.stop),
+            daemon=True,
+            name="sweep-modal",
+        ).start()
 
     # -- the end of a sweep that cannot go on ------------------------------------------------------------------
     def _stop_all(self) -> tuple[list[Job], int]:
@@ -238,19 +259,33 @@ class Dispatcher:
         running, not_started = self._stop_all()
         for job in running:
             try:
-                self._tell(job, Outcome(status="KILLED", job_return=None, reason=f"interrupted ({e.name})",
-                                        error=f"interrupted ({e.name}) while the job was running\n"))
+                self._tell(
+                    job,
+                    Outcome(
+                        status="KILLED",
+                        job_return=None,
+                        reason=f"interrupted ({e.name})",
+                        error=f"interrupted ({e.name}) while the job was running\n",
+                    ),
+                )
             except HooksFailed:
                 break
         self.tally.killed += len(running)
-        print(f"\nsweep: interrupted by {e.name}: {len(running)} running job(s) recorded KILLED, "
-              f"{not_started} not started", file=sys.stderr, flush=True)
+        print(
+            f"\nsweep: interrupted by {e.name}: {len(running)} running job(s) recorded KILLED, "
+            f"{not_started} not started",
+            file=sys.stderr,
+            flush=True,
+        )
         for h in self.hooks:
             h.sweep_ended("KILLED", self.tally)
         raise SystemExit(e.exit_code)
 
     def _abort(self, why: str) -> None:
         running, not_started = self._stop_all()
-        print(f"sweep: stopped: {why} ({len(running)} running job(s) killed, {not_started} not started)",
-              file=sys.stderr, flush=True)
+        print(
+            f"sweep: stopped: {why} ({len(running)} running job(s) killed, {not_started} not started)",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(1)

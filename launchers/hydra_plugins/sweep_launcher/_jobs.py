@@ -1,4 +1,5 @@
 """A job as the launcher holds it, and the JobReturns it hands back to the sweeper."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,8 +47,9 @@ class ReturnedJob(JobReturn):
 
     @classmethod
     def of(cls, ret: JobReturn, full_cfg: DictConfig, output_dir: Optional[str]) -> "ReturnedJob":
-        out = cls(**{k: ret.__dict__.get(k) for k in ("overrides", "working_dir", "task_name", "status",
-                                                      "_return_value")})
+        out = cls(
+            **{k: ret.__dict__.get(k) for k in ("overrides", "working_dir", "task_name", "status", "_return_value")}
+        )
         out._source = (full_cfg, output_dir)
         return out
 
@@ -99,20 +101,35 @@ def job_return(job: Job, reply: Reply) -> JobReturn:
     if reply.job_return is not None:
         ret: JobReturn = ReturnedJob.of(reply.job_return, job.cfg, reply.output_dir)
     else:  # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
-        ret = JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), hydra_cfg=None, working_dir=None,
-                        task_name=str(job.cfg.hydra.job.name), status=JobStatus.FAILED,
-                        _return_value=RuntimeError((reply.error or "failed").strip().splitlines()[-1]))
+        ret = JobReturn(
+            overrides=job.overrides,
+            cfg=task_config(job.cfg),
+            hydra_cfg=None,
+            working_dir=None,
+            task_name=str(job.cfg.hydra.job.name),
+            status=JobStatus.FAILED,
+            _return_value=RuntimeError((reply.error or "failed").strip().splitlines()[-1]),
+        )
     exc = ret.__dict__.get("_return_value")  # a FAILED return's exception (JobReturn has no public getter)
-    if ret.status == JobStatus.FAILED and isinstance(exc, BaseException) and reply.error \
-            and len(reply.error.strip().splitlines()) > 1:  # more than the exception's own line
+    if (
+        ret.status == JobStatus.FAILED
+        and isinstance(exc, BaseException)
+        and reply.error
+        and len(reply.error.strip().splitlines()) > 1
+    ):  # more than the exception's own line
         exc.__cause__ = RemoteTraceback(reply.error)
     return ret
 
 
 def skipped_return(job: Job) -> JobReturn:
     """A job the hooks skipped (already done): COMPLETED with no value."""
-    return JobReturn(overrides=job.overrides, cfg=task_config(job.cfg), task_name=str(job.cfg.hydra.job.name),
-                     status=JobStatus.COMPLETED, _return_value=None)
+    return JobReturn(
+        overrides=job.overrides,
+        cfg=task_config(job.cfg),
+        task_name=str(job.cfg.hydra.job.name),
+        status=JobStatus.COMPLETED,
+        _return_value=None,
+    )
 
 
 def write_files(job: Job, files: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ A `Multirun` lives for all of the sweeper's batches: the app's hooks (taken once
 at the end, and the local worker pool. Only this process talks to the hooks (and so writes the app's store):
 workers and Modal containers send back a `_core.Reply`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -33,8 +34,11 @@ class Multirun:
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
         self.tally.launcher = {
             "name": str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher", default=launcher.route)),
-            "route": launcher.route, "n_workers": self.n_workers, "force": launcher.force,
-            "modal.offline": self.offline}
+            "route": launcher.route,
+            "n_workers": self.n_workers,
+            "force": launcher.force,
+            "modal.offline": self.offline,
+        }
         self.tally.closers.append(self.close_pool)
         for h in self.hooks:
             h.driven, h.tally = True, self.tally  # driven travels to the workers with Hydra's context
@@ -71,8 +75,16 @@ def compose(launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]]
             cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
             cfg.hydra.job.num = idx
         where, gpu = run.placement(cfg, launcher.route)
-        jobs.append(Job(idx=idx, overrides=list(overrides), cfg=cfg, where=where,
-                        gpu=gpu if where == "modal" else None, template=template))
+        jobs.append(
+            Job(
+                idx=idx,
+                overrides=list(overrides),
+                cfg=cfg,
+                where=where,
+                gpu=gpu if where == "modal" else None,
+                template=template,
+            )
+        )
     return jobs
 
 
@@ -134,8 +146,9 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             if j.idx in skip:
                 returns[j.idx] = skipped_return(j)
         run.tally.skipped += len(skip)
-        print(f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})",
-              flush=True)
+        print(
+            f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True
+        )
     todo = [j for j in jobs if j.idx not in returns]
     if todo:
         returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline).run())

@@ -8,6 +8,7 @@ each reply back as its job finishes.
 Credentials: Modal's own token mechanism (`modal token new` / `modal token set`, or MODAL_TOKEN_ID and
 MODAL_TOKEN_SECRET). Nothing here reads, logs or forwards the token; error texts are scrubbed of it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,10 +51,12 @@ PLUGIN_DISTRIBUTIONS = ("hydra-core", "omegaconf", "cloudpickle", "modal")
 def token_help() -> str:
     """What to do without a token, with commands that work pasted here (Modal's CLI beside this interpreter)."""
 
-    return (f"Modal has no API token on this machine. Set one up with `{command('modal', 'token', 'new')}` "
-            f"(opens a browser), or `{command('modal', 'token', 'set')} --token-id <id> --token-secret <secret>`, "
-            "or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET; or run on this machine's GPU without the network: "
-            "hydra.launcher.modal.offline=true")
+    return (
+        f"Modal has no API token on this machine. Set one up with `{command('modal', 'token', 'new')}` "
+        f"(opens a browser), or `{command('modal', 'token', 'set')} --token-id <id> --token-secret <secret>`, "
+        "or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET; or run on this machine's GPU without the network: "
+        "hydra.launcher.modal.offline=true"
+    )
 
 
 def project_root() -> Path:
@@ -142,9 +145,15 @@ def build_app(opts: dict[str, Any], gpus: Iterable[Optional[str]]) -> tuple[moda
     fns = {}
     for gpu in sorted(set(gpus), key=str):
         # serialized=True: the Function is made in a factory (its gpu comes from the job), not at import time
-        fns[gpu] = app.function(image=image, gpu=gpu, timeout=int(conf.timeout), retries=retries(int(conf.retries)),
-                                max_containers=int(conf.max_containers),
-                                serialized=True, name=function_name(gpu))(execute)
+        fns[gpu] = app.function(
+            image=image,
+            gpu=gpu,
+            timeout=int(conf.timeout),
+            retries=retries(int(conf.retries)),
+            max_containers=int(conf.max_containers),
+            serialized=True,
+            name=function_name(gpu),
+        )(execute)
     return app, fns
 
 
@@ -175,8 +184,12 @@ def scrub(text: str) -> str:
     """Remove Modal credentials from a text that is about to be printed or recorded."""
     from modal.config import config  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
-    secrets = {config.get("token_id"), config.get("token_secret"), os.environ.get("MODAL_TOKEN_ID"),
-               os.environ.get("MODAL_TOKEN_SECRET")}
+    secrets = {
+        config.get("token_id"),
+        config.get("token_secret"),
+        os.environ.get("MODAL_TOKEN_ID"),
+        os.environ.get("MODAL_TOKEN_SECRET"),
+    }
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
@@ -187,8 +200,9 @@ def failure(idx: int, message: str) -> bytes:
     return dumps(Reply(idx=idx, job_return=None, error=scrub(message)))
 
 
-def run_remote(jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any,
-               stop: threading.Event) -> None:
+def run_remote(
+    jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any, stop: threading.Event
+) -> None:
     """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each (idx, reply bytes) on `out` (plain
     pickle) as it finishes.
 

@@ -5,6 +5,7 @@ when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`), and elsewhere it sees en
 can because it closes every pipe end it inherited from the launcher (its own parent end, and the other
 workers' ends a fork copies).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -77,8 +78,9 @@ class Pool:
         parent, child = ctx.Pipe(duplex=True)
         # fork passes these objects as they are; spawn would pickle (duplicate) them, and inherits none anyway
         inherited = [parent, *(w.conn for w in self.workers)] if ctx.get_start_method() == "fork" else []
-        proc = ctx.Process(target=_worker_entry, args=(child, self.preload, os.getpid(), inherited),
-                           daemon=True, name="sweep-worker")
+        proc = ctx.Process(
+            target=_worker_entry, args=(child, self.preload, os.getpid(), inherited), daemon=True, name="sweep-worker"
+        )
         proc.start()
         child.close()
         return Worker(proc, parent)

@@ -2,6 +2,7 @@
 
 A rich bar on a terminal; elsewhere (CI, pipes, log files) that line on stderr every few seconds and once at
 the end, and each job's summary line on stdout. `hydra.launcher.progress=false` prints no progress at all."""
+
 from __future__ import annotations
 
 import sys
@@ -22,8 +23,9 @@ def duration(seconds: float) -> str:
 class Progress:
     PLAIN_EVERY_S = 5.0
 
-    def __init__(self, total: int, enabled: bool = True, title: str = "sweep",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, total: int, enabled: bool = True, title: str = "sweep", clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.total = total
         self.title = title
         self.done = self.failed = 0
@@ -42,10 +44,17 @@ class Progress:
             from rich.progress import Progress as RichProgress  # noqa: PLC0415 - rich: only when stderr is a terminal
 
             self._bar = RichProgress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("· {task.fields[done]} done · {task.fields[failed]} failed · "
-                           "{task.fields[running]} running · ETA {task.fields[eta]}"),
-                console=Console(stderr=True), redirect_stdout=True, redirect_stderr=True)
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(
+                    "· {task.fields[done]} done · {task.fields[failed]} failed · "
+                    "{task.fields[running]} running · ETA {task.fields[eta]}"
+                ),
+                console=Console(stderr=True),
+                redirect_stdout=True,
+                redirect_stderr=True,
+            )
             self._task = self._bar.add_task(title, total=total, done=0, failed=0, running=0, eta="?")
 
     def __enter__(self) -> "Progress":
@@ -91,16 +100,24 @@ class Progress:
         return "?" if eta is None else duration(eta)
 
     def line(self) -> str:
-        return (f"{self.title} {self.done + self.failed}/{self.total} · {self.done} done · {self.failed} failed · "
-                f"{self.n_running()} running · ETA {self.eta()}")
+        return (
+            f"{self.title} {self.done + self.failed}/{self.total} · {self.done} done · {self.failed} failed · "
+            f"{self.n_running()} running · ETA {self.eta()}"
+        )
 
     def refresh(self, force: bool = False) -> None:
         now = self.clock()
         if self._bar is not None:
             if force or now - self._last >= 0.1:  # cheap for 1000s of fast jobs
                 self._last = now
-                self._bar.update(self._task, completed=self.done + self.failed, done=self.done,
-                                 failed=self.failed, running=self.n_running(), eta=self.eta())
+                self._bar.update(
+                    self._task,
+                    completed=self.done + self.failed,
+                    done=self.done,
+                    failed=self.failed,
+                    running=self.n_running(),
+                    eta=self.eta(),
+                )
         elif self.enabled and now - self._last_plain >= self.PLAIN_EVERY_S:
             self._last_plain = now
             self._print()

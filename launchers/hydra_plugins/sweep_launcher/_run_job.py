@@ -11,6 +11,7 @@ the JobReturn. Hydra's launcher test suites run against this path (tests/test_la
 Fast path only: imported when `launcher.fast_paths` says so (the Hydra and OmegaConf versions in
 `launcher.TESTED_HYDRA` and `TESTED_OMEGACONF`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,9 +32,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf._utils import get_omega_conf_dumper
 
 _Dumper: Any = None
-CHDIR_WARNING = ("Future Hydra versions will no longer change working directory at job runtime by default.\n"
-                 "See https://hydra.cc/docs/1.2/upgrades/1.1_to_1.2/changes_to_job_working_dir/ for more "
-                 "information.")
+CHDIR_WARNING = (
+    "Future Hydra versions will no longer change working directory at job runtime by default.\n"
+    "See https://hydra.cc/docs/1.2/upgrades/1.1_to_1.2/changes_to_job_working_dir/ for more "
+    "information."
+)
 
 
 def _deprecation_warning(message: str) -> None:
@@ -113,8 +116,9 @@ class HydraYaml:
         def fill(m: re.Match) -> str:
             indent, key, i = m.group(1), m.group(2), int(m.group(3))
             # emitted as the value of a one-key mapping, unfolded, then indented like the placeholder's line
-            body = yaml.dump({key: values[i]}, default_flow_style=False, allow_unicode=True, width=1 << 30,
-                             Dumper=_dumper()).rstrip("\n")
+            body = yaml.dump(
+                {key: values[i]}, default_flow_style=False, allow_unicode=True, width=1 << 30, Dumper=_dumper()
+            ).rstrip("\n")
             return "\n".join(indent + line for line in body.split("\n"))
 
         return self._HOLE.sub(fill, self.text)
@@ -126,8 +130,14 @@ def _without_hydra(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def run_job(hydra_context: HydraContext, task_function: TaskFunction, config_bytes: bytes, job_dir_key: str,
-            job_subdir_key: Optional[str], hydra_template: Optional[HydraYaml] = None) -> JobReturn:
+def run_job(
+    hydra_context: HydraContext,
+    task_function: TaskFunction,
+    config_bytes: bytes,
+    job_dir_key: str,
+    job_subdir_key: Optional[str],
+    hydra_template: Optional[HydraYaml] = None,
+) -> JobReturn:
     """`hydra.core.utils.run_job(task_function, pickle.loads(config_bytes), ...)` with cheap copies;
     `hydra_template`: the hydra.yaml of the template the job was composed from."""
     callbacks = hydra_context.callbacks

@@ -1,6 +1,7 @@
 """Ctrl-C, SIGTERM and SIGHUP stop a sweep the same way: the launcher raises `Interrupted` in its main loop
 (never in the middle of recording a result), kills the running jobs, records them KILLED and exits 128+signal
 (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal."""
+
 from __future__ import annotations
 
 import signal

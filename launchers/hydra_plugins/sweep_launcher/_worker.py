@@ -1,4 +1,5 @@
 """A local worker process's loop: receive a session once per batch, then jobs; send back each Reply."""
+
 from __future__ import annotations
 
 import gc
@@ -49,8 +50,11 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
 
             data = run_offline(idx, make_payload(sessions[sid][1], cfg_bytes), via_modal)
         else:
-            data = dump_reply(run_one(sessions[sid][0], idx, cfg_bytes,
-                                      hydra_template=templates.get(tpl[0]) if tpl is not None else None))
+            data = dump_reply(
+                run_one(
+                    sessions[sid][0], idx, cfg_bytes, hydra_template=templates.get(tpl[0]) if tpl is not None else None
+                )
+            )
         # the job's output before its reply: once the launcher has the reply, nothing of the job is left in
         # this process (a worker stopped at the end of the sweep, or killed, loses no line)
         sys.stdout.flush()

@@ -5,6 +5,7 @@ So a hint names what runs the command from the current directory: the package's 
 PATH and is the one next to this interpreter (its bare name), else that script's path (`.venv/bin/sweep-ui`
 from the project's root), else this interpreter with `-m` (its own path: `python` may be another one).
 """
+
 from __future__ import annotations
 
 import os

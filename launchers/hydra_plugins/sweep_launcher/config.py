@@ -66,7 +66,10 @@ ConfigStore.instance().store(group="hydra/launcher", name="modal", node=ModalLau
 # Hydra's plugin scan execs this file without registering it in sys.modules (and may exec it again, with new
 # classes in the ConfigStore). Register this execution: cloudpickle then ships configs holding these classes
 # by reference; by value, one job's hydra config took ~0.1-0.4 s to pickle.
-if sys.modules.get(__name__) is None or getattr(sys.modules[__name__], "SweepLauncherConf", None) is not SweepLauncherConf:
+if (
+    sys.modules.get(__name__) is None
+    or getattr(sys.modules[__name__], "SweepLauncherConf", None) is not SweepLauncherConf
+):
     _module = types.ModuleType(__name__)
     _module.__dict__.update(globals())
     sys.modules[__name__] = _module

@@ -20,6 +20,7 @@ With hooks, a failed job does not stop the sweep: the launcher returns it as a F
 raise, and `sweep_ended` (default: the summary, the failures, exit 1) decides the exit code once every batch
 ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises the first failure of a batch).
 """
+
 # No `from __future__ import annotations`: Hydra's plugin scan execs this module outside sys.modules, where
 # dataclasses cannot resolve string annotations.
 import sys
@@ -119,9 +120,12 @@ class LaunchHooks(Callback):
         """Default: one summary line, the failures on stderr, exit 1 when there were any (not when the sweep
         was interrupted: the launcher exits 128+signal)."""
         n_failed = len(tally.failures)
-        msg = (f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
-               + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
-               + (f", {tally.killed} killed" if tally.killed else "") + note)
+        msg = (
+            f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
+            + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
+            + (f", {tally.killed} killed" if tally.killed else "")
+            + note
+        )
         print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)
         if tally.failures:
             print("sweep: failed jobs:", file=sys.stderr)

@@ -5,6 +5,7 @@ where each job runs. What an app adds around its jobs (checks, recording, resume
 `hooks.LaunchHooks`; see docs/architecture.md. The work happens in `_launch` (imported on first launch: Hydra
 scans this module at every start-up, so it stays light).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -44,16 +45,26 @@ def fast_paths(requested: Optional[bool]) -> bool:
         if requested:
             from hydra import __version__  # noqa: PLC0415 - only to compare versions, once
 
-            warnings.warn(f"hydra.launcher.fast=true: Hydra {__version__} lacks an internal the fast path uses "
-                          f"({e}); taking Hydra's public path", stacklevel=2)
+            warnings.warn(
+                f"hydra.launcher.fast=true: Hydra {__version__} lacks an internal the fast path uses "
+                f"({e}); taking Hydra's public path",
+                stacklevel=2,
+            )
         return False
     return True
 
 
 class SweepLauncher(Launcher):
-    def __init__(self, route: str = "device", n_workers: Optional[int] = None, force: bool = False,
-                 progress: bool = True, preload: Sequence[str] = (), fast: Optional[bool] = None,
-                 modal: Any = None) -> None:
+    def __init__(
+        self,
+        route: str = "device",
+        n_workers: Optional[int] = None,
+        force: bool = False,
+        progress: bool = True,
+        preload: Sequence[str] = (),
+        fast: Optional[bool] = None,
+        modal: Any = None,
+    ) -> None:
         if route not in ("device", "local", "modal"):
             raise ValueError(f"hydra.launcher.route={route!r} is not allowed: expected device, local or modal")
         self.route = route

@@ -5,6 +5,7 @@
 left out. Only the override lists are needed, so any Hydra app gets the same names: in the per-job console
 line, the run names and the failure list.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence

@@ -7,6 +7,7 @@ only. The entry is added only for an app whose primary config directory has a si
 Both halves are Hydra's public plugin interfaces (`SearchPathPlugin`, `ConfigSource`); the source reads YAML
 files as Hydra's file source does, header (`# @package ...`) included.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,7 @@ class SweepsConfigSource(ConfigSource):
         with open(full_path, encoding="utf-8") as f:
             header = self._get_header_dict(f.read(512))
             f.seek(0)
-            return ConfigResult(config=OmegaConf.load(f), path=self.full_path(), provider=self.provider,
-                                header=header)
+            return ConfigResult(config=OmegaConf.load(f), path=self.full_path(), provider=self.provider, header=header)
 
     def available(self) -> bool:
         return os.path.isdir(self._dir(GROUP))
@@ -65,8 +65,9 @@ class SweepsConfigSource(ConfigSource):
             return []
         files: List[str] = []
         for name in os.listdir(self._dir(config_path)):
-            self._list_add_result(files=files, file_path=os.path.join(config_path, name), file_name=name,
-                                  results_filter=results_filter)
+            self._list_add_result(
+                files=files, file_path=os.path.join(config_path, name), file_name=name, results_filter=results_filter
+            )
         return sorted(set(files))
 
 

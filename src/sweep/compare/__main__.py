@@ -1,4 +1,5 @@
 """`python -m sweep.compare <preset | parent run id>`: the command's name; the report lives in sweep.report."""
+
 from __future__ import annotations
 
 import sys

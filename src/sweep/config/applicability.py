@@ -41,8 +41,10 @@ def check_method_applies(cfg: Any) -> None:
     problem = getattr(problem_cls, "name", None)
     if allowed is not None and problem not in allowed:
         method = cfg.select("method.name", method_cls.__name__)
-        raise ConfigError(f"method={method} does not apply to problem={problem}: "
-                          f"method={method} applies to problem in {{{', '.join(allowed)}}}")
+        raise ConfigError(
+            f"method={method} does not apply to problem={problem}: "
+            f"method={method} applies to problem in {{{', '.join(allowed)}}}"
+        )
 
 
 def applicability_table() -> str:

@@ -34,13 +34,19 @@ from sweep.errors import ConfigError
 
 # the device's fields are plain data (sweep.config.schema.DeviceConfig): their rules are written here
 DEVICE_RULES: tuple[Rule, ...] = (
-    Rule("device.price_per_hour", "a finite number >= 0, or null (the Modal price of device.gpu)",
-         lambda v, c: v is None or nonneg_finite(v, c)),
+    Rule(
+        "device.price_per_hour",
+        "a finite number >= 0, or null (the Modal price of device.gpu)",
+        lambda v, c: v is None or nonneg_finite(v, c),
+    ),
     choice("device.backend", ("numpy", "torch")),
     Rule("device.threads", "an integer >= 0 (0: the libraries' defaults)", lambda v, c: isinstance(v, int) and v >= 0),
     choice("device.compile_mode", COMPILE_MODES),
-    Rule("device.autocast", f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
-         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch")),
+    Rule(
+        "device.autocast",
+        f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
+        lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch"),
+    ),
     choice("device.dtype", ("float32", "float64")),
 )
 
@@ -80,8 +86,9 @@ def check_known_keys(cfg: ConfigView) -> None:
         unknown = sorted(k for k in node if known is not None and k not in known)
         if unknown:
             keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))
-            raise ConfigError(f"{group}.{unknown[0]} is not a key of {group}={node.get('name', '?')}: expected one "
-                              f"of {keys}")
+            raise ConfigError(
+                f"{group}.{unknown[0]} is not a key of {group}={node.get('name', '?')}: expected one of {keys}"
+            )
 
 
 def check_options(view: ConfigView) -> None:
@@ -108,8 +115,13 @@ def check_price(where: str, gpu: Optional[str], prices: Optional[str]) -> None:
         raise ConfigError(f"device.gpu: {e.args[0]}") from None
 
 
-def check_job(cfg: "DictConfig | dict[str, Any]", where: str = "local", gpu: Optional[str] = None,
-              prices: Optional[str] = None, runs_here: bool = False) -> ConfigView:
+def check_job(
+    cfg: "DictConfig | dict[str, Any]",
+    where: str = "local",
+    gpu: Optional[str] = None,
+    prices: Optional[str] = None,
+    runs_here: bool = False,
+) -> ConfigView:
     """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
     config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
     placement (sweep.config.placement), `prices` the launcher's Modal price table; `runs_here`: the job runs on

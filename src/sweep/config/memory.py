@@ -15,6 +15,7 @@ Method-specific scratch (fourier's chunks, smt's pair blocks) is bounded by the 
 not counted. "Available" is the least of the machine's MemAvailable, the cgroup's memory.max less its usage
 (a container's limit) and the address-space rlimit less this process's size.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,23 +48,36 @@ def estimate(cfg: Any) -> list[Term]:
     g = lambda k, d=0: _get(cfg, k, d)  # noqa: E731
     n_bits, n_train, n_test = int(g("problem.n_bits", 0)), int(g("problem.n_train", 0)), int(g("problem.n_test", 0))
     item = 4 if "32" in str(g("device.dtype", "float64")) else 8
-    terms = [Term("data", 2 * 8 * (n_train + n_test) * n_bits,
-                  ("problem.n_bits", "problem.n_train", "problem.n_test"))]
+    terms = [Term("data", 2 * 8 * (n_train + n_test) * n_bits, ("problem.n_bits", "problem.n_train", "problem.n_test"))]
     hidden = g("method.hidden", None)
     if isinstance(hidden, int) and hidden > 0:
         layers = int(g("method.layers", 1) or 1)
         per_copy = hidden * n_bits + (layers - 1) * hidden * hidden
-        terms.append(Term("weights", 4 * item * per_copy, ("method.hidden", "problem.n_bits")
-                          + (("method.layers",) if layers > 1 else ())))
-        terms.append(Term("activations", 2 * item * max(n_train, n_test) * hidden,
-                          ("problem.n_train", "method.hidden")))
+        terms.append(
+            Term(
+                "weights",
+                4 * item * per_copy,
+                ("method.hidden", "problem.n_bits") + (("method.layers",) if layers > 1 else ()),
+            )
+        )
+        terms.append(
+            Term("activations", 2 * item * max(n_train, n_test) * hidden, ("problem.n_train", "method.hidden"))
+        )
         epochs = int(g("method.max_epochs", 1) or 1)
-        terms.append(Term("snapshots", 8 * min(SNAPSHOT_BUDGET_FLOATS, epochs * per_copy),
-                          ("method.max_epochs", "method.hidden")))
+        terms.append(
+            Term(
+                "snapshots", 8 * min(SNAPSHOT_BUDGET_FLOATS, epochs * per_copy), ("method.max_epochs", "method.hidden")
+            )
+        )
         if g("tracker._target_") and g("tracker.scope") == "all_steps":
             steps = epochs * math.ceil(n_train / max(int(g("method.batch_size", 1) or 1), 1))
-            terms.append(Term("trace", steps * EVENTS_PER_STEP * EVENT_BYTES,
-                              ("tracker.scope", "method.max_epochs", "problem.n_train", "method.batch_size")))
+            terms.append(
+                Term(
+                    "trace",
+                    steps * EVENTS_PER_STEP * EVENT_BYTES,
+                    ("tracker.scope", "method.max_epochs", "problem.n_train", "method.batch_size"),
+                )
+            )
     return sorted(terms, key=lambda t: -t.nbytes)
 
 
@@ -129,5 +143,6 @@ def check_fits(cfg: Any) -> None:
     # the fields set above their defaults are the ones to lower (all of the terms' fields if none is)
     raised = [f for f in drivers if _above_default(cfg, f)] or drivers
     values = ", ".join(f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None)
-    raise ConfigError(f"the job needs about {_gb(total)} of memory ({', '.join(shown)}), {_gb(avail)} is "
-                      f"available: lower {values}")
+    raise ConfigError(
+        f"the job needs about {_gb(total)} of memory ({', '.join(shown)}), {_gb(avail)} is available: lower {values}"
+    )

@@ -1,4 +1,5 @@
 """What a run cost in US dollars: the device's hourly price times the seconds it was busy."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -40,8 +41,9 @@ def gpu_price_per_hour(gpu: Optional[str], path: Optional[str] = None) -> float:
     kind = kind.rstrip("!").upper()
     prices = load_prices(path)
     if kind not in prices:
-        raise KeyError(f"no Modal price for gpu={gpu!r}: add it to {path or price_table()} "
-                       f"(known: {', '.join(sorted(prices))})")
+        raise KeyError(
+            f"no Modal price for gpu={gpu!r}: add it to {path or price_table()} (known: {', '.join(sorted(prices))})"
+        )
     return prices[kind] * (int(count) if count else 1)
 
 

@@ -8,6 +8,7 @@ schema with ``defaults: [/schema/<group>@_here_: <option>, _self_]`` and set onl
 (tests/test_shape.py checks both). Value rules that a type cannot express (k_sparse <= n_bits, lr > 0, ...) are
 checked by sweep.config.check.check_job.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,13 +45,17 @@ def from_class(target: str, base: tuple[type, ...] = (), instantiate: bool = Tru
     nothing, as tracker=none). The schema's ``source_class`` names the class it was derived from."""
     module, _, name = target.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    specs: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target)) if instantiate
-                                         else ("_target_", Optional[str], field(default=None))]
+    specs: list[tuple[str, Any, Any]] = [
+        ("_target_", str, field(default=target)) if instantiate else ("_target_", Optional[str], field(default=None))
+    ]
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        default = (field(default=f.default) if f.default is not dataclasses.MISSING
-                   else field(default_factory=f.default_factory))
+        default = (
+            field(default=f.default)
+            if f.default is not dataclasses.MISSING
+            else field(default_factory=f.default_factory)
+        )
         specs.append((f.name, _field_type(f), default))
     schema = dataclasses.make_dataclass(f"{name}Config", specs, bases=base, namespace={"source_class": target})
     # a module attribute of its own name, so that configs typed by it pickle (to the launcher's workers)
@@ -61,25 +66,46 @@ def from_class(target: str, base: tuple[type, ...] = (), instantiate: bool = Tru
 
 # option -> the class it builds, per group; each option's schema is derived from its class
 CLASSES: dict[str, dict[str, str]] = {
-    "problem": {"sparse_parity": "sweep.problems.sparse_parity.SparseParity",
-                "sparse_and": "sweep.problems.sparse_and.SparseAnd", "sparse_sum": "sweep.problems.sparse_sum.SparseSum"},
-    "method": {"sgd": "sweep.methods.sgd.SGD", "gf2": "sweep.methods.gf2.GF2", "km": "sweep.methods.km.KM",
-               "sign_sgd": "sweep.methods.sign_sgd.SignSGD", "curriculum": "sweep.methods.curriculum.Curriculum",
-               "fourier": "sweep.methods.fourier.Fourier", "smt": "sweep.methods.smt.SMT",
-               "forward_forward": "sweep.methods.forward_forward.ForwardForward", "ols": "sweep.methods.ols.OLS"},
-    "variant": {"standard": "sweep.variants.standard.Standard", "fused": "sweep.variants.fused.Fused",
-                "perlayer": "sweep.variants.perlayer.PerLayer", "tiled": "sweep.variants.tiled.Tiled",
-                "tiled_fused": "sweep.variants.tiled_fused.TiledFused", "tiled_w2": "sweep.variants.tiled_w2.TiledW2"},
-    "tracker": {"ard": "sweep.trackers.ard.ARDTracker", "cache": "sweep.trackers.cache.CacheTracker",
-                "dmd": "sweep.trackers.dmd.DMDTracker", "energy": "sweep.trackers.energy.EnergyTracker"},
+    "problem": {
+        "sparse_parity": "sweep.problems.sparse_parity.SparseParity",
+        "sparse_and": "sweep.problems.sparse_and.SparseAnd",
+        "sparse_sum": "sweep.problems.sparse_sum.SparseSum",
+    },
+    "method": {
+        "sgd": "sweep.methods.sgd.SGD",
+        "gf2": "sweep.methods.gf2.GF2",
+        "km": "sweep.methods.km.KM",
+        "sign_sgd": "sweep.methods.sign_sgd.SignSGD",
+        "curriculum": "sweep.methods.curriculum.Curriculum",
+        "fourier": "sweep.methods.fourier.Fourier",
+        "smt": "sweep.methods.smt.SMT",
+        "forward_forward": "sweep.methods.forward_forward.ForwardForward",
+        "ols": "sweep.methods.ols.OLS",
+    },
+    "variant": {
+        "standard": "sweep.variants.standard.Standard",
+        "fused": "sweep.variants.fused.Fused",
+        "perlayer": "sweep.variants.perlayer.PerLayer",
+        "tiled": "sweep.variants.tiled.Tiled",
+        "tiled_fused": "sweep.variants.tiled_fused.TiledFused",
+        "tiled_w2": "sweep.variants.tiled_w2.TiledW2",
+    },
+    "tracker": {
+        "ard": "sweep.trackers.ard.ARDTracker",
+        "cache": "sweep.trackers.cache.CacheTracker",
+        "dmd": "sweep.trackers.dmd.DMDTracker",
+        "energy": "sweep.trackers.energy.EnergyTracker",
+    },
 }
 # tracker=none carries the fields every tracker has (scope, cache size) and records no trace at all
 UNBUILT: dict[str, dict[str, str]] = {"tracker": {"none": "sweep.trackers.base.TrackerBase"}}
 
 
 def _derived(group: str) -> dict[str, type]:
-    return {**{o: from_class(t, (OptionConfig,)) for o, t in CLASSES[group].items()},
-            **{o: from_class(t, (OptionConfig,), instantiate=False) for o, t in UNBUILT.get(group, {}).items()}}
+    return {
+        **{o: from_class(t, (OptionConfig,)) for o, t in CLASSES[group].items()},
+        **{o: from_class(t, (OptionConfig,), instantiate=False) for o, t in UNBUILT.get(group, {}).items()},
+    }
 
 
 def _device_config() -> type:
@@ -87,17 +113,21 @@ def _device_config() -> type:
     whose fields of the same names they are), and where it runs and at what price."""
 
     backend = {f.name: f for f in dataclasses.fields(Backend)}
-    return dataclasses.make_dataclass("DeviceConfig", [
-        ("name", str, field(default="cpu")),
-        ("backend", str, field(default=backend["name"].default)),  # numpy | torch
-        ("torch_device", str, field(default=backend["device"].default)),  # torch device string when backend=torch
-        *((k, _field_type(backend[k]), field(default=backend[k].default)) for k in KNOBS),
-        # USD per hour of this device (cost_usd = wall_clock_s * price_per_hour / 3600); null: the Modal price of
-        # device.gpu (sweep.config.prices.device_price_per_hour)
-        ("price_per_hour", Optional[float], field(default=0.0)),
-        ("gpu", Optional[str], field(default=None)),  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
-        ("local_gpu", bool, field(default=False)),  # run cuda jobs on this machine's GPU instead of Modal
-    ], namespace={"__module__": __name__})
+    return dataclasses.make_dataclass(
+        "DeviceConfig",
+        [
+            ("name", str, field(default="cpu")),
+            ("backend", str, field(default=backend["name"].default)),  # numpy | torch
+            ("torch_device", str, field(default=backend["device"].default)),  # torch device string when backend=torch
+            *((k, _field_type(backend[k]), field(default=backend[k].default)) for k in KNOBS),
+            # USD per hour of this device (cost_usd = wall_clock_s * price_per_hour / 3600); null: the Modal price of
+            # device.gpu (sweep.config.prices.device_price_per_hour)
+            ("price_per_hour", Optional[float], field(default=0.0)),
+            ("gpu", Optional[str], field(default=None)),  # Modal GPU type (L4, A10G, A100, H100, ...) for cuda jobs
+            ("local_gpu", bool, field(default=False)),  # run cuda jobs on this machine's GPU instead of Modal
+        ],
+        namespace={"__module__": __name__},
+    )
 
 
 DeviceConfig = _device_config()
@@ -139,9 +169,13 @@ class Config:
 
 
 # group -> option -> schema; the groups a job is made of, in this order
-SCHEMAS: dict[str, dict[str, type]] = {"problem": _derived("problem"), "method": _derived("method"),
-                                       "variant": _derived("variant"), "device": {"device": DeviceConfig},
-                                       "tracker": _derived("tracker")}
+SCHEMAS: dict[str, dict[str, type]] = {
+    "problem": _derived("problem"),
+    "method": _derived("method"),
+    "variant": _derived("variant"),
+    "device": {"device": DeviceConfig},
+    "tracker": _derived("tracker"),
+}
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
 
 
@@ -151,6 +185,5 @@ def register_configs() -> None:
     for group, nodes in SCHEMAS.items():
         for name, node in nodes.items():
             cs.store(group=f"schema/{group}", name=name, node=node)
-
 
     OmegaConf.register_new_resolver("store_sibling", store_sibling, replace=True)  # sweeps/tune_sgd.yaml's storage

@@ -6,6 +6,7 @@ window is at least ``window_s`` (1 s by default: NVML and RAPL update every ~10-
 divided by the repeats. The solves measured run untraced, after the timed one, so neither wall_clock_s nor
 the trace is touched. Where no counter can be read the run says why (tag ``energy.meter_reason``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,13 @@ class Measurement:
     window_s: float
 
 
-def measure(solve: Callable[[], Any], counter: Counter, clock: Callable[[], float], window_s: float = 1.0,
-            max_repeats: int = 100_000) -> Measurement:
+def measure(
+    solve: Callable[[], Any],
+    counter: Counter,
+    clock: Callable[[], float],
+    window_s: float = 1.0,
+    max_repeats: int = 100_000,
+) -> Measurement:
     """Run `solve` until `window_s` has passed (at least once), reading `counter` around the whole window;
     `clock` must wait for the device (Backend.clock synchronises cuda)."""
     e0, t0 = counter.read_j(), clock()
@@ -65,8 +71,11 @@ class NVMLCounter:
         index = torch.device(torch_device).index or 0
         uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
         # NVML numbers GPUs physically; CUDA_VISIBLE_DEVICES renumbers them for torch, the UUID is the same
-        self.handle = (pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}") if uuid is not None
-                       else pynvml.nvmlDeviceGetHandleByIndex(index))
+        self.handle = (
+            pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+            if uuid is not None
+            else pynvml.nvmlDeviceGetHandleByIndex(index)
+        )
         self.read_j()  # fails here (NVMLError_NotSupported on older GPUs) rather than mid-measurement
 
     def read_j(self) -> float:
@@ -134,8 +143,9 @@ def open_counter(device: Any, powercap: Path = POWERCAP) -> tuple[Counter | None
         return None, f"RAPL counter not readable: {e}"
 
 
-def meter_solve(solve: Callable[[], Any], device: Any, clock: Callable[[], float], window_s: float,
-                powercap: Path = POWERCAP) -> tuple[dict[str, float], dict[str, str]]:
+def meter_solve(
+    solve: Callable[[], Any], device: Any, clock: Callable[[], float], window_s: float, powercap: Path = POWERCAP
+) -> tuple[dict[str, float], dict[str, str]]:
     """Metrics energy_measured_j / energy_measure_repeats / energy_measure_window_s and tags energy.meter
     (nvml | rapl | none) and energy.meter_reason (when none) of `solve` on `device` (a device config)."""
     counter, reason = open_counter(device, powercap)
@@ -143,10 +153,18 @@ def meter_solve(solve: Callable[[], Any], device: Any, clock: Callable[[], float
         return {}, {"energy.meter": "none", "energy.meter_reason": reason}
     m = measure(solve, counter, clock, window_s)
     if not math.isfinite(m.joules) or m.joules <= 0:  # a counter that did not move is no measurement
-        return {}, {"energy.meter": "none",
-                    "energy.meter_reason": f"{counter.name} counter did not advance over {m.window_s:.2f} s"}
-    return ({"energy_measured_j": m.joules, "energy_measure_repeats": float(m.repeats),
-             "energy_measure_window_s": m.window_s}, {"energy.meter": counter.name})
+        return {}, {
+            "energy.meter": "none",
+            "energy.meter_reason": f"{counter.name} counter did not advance over {m.window_s:.2f} s",
+        }
+    return (
+        {
+            "energy_measured_j": m.joules,
+            "energy_measure_repeats": float(m.repeats),
+            "energy_measure_window_s": m.window_s,
+        },
+        {"energy.meter": counter.name},
+    )
 
 
 def measure_solve(tracker: Any, method: Any, ctx: Any, device: Any) -> tuple[dict[str, float], dict[str, str]]:

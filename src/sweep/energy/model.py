@@ -39,8 +39,12 @@ def _levels(h: Hierarchy, rows: np.ndarray) -> np.ndarray:
 def _segment_counts(h: Hierarchy, rows: np.ndarray, events: tuple = ()) -> np.ndarray:
     """[floats read per level..., floats written per level...] of one segment (sweep.trace.stack rows)."""
     n, level, is_write, count = len(h.levels), _levels(h, rows), rows[:, 1] != READ, rows[:, 4]
-    return np.concatenate((np.bincount(level[~is_write], weights=count[~is_write], minlength=n),
-                           np.bincount(level[is_write], weights=count[is_write], minlength=n)))
+    return np.concatenate(
+        (
+            np.bincount(level[~is_write], weights=count[~is_write], minlength=n),
+            np.bincount(level[is_write], weights=count[is_write], minlength=n),
+        )
+    )
 
 
 def energy_pass(h: Hierarchy) -> PerResult:
@@ -63,13 +67,16 @@ def level_counts(trace: Trace, h: Hierarchy, p: PerResult | None = None) -> Leve
 def compute_pj(compute_ops: Mapping[str, int], h: Hierarchy) -> float:
     unpriced = sorted(set(compute_ops) - set(h.ops_pj))
     if unpriced:  # validation prices every OP_KINDS entry: a method reported a kind outside the vocabulary
-        raise ValueError(f"operation kind {unpriced[0]!r} is not in OP_KINDS (sweep.trace.trace), so hierarchy "
-                         f"{h.name} has no price for it")
+        raise ValueError(
+            f"operation kind {unpriced[0]!r} is not in OP_KINDS (sweep.trace.trace), so hierarchy "
+            f"{h.name} has no price for it"
+        )
     return float(sum(n * h.ops_pj[k] for k, n in compute_ops.items()))
 
 
-def energy_metrics(trace: Trace, h: Hierarchy, p: PerResult | None = None, lc: LevelCounts | None = None
-                   ) -> dict[str, float]:
+def energy_metrics(
+    trace: Trace, h: Hierarchy, p: PerResult | None = None, lc: LevelCounts | None = None
+) -> dict[str, float]:
     """``lc``: the trace's level counts, if already made (else from ``p``, the tracker's pass)."""
     lc = lc or level_counts(trace, h, p)
     levels = {}
@@ -88,8 +95,11 @@ def _result_buffer_pj(h: Hierarchy, p: PerResult, r: int) -> dict[str, float]:
     if got is None:
         rows, events = p.replay.results[r], p.replay.templates[p.replay.result_template[r]]
         level = _levels(h, rows)
-        price = np.where(rows[:, 1] != READ, np.array([lv.write_pj for lv in h.levels])[level],
-                         np.array([lv.read_pj for lv in h.levels])[level])
+        price = np.where(
+            rows[:, 1] != READ,
+            np.array([lv.write_pj for lv in h.levels])[level],
+            np.array([lv.read_pj for lv in h.levels])[level],
+        )
         got = {}
         for pos, pj in zip(rows[:, 0].tolist(), (rows[:, 4] * price).tolist()):
             got[events[pos][1]] = got.get(events[pos][1], 0.0) + pj

@@ -6,6 +6,7 @@ target across the finished runs, one point per run; the runs the best-ranked pro
 the target does (the disagreements); and a log-log scatter grid, one panel per proxy. Set in a preset's
 `compare.proxies` node ({target, by, metrics}); `python -m sweep.compare` prints and logs it.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,14 @@ def _label(params: dict[str, str], keys: Sequence[str]) -> str:
     return " ".join(parts) or "run"
 
 
-def rank_proxies(runs: Sequence[Any], targets: Sequence[str], by: str, proxies: Sequence[str],
-                 keys: Sequence[str] = (), worst: int = 3) -> list[Ranking]:
+def rank_proxies(
+    runs: Sequence[Any],
+    targets: Sequence[str],
+    by: str,
+    proxies: Sequence[str],
+    keys: Sequence[str] = (),
+    worst: int = 3,
+) -> list[Ranking]:
     """One Ranking per (value of `by`, target) that has at least three runs with the target."""
     out = []
     groups: dict[str, list] = {}
@@ -64,9 +71,16 @@ def rank_proxies(runs: Sequence[Any], targets: Sequence[str], by: str, proxies: 
     label_keys = [k for k in (*keys, "problem.seed") if k != by]
     for group in sorted(groups):
         for target in targets:
-            pts = [Point(r.info.run_id, _label(r.data.params, label_keys), r.data.metrics[target],
-                         {p: r.data.metrics.get(p, math.nan) for p in proxies})
-                   for r in groups[group] if finite(r.data.metrics.get(target))]
+            pts = [
+                Point(
+                    r.info.run_id,
+                    _label(r.data.params, label_keys),
+                    r.data.metrics[target],
+                    {p: r.data.metrics.get(p, math.nan) for p in proxies},
+                )
+                for r in groups[group]
+                if finite(r.data.metrics.get(target))
+            ]
             if len(pts) < 3:
                 continue
             rk = Ranking(group, target, pts)
@@ -95,8 +109,7 @@ def rank_proxies(runs: Sequence[Any], targets: Sequence[str], by: str, proxies: 
 
 def markdown(rankings: Sequence[Ranking], proxies: Sequence[str], by: str) -> str:
     """The correlation table (rows: group x target x statistic) and each ranking's disagreements."""
-    lines = [f"| {by} | target | runs | statistic | " + " | ".join(proxies) + " |",
-             "|" + "---|" * (4 + len(proxies))]
+    lines = [f"| {by} | target | runs | statistic | " + " | ".join(proxies) + " |", "|" + "---|" * (4 + len(proxies))]
     for rk in rankings:
         for name, vals in (("Spearman", rk.spearman), ("Kendall", rk.kendall)):
             cells = [f"{vals[p]:+.3f}" if math.isfinite(vals.get(p, math.nan)) else "-" for p in proxies]
@@ -104,7 +117,8 @@ def markdown(rankings: Sequence[Ranking], proxies: Sequence[str], by: str) -> st
     for rk in rankings:
         best = rk.best()
         for p in dict.fromkeys([x for x in (best, "ard", "dmc") if x in rk.disagreements]):
-            worst = "; ".join(f"{pt.label} (rank {rt} by {rk.target}, {rp} by {p})"
-                              for pt, rt, rp in rk.disagreements[p])
+            worst = "; ".join(
+                f"{pt.label} (rank {rt} by {rk.target}, {rp} by {p})" for pt, rt, rp in rk.disagreements[p]
+            )
             lines.append(f"\n{by}={rk.group}, {p} vs {rk.target}: largest rank gaps: {worst}")
     return "\n".join(lines) + "\n"

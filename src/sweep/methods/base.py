@@ -1,4 +1,5 @@
 """What every method returns, and the context it runs in."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

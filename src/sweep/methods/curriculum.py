@@ -6,6 +6,7 @@ their original order (the teacher hands out an easier instance of the same task)
 widened: the trained columns keep their weights, the new input bits get small random columns
 (``widen_scale``). The loop, the variants and the trace are SGD's (this class extends it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,8 +63,7 @@ class Curriculum(SGD):
         cols = stage_columns(d.secret, prob.n_bits, widths[0])
         p_np, rng = init_params(cols.size, self.hidden, prob.seed)
         if ctx.traces(Scope.INIT_SAMPLE0):
-            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()},
-                                   d.x_train[:1, cols], d.y_train[:1])
+            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1, cols], d.y_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         y, yt = be.asarray(d.y_train), be.asarray(d.y_test)
         log, epochs, stages_trained = EpochLog(), 0, 0

@@ -5,6 +5,7 @@ n=20 (1000 samples x 200 hidden units, while a step touches 32). The log therefo
 weights each epoch (a few microseconds) and evaluates the curves after the clock has stopped
 (``Outcome.evaluate``). Past a memory budget it evaluates inline instead, so huge runs cannot exhaust memory.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -46,4 +47,3 @@ def hidden_progress(xp, p: dict[str, Any], p0: dict[str, Any], names: tuple[str,
     them (hidden_progress). It grows while accuracy is still flat (grokking)."""
     each = {f"hidden_progress_{k}": float(xp.sum(xp.abs(p[k] - p0[k]))) for k in names}
     return {"hidden_progress": sum(each.values()), **each}
-

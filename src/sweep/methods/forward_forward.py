@@ -8,6 +8,7 @@ length-normalised activity (the direction only, as Hinton does), never a gradien
 input makes the summed goodness larger. It solves sparse_and at n=20 and parity at small n (6-8 bits); like
 seed 002 found, parity at n=20 is not solved within 100 epochs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,7 @@ class ForwardForward:
     def init_layers(self, n_in: int, seed: int) -> tuple[list[dict[str, np.ndarray]], np.random.RandomState]:
         rng = np.random.RandomState(seed + 1)
         sizes = [n_in] + [self.hidden] * self.layers
-        return [{"W": rng.randn(o, i) * np.sqrt(2.0 / i), "b": np.zeros(o)}
-                for i, o in zip(sizes[:-1], sizes[1:])], rng
+        return [{"W": rng.randn(o, i) * np.sqrt(2.0 / i), "b": np.zeros(o)} for i, o in zip(sizes[:-1], sizes[1:])], rng
 
     @staticmethod
     def embed(xp, x, label):
@@ -69,8 +69,10 @@ class ForwardForward:
             a_pos = xp.maximum(pos @ layer["W"].T + layer["b"], 0.0)
             a_neg = xp.maximum(neg @ layer["W"].T + layer["b"], 0.0)
             zero = xp.zeros_like(y)
-            total = total + xp.mean(xp.logaddexp(zero, self.threshold - xp.mean(a_pos * a_pos, axis=1))
-                                    + xp.logaddexp(zero, xp.mean(a_neg * a_neg, axis=1) - self.threshold))
+            total = total + xp.mean(
+                xp.logaddexp(zero, self.threshold - xp.mean(a_pos * a_pos, axis=1))
+                + xp.logaddexp(zero, xp.mean(a_neg * a_neg, axis=1) - self.threshold)
+            )
             pos, neg = self.normalise(xp, a_pos), self.normalise(xp, a_neg)
         return float(total)
 
@@ -79,9 +81,13 @@ class ForwardForward:
 
         def run(p: dict[str, Any]) -> dict[str, float]:
             net = self.unflatten(p)
-            return {"train_accuracy": self.accuracy(xp, net, x, y), "test_accuracy": self.accuracy(xp, net, xt, yt),
-                    "train_loss": self.loss(xp, net, x, y), "test_loss": self.loss(xp, net, xt, yt),
-                    **hidden_progress(xp, p, p0, tuple(k for k in p0 if k.startswith("W")))}
+            return {
+                "train_accuracy": self.accuracy(xp, net, x, y),
+                "test_accuracy": self.accuracy(xp, net, xt, yt),
+                "train_loss": self.loss(xp, net, x, y),
+                "test_loss": self.loss(xp, net, xt, yt),
+                **hidden_progress(xp, p, p0, tuple(k for k in p0 if k.startswith("W"))),
+            }
 
         return run
 
@@ -96,8 +102,11 @@ class ForwardForward:
 
     def accuracy(self, xp, net: Layers, x, y) -> float:
         ones = xp.ones(x.shape[0], dtype=x.dtype)
-        pred = xp.where(self.goodness(xp, net, self.embed(xp, x, ones)) >=
-                        self.goodness(xp, net, self.embed(xp, x, -ones)), 1.0, -1.0)
+        pred = xp.where(
+            self.goodness(xp, net, self.embed(xp, x, ones)) >= self.goodness(xp, net, self.embed(xp, x, -ones)),
+            1.0,
+            -1.0,
+        )
         return float(xp.mean(xp.astype(pred == y, x.dtype)))
 
     @staticmethod
@@ -118,9 +127,11 @@ class ForwardForward:
         update by the summed gradient. The normalised activities become the next layer's inputs."""
         R, W, C = trace.read, trace.write, trace.compute
         B, n = x.shape
-        R("x", x); R("y", y)
+        R("x", x)
+        R("y", y)
         pos, neg = self.embed(xp, x, y), self.embed(xp, x, -y)
-        W("pos0", pos); W("neg0", neg)
+        W("pos0", pos)
+        W("neg0", neg)
         C("mul", B)  # -y
         thr = self.threshold
         for li, layer in enumerate(net):
@@ -128,39 +139,56 @@ class ForwardForward:
             H, n_in = Wl.shape
             acts = []
             for sign, inp, tag in ((1.0, pos, "pos"), (-1.0, neg, "neg")):  # the two forward passes
-                R(f"{tag}{li}", inp); R(f"W{li}", Wl); R(f"b{li}", bl)
+                R(f"{tag}{li}", inp)
+                R(f"W{li}", Wl)
+                R(f"b{li}", bl)
                 a = xp.maximum(inp @ Wl.T + bl, 0.0)
-                C("fma", B * n_in * H); C("add", B * H); C("max", B * H)
+                C("fma", B * n_in * H)
+                C("add", B * H)
+                C("max", B * H)
                 W(f"a_{tag}{li}", a)
                 R(f"a_{tag}{li}", a)
                 g = xp.mean(a * a, axis=1)
-                C("fma", B * H); C("mul", B)
+                C("fma", B * H)
+                C("mul", B)
                 W(f"g_{tag}{li}", g)
                 R(f"g_{tag}{li}", g)
                 # d/dg of softplus(thr - g) is -sigmoid(thr - g); of softplus(g - thr) it is sigmoid(g - thr);
                 # the learning rate is folded in here (B floats), so an update is one subtract per weight
                 dg = (-sign * self.lr / B) / (1.0 + xp.exp(sign * (g - thr)))
-                C("add", 2 * B); C("mul", B); C("exp", B); C("div", B)
+                C("add", 2 * B)
+                C("mul", B)
+                C("exp", B)
+                C("div", B)
                 R(f"a_{tag}{li}", a)
                 dz = dg[:, None] * (2.0 / H) * a  # lr * dloss/dz = dg * 2a/H (relu: 0 where a=0)
                 C("mul", B + B * H)
                 W(f"dz_{tag}{li}", dz)
                 acts.append((tag, inp, a, dz))
             for tag, inp, _, dz in acts:  # the two local updates, one per phase
-                R(f"dz_{tag}{li}", dz); R(f"{tag}{li}", inp); R(f"W{li}", Wl)
+                R(f"dz_{tag}{li}", dz)
+                R(f"{tag}{li}", inp)
+                R(f"W{li}", Wl)
                 Wl -= dz.T @ inp
-                C("fma", B * n_in * H); C("add", n_in * H)
+                C("fma", B * n_in * H)
+                C("add", n_in * H)
                 W(f"W{li}", Wl)
-                R(f"dz_{tag}{li}", dz); R(f"b{li}", bl)
+                R(f"dz_{tag}{li}", dz)
+                R(f"b{li}", bl)
                 bl -= xp.sum(dz, axis=0)
                 C("add", B * H + H)
                 W(f"b{li}", bl)
             pa, na = acts[0][2], acts[1][2]
             if li + 1 < len(net):  # no gradient flows back: the next layer sees the direction only
-                R(f"a_pos{li}", pa); R(f"a_neg{li}", na)
+                R(f"a_pos{li}", pa)
+                R(f"a_neg{li}", na)
                 pos, neg = self.normalise(xp, pa), self.normalise(xp, na)
-                C("fma", 2 * B * H); C("add", 2 * B); C("sqrt", 2 * B); C("div", 2 * B * H)
-                W(f"pos{li + 1}", pos); W(f"neg{li + 1}", neg)
+                C("fma", 2 * B * H)
+                C("add", 2 * B)
+                C("sqrt", 2 * B)
+                C("div", 2 * B * H)
+                W(f"pos{li + 1}", pos)
+                W(f"neg{li + 1}", neg)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
@@ -172,7 +200,8 @@ class ForwardForward:
             # published / init_sample0: one traced single-sample step on a copy of the initial net
             copy = [{k: v * 1.0 for k, v in layer.items()} for layer in net]
             self.init_trace(ctx.trace, copy)
-            ctx.trace.write("x", x[:1]); ctx.trace.write("y", y[:1])
+            ctx.trace.write("x", x[:1])
+            ctx.trace.write("y", y[:1])
             self.step(xp, copy, x[:1], y[:1], ctx.trace)
         elif traced_all:
             self.init_trace(ctx.trace, net)
@@ -187,7 +216,8 @@ class ForwardForward:
             xs, ys = x[perm], y[perm]
             for s in range(0, n, self.batch_size):
                 xb, yb = xs[s : s + self.batch_size], ys[s : s + self.batch_size]
-                steps_trace.write("x", xb); steps_trace.write("y", yb)
+                steps_trace.write("x", xb)
+                steps_trace.write("y", yb)
                 step(xp, net, xb, yb, steps_trace)
                 steps_trace.end_step()  # one segment per step (sweep.trace.trace)
             epochs = epoch + 1

@@ -7,6 +7,7 @@ AND 2/2^k and 0 for every other k-subset), 1 for a sum (linear in the bits: each
 coefficient is 1, the others ~1/sqrt(m)). C(n, d) subsets are scored in chunks of ``chunk``, each one batched
 array operation (no per-subset loop); configs with C(n, d) > max_subsets are refused before the job starts.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,14 +36,15 @@ class Fourier:
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:
 
-
         n, k, limit = cfg.problem.n_bits, cfg.problem.k_sparse, cfg.method.max_subsets
         d = get_class(cfg.problem._target_).fourier_degree or k
         count = math.comb(n, d)
         if count > limit:
-            raise ConfigError(f"method=fourier would score C(n_bits={n}, {d}) = {count:,} subsets, more than "
-                              f"method.max_subsets={limit:,}: raise method.max_subsets (memory and time grow with "
-                              f"it) or use a method that does not enumerate subsets (gf2, km, smt)")
+            raise ConfigError(
+                f"method=fourier would score C(n_bits={n}, {d}) = {count:,} subsets, more than "
+                f"method.max_subsets={limit:,}: raise method.max_subsets (memory and time grow with "
+                f"it) or use a method that does not enumerate subsets (gf2, km, smt)"
+            )
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, trace, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.trace, ctx.problem
@@ -83,9 +85,9 @@ class Fourier:
             trace.compute("cmp", c * max(1, keep))
             values, picks = be.to_numpy(corr[best]), be.to_numpy(best)
             # stable: on a tie the earlier subset wins, as in a single pass over all subsets
-            top = sorted(top + [(float(v), tuple(int(b) for b in idx[i])) for v, i in zip(values, picks)],
-                         key=lambda t: -t[0])[:keep]
+            top = sorted(
+                top + [(float(v), tuple(int(b) for b in idx[i])) for v, i in zip(values, picks)], key=lambda t: -t[0]
+            )[:keep]
             scored += c
         found = tuple(sorted({b for _, subset in top for b in subset}))
-        return subset_outcome(prob, d, found, subsets_scored=float(scored),
-                              top_correlation=top[0][0] if top else -1.0)
+        return subset_outcome(prob, d, found, subsets_scored=float(scored), top_correlation=top[0][0] if top else -1.0)

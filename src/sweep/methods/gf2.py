@@ -6,6 +6,7 @@ at a time until n_bits of them are independent (full rank): fewer rows leave the
 1 seed in 5 at n = 20 when stopping at n_bits + 1 rows), and a solver that ignored that would return a wrong
 subset that still fits those rows. Back substitution then reads the secret off the echelon form.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -6,6 +6,7 @@ training inputs: uniform +-1 vectors like any fresh draw, and no generator to se
 a KM solve at n=20). All n flips are one batched array operation, not n small ones: seed 000 found a per-bit
 loop 790x slower on a GPU because of kernel-launch overhead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ class KM:
 
         m, n_train = cfg.method.influence_samples, cfg.problem.n_train
         if not 1 <= m <= n_train:
-            raise ConfigError(f"method=km takes its method.influence_samples={m} random inputs from the training "
-                              f"set: it must be between 1 and problem.n_train={n_train}")
+            raise ConfigError(
+                f"method=km takes its method.influence_samples={m} random inputs from the training "
+                f"set: it must be between 1 and problem.n_train={n_train}"
+            )
 
     def solve(self, ctx: Context) -> Outcome:
         be, d, trace, prob = ctx.backend, ctx.data, ctx.trace, ctx.problem

@@ -7,6 +7,7 @@ The sum's exact model is w = 1 on the secret bits, b = 0; weight decay shrinks i
 still rounds to the right label for |y| <= k < (1 + wd) / (2 wd). Trace and operation counts follow the
 arithmetic (specs of the MLP step, for one layer): forward, residual, update of w and b.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -34,24 +35,32 @@ class Hyper(Protocol):
 def linear_step(p: Params, x, y, lr: float, keep: float, trace: Trace) -> None:
     """One mini-batch step on 1/2 mean (x w + b - y)^2; p["w"] (n,), p["b"] (1,) updated in place."""
     B, n = x.shape
-    trace.read("x", x); trace.read("w", n); trace.read("b", 1)
+    trace.read("x", x)
+    trace.read("w", n)
+    trace.read("b", 1)
     out = x @ p["w"]
     out += p["b"]
-    trace.compute("fma", B * n); trace.compute("add", B)
+    trace.compute("fma", B * n)
+    trace.compute("add", B)
     trace.write("out", B)
-    trace.read("out", B); trace.read("y", B)
+    trace.read("out", B)
+    trace.read("y", B)
     out -= y
     out *= lr / B  # dout: the residual times the step size, folded in once (B floats, not n)
-    trace.compute("add", B); trace.compute("mul", B)
+    trace.compute("add", B)
+    trace.compute("mul", B)
     trace.write("dout", B)
-    trace.read("dout", B); trace.read("x", x); trace.read("w", n)
+    trace.read("dout", B)
+    trace.read("x", x)
+    trace.read("w", n)
     if keep != 1.0:
         p["w"] *= keep
         trace.compute("mul", n)
     p["w"] -= out @ x
     trace.compute("fma", B * n)
     trace.write("w", n)
-    trace.read("dout", B); trace.read("b", 1)
+    trace.read("dout", B)
+    trace.read("b", 1)
     p["b"] -= out.sum(0, keepdims=True)
     trace.compute("add", B)
     trace.write("b", 1)
@@ -78,14 +87,21 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
     p0 = {"w": p["w"] * 1.0}
 
     def measure(q: Params) -> dict[str, float]:
-        return {"train_accuracy": accuracy(q, x, y), "test_accuracy": accuracy(q, xt, yt),
-                "train_loss": loss(q, x, y), "test_loss": loss(q, xt, yt), **hidden_progress(xp, q, p0, ("w",))}
+        return {
+            "train_accuracy": accuracy(q, x, y),
+            "test_accuracy": accuracy(q, xt, yt),
+            "train_loss": loss(q, x, y),
+            "test_loss": loss(q, xt, yt),
+            **hidden_progress(xp, q, p0, ("w",)),
+        }
 
     def single_step(q: Params, i: int) -> None:
         """A traced single-sample step on training sample i, on a copy of the weights."""
         q = {k: v * 1.0 for k, v in q.items()}
-        ctx.trace.write("w", n); ctx.trace.write("b", 1)
-        ctx.trace.write("x", n); ctx.trace.write("y", 1)
+        ctx.trace.write("w", n)
+        ctx.trace.write("b", 1)
+        ctx.trace.write("x", n)
+        ctx.trace.write("y", 1)
         linear_step(q, x[i : i + 1], y[i : i + 1], sgd.lr, keep, ctx.trace)
 
     if ctx.traces(Scope.INIT_SAMPLE0):
@@ -97,10 +113,12 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
         xs, ys = x[perm], y[perm]
         epoch_trace = Trace() if all_steps else NULL_TRACE
         if all_steps and epoch == 0:
-            epoch_trace.write("w", n); epoch_trace.write("b", 1)
+            epoch_trace.write("w", n)
+            epoch_trace.write("b", 1)
         for s in range(0, m, bs):
             xb, yb = xs[s : s + bs], ys[s : s + bs]
-            epoch_trace.write("x", xb); epoch_trace.write("y", yb)
+            epoch_trace.write("x", xb)
+            epoch_trace.write("y", yb)
             linear_step(p, xb, yb, sgd.lr, keep, epoch_trace)
             epoch_trace.end_step()  # one segment per step (sweep.trace.trace)
         if all_steps:

@@ -4,6 +4,7 @@ The label of sparse_sum is linear in the bits, so the normal equations (A^T A) w
 w = 1 on the secret bits and 0 elsewhere from any full-rank training set; the prediction is the problem's
 decision on A w (the nearest integer). The secret found is the k bits of largest |w|.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ class OLS:
         trace.read("gram", c * c)
         trace.read("rhs", c)
         w = xp.linalg.solve(gram, rhs)
-        trace.compute("fma", c ** 3 // 3 + c * c)  # LU factorisation, then the two triangular solves
+        trace.compute("fma", c**3 // 3 + c * c)  # LU factorisation, then the two triangular solves
         trace.write("w", c)
 
         def evaluate(o: Outcome) -> None:

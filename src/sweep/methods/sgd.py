@@ -5,6 +5,7 @@ The step itself lives in the variant (standard, fused, perlayer, tiled), which o
 emits the trace; this file owns initialisation, the epoch loop, early stopping and what is traced.
 sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -77,8 +78,9 @@ class StepTemplates:
             assert not active  # an active step of these shapes is known
         trace.add_step(*self.record(step, xp, p, xb, yb, update, shapes))
 
-    def record(self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
-               ) -> tuple[tuple, dict[str, int]]:
+    def record(
+        self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
+    ) -> tuple[tuple, dict[str, int]]:
         rec = Trace()
         rec.write("x", xb)
         rec.write("y", yb)
@@ -106,13 +108,14 @@ class SGD:
     def check_config(cls, cfg) -> None:
         """The variants order the MLP's step: a problem whose model is not the MLP takes variant=standard."""
 
-
         problem = get_class(cfg.problem._target_)
         variant = cfg.select("variant.name", "standard")
         if cls.models[problem.loss] is not SGD.solve_mlp and variant != "standard":
-            raise ConfigError(f"variant={variant} orders the MLP's step; method={cfg.method.name} on "
-                              f"problem={problem.name} trains a linear model on {problem.loss} error: "
-                              f"use variant=standard")
+            raise ConfigError(
+                f"variant={variant} orders the MLP's step; method={cfg.method.name} on "
+                f"problem={problem.name} trains a linear model on {problem.loss} error: "
+                f"use variant=standard"
+            )
 
     def make_update(self, xp) -> Update:
         return SGDUpdate(self.lr, self.wd)
@@ -146,16 +149,30 @@ class SGD:
         def scores(p: Params, split: str, xs, ys) -> dict[str, float]:
             out = self.predict(xp, p, xs)  # one forward pass for both figures
             pred = xp.where(out >= 0, 1.0, -1.0)
-            return {f"{split}_accuracy": float(xp.mean(xp.astype(pred == ys, xs.dtype))),
-                    f"{split}_loss": float(xp.mean(xp.maximum(1.0 - ys * out, 0.0)))}
+            return {
+                f"{split}_accuracy": float(xp.mean(xp.astype(pred == ys, xs.dtype))),
+                f"{split}_loss": float(xp.mean(xp.maximum(1.0 - ys * out, 0.0))),
+            }
 
         def run(p: Params) -> dict[str, float]:
             return {**scores(p, "train", x, y), **scores(p, "test", xt, yt), **hidden_progress(xp, p, p0, WEIGHTS)}
 
         return run
 
-    def train_epochs(self, ctx: Context, p: Params, x, y, xt, yt, rng: np.random.RandomState, n_epochs: int,
-                     log: EpochLog, measure: Measure, first: bool = True) -> tuple[int, bool]:
+    def train_epochs(
+        self,
+        ctx: Context,
+        p: Params,
+        x,
+        y,
+        xt,
+        yt,
+        rng: np.random.RandomState,
+        n_epochs: int,
+        log: EpochLog,
+        measure: Measure,
+        first: bool = True,
+    ) -> tuple[int, bool]:
         """Run up to n_epochs; returns (epochs run, target reached). The log gets one entry per epoch."""
         xp, be = ctx.backend.xp, ctx.backend
         update = self.make_update(xp)

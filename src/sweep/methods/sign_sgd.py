@@ -3,6 +3,7 @@
 Only the optimiser differs from sgd: same net, loop, variants and trace. The sign is taken of the gradient of
 the regularised loss (weight decay included), so a parameter with no gradient still decays toward zero.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ per bit). The last two levels, the (k-1)-th and the k-th index, are not looped: 
 batched array operation and matched against the labels at once. Candidates that fit the screening rows are
 checked on the whole training set; the first that fits is the answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,9 @@ class SMT:
         ctx.trace.write("x_screen", m * n)
         ctx.trace.write("y_screen", m)
         found = self._search((), None) or ()
-        return subset_outcome(prob, d, found, nodes=float(self.nodes), candidates_checked=float(self.checked),
-                              screen_rows=float(m))
+        return subset_outcome(
+            prob, d, found, nodes=float(self.nodes), candidates_checked=float(self.checked), screen_rows=float(m)
+        )
 
     def _search(self, prefix: tuple[int, ...], partial) -> Optional[tuple[int, ...]]:
         """Backtrack over prefixes of length k - 2; each one ends in a batched pair step."""

@@ -4,6 +4,7 @@ Every problem here is "n random +-1 bits, k secret indices, a label from those b
 fold of the secret bits under an associative ``combine`` (product, minimum, sum). Methods that search subsets
 (smt) use ``combine`` to extend a partial subset by one bit and ``feasible`` to prune partial subsets.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,11 @@ class Problem:
     fourier_degree: ClassVar[int | None] = None
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("problem.n_bits", "an integer >= 1", positive_int),
-        Rule("problem.k_sparse", "an integer with 1 <= k_sparse <= problem.n_bits",
-             lambda v, c: positive_int(v) and v <= c.problem.n_bits),
+        Rule(
+            "problem.k_sparse",
+            "an integer with 1 <= k_sparse <= problem.n_bits",
+            lambda v, c: positive_int(v) and v <= c.problem.n_bits,
+        ),
         Rule("problem.n_train", "an integer >= 1", positive_int),
         Rule("problem.n_test", "an integer >= 1", positive_int),
         Rule("problem.seed", "an integer >= 0", lambda v, c: isinstance(v, int) and v >= 0),

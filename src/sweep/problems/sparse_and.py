@@ -1,4 +1,5 @@
 """sparse_and: label +1 iff all k secret bits are +1 (else -1), i.e. the minimum of the secret bits."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

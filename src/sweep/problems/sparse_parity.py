@@ -1,4 +1,5 @@
 """sparse_parity: label = product of the k secret bits."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """sparse_sum: label = sum of the k secret bits (an integer in -k..k); accuracy is on the rounded prediction."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -14,6 +14,7 @@ launcher writes. Re-running such a sweep skips jobs whose resolved config alread
 parent (`sweep.skipped.<job num>`), written by the job's process. A grid is checked before any job starts
 (`refuse_bad_jobs`); a search's job is checked where it runs, and if refused it is a tag on the parent too
 (`sweep.refused.<job num>`), listed with the sweep's failures."""
+
 from __future__ import annotations
 
 import atexit
@@ -76,15 +77,17 @@ def refuse_bad_jobs(config: DictConfig) -> None:
     from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only under Hydra's basic sweeper on another launcher
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
 
-
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
     loader = GlobalHydra.instance().config_loader()
     grid: dict[str, list[str]] = {}
     for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
         key = o.get_key_element()
-        grid[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
-                     else [f"{key}={o.get_value_element_as_str()}"])
+        grid[key] = (
+            [f"{key}={v}" for v in o.sweep_string_iterator()]
+            if o.is_sweep_override()
+            else [f"{key}={o.get_value_element_as_str()}"]
+        )
     namer = Namer.for_multirun(config.hydra)
     here = "slurm" not in launcher_name(config)  # basic and submitit_local run the jobs on this machine
     for idx, job in enumerate(itertools.product(*grid.values())):
@@ -94,8 +97,7 @@ def refuse_bad_jobs(config: DictConfig) -> None:
         try:
             check_job(job_config(cfg), runs_here=here)
         except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
-            print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr,
-                  flush=True)
+            print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr, flush=True)
             sys.exit(2)
 
 
@@ -104,8 +106,13 @@ def already_done(cfg: DictConfig) -> str | None:
     start): the id of a FINISHED run with this job's resolved config, so the job can be skipped; None to run it."""
 
     hydra_cfg = HydraConfig.get()  # a job's own config has no hydra section
-    if (hydra_cfg.mode != RunMode.MULTIRUN or str(hydra_cfg.launcher.get("_target_", "")).startswith(OWN_LAUNCHER_PREFIX)
-            or not cfg.mlflow.enabled or OmegaConf.select(cfg, FORCE_KEY, default=False) or not is_sweep_job(cfg)):
+    if (
+        hydra_cfg.mode != RunMode.MULTIRUN
+        or str(hydra_cfg.launcher.get("_target_", "")).startswith(OWN_LAUNCHER_PREFIX)
+        or not cfg.mlflow.enabled
+        or OmegaConf.select(cfg, FORCE_KEY, default=False)
+        or not is_sweep_job(cfg)
+    ):
         return None
 
     return SweepSession().done_run(cfg, job_config(cfg))
@@ -141,9 +148,12 @@ def resume_single_run(cfg: DictConfig) -> str | None:
         return done
     run = recorder.client.get_run(done)
     line = RunResult(config={}, metrics=dict(run.data.metrics), status=run.info.status, run_id=done)
-    print(f"sweep: already recorded, not run again ({FORCE_KEY}=true records a repeat: "
-          f"{this_command(f'{FORCE_KEY}=true')})\n{line.summary(run.info.run_name)}\n"
-          f"{run_hint(recorder.tracking_uri, recorder.experiment_id, done)}", flush=True)
+    print(
+        f"sweep: already recorded, not run again ({FORCE_KEY}=true records a repeat: "
+        f"{this_command(f'{FORCE_KEY}=true')})\n{line.summary(run.info.run_name)}\n"
+        f"{run_hint(recorder.tracking_uri, recorder.experiment_id, done)}",
+        flush=True,
+    )
     return None
 
 
@@ -227,18 +237,25 @@ class MLflowCallback(Callback):
                     bill_cpu(result, config, cpu_s)
             self._record(config, result, name, tags)
 
-    def _record(self, config: DictConfig, result: RunResult, run_name: str | None,
-                tags: dict[str, str] | None = None) -> None:
+    def _record(
+        self, config: DictConfig, result: RunResult, run_name: str | None, tags: dict[str, str] | None = None
+    ) -> None:
 
         try:
             try:
                 self.session.store(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
-
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
                 cause = e.cause if isinstance(e, StoreError) else cause_of(e)
-                path = spool.keep(result, uri, config.mlflow.experiment, cause, parent_run_id=self.session.parent,
-                                  run_name=run_name, extra_tags=tags)
+                path = spool.keep(
+                    result,
+                    uri,
+                    config.mlflow.experiment,
+                    cause,
+                    parent_run_id=self.session.parent,
+                    run_name=run_name,
+                    extra_tags=tags,
+                )
                 raise StoreError(uri, f"{cause}; {spool.kept(path)}") from None
             self.session.write(config, result, run_name, tags)
         except StoreError as e:
@@ -255,8 +272,11 @@ class MLflowCallback(Callback):
             return self.hooks.on_multirun_end(config, **kwargs)
         self.hooks.on_multirun_end(config, **kwargs)  # withdraws the offer
         if self.session.unrecorded:
-            print(f"sweep: {self.session.unrecorded} result(s) not recorded (kept in the spool)", file=sys.stderr,
-                  flush=True)
+            print(
+                f"sweep: {self.session.unrecorded} result(s) not recorded (kept in the spool)",
+                file=sys.stderr,
+                flush=True,
+            )
         self._close(config)  # the summary; exit 1 when a job failed
         if self.session.unrecorded:
             sys.exit(1)
@@ -281,10 +301,14 @@ class MLflowCallback(Callback):
         tally.done = sum(r.info.status == "FINISHED" for r in runs)
         tally.killed = sum(r.info.status == "KILLED" for r in runs)
         tally.skipped = sum(k.startswith(SKIPPED_TAG) for k in parent.data.tags)
-        tally.failures = [(r.info.run_name, f"{r.info.status}: traceback.txt in run {r.info.run_id}")
-                          for r in runs if r.info.status == "FAILED"]
-        tally.failures += [tuple(v.split(": ", 1)) for k, v in sorted(parent.data.tags.items())
-                           if k.startswith(REFUSED_TAG)]
+        tally.failures = [
+            (r.info.run_name, f"{r.info.status}: traceback.txt in run {r.info.run_id}")
+            for r in runs
+            if r.info.status == "FAILED"
+        ]
+        tally.failures += [
+            tuple(v.split(": ", 1)) for k, v in sorted(parent.data.tags.items()) if k.startswith(REFUSED_TAG)
+        ]
         self.hooks.sweep_ended("FAILED" if tally.failures or session.unrecorded else "FINISHED", tally)
 
     def _close_at_exit(self, config: DictConfig) -> None:
@@ -304,5 +328,8 @@ def launcher_name(config: DictConfig) -> str:
 def launcher_params(config: DictConfig) -> dict[str, Any]:
     """The launcher's own settings (submitit: timeout_min, partition, ...) as the parent's params."""
     node = OmegaConf.to_container(config.hydra.launcher, resolve=True)
-    return {f"launcher.{k}": v for k, v in node.items()
-            if k != "_target_" and v is not None and not isinstance(v, (dict, list))}
+    return {
+        f"launcher.{k}": v
+        for k, v in node.items()
+        if k != "_target_" and v is not None and not isinstance(v, (dict, list))
+    }

@@ -68,9 +68,13 @@ class SweepLaunchHooks(LaunchHooks):
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
             return set()
         launcher = self.tally.launcher if self.tally is not None else {}
-        self.session.open(mine[0].cfg, self.multirun_config, str(launcher.get("name", "?")),
-                          {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
-                          fast=True)
+        self.session.open(
+            mine[0].cfg,
+            self.multirun_config,
+            str(launcher.get("name", "?")),
+            {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
+            fast=True,
+        )
         # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
         if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
             return set()
@@ -109,16 +113,21 @@ class SweepLaunchHooks(LaunchHooks):
         session = self.session
         # CPU seconds of this process and of its (joined) workers: where a sweep's time goes
         own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        session.close(status, {"sweep_wall_s": time.perf_counter() - tally.t0,
-                               "launcher_cpu_s": own.ru_utime + own.ru_stime,
-                               "workers_cpu_s": workers.ru_utime + workers.ru_stime,
-                               "jobs_skipped": float(tally.skipped), "jobs_killed": float(tally.killed)})
+        session.close(
+            status,
+            {
+                "sweep_wall_s": time.perf_counter() - tally.t0,
+                "launcher_cpu_s": own.ru_utime + own.ru_stime,
+                "workers_cpu_s": workers.ru_utime + workers.ru_stime,
+                "jobs_skipped": float(tally.skipped),
+                "jobs_killed": float(tally.killed),
+            },
+        )
         parent, session.parent = session.parent, None
         note = note or (f"; parent run {parent} is {status}" if parent else "")
         try:
             super().sweep_ended(status, tally, note)
         finally:  # the last line, after the failures: where to look next
             if session.recorder is not None and parent is not None:
-
                 r = session.recorder
                 print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)

@@ -4,6 +4,7 @@ It takes RunResults (plain data) and writes one run each, in a single ``log_batc
 parent run with its jobs as child runs (``mlflow.parentRunId``). Only the launching process writes, so the
 SQLite store never sees concurrent writers and remote jobs need no access to it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -99,7 +100,6 @@ class Recorder:
                 raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
             self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
-
             n = spool.import_into(self)
             if n:
                 print(f"sweep: {n} spooled result(s) written into {self.tracking_uri}", flush=True)
@@ -119,14 +119,18 @@ class Recorder:
             return exp.experiment_id
         artifact_location = None
         if self.tracking_uri.startswith("sqlite:///"):
-            db = Path(self.tracking_uri[len("sqlite:///"):])
+            db = Path(self.tracking_uri[len("sqlite:///") :])
             artifact_location = (db.parent / "artifacts").resolve().as_uri()
-        return self.client.create_experiment(name, artifact_location=artifact_location,
-                                             tags={KIND_TAG: MODEL_TRAINING})
+        return self.client.create_experiment(name, artifact_location=artifact_location, tags={KIND_TAG: MODEL_TRAINING})
 
     # -- runs -------------------------------------------------------------------------------------
-    def log(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
-            extra_tags: dict[str, str] | None = None) -> str:
+    def log(
+        self,
+        result: RunResult,
+        parent_run_id: str | None = None,
+        run_name: str | None = None,
+        extra_tags: dict[str, str] | None = None,
+    ) -> str:
         """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
         says where (the result is saved or the command fails loudly, never both lost and silent)."""
 
@@ -137,8 +141,13 @@ class Recorder:
             path = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
             raise store.StoreError(self.tracking_uri, f"{cause}; {spool.kept(path)}") from e
 
-    def write(self, result: RunResult, parent_run_id: str | None = None, run_name: str | None = None,
-              extra_tags: dict[str, str] | None = None) -> str:
+    def write(
+        self,
+        result: RunResult,
+        parent_run_id: str | None = None,
+        run_name: str | None = None,
+        extra_tags: dict[str, str] | None = None,
+    ) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
 
         tags = {**result.tags, **(extra_tags or {}), HASH_TAG: config_hash(result.config), GIT_TAG: git_commit()}
@@ -170,8 +179,9 @@ class Recorder:
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
             for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
-                self.client.log_batch(rid, params=params_e[i * 100 : (i + 1) * 100],
-                                      metrics=metrics_e[i * 1000 : (i + 1) * 1000])
+                self.client.log_batch(
+                    rid, params=params_e[i * 100 : (i + 1) * 100], metrics=metrics_e[i * 1000 : (i + 1) * 1000]
+                )
             self._write_artifacts(rid, files, None)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
@@ -194,17 +204,20 @@ class Recorder:
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
-        run = self.client.create_run(self.experiment_id, run_name=name,
-                                     tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()})
+        run = self.client.create_run(
+            self.experiment_id, run_name=name, tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}
+        )
         if params:
             from mlflow.entities import Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-            self.client.log_batch(run.info.run_id,
-                                  params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100])
+            self.client.log_batch(
+                run.info.run_id, params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100]
+            )
         return run.info.run_id
 
-    def end_parent(self, run_id: str, status: str, results: Iterable[RunResult],
-                   extra: dict[str, float] | None = None) -> None:
+    def end_parent(
+        self, run_id: str, status: str, results: Iterable[RunResult], extra: dict[str, float] | None = None
+    ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
         from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
@@ -234,20 +247,24 @@ class Recorder:
         if len(wanted) <= RESUME_QUERY_MAX:
             for h in wanted:
                 runs = self.client.search_runs(
-                    [self.experiment_id], max_results=1,
-                    filter_string=f"tags.`{HASH_TAG}` = '{h}' and attributes.status = 'FINISHED'")
+                    [self.experiment_id],
+                    max_results=1,
+                    filter_string=f"tags.`{HASH_TAG}` = '{h}' and attributes.status = 'FINISHED'",
+                )
                 if runs:
                     found[h] = runs[0].info.run_id
             return found
         token = None
         while True:
-            page = self.client.search_runs([self.experiment_id], filter_string="attributes.status = 'FINISHED'",
-                                           max_results=5000, page_token=token)
-            found.update({r.data.tags.get(HASH_TAG): r.info.run_id for r in page if r.data.tags.get(HASH_TAG) in wanted})
+            page = self.client.search_runs(
+                [self.experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=5000, page_token=token
+            )
+            found.update(
+                {r.data.tags.get(HASH_TAG): r.info.run_id for r in page if r.data.tags.get(HASH_TAG) in wanted}
+            )
             token = page.token
             if not token:
                 return found
-
 
     def repair_abandoned(self) -> list[str]:
         """Parent runs of this experiment left RUNNING by a launcher process that is gone (SIGKILL, a crash, a
@@ -255,17 +272,27 @@ class Recorder:
         still runs (another sweep on this store) or runs on another host is left alone. Returns the ids."""
         repaired: list[str] = []
         for run in self.client.search_runs(
-                [self.experiment_id], max_results=1000,
-                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_TAG}` = 'true'"):
+            [self.experiment_id],
+            max_results=1000,
+            filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_TAG}` = 'true'",
+        ):
             tags = run.data.tags
             pid = tags.get(PID_TAG, "")
-            if tags.get(HOST_TAG) != socket.gethostname() or not pid.isdigit() or _alive(int(pid), tags.get(PROC_START_TAG, "")):
+            if (
+                tags.get(HOST_TAG) != socket.gethostname()
+                or not pid.isdigit()
+                or _alive(int(pid), tags.get(PROC_START_TAG, ""))
+            ):
                 continue
-            why = (f"launcher process {pid} on {tags[HOST_TAG]} ended without closing this run (killed); "
-                   f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep")
+            why = (
+                f"launcher process {pid} on {tags[HOST_TAG]} ended without closing this run (killed); "
+                f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep"
+            )
             children = self.client.search_runs(
-                [self.experiment_id], max_results=50000,
-                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_RUN_TAG}` = '{run.info.run_id}'")
+                [self.experiment_id],
+                max_results=50000,
+                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_RUN_TAG}` = '{run.info.run_id}'",
+            )
             for r in [*children, run]:
                 self.client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
                 self.client.set_terminated(r.info.run_id, status="KILLED")

@@ -30,8 +30,9 @@ def is_sweep_job(cfg: DictConfig) -> bool:
     return all(k in cfg for k in JOB_GROUPS)
 
 
-def failed_result(job_cfg: DictConfig, exc: BaseException | None, status: str = "FAILED",
-                  error: str | None = None) -> RunResult:
+def failed_result(
+    job_cfg: DictConfig, exc: BaseException | None, status: str = "FAILED", error: str | None = None
+) -> RunResult:
     """The record of a job that raised: its config, tags, and the traceback (logged as an artifact).
 
     `error`: the traceback as text, for a job that raised in another process (the exception's traceback
@@ -103,8 +104,9 @@ class SweepSession:
             self.recorder = shared_recorder(config.mlflow.tracking_uri, config.mlflow.experiment)
         return self.recorder
 
-    def open(self, config: DictConfig, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any],
-             fast: bool = False) -> str:
+    def open(
+        self, config: DictConfig, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any], fast: bool = False
+    ) -> str:
         """The sweep's parent run (once per multirun): runs a killed launcher left RUNNING are marked KILLED
         first, before resume reads the store; named and tagged by the command line's overrides (compare finds a
         resumed sweep's earlier parents by them), with the launcher's name, the sweep's directory and the
@@ -119,14 +121,22 @@ class SweepSession:
             gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
         repaired = recorder.repair_abandoned()
         if repaired:
-            print(f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "
-                  f"(tag {KILLED_REASON_TAG})", file=sys.stderr, flush=True)
+            print(
+                f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "
+                f"(tag {KILLED_REASON_TAG})",
+                file=sys.stderr,
+                flush=True,
+            )
         overrides = " ".join(OmegaConf.to_container(multirun_cfg.hydra.overrides.task))
         self.parent = recorder.start_parent(
             f"sweep {overrides}".strip(),
-            {OVERRIDES_TAG: overrides, LAUNCHER_TAG: launcher,
-             SWEEP_DIR_TAG: str(Path(str(multirun_cfg.hydra.sweep.dir)).resolve())},
-            params=params)
+            {
+                OVERRIDES_TAG: overrides,
+                LAUNCHER_TAG: launcher,
+                SWEEP_DIR_TAG: str(Path(str(multirun_cfg.hydra.sweep.dir)).resolve()),
+            },
+            params=params,
+        )
         self.launching_pid = os.getpid()
         return self.parent
 
@@ -142,15 +152,17 @@ class SweepSession:
         if self.parent is not None:
             self.store(config).client.set_tag(self.parent, f"{prefix}{num}", value[:5000])
 
-    def write(self, config: DictConfig, result: RunResult, run_name: Optional[str],
-              tags: Optional[dict[str, str]] = None) -> str:
+    def write(
+        self, config: DictConfig, result: RunResult, run_name: Optional[str], tags: Optional[dict[str, str]] = None
+    ) -> str:
         """The job's child run (raises sweep.record.store.StoreError after keeping the result in the spool)."""
         rid = self.store(config).log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
         self.results.append(result)
         return rid
 
-    def close(self, status: str, extra: Optional[dict[str, float]] = None,
-              results: Optional[list[RunResult]] = None) -> None:
+    def close(
+        self, status: str, extra: Optional[dict[str, float]] = None, results: Optional[list[RunResult]] = None
+    ) -> None:
         """The parent's totals (of `results`, default the ones recorded here) and its final status."""
         if self.recorder is not None and self.parent is not None:
             self.recorder.end_parent(self.parent, status, self.results if results is None else results, extra)
@@ -159,5 +171,3 @@ class SweepSession:
         """The parent run and its child runs as the store holds them (jobs of other processes included)."""
         assert self.recorder is not None and self.parent is not None
         return self.recorder.client.get_run(self.parent), self.recorder.children(self.parent)
-
-

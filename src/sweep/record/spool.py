@@ -10,6 +10,7 @@ opened on that store writes the spooled results in (oldest first) and removes th
 
 The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,14 +49,28 @@ class Entry:
     cause: str = ""
 
 
-def keep(result: RunResult, tracking_uri: str, experiment: str, cause: str, parent_run_id: Optional[str] = None,
-         run_name: Optional[str] = None, extra_tags: Optional[dict[str, str]] = None) -> Path:
+def keep(
+    result: RunResult,
+    tracking_uri: str,
+    experiment: str,
+    cause: str,
+    parent_run_id: Optional[str] = None,
+    run_name: Optional[str] = None,
+    extra_tags: Optional[dict[str, str]] = None,
+) -> Path:
     """Write `result` to the spool (atomically: a spool file is complete or absent); returns its path."""
     d = spool_dir()
     d.mkdir(parents=True, exist_ok=True)
-    doc = {"tracking_uri": tracking_uri, "experiment": experiment, "parent_run_id": parent_run_id,
-           "run_name": run_name, "extra_tags": extra_tags, "cause": cause, "spooled_at": time.time(),
-           "result": dataclasses.asdict(result)}
+    doc = {
+        "tracking_uri": tracking_uri,
+        "experiment": experiment,
+        "parent_run_id": parent_run_id,
+        "run_name": run_name,
+        "extra_tags": extra_tags,
+        "cause": cause,
+        "spooled_at": time.time(),
+        "result": dataclasses.asdict(result),
+    }
     path = d / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, default=str))
@@ -77,10 +92,18 @@ def entries(tracking_uri: Optional[str] = None) -> list[Entry]:
         if tracking_uri is not None and doc.get("tracking_uri") != tracking_uri:
             continue
         res = doc["result"]
-        out.append(Entry(path=p, tracking_uri=doc["tracking_uri"], experiment=doc["experiment"],
-                         result=RunResult(**res), parent_run_id=doc.get("parent_run_id"),
-                         run_name=doc.get("run_name"), extra_tags=doc.get("extra_tags"),
-                         cause=doc.get("cause", "")))
+        out.append(
+            Entry(
+                path=p,
+                tracking_uri=doc["tracking_uri"],
+                experiment=doc["experiment"],
+                result=RunResult(**res),
+                parent_run_id=doc.get("parent_run_id"),
+                run_name=doc.get("run_name"),
+                extra_tags=doc.get("extra_tags"),
+                cause=doc.get("cause", ""),
+            )
+        )
     return out
 
 
@@ -99,13 +122,17 @@ def import_into(recorder: Any) -> int:
         try:
             rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
             if rec is None:
-                rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment,
-                                                                 import_spool=False)
+                rec = by_experiment[e.experiment] = type(recorder)(
+                    recorder.tracking_uri, e.experiment, import_spool=False
+                )
             rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
         except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
             os.rename(claimed, e.path)
-            print(f"sweep: spooled result {e.path} not written ({err}); it stays in the spool", file=sys.stderr,
-                  flush=True)
+            print(
+                f"sweep: spooled result {e.path} not written ({err}); it stays in the spool",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
         except BaseException:
             os.rename(claimed, e.path)

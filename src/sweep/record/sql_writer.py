@@ -19,6 +19,7 @@ MlflowClient (info, params, metrics and their history, tags, artifacts), that `K
 installed MLflow creates and that the value rules restated here match MLflow's: an MLflow upgrade that changes
 the tables fails a test instead of corrupting a store.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,11 +61,20 @@ def plainly_valid(tags: dict[str, str], params: list[tuple[str, str]], metrics: 
     """True when every key and value passes MLflow's rules as restated here (False: let MLflow judge)."""
     for key in [*tags, *(k for k, _ in params), *(m[0] for m in metrics)]:
         norm = posixpath.normpath(key)
-        if (not key or len(key) > MAX_KEY_LEN or not _KEY.match(key) or norm != key or norm.startswith("..")
-                or norm.startswith("/")):
+        if (
+            not key
+            or len(key) > MAX_KEY_LEN
+            or not _KEY.match(key)
+            or norm != key
+            or norm.startswith("..")
+            or norm.startswith("/")
+        ):
             return False
-    return (all(len(v) <= MAX_PARAM_LEN for _, v in params) and all(len(v) <= MAX_TAG_LEN for v in tags.values())
-            and all(isinstance(m[1], float) for m in metrics))
+    return (
+        all(len(v) <= MAX_PARAM_LEN for _, v in params)
+        and all(len(v) <= MAX_TAG_LEN for v in tags.values())
+        and all(isinstance(m[1], float) for m in metrics)
+    )
 
 
 def artifact_uri(root: str, run_id: str) -> str:
@@ -78,29 +88,53 @@ def local_dir(uri: str) -> Optional[Path]:
     return Path(uri) if "://" not in uri else None
 
 
-def run_rows(experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
-             tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric],
-             artifact_uri: str) -> dict[str, list[dict[str, Any]]]:
+def run_rows(
+    experiment_id: str,
+    run_id: str,
+    run_name: str,
+    status: str,
+    start_ms: int,
+    end_ms: int,
+    tags: dict[str, str],
+    params: list[tuple[str, str]],
+    metrics: list[Metric],
+    artifact_uri: str,
+) -> dict[str, list[dict[str, Any]]]:
     """The rows of one terminated run, by table: runs, tags, params, metrics, latest_metrics."""
     tags = {**tags, MLFLOW_RUN_NAME: run_name}
     rows = []
     latest: dict[str, tuple] = {}
     for key, value, timestamp, step in metrics:
         is_nan, value = sanitize(value)
-        rows.append({"key": key, "value": value, "timestamp": timestamp, "step": step, "is_nan": is_nan,
-                     "run_uuid": run_id})
+        rows.append(
+            {"key": key, "value": value, "timestamp": timestamp, "step": step, "is_nan": is_nan, "run_uuid": run_id}
+        )
         order = (step, timestamp, value)  # MLflow's rule for the latest value of a key
         if key not in latest or order > latest[key][0]:
             latest[key] = (order, rows[-1])
-    run = {"run_uuid": run_id, "name": run_name, "artifact_uri": artifact_uri,
-           "experiment_id": int(experiment_id), "source_type": "UNKNOWN", "source_name": "",
-           "entry_point_name": "", "user_id": tags.get(MLFLOW_USER, "unknown"), "status": status,
-           "start_time": start_ms, "end_time": end_ms, "deleted_time": None, "source_version": "",
-           "lifecycle_stage": "active"}
-    return {"runs": [run],
-            "tags": [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()],
-            "params": [{"key": k, "value": v, "run_uuid": run_id} for k, v in params],
-            "metrics": rows, "latest_metrics": [r for _, r in latest.values()]}
+    run = {
+        "run_uuid": run_id,
+        "name": run_name,
+        "artifact_uri": artifact_uri,
+        "experiment_id": int(experiment_id),
+        "source_type": "UNKNOWN",
+        "source_name": "",
+        "entry_point_name": "",
+        "user_id": tags.get(MLFLOW_USER, "unknown"),
+        "status": status,
+        "start_time": start_ms,
+        "end_time": end_ms,
+        "deleted_time": None,
+        "source_version": "",
+        "lifecycle_stage": "active",
+    }
+    return {
+        "runs": [run],
+        "tags": [{"key": k, "value": v, "run_uuid": run_id} for k, v in tags.items()],
+        "params": [{"key": k, "value": v, "run_uuid": run_id} for k, v in params],
+        "metrics": rows,
+        "latest_metrics": [r for _, r in latest.values()],
+    }
 
 
 class SqlRunWriter:
@@ -138,19 +172,45 @@ class SqlRunWriter:
         from mlflow.entities import Param, RunTag  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
         from mlflow.utils.validation import _validate_batch_log_data  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-        _validate_batch_log_data([MMetric(*m) for m in metrics], [Param(k, v) for k, v in params],
-                                 [RunTag(k, v) for k, v in tags.items()])
+        _validate_batch_log_data(
+            [MMetric(*m) for m in metrics], [Param(k, v) for k, v in params], [RunTag(k, v) for k, v in tags.items()]
+        )
 
-    def write(self, experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
-              tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
+    def write(
+        self,
+        experiment_id: str,
+        run_id: str,
+        run_name: str,
+        status: str,
+        start_ms: int,
+        end_ms: int,
+        tags: dict[str, str],
+        params: list[tuple[str, str]],
+        metrics: list[Metric],
+    ) -> None:
         """Insert the run, already terminated (call `check` first), in one Core transaction on the store's
         engine: no ORM session, no per-session PRAGMAs (~half the cost)."""
         from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-        tables = {"runs": SqlRun, "tags": SqlTag, "params": SqlParam, "metrics": SqlMetric,
-                  "latest_metrics": SqlLatestMetric}
-        rows = run_rows(experiment_id, run_id, run_name, status, start_ms, end_ms, tags, params, metrics,
-                        self.artifact_uri(experiment_id, run_id))
+        tables = {
+            "runs": SqlRun,
+            "tags": SqlTag,
+            "params": SqlParam,
+            "metrics": SqlMetric,
+            "latest_metrics": SqlLatestMetric,
+        }
+        rows = run_rows(
+            experiment_id,
+            run_id,
+            run_name,
+            status,
+            start_ms,
+            end_ms,
+            tags,
+            params,
+            metrics,
+            self.artifact_uri(experiment_id, run_id),
+        )
         with self.store.engine.begin() as conn:
             for table, values in rows.items():
                 if values:
@@ -175,8 +235,11 @@ class SqliteRunWriter:
             try:
                 if conn.execute("SELECT version_num FROM alembic_version").fetchone() != (KNOWN_SCHEMA,):
                     return None
-                row = conn.execute("SELECT experiment_id, artifact_location FROM experiments WHERE name = ? AND "
-                                   "workspace = 'default' AND lifecycle_stage = 'active'", (experiment,)).fetchone()
+                row = conn.execute(
+                    "SELECT experiment_id, artifact_location FROM experiments WHERE name = ? AND "
+                    "workspace = 'default' AND lifecycle_stage = 'active'",
+                    (experiment,),
+                ).fetchone()
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -188,10 +251,30 @@ class SqliteRunWriter:
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
         return local_dir(artifact_uri(self.artifact_root, run_id))
 
-    def write(self, experiment_id: str, run_id: str, run_name: str, status: str, start_ms: int, end_ms: int,
-              tags: dict[str, str], params: list[tuple[str, str]], metrics: list[Metric]) -> None:
-        rows = run_rows(experiment_id, run_id, run_name, status, start_ms, end_ms, tags, params, metrics,
-                        artifact_uri(self.artifact_root, run_id))
+    def write(
+        self,
+        experiment_id: str,
+        run_id: str,
+        run_name: str,
+        status: str,
+        start_ms: int,
+        end_ms: int,
+        tags: dict[str, str],
+        params: list[tuple[str, str]],
+        metrics: list[Metric],
+    ) -> None:
+        rows = run_rows(
+            experiment_id,
+            run_id,
+            run_name,
+            status,
+            start_ms,
+            end_ms,
+            tags,
+            params,
+            metrics,
+            artifact_uri(self.artifact_root, run_id),
+        )
         if self._conn is None:
             # autocommit off; `with conn` is one transaction. WAL stores (the sweep launcher's) commit without
             # waiting for fsync, as the launcher's own connections do; others keep SQLite's default.
@@ -205,4 +288,5 @@ class SqliteRunWriter:
                     names = ", ".join(f'"{c}"' for c in cols)  # "key" is an SQL keyword
                     self._conn.executemany(
                         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
-                        [tuple(v[c] for c in cols) for v in values])
+                        [tuple(v[c] for c in cols) for v in values],
+                    )

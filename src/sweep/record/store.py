@@ -10,6 +10,7 @@ creation is not safe against a second process creating the same store at the sam
 
 Only SQLite URIs (``sqlite:///path``) are checked here; a server or another database reports its own errors.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,7 +43,7 @@ def sqlite_path(uri: str) -> Optional[Path]:
     """The database file of a ``sqlite:///`` URI (absolute or relative), None for anything else."""
     if not uri.startswith("sqlite:///"):
         return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    path = uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
 
 
@@ -129,8 +130,10 @@ def experiment_name_problem(name: object) -> Optional[str]:
     """Why MLflow would refuse this experiment name (None: it would not): a bad input, refused before any job."""
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_EXPERIMENT_NAME:
         shown = name if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
-        return (f"mlflow.experiment={shown!s} is not allowed: expected a name of 1 to {MAX_EXPERIMENT_NAME} "
-                "characters (MLflow's limit)")
+        return (
+            f"mlflow.experiment={shown!s} is not allowed: expected a name of 1 to {MAX_EXPERIMENT_NAME} "
+            "characters (MLflow's limit)"
+        )
     return None
 
 

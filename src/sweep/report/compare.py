@@ -5,6 +5,7 @@ them by the swept keys (config params that vary across the children; seeds and r
 grouped by), prints mean ± std per group, draws the plot that fits the study (`sweep.report.plots`) and logs table
 (CSV + Markdown) and plot as artifacts of the parent run, under `compare/`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,14 @@ from sweep.report.table import Comparison
 ARTIFACT_DIR = "compare"
 
 
-def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = None, log: bool = True,
-            plot: bool = True, settings: dict[str, Any] | None = None) -> tuple[Comparison, list[Path]]:
+def compare(
+    ref: str,
+    tracking_uri: str | None = None,
+    out_dir: Path | None = None,
+    log: bool = True,
+    plot: bool = True,
+    settings: dict[str, Any] | None = None,
+) -> tuple[Comparison, list[Path]]:
     """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
     `settings` (baseline, relative) default to the preset's `compare:` node."""
     uri = tracking_uri or default_tracking_uri()
@@ -50,9 +57,15 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     runs = study_runs(client, parent, study) if objectives else sweep_runs(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
-    cmp = summarize(runs, study=study, parent_id=parent.info.run_id, experiment=experiment,
-                    baseline=settings.get("baseline"), relative=settings.get("relative"),
-                    key_metrics=key_metrics(settings))
+    cmp = summarize(
+        runs,
+        study=study,
+        parent_id=parent.info.run_id,
+        experiment=experiment,
+        baseline=settings.get("baseline"),
+        relative=settings.get("relative"),
+        key_metrics=key_metrics(settings),
+    )
     failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
 
@@ -61,16 +74,19 @@ def compare(ref: str, tracking_uri: str | None = None, out_dir: Path | None = No
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv", out_dir / "table.md"]
     files[0].write_text(cmp.csv())
-    files[1].write_text(f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
-                        f"over seeds/repeats.\n\n" + cmp.markdown())
+    files[1].write_text(
+        f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
+        f"over seeds/repeats.\n\n" + cmp.markdown()
+    )
     if objectives:
         cmp.front = front(cmp, objectives)
         files.append(out_dir / "front.md")
         files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
         png = out_dir / f"{safe_name(study)}.png"
-        files.append(plot_front(cmp, cmp.front, objectives, png) if cmp.front is not None
-                     else plot_comparison(cmp, png))
+        files.append(
+            plot_front(cmp, cmp.front, objectives, png) if cmp.front is not None else plot_comparison(cmp, png)
+        )
         if any(r.curves for r in cmp.rows):
             files.append(plot_curves(cmp, out_dir / f"{safe_name(study)}-curves.png"))
     if settings.get("proxies"):
@@ -85,14 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
-    ap.add_argument("--out", type=Path, default=None, help="where to write table and plot "
-                    "(default outputs/compare/<study>-<run>)")
-    ap.add_argument("--tracking-uri", default=None, help="MLflow store (default: the project's, or "
-                    "$MLFLOW_TRACKING_URI)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="where to write table and plot (default outputs/compare/<study>-<run>)"
+    )
+    ap.add_argument(
+        "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
+    )
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
     ap.add_argument("--no-plot", action="store_true")
-    ap.add_argument("--wide", action="store_true", help="every column on the terminal, not only the study's key "
-                    "metrics (table.md and table.csv always hold every column)")
+    ap.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column on the terminal, not only the study's key "
+        "metrics (table.md and table.csv always hold every column)",
+    )
     a = ap.parse_args(argv)
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
@@ -128,8 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
-        console.print("wrote " + ", ".join(str(f) for f in files)
-                      + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)"))
+        console.print(
+            "wrote "
+            + ", ".join(str(f) for f in files)
+            + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)")
+        )
     return 0
 
 

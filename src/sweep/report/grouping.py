@@ -53,9 +53,16 @@ def _sort_key(v: str | None, first_seen: dict) -> tuple:
         return (1, first_seen.get(v, 0))
 
 
-def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str = "",
-              metrics: Sequence[str] = TABLE, baseline: dict[str, Any] | None = None,
-              relative: dict[str, str] | None = None, key_metrics: Sequence[str] = KEY) -> Comparison:
+def summarize(
+    runs: list,
+    study: str = "",
+    parent_id: str = "",
+    experiment: str = "",
+    metrics: Sequence[str] = TABLE,
+    baseline: dict[str, Any] | None = None,
+    relative: dict[str, str] | None = None,
+    key_metrics: Sequence[str] = KEY,
+) -> Comparison:
     """Group `runs` (MLflow Run objects) by their swept keys; mean ± std of each metric over FINISHED runs;
     with a `baseline` arm (swept key -> value), each `relative` metric against it (see `set_against`).
     `key_metrics`: the study's metrics for the terminal table (the others with --wide and in the artifacts)."""
@@ -75,13 +82,16 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
     for gkey in sorted(groups, key=lambda t: tuple(_sort_key(v, first_seen) for v in t)):
         members = groups[gkey]
         done = [r for r in members if r.info.status == "FINISHED"]
-        row = Row(key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
-                  finished=len(done), total=len(members), run_ids=[r.info.run_id for r in done])
+        row = Row(
+            key={k: "-" if v is None else str(v) for k, v in zip(keys, gkey)},
+            finished=len(done),
+            total=len(members),
+            run_ids=[r.info.run_id for r in done],
+        )
         for m in present:
             vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
             if vals:
-                row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
-                                    len(vals))
+                row.stats[m] = Stat(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0, len(vals))
             by_seed: dict[str, list[float]] = {}
             for r in done:
                 if m in r.data.metrics and math.isfinite(r.data.metrics[m]) and (seed := seed_of(r)):
@@ -91,8 +101,15 @@ def summarize(runs: list, study: str = "", parent_id: str = "", experiment: str 
         if not done:
             row.failure = _failure_line(members)
         rows.append(row)
-    cmp = Comparison(study=study, parent_id=parent_id, experiment=experiment, keys=keys, metrics=present,
-                     rows=rows, key_metrics=list(key_metrics))
+    cmp = Comparison(
+        study=study,
+        parent_id=parent_id,
+        experiment=experiment,
+        keys=keys,
+        metrics=present,
+        rows=rows,
+        key_metrics=list(key_metrics),
+    )
     if baseline and relative:
         set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
     return cmp
@@ -131,8 +148,9 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
                 row.relative[col] = "baseline"
             elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
                 b, v = base.stats[metric].mean, row.stats[metric].mean
-                row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else \
-                    (f"{b / v:.3g}x" if v else "-")
+                row.relative[col] = (
+                    f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else (f"{b / v:.3g}x" if v else "-")
+                )
         for metric in cmp.metrics:
             rule = cmp.change.setdefault(metric, relative.get(metric, DIFFERENCE))
             mine, theirs = row.per_seed.get(metric, {}), base.per_seed.get(metric, {})

@@ -8,6 +8,7 @@ the command runs in its own process group (session), and:
 - if this process is killed outright (SIGKILL), the kernel sends the command's leader SIGTERM
   (PR_SET_PDEATHSIG, Linux), and it stops its own children as on any SIGTERM.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,10 +52,12 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
             break
 
 
-def run_owned(cmd: Sequence[str], name: str, started: Callable[[subprocess.Popen], int | None] | None = None,
-              **popen: Any) -> int:
+def run_owned(
+    cmd: Sequence[str], name: str, started: Callable[[subprocess.Popen], int | None] | None = None, **popen: Any
+) -> int:
     """Run `cmd` (Popen keywords `popen`) until it ends or this process is told to stop; returns the exit code to
     use. `started(proc)`, called once it runs, may end it early by returning an exit code."""
+
     def stop(signum: int, _frame: object) -> None:
         raise _Stopped(signum)
 
@@ -68,8 +71,11 @@ def run_owned(cmd: Sequence[str], name: str, started: Callable[[subprocess.Popen
         for s in previous:
             signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short
         stop_group(proc)
-        print(f"{name}: stopped ({signal.Signals(e.signum).name}); the server and its workers are stopped",
-              file=sys.stderr, flush=True)
+        print(
+            f"{name}: stopped ({signal.Signals(e.signum).name}); the server and its workers are stopped",
+            file=sys.stderr,
+            flush=True,
+        )
         return 128 + e.signum
     finally:
         stop_group(proc, grace_s=2.0)  # the server ended by itself: nothing of its group outlives it

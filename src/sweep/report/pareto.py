@@ -1,6 +1,7 @@
 """The Pareto front of a search study (`hydra/sweeper=optuna` with several objectives, e.g. sweeps/tune_sgd.yaml):
 the rows no other row beats on every objective. `python -m sweep.compare <study>` shows it, as a table and a
 plot, when the preset declares `hydra.sweeper.objectives` (metric -> maximize | minimize)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,7 @@ def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, 
     pts = [(r.stats[x].mean, r.stats[y].mean) for r in cmp.rows if x in r.stats and y in r.stats]
     ax.scatter([p[0] for p in pts], [p[1] for p in pts], color="0.6", label="trials")
     best = sorted((r.stats[x].mean, r.stats[y].mean, r) for r in on_front.rows)
-    ax.plot([b[0] for b in best], [b[1] for b in best], "o-", color="C3", drawstyle="steps-post",
-            label="Pareto front")
+    ax.plot([b[0] for b in best], [b[1] for b in best], "o-", color="C3", drawstyle="steps-post", label="Pareto front")
     for bx, by, r in best:
         label = f"#{r.key[TRIAL_KEY]}" if TRIAL_KEY in r.key else " ".join(r.key.values())
         ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")

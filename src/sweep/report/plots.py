@@ -1,4 +1,5 @@
 """The plot that fits each study, from a `sweep.report.compare.Comparison` (matplotlib, Agg: no display needed)."""
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,15 @@ def _num(v: str) -> float | None:
 def _annotate_failures(ax, cmp: "Comparison") -> None:
     notes = [f"{' '.join(r.key.values())}: {r.failure}" for r in cmp.rows if r.failure]
     if notes:
-        ax.text(0.01, 0.01, "no finished run:\n" + "\n".join(n[:110] for n in notes[:6]), transform=ax.transAxes,
-                fontsize=7, color="firebrick", va="bottom")
+        ax.text(
+            0.01,
+            0.01,
+            "no finished run:\n" + "\n".join(n[:110] for n in notes[:6]),
+            transform=ax.transAxes,
+            fontsize=7,
+            color="firebrick",
+            va="bottom",
+        )
 
 
 # -- tiled_w1 (seed 003): ARD, hit rate and energy vs tile size, accuracy at the smaller width -----
@@ -43,10 +51,8 @@ def tiled_figure(cmp: "Comparison"):
     """ARD, hit rate and energy at the larger width, accuracy at the smaller, against tile size. A paired study
     (the arms over the baseline's seeds) shows each seed's change against the untiled step of the same seed:
     the seeds' spread (a traced step that stops early on one seed) would hide an effect of a few percent."""
-    hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys \
-        else []
-    panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate", "energy_pj")
-              if m in cmp.metrics]
+    hiddens = sorted({_num(r.key["method.hidden"]) for r in cmp.rows} - {None}) if "method.hidden" in cmp.keys else []
+    panels = [(m, hiddens[-1] if hiddens else None) for m in ("ard", "cache_hit_rate", "energy_pj") if m in cmp.metrics]
     if "accuracy" in cmp.metrics:
         panels.append(("accuracy", hiddens[0] if hiddens else None))
     cols = 2 if len(panels) == 4 else max(len(panels), 1)
@@ -69,8 +75,14 @@ def tiled_figure(cmp: "Comparison"):
             if cmp.paired:
                 _paired_line(ax, dodged, [t[1] for t in pts], metric, f"C{i}", TILED_LABELS.get(name, name))
             else:
-                ax.errorbar(dodged, [t[2].mean for t in pts], yerr=[t[2].std for t in pts],
-                            marker="o", capsize=3, label=TILED_LABELS.get(name, name))
+                ax.errorbar(
+                    dodged,
+                    [t[2].mean for t in pts],
+                    yerr=[t[2].std for t in pts],
+                    marker="o",
+                    capsize=3,
+                    label=TILED_LABELS.get(name, name),
+                )
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
@@ -90,9 +102,13 @@ def tiled_figure(cmp: "Comparison"):
         ax.set_xlabel("tile size (hidden units)")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{cmp.study}: each tiled variant against the untiled step of the same seed (thin: each seed, "
-                 "marker: their mean)" if cmp.paired else f"{cmp.study}: tiled variants vs baseline (mean ± std "
-                 "over seeds)", fontsize=10)
+    fig.suptitle(
+        f"{cmp.study}: each tiled variant against the untiled step of the same seed (thin: each seed, "
+        "marker: their mean)"
+        if cmp.paired
+        else f"{cmp.study}: tiled variants vs baseline (mean ± std over seeds)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -116,11 +132,9 @@ def _paired_line(ax, xs: list[float], rows: list["Row"], metric: str, color: str
     seeds = sorted({seed for r in rows for seed in r.paired.get(metric, {})})
     for seed in seeds:
         pts = [(x, r.paired[metric][seed]) for x, r in zip(xs, rows) if seed in r.paired.get(metric, {})]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, lw=0.8, alpha=0.45, marker=".", ms=3,
-                gid=seed)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, lw=0.8, alpha=0.45, marker=".", ms=3, gid=seed)
     means = [(x, statistics.fmean(r.paired[metric].values())) for x, r in zip(xs, rows) if r.paired.get(metric)]
-    ax.plot([p[0] for p in means], [p[1] for p in means], color=color, lw=1.6, marker="o", label=label,
-            gid="mean")
+    ax.plot([p[0] for p in means], [p[1] for p in means], color=color, lw=1.6, marker="o", label=label, gid="mean")
 
 
 def _fmt_like(cmp: "Comparison", key: str, value: float) -> str:
@@ -141,12 +155,22 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
     labelled: set[str] = set()
     for j, dev in enumerate(devices):
         for i, m in enumerate(methods):
-            hits = [st for row, st in cmp.values("wall_clock_s")
-                    if row.key.get("method.name", "all") == m and row.key.get("device.name", "cpu") == dev]
+            hits = [
+                st
+                for row, st in cmp.values("wall_clock_s")
+                if row.key.get("method.name", "all") == m and row.key.get("device.name", "cpu") == dev
+            ]
             if hits:
                 times[(m, dev)] = hits[0].mean
-                ax.bar(i + j * width, hits[0].mean, width, yerr=hits[0].std, capsize=3,
-                       color=f"C{j}", label=None if dev in labelled else dev)
+                ax.bar(
+                    i + j * width,
+                    hits[0].mean,
+                    width,
+                    yerr=hits[0].std,
+                    capsize=3,
+                    color=f"C{j}",
+                    label=None if dev in labelled else dev,
+                )
                 labelled.add(dev)
     ax.set_xticks([i + width * (len(devices) - 1) / 2 for i in range(len(methods))], methods)
     ax.set_yscale("log")
@@ -154,8 +178,11 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
     ax.set_title("solve wall-clock per method")
     ax.legend()
     gpu = next((d for d in devices if d not in ("cpu", "torch_cpu")), None)
-    ratios = [(m, times[(m, gpu)] / times[(m, "cpu")]) for m in methods
-              if gpu and (m, gpu) in times and (m, "cpu") in times and times[(m, "cpu")] > 0]
+    ratios = [
+        (m, times[(m, gpu)] / times[(m, "cpu")])
+        for m in methods
+        if gpu and (m, gpu) in times and (m, "cpu") in times and times[(m, "cpu")] > 0
+    ]
     if ratios:
         ax2.bar([m for m, _ in ratios], [v for _, v in ratios], color="C3")
         for i, (_, v) in enumerate(ratios):
@@ -163,8 +190,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
         ax2.axhline(1, color="gray", ls="--")
         ax2.set_yscale("log")
     else:
-        ax2.text(0.5, 0.6, f"no GPU/CPU ratio: no finished {gpu or 'GPU'} runs", ha="center",
-                 transform=ax2.transAxes)
+        ax2.text(0.5, 0.6, f"no GPU/CPU ratio: no finished {gpu or 'GPU'} runs", ha="center", transform=ax2.transAxes)
     ax2.set_ylabel(f"{gpu or 'GPU'} / cpu wall-clock")
     ax2.set_title("GPU/CPU time ratio per method")
     _annotate_failures(ax2, cmp)
@@ -176,8 +202,13 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
 def plot_variants(cmp: "Comparison", path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     vals = [(r.key.get("variant.name", "?"), st) for r, st in cmp.values("ard")]
-    ax.bar([v for v, _ in vals], [st.mean for _, st in vals], yerr=[st.std for _, st in vals], capsize=3,
-           color=[f"C{i}" for i in range(len(vals))])
+    ax.bar(
+        [v for v, _ in vals],
+        [st.mean for _, st in vals],
+        yerr=[st.std for _, st in vals],
+        capsize=3,
+        color=[f"C{i}" for i in range(len(vals))],
+    )
     for i, (_, st) in enumerate(vals):
         ax.text(i, st.mean, f"{st.mean:,.0f}", ha="center", va="bottom")
     ax.set_ylabel(metric_label("ard"))
@@ -190,8 +221,13 @@ def _key_label(row: "Row", keys: list[str]) -> str:
     return row.label(keys, empty="")  # no keys left: the line is named by its metric
 
 
-def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None, log: bool = False,
-                 label: Callable[["Row", list[str]], str] = _key_label) -> Path:
+def plot_default(
+    cmp: "Comparison",
+    path: Path,
+    metrics: list[str] | None = None,
+    log: bool = False,
+    label: Callable[["Row", list[str]], str] = _key_label,
+) -> Path:
     metrics = metrics or [m for m in PLOT if m in cmp.metrics][:4] or ["accuracy"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
     numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
@@ -212,8 +248,9 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
             if x_key:
                 ax.set_xlabel(x_key)
             else:
-                ax.set_xticks(range(len(rows)), [" ".join(r.key.values()) for r in rows], rotation=30, ha="right",
-                              fontsize=8)
+                ax.set_xticks(
+                    range(len(rows)), [" ".join(r.key.values()) for r in rows], rotation=30, ha="right", fontsize=8
+                )
             ax.legend(fontsize=7)
         elif x_key:
             series: dict[str, list[tuple[float, float, float]]] = {}
@@ -222,8 +259,15 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
                 series.setdefault(name, []).append((_num(row.key[x_key]), st.mean, st.std))  # type: ignore
             for name, pts in series.items():
                 pts.sort()
-                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o",
-                            capsize=3, label=name, color=f"C{lines.index(name) % 10}")  # one colour per arm
+                ax.errorbar(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    yerr=[p[2] for p in pts],
+                    marker="o",
+                    capsize=3,
+                    label=name,
+                    color=f"C{lines.index(name) % 10}",
+                )  # one colour per arm
             ax.set_xlabel(x_key)
             if len(series) > 1:
                 ax.legend(fontsize=7)
@@ -235,13 +279,17 @@ def plot_default(cmp: "Comparison", path: Path, metrics: list[str] | None = None
         if not paired:
             ax.set_ylabel(metric_label(metric))
     _annotate_failures(axes[0][-1], cmp)
-    fig.suptitle(f"{cmp.study}: each arm against the baseline's same seed (thin: each seed, marker: their mean)"
-                 if cmp.paired else f"{cmp.study}: mean ± std over seeds/repeats")
+    fig.suptitle(
+        f"{cmp.study}: each arm against the baseline's same seed (thin: each seed, marker: their mean)"
+        if cmp.paired
+        else f"{cmp.study}: mean ± std over seeds/repeats"
+    )
     return save(fig, path)
 
 
-def _by_label(rows: list["Row"], keys: list[str], label: Callable[["Row", list[str]], str],
-              metric: str) -> dict[str, list["Row"]]:
+def _by_label(
+    rows: list["Row"], keys: list[str], label: Callable[["Row", list[str]], str], metric: str
+) -> dict[str, list["Row"]]:
     out: dict[str, list["Row"]] = {}
     for r in rows:
         out.setdefault(label(r, keys) or metric, []).append(r)
@@ -261,8 +309,12 @@ def plot_overhead(cmp: "Comparison", path: Path) -> Path:
 
 
 # -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
-CURVE_LABELS = {"test_accuracy": "accuracy (test; train dashed)", "train_loss": "train loss",
-                "test_loss": "test loss", "hidden_progress": "hidden progress ||w_t - w_0||_1"}
+CURVE_LABELS = {
+    "test_accuracy": "accuracy (test; train dashed)",
+    "train_loss": "train loss",
+    "test_loss": "test loss",
+    "hidden_progress": "hidden progress ||w_t - w_0||_1",
+}
 DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (grokking: train fits first)
 
 
@@ -274,8 +326,13 @@ def plot_curves(cmp: "Comparison", path: Path) -> Path:
             mean, std = row.curves[name]
             epochs = range(1, len(mean) + 1)
             ax.plot(epochs, mean, color=f"C{i % 10}", label=" ".join(row.key.values()) or "all")
-            ax.fill_between(epochs, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                            color=f"C{i % 10}", alpha=0.2)
+            ax.fill_between(
+                epochs,
+                [m - s for m, s in zip(mean, std)],
+                [m + s for m, s in zip(mean, std)],
+                color=f"C{i % 10}",
+                alpha=0.2,
+            )
             if DASHED.get(name) in row.curves:
                 ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=f"C{i % 10}", ls="--", lw=0.8)
         ax.set_xlabel("epoch")

@@ -35,11 +35,14 @@ def find_parent(client: Any, ref: str):
     # parents are matched here. A preset run into another experiment (mlflow.experiment=... overridden) still
     # names itself in the parent's overrides tag.
     parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
-    candidates = [r for r in parents
-                  if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)]
+    candidates = [
+        r for r in parents if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)
+    ]
     if not candidates:
-        raise LookupError(f"no sweep parent run found for {ref!r}: run `{command('sweep', f'sweeps={ref}')}` "
-                          "first, or pass a parent run id")
+        raise LookupError(
+            f"no sweep parent run found for {ref!r}: run `{command('sweep', f'sweeps={ref}')}` "
+            "first, or pass a parent run id"
+        )
     candidates.sort(key=lambda r: r.info.start_time, reverse=True)
     return next((r for r in candidates if has_children(client, r)), candidates[0])
 
@@ -56,8 +59,7 @@ def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
 
 
 def has_children(client: Any, parent: Any) -> bool:
-    return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id),
-                                   max_results=1))
+    return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id), max_results=1))
 
 
 def children_filter(parent_run_id: str) -> str:
@@ -92,8 +94,11 @@ def sweep_runs(client: Any, parent: Any) -> list:
     overrides = parent.data.tags.get(OVERRIDES_TAG)
     parents = [parent]
     if overrides is not None:
-        parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
-                   if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time]
+        parents = [
+            p
+            for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+            if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time
+        ]
     latest: dict[str, Any] = {}
     runs = (r for p in parents or [parent] for r in load_children(client, p))
     for r in sorted(runs, key=lambda r: r.info.start_time):
@@ -105,8 +110,11 @@ def study_runs(client: Any, parent: Any, study: str) -> list:
     """The child runs of every sweep of `study` in the parent's experiment: a search study resumed over
     several commands is one study."""
     experiment = client.get_experiment(parent.info.experiment_id).name
-    parents = [p for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
-               if study_of(p, experiment) == study]
+    parents = [
+        p
+        for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+        if study_of(p, experiment) == study
+    ]
     return [r for p in parents or [parent] for r in load_children(client, p)]
 
 
@@ -143,5 +151,7 @@ def load_curves(client: Any, cmp: Comparison, curves: Sequence[str] = CURVES) ->
             width = max(len(v) for v in series)
             padded = [v + [v[-1]] * (width - len(v)) for v in series]
             cols = list(zip(*padded))
-            row.curves[name] = ([statistics.fmean(c) for c in cols],
-                                [statistics.pstdev(c) if len(c) > 1 else 0.0 for c in cols])
+            row.curves[name] = (
+                [statistics.fmean(c) for c in cols],
+                [statistics.pstdev(c) if len(c) > 1 else 0.0 for c in cols],
+            )

@@ -37,11 +37,19 @@ def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Pa
     rankings = px.rank_proxies(runs, targets, by, metrics, keys=cmp.keys)
     cmp.proxies = px.markdown(rankings, metrics, by) if rankings else ""
     files = [out_dir / "proxies.md"]
-    files[0].write_text(f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
-                        f"One point per finished run, per {by}.\n\n{cmp.proxies}")
+    files[0].write_text(
+        f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
+        f"One point per finished run, per {by}.\n\n{cmp.proxies}"
+    )
     if plot and rankings:
-        files.append(plot_proxies(rankings, metrics, out_dir / f"{safe_name(cmp.study)}-proxies.png",
-                                  f"{cmp.study}: proxies vs energy, one point per run (log-log)"))
+        files.append(
+            plot_proxies(
+                rankings,
+                metrics,
+                out_dir / f"{safe_name(cmp.study)}-proxies.png",
+                f"{cmp.study}: proxies vs energy, one point per run (log-log)",
+            )
+        )
     return files
 
 

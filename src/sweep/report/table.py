@@ -88,8 +88,16 @@ class Comparison:
         """Machine-readable: one column per mean, std and count."""
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow([*self.keys, "finished", "total",
-                    *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")], *self.relative, "failure"])
+        w.writerow(
+            [
+                *self.keys,
+                "finished",
+                "total",
+                *[f"{m}_{s}" for m in self.metrics for s in ("mean", "std", "n")],
+                *self.relative,
+                "failure",
+            ]
+        )
         for r in self.rows:
             vals: list[Any] = []
             for m in self.metrics:
@@ -120,12 +128,23 @@ class Comparison:
         body = []
         for r in self.rows:
             cells = [r.key[k] for k in self.keys] + ([f"{r.finished}/{r.total}"] if runs else [])
-            cells += [(r.relative.get(c, "-").replace("baseline", "base") if c in self.relative else
-                       r.stats[c].fmt(c, short=True) if c in r.stats else "-") for c in columns]
+            cells += [
+                (
+                    r.relative.get(c, "-").replace("baseline", "base")
+                    if c in self.relative
+                    else r.stats[c].fmt(c, short=True)
+                    if c in r.stats
+                    else "-"
+                )
+                for c in columns
+            ]
             body.append(cells)
         # a relative column sits right of its metric: its rule names it ("vs base", "speed-up")
-        heads = [*self.keys, *(["runs"] if runs else []),
-                 *(c.split(" ", 1)[1].replace(" ", "\n") if c in self.relative else c for c in columns)]
+        heads = [
+            *self.keys,
+            *(["runs"] if runs else []),
+            *(c.split(" ", 1)[1].replace(" ", "\n") if c in self.relative else c for c in columns),
+        ]
         t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
         for i, h in enumerate(heads):
             width = max((len(b[i]) for b in body), default=0)

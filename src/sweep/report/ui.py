@@ -23,6 +23,7 @@ MLflow's own conventions make the study open on its runs:
 The addresses are printed once the server answers (it imports MLflow's whole server first: seconds to tens of
 seconds on a busy machine); a progress line shows meanwhile.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,22 @@ SERVER_ENV = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int = 1) -> list[str]:
     """The server command line."""
-    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri, "--host", host,
-            "--port", str(port), "--workers", str(workers), "--app-name", APP_NAME]
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        tracking_uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--app-name",
+        APP_NAME,
+    ]
 
 
 def port_taken(host: str, port: int) -> str | None:
@@ -85,8 +100,10 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
     """The experiments list in the model-training view, or one experiment's runs in the project's view."""
     if experiment_id is None:
         return f"http://{host}:{port}/#/experiments?workflowType=machine_learning"
-    return (f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
-            f"&viewStateShareKey={VIEW_KEY}")
+    return (
+        f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+        f"&viewStateShareKey={VIEW_KEY}"
+    )
 
 
 def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT) -> str:
@@ -99,11 +116,12 @@ def study_view(client: Any, parent: Any) -> None:
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH  # noqa: PLC0415 - MLflow: seconds to import
 
-
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent)
-    state: dict[str, Any] = {"selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
-                             "searchFilter": children_filter(parent.info.run_id)}
+    state: dict[str, Any] = {
+        "selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
+        "searchFilter": children_filter(parent.info.run_id),
+    }
     # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
     width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
     state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
@@ -152,29 +170,36 @@ def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog=commands.command("sweep.ui"), description=__doc__.splitlines()[0])
-    ap.add_argument("study", nargs="?", default=None,
-                    help="a preset or experiment name (or a sweep's parent run id): print the address of its runs")
+    ap.add_argument(
+        "study",
+        nargs="?",
+        default=None,
+        help="a preset or experiment name (or a sweep's parent run id): print the address of its runs",
+    )
     ap.add_argument("--port", type=int, default=PORT)
     ap.add_argument("--host", default=HOST, help="default 127.0.0.1; another address exposes the store")
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
-    if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///"):]):
+    if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///") :]):
         print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
         return 1
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
         # the set-up command, as a path that works from here (`pip install -e .` only works at the root)
         setup = os.path.relpath(PROJECT_ROOT / ".ci" / "setup")
-        print(f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
-              file=sys.stderr)
+        print(
+            f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
+            file=sys.stderr,
+        )
         return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
-        print(f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
-              file=sys.stderr)
+        print(
+            f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+            file=sys.stderr,
+        )
         return 1
     from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
-
 
     client = MlflowClient(tracking_uri=uri)
     url, studies = runs_url(a.host, a.port), []
@@ -197,8 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
 
     # SIGTERM or Ctrl-C stops all it started, also while it starts
-    return run_owned(command(uri, a.host, a.port), "sweep.ui", serving, stdout=subprocess.PIPE,
-                     stderr=subprocess.STDOUT, text=True, env={**SERVER_ENV, **os.environ})
+    return run_owned(
+        command(uri, a.host, a.port),
+        "sweep.ui",
+        serving,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**SERVER_ENV, **os.environ},
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ anywhere in MLflow's UI (its home page, its experiments list) opens the study's 
 The page is served only where MLflow serves it (same origin, same routes); the script runs before MLflow's
 bundle reads the storage.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,11 +52,17 @@ def _views() -> dict[str, str]:
 
 def page_script(views: dict[str, str]) -> str:
     """The `<script>` the page starts with (JSON-escaped so no view can close the tag early)."""
+
     def js(value: Any) -> str:
         return json.dumps(value).replace("</", "<\\/")
 
-    return _SCRIPT % (js(views), js(WORKFLOW_KEY), js(json.dumps(MODEL_TRAINING_WORKFLOW)), js(APPLIED_KEY),
-                      js(TABLE_KEY))
+    return _SCRIPT % (
+        js(views),
+        js(WORKFLOW_KEY),
+        js(json.dumps(MODEL_TRAINING_WORKFLOW)),
+        js(APPLIED_KEY),
+        js(TABLE_KEY),
+    )
 
 
 def create_app() -> Any:

@@ -2,6 +2,7 @@
 "connection refused"): a progress line meanwhile (rich's spinner on a terminal, a plain line every few seconds
 otherwise), and, if the server dies first, one line saying why. The server's output is held back while it starts
 (the reason for a death is in it) and passed on to stderr once it answers."""
+
 from __future__ import annotations
 
 import collections
@@ -67,8 +68,11 @@ def wait_until_serving(proc: subprocess.Popen, health_url: str, name: str) -> in
     with status as spinner:
         while not answers(health_url):
             if proc.poll() is not None:
-                print(f"{name}: MLflow's server stopped (exit {proc.returncode}) before it answered: {output.why()}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{name}: MLflow's server stopped (exit {proc.returncode}) before it answered: {output.why()}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 1
             now = time.monotonic()
             if spinner is not None:

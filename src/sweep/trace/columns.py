@@ -4,6 +4,7 @@ A whole-solve trace is a few templates repeated thousands of times, so the colum
 Python loop over a few hundred events) and expanded to the whole trace with numpy indexing, never per event in
 Python.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,10 +41,14 @@ class Layout:
         # small integer codes sort by radix (argsort kind="stable"), several times faster than int64
         dtype = np.int16 if len(uniq) < 2**15 else np.int64
         t_len = np.array([len(t) for t in templates], dtype=np.int64)
-        return cls(np.array([e[0] != READ for e in flat], dtype=bool), np.array([e[2] for e in flat], dtype=np.int64),
-                   np.array([index[e[1]] for e in flat], dtype=dtype),
-                   np.repeat(np.arange(len(templates), dtype=np.int64), t_len),
-                   np.asarray(seq, dtype=np.int64), np.asarray(owner, dtype=np.int64)), uniq
+        return cls(
+            np.array([e[0] != READ for e in flat], dtype=bool),
+            np.array([e[2] for e in flat], dtype=np.int64),
+            np.array([index[e[1]] for e in flat], dtype=dtype),
+            np.repeat(np.arange(len(templates), dtype=np.int64), t_len),
+            np.asarray(seq, dtype=np.int64),
+            np.asarray(owner, dtype=np.int64),
+        ), uniq
 
     @cached_property
     def t_len(self) -> np.ndarray:
@@ -55,8 +60,9 @@ class Layout:
         """Per event of the expanded trace: its index in the template columns."""
         lens = self.t_len[self.seq]
         offs = np.cumsum(lens) - lens  # where each instance starts in the expanded trace
-        return (np.arange(int(lens.sum()), dtype=np.int64)
-                + np.repeat((np.cumsum(self.t_len) - self.t_len)[self.seq] - offs, lens))
+        return np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(
+            (np.cumsum(self.t_len) - self.t_len)[self.seq] - offs, lens
+        )
 
     @cached_property
     def inst(self) -> np.ndarray:

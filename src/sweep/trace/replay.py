@@ -7,6 +7,7 @@ and in steady state the states repeat too (an SGD step rewrites every buffer it 
 state no longer depends on what came before it), so the simulation runs once per distinct (state, template)
 pair and the rest of the trace costs one dictionary lookup per step.
 """
+
 from __future__ import annotations
 
 from itertools import chain
@@ -99,8 +100,9 @@ class PerResult(Generic[R]):
         """(results x figures), extended to every result the replay has seen."""
         rp = self.replay
         for r in range(len(self.rows), len(rp.results)):
-            self.rows.append(np.asarray(self.figures(rp.results[r], rp.templates[rp.result_template[r]]),
-                                        dtype=np.float64))
+            self.rows.append(
+                np.asarray(self.figures(rp.results[r], rp.templates[rp.result_template[r]]), dtype=np.float64)
+            )
         return np.array(self.rows).reshape(len(self.rows), self.width)
 
     def sums(self, rid_lists: list[list[int]]) -> np.ndarray:
@@ -110,5 +112,6 @@ class PerResult(Generic[R]):
         flat = np.fromiter(chain.from_iterable(rid_lists), dtype=np.int64, count=sum(lens))
         row = np.repeat(np.arange(len(rid_lists)), lens)
         # per figure, a sum over segments in order (no traces x results table: results may be many)
-        return np.stack([np.bincount(row, weights=table[flat, j], minlength=len(rid_lists))
-                         for j in range(self.width)], axis=1).reshape(len(rid_lists), self.width)
+        return np.stack(
+            [np.bincount(row, weights=table[flat, j], minlength=len(rid_lists)) for j in range(self.width)], axis=1
+        ).reshape(len(rid_lists), self.width)

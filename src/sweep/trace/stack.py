@@ -22,6 +22,7 @@ The stack of runs is a small hashable state, so the pass is memoised per (state,
 sweep.trace.replay: a whole-solve trace costs one simulation per distinct (state, step template), not one
 per step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -19,6 +19,7 @@ The kinds (``OP_KINDS``), kept few so that a price list stays short:
 Trackers (ard, cache, dmd) are pure functions of the recorded events, so adding a tracker never touches a
 method. ``NullTrace`` is what runs when tracking is off: its calls do nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,12 +65,14 @@ class Trace:
     # never pays for computing sizes. Literals, not READ/WRITE: a global lookup per event is measurable here.
     # numpy arrays' sizes are read inline: a function call per event is measurable here.
     def read(self, name: str, size: "int | Any") -> None:
-        self._open.append((0, name, size if size.__class__ is int else
-                           size.size if size.__class__ is _ndarray else _size(size)))
+        self._open.append(
+            (0, name, size if size.__class__ is int else size.size if size.__class__ is _ndarray else _size(size))
+        )
 
     def write(self, name: str, size: "int | Any") -> None:
-        self._open.append((1, name, size if size.__class__ is int else
-                           size.size if size.__class__ is _ndarray else _size(size)))
+        self._open.append(
+            (1, name, size if size.__class__ is int else size.size if size.__class__ is _ndarray else _size(size))
+        )
 
     def compute(self, kind: str, count: "int | Any") -> None:
         """``count`` operations of ``kind`` (an int, or an array: one operation per element); ``kind`` must be
@@ -77,8 +80,9 @@ class Trace:
         if kind not in _OP_KINDS:
             raise ValueError(f"Trace.compute: unknown operation kind {kind!r}; OP_KINDS: {', '.join(OP_KINDS)}")
         c = self.compute_ops
-        c[kind] = c.get(kind, 0) + (count if count.__class__ is int else
-                                    count.size if count.__class__ is _ndarray else _size(count))
+        c[kind] = c.get(kind, 0) + (
+            count if count.__class__ is int else count.size if count.__class__ is _ndarray else _size(count)
+        )
 
     def end_step(self) -> None:
         """Close the events recorded since the last call as one segment (a no-op if there are none)."""

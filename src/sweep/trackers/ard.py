@@ -8,6 +8,7 @@ Computed with numpy from the trace's templates without expanding them to events 
 is the same in every instance of its template is counted once, weighted), because tracker.scope=all_steps
 feeds it tens of thousands of events per run and its cost counts against the untracked run (target <= 1.25x).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -154,8 +155,21 @@ class Reads:
         n, nb, nt = len(traces), len(names), len(L.t_len)
         if not len(L.seq):
             e = np.zeros(0, dtype=np.int64)
-            return cls(e, e, e, e, e, np.zeros(n), np.zeros(n), np.zeros(nb), np.zeros(nb, dtype=np.int64), names, n,
-                       L, (e, e, e))
+            return cls(
+                e,
+                e,
+                e,
+                e,
+                e,
+                np.zeros(n),
+                np.zeros(n),
+                np.zeros(nb),
+                np.zeros(nb, dtype=np.int64),
+                names,
+                n,
+                L,
+                (e, e, e),
+            )
         st = StepTables.of(L, nb)
         occ = np.bincount(L.owner * nt + L.seq, minlength=n * nt).reshape(n, nt)
         # local reads: once per (trace, template) that occurs
@@ -174,10 +188,21 @@ class Reads:
         size = np.zeros(nb, dtype=np.int64)
         seen = all_occ[L.t_tpl] > 0
         np.maximum.at(size, L.t_codes[seen], L.t_sizes[seen])
-        return cls(seg, L.t_codes[ev].astype(np.int64), L.t_sizes[ev], dist, weight,
-                   (occ * t_writes).sum(axis=1).astype(np.float64), (occ * t_floats).sum(axis=1),
-                   np.bincount(L.t_codes[L.t_write], weights=all_occ[L.t_tpl[L.t_write]], minlength=nb), size,
-                   names, n, L, (ev_e, inst, d_e))
+        return cls(
+            seg,
+            L.t_codes[ev].astype(np.int64),
+            L.t_sizes[ev],
+            dist,
+            weight,
+            (occ * t_writes).sum(axis=1).astype(np.float64),
+            (occ * t_floats).sum(axis=1),
+            np.bincount(L.t_codes[L.t_write], weights=all_occ[L.t_tpl[L.t_write]], minlength=nb),
+            size,
+            names,
+            n,
+            L,
+            (ev_e, inst, d_e),
+        )
 
 
 def ard_report(trace: Trace, r: Reads | None = None) -> TrackerReport:
@@ -220,9 +245,17 @@ def _buffer_table(r: Reads) -> list[dict]:
     table = []
     for b, name in enumerate(r.names):
         k = int(reads[b])
-        table.append({"buffer": name, "size": int(r.buffer_size[b]), "reads": k, "writes": int(r.buffer_writes[b]),
-                      "min_dist": int(dmin[b]) if k else None, "avg_dist": float(dsum[b] / k) if k else None,
-                      "max_dist": int(dmax[b]) if k else None})
+        table.append(
+            {
+                "buffer": name,
+                "size": int(r.buffer_size[b]),
+                "reads": k,
+                "writes": int(r.buffer_writes[b]),
+                "min_dist": int(dmin[b]) if k else None,
+                "avg_dist": float(dsum[b] / k) if k else None,
+                "max_dist": int(dmax[b]) if k else None,
+            }
+        )
     return table
 
 

@@ -1,4 +1,5 @@
 """What a tracker returns, and the tracker protocol."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ class TrackerBase:
         """The metrics of each trace on its own (all_steps: one per epoch); trackers may batch this."""
         return [self.summarize(t).metrics for t in traces]
 
-    def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
-                ) -> tuple[dict[str, float], dict[str, str]]:
+    def measure(
+        self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
+    ) -> tuple[dict[str, float], dict[str, str]]:
         """Measured figures of `solve` (metrics, tags); only the energy tracker measures (sweep.energy.meter)."""
         return {}, {}

@@ -9,6 +9,7 @@ The cache's contents are a small hashable state, so the simulation runs once per
 template) pair (sweep.trace.replay), its figures are worked out once per such result and summed by how often
 it occurs; only the missed reads whose distance depends on the step (sweep.trackers.ard.Reads) are per step.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -92,8 +93,10 @@ def _figures(kinds: np.ndarray, events: tuple[Event, ...]) -> np.ndarray:
     sizes, local = _local(events)
     miss = kinds == MISS
     warm = miss & (local >= 0)
-    return np.array([(kinds == HIT).sum(), miss.sum(), sizes[miss].sum(), (sizes[warm] * local[warm]).sum(),
-                     sizes[warm].sum()], dtype=np.float64)
+    return np.array(
+        [(kinds == HIT).sum(), miss.sum(), sizes[miss].sum(), (sizes[warm] * local[warm]).sum(), sizes[warm].sum()],
+        dtype=np.float64,
+    )
 
 
 def cache_pass(capacity: int) -> PerResult:
@@ -101,8 +104,13 @@ def cache_pass(capacity: int) -> PerResult:
     return PerResult(Replay(partial(_simulate, capacity)), _figures, 5)
 
 
-def cache_each(traces: list[Trace], capacity: int, p: PerResult | None = None, r: Reads | None = None,
-               rid_lists: list[list[int]] | None = None) -> list[dict[str, float]]:
+def cache_each(
+    traces: list[Trace],
+    capacity: int,
+    p: PerResult | None = None,
+    r: Reads | None = None,
+    rid_lists: list[list[int]] | None = None,
+) -> list[dict[str, float]]:
     """cache_report(t, capacity).metrics for every trace, each from an empty cache, summed per distinct
     (cache state, segment) result; the misses of reads whose buffer was written in an earlier segment add
     their distances (effective ARD) per instance, never over the expanded trace. ``r``: Reads.of(traces) and
@@ -129,13 +137,15 @@ def cache_each(traces: list[Trace], capacity: int, p: PerResult | None = None, r
     out = []
     for i in range(n):
         h, m = int(sums[i, 0]), int(sums[i, 1])
-        out.append({
-            "cache_hit_rate": h / (h + m) if h + m else 0.0,
-            "cache_hits": float(h),
-            "cache_misses": float(m),
-            "effective_ard": float(num[i] / den[i]) if den[i] else 0.0,
-            "cache_miss_floats": float(sums[i, 2]),
-        })
+        out.append(
+            {
+                "cache_hit_rate": h / (h + m) if h + m else 0.0,
+                "cache_hits": float(h),
+                "cache_misses": float(m),
+                "effective_ard": float(num[i] / den[i]) if den[i] else 0.0,
+                "cache_miss_floats": float(sums[i, 2]),
+            }
+        )
     return out
 
 
@@ -151,8 +161,7 @@ def _buffer_counts(p: PerResult, r: int) -> dict[str, list[int]]:
     return got
 
 
-def cache_report(trace: Trace, capacity: int, p: PerResult | None = None, r: Reads | None = None
-                 ) -> TrackerReport:
+def cache_report(trace: Trace, capacity: int, p: PerResult | None = None, r: Reads | None = None) -> TrackerReport:
     """The cache figures and, per buffer read (in order of its first read), its hits and misses. ``r``:
     Reads.of([trace]), if already made."""
     p = p or cache_pass(capacity)
@@ -184,4 +193,6 @@ class CacheTracker(TrackerBase):
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
         r = Reads.of(traces)
-        return [{**a, **m} for a, m in zip(ard_each(traces, r), cache_each(traces, self.cache_size_floats, self._pass, r))]
+        return [
+            {**a, **m} for a, m in zip(ard_each(traces, r), cache_each(traces, self.cache_size_floats, self._pass, r))
+        ]

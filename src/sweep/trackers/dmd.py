@@ -11,6 +11,7 @@ read's run of elements has consecutive depths, so its sqrt sum is a difference o
 sum is taken once per distinct (stack state, step template) result and weighted by how often the result occurs
 (sweep.trace.replay.PerResult), so a whole-solve trace never becomes arrays over its elements or events.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,11 @@ def segment_dmd(rows: np.ndarray, events: tuple = ()) -> np.ndarray:
     first, step, count = rows[:, 2], rows[:, 3], rows[:, 4]
     flat = step == 0
     csum = sqrt_sums(int(first.max()) if len(first) else 0)
-    per_run = np.where(flat, count * np.sqrt(first.astype(np.float64)),
-                       csum[np.where(flat, 0, first)] - csum[np.where(flat, 0, first - count)])
+    per_run = np.where(
+        flat,
+        count * np.sqrt(first.astype(np.float64)),
+        csum[np.where(flat, 0, first)] - csum[np.where(flat, 0, first - count)],
+    )
     return np.array([float(np.cumsum(per_run)[-1]) if len(per_run) else 0.0])
 
 

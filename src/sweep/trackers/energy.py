@@ -56,19 +56,27 @@ class EnergyTracker(TrackerBase):
 
     def summarize(self, trace: Trace) -> TrackerReport:
         r = Reads.of([trace])  # for ARD and the cache's effective ARD
-        return (ard_report(trace, r).merge(cache_report(trace, self.cache_size_floats, self._cache, r))
-                .merge(TrackerReport({"dmd": dmd(trace, self._dmd)}))
-                .merge(energy_report(trace, self.model, self._energy)))
+        return (
+            ard_report(trace, r)
+            .merge(cache_report(trace, self.cache_size_floats, self._cache, r))
+            .merge(TrackerReport({"dmd": dmd(trace, self._dmd)}))
+            .merge(energy_report(trace, self.model, self._energy))
+        )
 
-    def measure(self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
-                ) -> tuple[dict[str, float], dict[str, str]]:
+    def measure(
+        self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
+    ) -> tuple[dict[str, float], dict[str, str]]:
         if self.meter == "none":
             return {}, {"energy.meter": "none", "energy.meter_reason": "tracker.meter=none"}
         return meter_solve(solve, device, clock, self.meter_window_s)
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        return [{**a, "dmd": d, **e} for a, d, e in zip(ard_each(traces), dmd_each(traces, self._dmd),
-                                                         energy_each(traces, self.model, self._energy))]
+        return [
+            {**a, "dmd": d, **e}
+            for a, d, e in zip(
+                ard_each(traces), dmd_each(traces, self._dmd), energy_each(traces, self.model, self._energy)
+            )
+        ]
 
     # the passes' memos, shared by the whole trace and its epochs
     @cached_property

@@ -1,4 +1,5 @@
 """`python -m sweep.ui [study]`: the command's name; the MLflow UI launcher lives in sweep.report.ui."""
+
 from __future__ import annotations
 
 import sys

@@ -9,6 +9,7 @@ The step is the hot loop of every SGD-like method (~1250 steps a run at n=20 on 
 (``a.sum(0)``, ``a.any()``, the same on numpy and torch) rather than the namespace's Python wrappers, and makes
 no array operation that the result does not need.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,6 @@ class Update(Protocol):
 
 @dataclass
 class Variant:
-
     name: str = "standard"
     tile_size: int = 0  # only the tiled variants use it
 

@@ -3,6 +3,7 @@
 Same arithmetic as standard (dh is taken from W2 before W2's update), only the order of the phases changes:
 forward, margin, layer-2 gradient, layer-2 update, relu backward, layer-1 update.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ The gradient buffers (dout, dW2, db2, dh, dh_pre) live only inside the fused upd
 and there are no margin reads. W2 is updated before dh is taken from it, so dh uses the *updated* W2: the
 math differs slightly from standard (it still converges).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ class PerLayer(Variant):
             return False
         (B, n), H = x.shape, p["W2"].shape[1]
         # layer 2: gradient from h, update W2 and b2 in place
-        R("h", h); R("W2", H)
+        R("h", h)
+        R("W2", H)
         dW2 = dout[None, :] @ h
         trace.compute("fma", B * H)
         R("W2", H)
@@ -42,7 +44,8 @@ class PerLayer(Variant):
         dh_pre *= h_pre > 0
         trace.compute("mul", 2 * B * H)
         trace.compute("cmp", B * H)
-        R("x", x); R("W1", p["W1"])
+        R("x", x)
+        R("W1", p["W1"])
         update(p["W1"], dh_pre.T @ x, True)
         trace.compute("fma", B * n * H)
         update.count(trace, n * H, True)

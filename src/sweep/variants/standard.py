@@ -1,4 +1,5 @@
 """variant=standard: forward, all gradients, then all updates (seed 001 "standard")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -6,6 +6,7 @@ standard's; only the trace names and order differ. dh is written whole but read 
 dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide method.hidden
 (Tiled.check_config), for every tiled variant.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, rel
 
 @dataclass
 class Tiled(Variant):
-
     name: str = "tiled"
     tile_size: int = 100
 
@@ -29,13 +29,17 @@ class Tiled(Variant):
         variant = cfg.select("variant.name")
         hidden = cfg.select("method.hidden")
         if not isinstance(hidden, int) or hidden < 1:
-            raise ConfigError(f"variant={variant} needs a method with hidden units (method.hidden); "
-                              f"method={cfg.select('method.name', '?')} has none")
+            raise ConfigError(
+                f"variant={variant} needs a method with hidden units (method.hidden); "
+                f"method={cfg.select('method.name', '?')} has none"
+            )
         size = cfg.select("variant.tile_size")
         divisors = [d for d in range(1, hidden + 1) if hidden % d == 0]
         if size not in divisors or isinstance(size, bool):
-            raise ConfigError(f"variant.tile_size={size!r} is not allowed: expected a divisor of "
-                              f"method.hidden={hidden}: one of {', '.join(map(str, divisors))}")
+            raise ConfigError(
+                f"variant.tile_size={size!r} is not allowed: expected a divisor of "
+                f"method.hidden={hidden}: one of {', '.join(map(str, divisors))}"
+            )
 
     def tiles(self, hidden: int) -> list[tuple[int, int]]:
         """(start, stop) hidden-unit ranges; the last tile may be smaller."""
@@ -56,11 +60,14 @@ class Tiled(Variant):
     def tile_forward(self, xp, x, W1, b1, t: int, trace: Trace):
         """FWD of tile t (W1, b1: the tile's views): h_pre_tile = x W1_t^T + b1_t, h_tile = relu(h_pre_tile)."""
         R, W = trace.read, trace.write
-        R("x", x); R(f"W1_tile{t}", W1); R(f"b1_tile{t}", b1)
+        R("x", x)
+        R(f"W1_tile{t}", W1)
+        R(f"b1_tile{t}", b1)
         hp = x @ W1.T + b1
         trace.compute("fma", hp.shape[0] * x.shape[1] * W1.shape[0])
         trace.compute("add", hp)
-        W(f"h_pre_tile{t}", hp); R(f"h_pre_tile{t}", hp)
+        W(f"h_pre_tile{t}", hp)
+        R(f"h_pre_tile{t}", hp)
         h = xp.maximum(hp, 0.0)
         trace.compute("max", hp)
         W(f"h_tile{t}", h)
@@ -82,7 +89,8 @@ class Tiled(Variant):
 
         read_h()
         h = xp.concat(h_t, axis=1)
-        R("W2", p["W2"]); R("b2", 1)
+        R("W2", p["W2"])
+        R("b2", 1)
         out = h @ p["W2"][0] + p["b2"]
         trace.compute("fma", h)
         trace.compute("add", out)

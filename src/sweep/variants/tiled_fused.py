@@ -8,6 +8,7 @@ own slice dh_t = dout W2_t and runs its relu backward and W1/b1 update at once, 
 is written. dW2 and db2 are taken first (they need all of h), and W2 is updated last, after every tile read its
 slice: the arithmetic is standard's, only the order differs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ class TiledFused(Tiled):
         dW2, db2, _ = layer2_grad(xp, p, h, dout, trace, read_h=read_h, with_dh=False)
         for t, (lo, hi) in enumerate(self.tiles(W1.shape[0])):
             sfx = f"_tile{t}"
-            R("W2", hi - lo); R("dout", dout)  # the tile's slice of W2, before W2's update
+            R("W2", hi - lo)
+            R("dout", dout)  # the tile's slice of W2, before W2's update
             dh = dout[:, None] * W2[:, lo:hi]
             trace.compute("mul", dh)
             W("dh" + sfx, dh)

@@ -8,6 +8,7 @@ does, layer 2 included: dW2_t = dout h_t, dh_t = dout W2_t from the weights befo
 update, the relu backward and W1_t/b1_t's update. b2 is updated last. Standard's arithmetic (the output's sum
 is only split by tile).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ class TiledW2(Tiled):
             hp, h = self.tile_forward(xp, x, W1[lo:hi], b1[lo:hi], t, trace)
             h_pre_t.append(hp)
             h_t.append(h)
-            R(f"h_tile{t}", h); R(f"W2_tile{t}", hi - lo)
+            R(f"h_tile{t}", h)
+            R(f"W2_tile{t}", hi - lo)
             part = h @ W2[0, lo:hi]
             C("fma", h)
             if out is None:  # the first tile starts the sum from b2
@@ -55,27 +57,32 @@ class TiledW2(Tiled):
         dout = hinge_dout(xp, out, y, trace, update.scale)
         if dout is None:
             return False
-        W("dout", dout); R("dout", dout)
+        W("dout", dout)
+        R("dout", dout)
         db2 = dout.sum(0, keepdims=True)
         C("add", B)
         W("db2", 1)
         for t, (lo, hi) in enumerate(tiles):
             sfx, s = f"_tile{t}", hi - lo
-            R("dout", dout); R("h" + sfx, h_t[t])
+            R("dout", dout)
+            R("h" + sfx, h_t[t])
             dW2 = dout[None, :] @ h_t[t]
             C("fma", h_t[t])
             W("dW2" + sfx, s)
-            R("W2" + sfx, s); R("dout", dout)
+            R("W2" + sfx, s)
+            R("dout", dout)
             dh = dout[:, None] * W2[:, lo:hi]  # before W2_t's update, as standard
             C("mul", dh)
             W("dh" + sfx, dh)
-            R("dW2" + sfx, s); R("W2" + sfx, s)
+            R("dW2" + sfx, s)
+            R("W2" + sfx, s)
             update(W2[:, lo:hi], dW2, True)
             update.count(trace, s, True)
             W("W2" + sfx, s)
             dh_pre = relu_backward(xp, h_pre_t[t], dh, trace, suffix=sfx)
             layer1_update(xp, W1[lo:hi], b1[lo:hi], x, dh_pre, update, trace, suffix=sfx)
-        R("db2", 1); R("b2", 1)
+        R("db2", 1)
+        R("b2", 1)
         update(p["b2"], db2, False)
         update.count(trace, 1, False)
         W("b2", 1)
