@@ -26,7 +26,7 @@ def task(cfg: DictConfig) -> RunResult | None:
 
     # after Hydra's plugin scan, which executes the launcher plugin's modules afresh: imported before it, the
     # hooks would raise another copy of the launcher's Refused than the one it catches
-    from sweep.record.callback import FORCE_KEY, already_done, resume_single_run  # noqa: PLC0415
+    from sweep.launch.callback import FORCE_KEY, already_done, resume_single_run  # noqa: PLC0415
 
     try:
         done = already_done(cfg)

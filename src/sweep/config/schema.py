@@ -138,7 +138,7 @@ class MLflowConfig:
     tracking_uri: Optional[str] = None  # null: the project's store, <project>/mlruns (or $MLFLOW_TRACKING_URI)
     experiment: str = "sweep"
     enabled: bool = True
-    # re-run jobs that already have a FINISHED run, under any launcher (sweep.record.launch_hooks.FORCE_KEY; the
+    # re-run jobs that already have a FINISHED run, under any launcher (sweep.launch.hooks.FORCE_KEY; the
     # project's launcher also has its own switch, hydra.launcher.force)
     force: bool = False
 

@@ -1,8 +1,8 @@
 """One sweep's recording, whichever launcher runs its jobs: the store, the parent run, resume (which jobs
 already have a FINISHED run), each job's child run with its cost, and the parent's totals at the end.
 
-Two thin adapters hold a session: the project's launcher hooks (`record.launch_hooks`, in the launching
-process) and the Hydra callback (`record.callback`, for Hydra's own launchers, submitit and single runs).
+Two thin adapters hold a session: the project's launcher hooks (`launch.hooks`, in the launching
+process) and the Hydra callback (`launch.callback`, for Hydra's own launchers, submitit and single runs).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hydra callback that records jobs in MLflow when Hydra itself runs them (single runs, and multiruns on
 Hydra's basic launcher). Under the project's launcher the same object is the launcher's hooks
-(`sweep.record.launch_hooks`): it records there, in the launching process, and stands aside in the workers.
+(`sweep.launch.hooks`): it records there, in the launching process, and stands aside in the workers.
 
 A result the store refuses is kept in the spool (`sweep.record.spool`) and the command exits 1 with one line naming the
 store, the cause and the spool file; a store that cannot be written is found before a multirun starts a job.
@@ -36,9 +36,9 @@ from hydra_plugins.sweep_launcher.naming import Namer
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.job import job_config
+from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
 from sweep.record import spool, store
-from sweep.record.launch_hooks import SweepLaunchHooks
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError, cause_of, experiment_name_problem
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
