@@ -4,11 +4,15 @@ SQLite store, must read back the same through MLflow's public API (a changed MLf
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
-from sweep.record.recorder import Recorder
+from sweep.record.recorder import Recorder, config_hash
 from sweep.record.sql_writer import SqliteRunWriter, SqlRunWriter
+from sweep.record.tags import HASH_TAG
 from sweep.result import RunResult
 
 
@@ -150,3 +154,46 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
         v._validate_batch_log_data([Metric(key, 1.0, 0, 0)], [Param(key, "v")], [RunTag(key, "v")])
     for key in ("bad name?", "../up", "/abs", "a//b", "x" * 251, ""):
         assert not w.plainly_valid({key: "v"}, [], [])
+
+
+def test_resume_without_mlflow_finds_what_mlflows_search_finds(store):
+    # the sqlite3 resume query against MLflow's own search, on one store: a FINISHED run, a FAILED one, a deleted
+    # one, and a config run twice (the newer run is the one found, as search's newest-first order gives it)
+    rec = recorder(store, "resume", "sqlite3")
+    configs = [{"problem": {"seed": s}} for s in range(5)]
+
+    def run(i: int, status: str = "FINISHED", start: float = 1_700_000_000.0) -> str:
+        return rec.log(RunResult(config=configs[i], metrics={"accuracy": 1.0}, status=status, start_time=start))
+
+    run(0)
+    run(1, "FAILED")
+    rec.client.delete_run(run(2))
+    run(3, start=1_700_000_000.0)
+    newer = run(3, start=1_700_000_100.0)
+    without_mlflow = rec.sql.finished(HASH_TAG, {config_hash(c) for c in configs})
+    rec.sql = None  # the same query through MLflow's client
+    assert without_mlflow == rec.finished(configs)
+    assert set(without_mlflow) == {config_hash(configs[0]), config_hash(configs[3])}
+    assert without_mlflow[config_hash(configs[3])] == newer
+
+
+def test_a_single_run_into_an_existing_sqlite_store_imports_no_mlflow(store, tmp_path):
+    # a repeat check reads the store too: it must not cost MLflow's seconds of imports (the direct writer's point)
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('mlflow imported:', 'mlflow' in sys.modules, file=sys.stderr))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+
+    def single(seed: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "sweep", "method=gf2", f"problem.seed={seed}", f"hydra.run.dir={tmp_path / 'o'}"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    first, second = single(1), single(2)
+    assert first.returncode == 0 and "mlflow imported: True" in first.stderr, first.stderr[-2000:]  # it made the store
+    assert second.returncode == 0 and "mlflow imported: False" in second.stderr, second.stderr[-2000:]
+    assert "[FINISHED]" in second.stdout
+    assert "already recorded" in single(2).stdout  # and the repeat is still seen

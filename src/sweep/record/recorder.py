@@ -243,7 +243,11 @@ class Recorder:
         the store has. A query per config for a few; for more, one pass over the finished runs (MLflow's
         search has no IN for tags)."""
         wanted = {config_hash(c) for c in configs}
-        found: dict[str, str] = {}
+        if isinstance(self.sql, SqliteRunWriter):  # a single run's repeat check costs no MLflow import
+            found = self.sql.finished(HASH_TAG, wanted)
+            if found is not None:
+                return found
+        found = {}
         if len(wanted) <= RESUME_QUERY_MAX:
             for h in wanted:
                 runs = self.client.search_runs(

@@ -28,7 +28,7 @@ import re
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 from urllib.parse import unquote, urlparse
 
 # The alembic revision of MLflow's tracking schema whose tables `run_rows` fills (MLflow 3.7's head).
@@ -250,6 +250,32 @@ class SqliteRunWriter:
 
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
         return local_dir(artifact_uri(self.artifact_root, run_id))
+
+    def finished(self, tag: str, values: Iterable[str]) -> Optional[dict[str, str]]:
+        """Resume without importing MLflow: tag value -> the id of the newest active FINISHED run of this
+        experiment carrying it, as MLflow's search (`tags.<tag> = value and status = 'FINISHED'`, newest first)
+        finds it; None when the store cannot be read here (MLflow's client then says why)."""
+        values = list(values)
+        found: dict[str, str] = {}
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            try:
+                for i in range(0, len(values), 500):  # within SQLite's limit on bound parameters
+                    chunk = values[i : i + 500]
+                    rows = conn.execute(
+                        "SELECT t.value, r.run_uuid FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                        "WHERE r.experiment_id = ? AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active' "
+                        f"AND t.key = ? AND t.value IN ({', '.join('?' * len(chunk))}) "
+                        "ORDER BY r.start_time DESC, r.run_uuid",
+                        (int(self.experiment_id), tag, *chunk),
+                    )
+                    for value, run_id in rows:
+                        found.setdefault(value, run_id)
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        return found
 
     def write(
         self,
