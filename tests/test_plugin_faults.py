@@ -114,3 +114,31 @@ def test_a_failed_task_shows_its_own_traceback(tmp_path: Path) -> None:
     p = run_plain_app(tmp_path, RAISES, "hydra/launcher=local", "hydra.launcher.progress=false", "+x=1")
     assert p.returncode == 1
     assert 'app.py", line 6, in divide' in p.stderr and "return x / 0" in p.stderr, p.stderr[-3000:]
+
+
+# Each job prints many lines with print(), as any app does; PYTHONUNBUFFERED=1 (as on CI) makes print write the text
+# and the newline apart, and the launcher writes its own job lines to the same stream.
+CHATTY = """
+import hydra
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    for i in range(1500):
+        print(f"job x={cfg.x} line {i}")
+    return cfg.x
+
+
+main()
+"""
+
+
+def test_lines_of_jobs_and_launcher_never_interleave(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    overrides = ("hydra/launcher=local", "hydra.launcher.n_workers=2", "hydra.launcher.progress=false", "+x=1,2,3,4")
+    p = run_plain_app(tmp_path, CHATTY, *overrides)
+    assert p.returncode == 0, p.stderr[-3000:]
+    expected = {f"job x={x} line {i}" for x in range(1, 5) for i in range(1500)}
+    lines = p.stdout.splitlines()
+    assert {line for line in lines if line in expected} == expected
+    assert sorted(line for line in lines if line not in expected) == [f"[FINISHED] x={x}" for x in range(1, 5)]

@@ -82,7 +82,9 @@ class Progress:
             self.done += 1
         else:
             self.failed += 1
-        print(line, file=sys.stdout if ok else sys.stderr, flush=True)  # above the bar on a terminal
+        out = sys.stdout if ok else sys.stderr  # above the bar on a terminal
+        out.write(line + "\n")  # one write: the workers share the stream (print may write text and newline apart)
+        out.flush()
         self.refresh()
 
     def n_running(self) -> int:

@@ -19,6 +19,12 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # Workers share the launcher's stdout and stderr. Unbuffered (PYTHONUNBUFFERED, python -u), print writes its
+    # text and its newline apart, and lines of two processes interleave between them; line-buffered, each line
+    # of a job reaches the pipe in one write (atomic up to PIPE_BUF), whatever the environment.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True, write_through=False)
     for name in preload:
         try:
             importlib.import_module(name)
