@@ -87,6 +87,33 @@ def test_bad_values_exit_non_zero_before_any_run(store, tmp_path, override):
 
 
 @pytest.mark.parametrize(
+    "overrides, field",
+    [
+        # numpy's RandomState would raise inside the job (problem.seed, and seed + 1 for the MLP's weights)
+        (["method=gf2", "problem.seed=4294967296"], "problem.seed"),
+        (["method=sgd", "problem.seed=4294967295"], "problem.seed"),
+        (["method=gf2", "problem.seed=-1"], "problem.seed"),
+        # sizes below their least meaningful value (0 is max_rows' and screen_rows' "the default")
+        (["method=forward_forward", "method.layers=0"], "method.layers"),
+        (["method=gf2", "method.max_rows=-1"], "method.max_rows"),
+        (["method=smt", "method.screen_rows=-1"], "method.screen_rows"),
+        (["method=smt", "method.pair_block=0"], "method.pair_block"),
+        (["method=fourier", "method.max_subsets=0"], "method.max_subsets"),
+    ],
+)
+@pytest.mark.parametrize("multirun", [False, True], ids=["single", "sweep"])
+def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path, overrides, field, multirun):
+    # in a sweep the bad job sits beside a good one: both are refused before either runs
+    args = ["-m", *overrides, "problem.n_bits=8,9"] if multirun else overrides
+    p = run_sweep(*args, "tracker=none", cwd=tmp_path, timeout=240)
+    assert p.returncode == 2, p.stderr[-2000:]
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("sweep:")]
+    assert len(lines) == 1 and f"{field}=" in lines[0] and "not allowed: expected" in lines[0], p.stderr[-2000:]
+    assert "Traceback" not in p.stderr
+    assert _runs(store) == []
+
+
+@pytest.mark.parametrize(
     "overrides, expected",
     [
         (["method=adam"], ["method", "gf2", "km", "sgd"]),  # unknown option: Hydra lists the available ones

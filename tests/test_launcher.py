@@ -33,8 +33,10 @@ def store(tmp_path_factory) -> str:
     return uri
 
 
-def sweep(store: str, cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return run_sweep("-m", *args, cwd=cwd, env={"MLFLOW_TRACKING_URI": store, **(env or {})})
+def sweep(
+    store: str, cwd: Path, *args: str, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return run_sweep("-m", *args, cwd=cwd, env={"MLFLOW_TRACKING_URI": store, **(env or {})}, timeout=timeout)
 
 
 def runs(store: str, experiment: str) -> tuple[list, list]:
@@ -288,6 +290,18 @@ def test_modal_without_token_is_refused_at_once_with_setup_help(store, tmp_path)
     (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("sweep:")]  # once, not once per job
     assert "modal token new" in line and "modal token set" in line
     assert runs(store, "notoken") == ([], [])  # before any job: no parent, no child
+
+
+@pytest.mark.parametrize("n_workers", ["-3", "0"])
+def test_fewer_than_one_worker_is_refused_before_any_job(store, tmp_path, n_workers):
+    # -3 once left the sweep waiting forever on no worker: the timeout turns that hang into a failure
+    args = ["method=gf2", "problem.seed=1,2", "tracker=none", f"hydra.launcher.n_workers={n_workers}"]
+    p = sweep(store, tmp_path, *args, f"mlflow.experiment=workers{n_workers}", timeout=120)
+    assert p.returncode == 2, p.stderr[-2000:]
+    (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("sweep:")]
+    assert f"hydra.launcher.n_workers={n_workers} is not allowed: expected an integer >= 1" in line
+    assert "null" in line and "Traceback" not in p.stderr
+    assert runs(store, f"workers{n_workers}") == ([], [])  # no parent, no child
 
 
 def test_placement_and_prices():

@@ -24,12 +24,28 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
 
 
+def worker_count(requested: Any) -> int:
+    """hydra.launcher.n_workers: an integer >= 1, or null for one worker per CPU. Anything else is refused in
+    one line, exit 2, before any worker or job: fewer than one worker would leave every job waiting forever."""
+    if requested is None:
+        return os.cpu_count() or 1
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+        print(
+            f"sweep: hydra.launcher.n_workers={requested!r} is not allowed: "
+            "expected an integer >= 1, or null (one worker per CPU)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2)
+    return requested
+
+
 class Multirun:
     def __init__(self, launcher: Any) -> None:
         cfg: DictConfig = launcher.config
+        self.n_workers = worker_count(launcher.n_workers)
         self.hooks: list[LaunchHooks] = hooks_mod.take()
         self.tally = Tally()
-        self.n_workers = int(launcher.n_workers or os.cpu_count() or 1)
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
         self.tally.launcher = {

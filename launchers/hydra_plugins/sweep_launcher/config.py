@@ -34,7 +34,7 @@ class ModalConf:
 class SweepLauncherConf:
     _target_: str = TARGET
     route: str = "device"  # device: where the app's hooks place each job (sweep: cuda jobs to Modal) | local | modal
-    n_workers: Optional[int] = None  # local worker processes; null: CPU count
+    n_workers: Optional[int] = None  # local worker processes, >= 1; null: CPU count
     force: bool = False  # re-run jobs that already have a FINISHED run with the same resolved config
     progress: bool = True  # live done / failed / running / ETA line (rich) on stderr
     # modules each local worker imports when it starts, while the launcher composes: the first job of a

@@ -26,6 +26,10 @@ def positive_int(v: Any, _cfg: Any = None) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
+def nonneg_int(v: Any, _cfg: Any = None) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def positive_finite(v: Any, _cfg: Any = None) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 

@@ -27,7 +27,10 @@ from sweep.methods.base import Context, Outcome, subset_outcome
 @dataclass
 class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
-    field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.chunk", "an integer >= 1", positive_int),)
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("method.max_subsets", "an integer >= 1", positive_int),
+        Rule("method.chunk", "an integer >= 1", positive_int),
+    )
 
     name: str = "fourier"
     max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this

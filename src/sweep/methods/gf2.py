@@ -14,6 +14,7 @@ from typing import ClassVar, Iterable, Iterator
 
 import numpy as np
 
+from sweep.config.fields import Rule, nonneg_int
 from sweep.methods.base import Context, Outcome, subset_outcome
 from sweep.trace.trace import Trace
 
@@ -78,6 +79,9 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 @dataclass
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
+    )
 
     name: str = "gf2"
     max_rows: int = 0  # 0: use up to the whole training set
