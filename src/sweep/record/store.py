@@ -48,6 +48,16 @@ def sqlite_path(uri: str) -> Optional[Path]:
     return Path(path) if path and path != ":memory:" else None
 
 
+def absolute_uri(uri: str) -> str:
+    """`uri` with a relative SQLite path made absolute against the working directory (other URIs unchanged): what
+    names the store wherever a later command runs (`sqlite:///mlflow.db` means another file in another directory)."""
+    path = sqlite_path(uri)
+    if path is None or path.is_absolute():
+        return uri
+    query = uri.partition("?")[2]
+    return f"sqlite:///{path.resolve()}" + (f"?{query}" if query else "")
+
+
 def check(uri: str, write: bool) -> None:
     """Raise StoreError if the store at `uri` cannot be written (`write`) or read. A store that does not exist
     yet passes a write check when its directory can be created and written; it fails a read check."""
