@@ -69,7 +69,10 @@ def test_spool_import_takes_a_store_whose_wal_holds_what_its_file_lacks(wal_stor
     os.truncate(db, 2 * page_size)
     assert db.stat().st_size < header_bytes
     # SQLite reads it whole (checked in a process that leaves the -wal as it is)
-    check = f"import os, sqlite3; c = sqlite3.connect({str(db)!r}); print(c.execute('PRAGMA integrity_check').fetchone()[0]); os._exit(0)"
+    check = (
+        f"import os, sqlite3; c = sqlite3.connect({str(db)!r}); "
+        "print(c.execute('PRAGMA integrity_check').fetchone()[0]); os._exit(0)"
+    )
     assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip() == "ok"
 
     # a result spooled for this store (a single run on it while it was unreachable), then imported
