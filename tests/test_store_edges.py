@@ -119,6 +119,7 @@ def test_compare_reads_a_store_on_a_read_only_mount(wal_store, tmp_path, no_log)
             line = one_line(p.stderr)
             assert "read-only" in line and "not logged" in line and "corrupt" not in line
         assert db.read_bytes() == before and sorted(x.name for x in mnt.iterdir()) == ["mlflow.db"]
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "o", "st"]  # nothing made where it ran
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
 
@@ -143,6 +144,7 @@ def test_compare_reads_a_read_only_store_as_a_non_root_user(wal_store):
         assert "| 2/2 | 1.000" in p.stdout
         line = one_line(p.stderr)
         assert "read-only" in line and "corrupt" not in line
+        assert [x.name for x in (d / "work").iterdir()] == ["o"]  # nothing made where it ran
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -190,3 +192,50 @@ def test_spool_import_with_nothing_spooled_creates_no_store(tmp_path):
     p = sweep("import", env=env, cwd=tmp_path / "cwd", module="sweep.spool")
     assert p.returncode == 0 and "nothing to import" in p.stdout, p.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["cwd"] and list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
+    import json
+    import signal
+    import socket
+    import urllib.request
+
+    db = _plain_copy(wal_store, tmp_path / "st")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(["mount", "--bind", "-o", "ro", str(db.parent), str(mnt)], check=True)
+    proc = None
+    try:
+        uri = f"sqlite:///{mnt / 'mlflow.db'}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep.ui", "demo", "--port", str(port), "--tracking-uri", uri],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        line = proc.stdout.readline()
+        assert line.startswith("MLflow UI on"), (line, proc.stderr.read() if proc.poll() is not None else "")
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/ajax-api/2.0/mlflow/runs/search",
+            data=json.dumps({"experiment_ids": ["1"]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=10) as r:
+            runs = json.load(r)["runs"]
+        assert sorted(r["info"]["run_name"] for r in runs if r["info"]["run_name"].startswith("problem.seed")) == [
+            "problem.seed=1",
+            "problem.seed=2",
+        ]
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=30) in (0, 130)
+        assert "read-only" in proc.stderr.read() and sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "st"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        subprocess.run(["umount", "--lazy", str(mnt)], check=True)  # lazy: a server's last file closes after

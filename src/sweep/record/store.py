@@ -194,7 +194,8 @@ def read_uri(uri: str) -> str:
         check(uri, write=True)
         return uri
     except StoreError:
-        return f"sqlite:///{read_only_uri(path, immutable=True)}&uri=true"
+        # `sqlite+pysqlite`: MLflow makes the parent directory of a `sqlite:///` path, here `file:...` in the cwd
+        return f"sqlite+pysqlite:///{read_only_uri(path, immutable=True)}&uri=true"
 
 
 def cause_of(e: BaseException) -> str:
