@@ -144,7 +144,8 @@ def test_compare_reads_a_read_only_store_as_a_non_root_user(wal_store):
         assert "| 2/2 | 1.000" in p.stdout
         line = one_line(p.stderr)
         assert "read-only" in line and "corrupt" not in line
-        assert [x.name for x in (d / "work").iterdir()] == ["o"]  # nothing made where it ran
+        made = [x.name for x in (d / "work").iterdir() if not x.name.startswith(".")]  # HOME too: its caches aside
+        assert made == ["o"]  # nothing made where it ran
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
