@@ -10,7 +10,6 @@ import sys
 from typing import Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
-from sweep.paths import default_tracking_uri
 from sweep.record.recorder import Recorder
 from sweep.record.spool import entries, import_into, spool_dir
 from sweep.record.store import StoreError
@@ -33,7 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(pending)} result(s) in {spool_dir()}")
         return 0
 
-    uris = sorted({e.tracking_uri for e in pending}) or [a.tracking_uri or default_tracking_uri()]
+    # each result into the store it names; nothing spooled opens (and so creates) no store at all
+    uris = sorted({e.tracking_uri for e in pending})
+    if not uris:
+        print(f"sweep.spool: nothing to import: no result waits in {spool_dir()}")
+        return 0
     failed = False
     for uri in uris:
         try:

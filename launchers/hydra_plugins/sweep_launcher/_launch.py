@@ -121,7 +121,8 @@ def refuse_without_token(run: Multirun, jobs: list[Job]) -> None:
 
 
 def plan(run: Multirun, jobs: list[Job]) -> set[int]:
-    """The hooks' checks (exit 2 on a refused job, before any job starts) and the jobs they skip."""
+    """The hooks' checks (exit 2 on a refused job, or the code the hooks give, before any job starts) and the jobs
+    they skip."""
     skip: set[int] = set()
     try:
         for h in run.hooks:
@@ -129,7 +130,7 @@ def plan(run: Multirun, jobs: list[Job]) -> set[int]:
     except Refused as e:
         run.tally.close()  # nothing runs: no worker may stay
         print(str(e), file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+        raise SystemExit(e.code) from None
     return skip
 
 

@@ -38,8 +38,12 @@ _offered: list["LaunchHooks"] = []  # hooks of the multirun in progress in this 
 
 
 class Refused(Exception):
-    """Raised by `plan`: a job's config is not allowed. The launcher prints the message and exits 2 before
-    any job starts."""
+    """Raised by `plan`: a job's config is not allowed (exit 2), or what the jobs need is not there (`code`: e.g.
+    1 for a store that cannot be opened). The launcher prints the message and exits `code` before any job starts."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass

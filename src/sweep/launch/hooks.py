@@ -22,6 +22,7 @@ from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, bill_cpu, failed_result, is_sweep_job
+from sweep.record.store import StoreError
 from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
@@ -68,18 +69,20 @@ class SweepLaunchHooks(LaunchHooks):
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
             return set()
         launcher = self.tally.launcher if self.tally is not None else {}
-        self.session.open(
-            mine[0].cfg,
-            self.multirun_config,
-            str(launcher.get("name", "?")),
-            {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
-            fast=True,
-        )
-        # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
-        if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
-            return set()
-
-        done = self.session.done(mine[0].cfg, [j.data["config"] for j in mine])
+        try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
+            self.session.open(
+                mine[0].cfg,
+                self.multirun_config,
+                str(launcher.get("name", "?")),
+                {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
+                fast=True,
+            )
+            # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
+            if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
+                return set()
+            done = self.session.done(mine[0].cfg, [j.data["config"] for j in mine])
+        except StoreError as e:
+            raise Refused(f"sweep: {e}", code=1) from None
         return {j.idx for j in mine if config_hash(j.data["config"]) in done}
 
     @staticmethod

@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT
+from sweep.record.store import absolute_uri
 from sweep.result import RunResult
 
 
@@ -62,7 +63,7 @@ def keep(
     d = spool_dir()
     d.mkdir(parents=True, exist_ok=True)
     doc = {
-        "tracking_uri": tracking_uri,
+        "tracking_uri": absolute_uri(tracking_uri),  # the store meant, whichever directory imports it
         "experiment": experiment,
         "parent_run_id": parent_run_id,
         "run_name": run_name,
@@ -89,7 +90,7 @@ def entries(tracking_uri: Optional[str] = None) -> list[Entry]:
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
             continue  # not ours, or being written by another process
-        if tracking_uri is not None and doc.get("tracking_uri") != tracking_uri:
+        if tracking_uri is not None and absolute_uri(doc.get("tracking_uri", "")) != absolute_uri(tracking_uri):
             continue
         res = doc["result"]
         out.append(

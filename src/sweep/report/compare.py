@@ -48,7 +48,7 @@ def compare(
             log = False
     from mlflow.tracking import MlflowClient  # noqa: PLC0415 - seconds to import: after the store's quick checks
 
-    client = MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=uri if log else store.read_uri(uri))  # MLflow opens a store to write it
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)

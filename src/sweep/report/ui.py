@@ -38,6 +38,7 @@ from typing import Any, Sequence
 
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
+from sweep.record import store
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
@@ -201,7 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
 
-    client = MlflowClient(tracking_uri=uri)
+    read = store.read_uri(uri)  # a read-only store is read (and the study views, which write, are left out)
+    view = study_view if read == uri else (lambda client, parent: None)
+    if read != uri:
+        print(f"sweep.ui: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
+    client = MlflowClient(tracking_uri=read)
     url, studies = runs_url(a.host, a.port), []
     if a.study is not None:
         try:
@@ -209,11 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except LookupError as e:
             print(f"sweep.ui: study: {e}", file=sys.stderr)
             return 2
-        study_view(client, parent)
+        view(client, parent)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
     else:  # each study's own address: a click in MLflow's list opens the GenAI overview (see the module doc)
         for name, parent in latest_sweeps(client):
-            study_view(client, parent)
+            view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
 
     def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
@@ -223,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # SIGTERM or Ctrl-C stops all it started, also while it starts
     return run_owned(
-        command(uri, a.host, a.port),
+        command(read, a.host, a.port),
         "sweep.ui",
         serving,
         stdout=subprocess.PIPE,

@@ -1,0 +1,242 @@
+"""The store at its edges, driven as a user meets them: a write-ahead log holding what a short main file lacks (a
+checkpoint cut short by a full disk), a read-only store (a read-only bind mount as root, file modes as a non-root
+user), a store MLflow cannot open at a sweep's start, and the spool imported from another directory. Real
+`python -m ...` processes against real stores made by real sweeps."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_faults import _runs, one_line, sweep
+
+
+def _plain_copy(src: Path, dst_dir: Path) -> Path:
+    """A copy of store `src` as SQLite leaves it when its last connection closes: the -wal checkpointed into the
+    file, no -wal or -shm beside it (the file stays in WAL mode)."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{src}{suffix}").exists():
+            shutil.copy(f"{src}{suffix}", dst_dir / f"mlflow.db{suffix}")
+    conn = sqlite3.connect(dst_dir / "mlflow.db")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the first read recovers the -wal
+    conn.close()  # the last connection: a checkpoint, then the -wal and -shm removed
+    assert sorted(p.name for p in dst_dir.iterdir()) == ["mlflow.db"]
+    return dst_dir / "mlflow.db"
+
+
+@pytest.fixture(scope="module")
+def wal_store(tmp_path_factory) -> Path:
+    """A store made by a real two-job sweep (the launcher writes SQLite in WAL mode), study `demo`."""
+    d = tmp_path_factory.mktemp("wal")
+    uri = f"sqlite:///{d / 'st' / 'mlflow.db'}"
+    env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")}
+    p = sweep("-m", "method=gf2", "problem.n_bits=10", "problem.seed=1,2", "mlflow.experiment=demo", env=env, cwd=d)
+    assert p.returncode == 0, p.stderr
+    db = d / "st" / "mlflow.db"
+    assert (db.read_bytes()[18], db.read_bytes()[19]) == (2, 2)  # WAL mode
+    return db
+
+
+# -- the -wal counts: a healthy store is not "corrupt: truncated" ------------------------------------------
+WRITE_TO_WAL_ONLY = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("PRAGMA wal_autocheckpoint=0")  # nothing reaches the main file: every page written stays in the -wal
+conn.execute("VACUUM")  # rewrites every page of the database
+conn.execute("CREATE TABLE padding (x)")
+conn.execute("INSERT INTO padding VALUES (zeroblob(200000))")
+conn.commit()
+os._exit(0)  # no close, so no checkpoint: the -wal stays, as after a crash or a full disk
+"""
+
+
+def test_spool_import_takes_a_store_whose_wal_holds_what_its_file_lacks(wal_store, tmp_path):
+    db = _plain_copy(wal_store, tmp_path / "st")
+    uri = f"sqlite:///{db}"
+    subprocess.run([sys.executable, "-c", WRITE_TO_WAL_ONLY, str(db)], check=True)
+    wal = Path(f"{db}-wal")
+    assert wal.stat().st_size > db.stat().st_size
+    # a checkpoint cut short: the main file loses its tail, its header still counts the pages it had
+    page_size = int.from_bytes(db.read_bytes()[16:18], "big")
+    header_bytes = page_size * int.from_bytes(db.read_bytes()[28:32], "big")
+    os.truncate(db, 2 * page_size)
+    assert db.stat().st_size < header_bytes
+    # SQLite reads it whole (checked in a process that leaves the -wal as it is)
+    check = (
+        f"import os, sqlite3; c = sqlite3.connect({str(db)!r}); "
+        "print(c.execute('PRAGMA integrity_check').fetchone()[0]); os._exit(0)"
+    )
+    assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip() == "ok"
+
+    # a result spooled for this store (a single run on it while it was unreachable), then imported
+    spool = tmp_path / "spool"
+    ro = tmp_path / "gone.db"
+    ro.write_bytes(b"not a database" * 10)
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{ro}", "SWEEP_SPOOL_DIR": str(spool)}
+    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=7", env=env, cwd=tmp_path)
+    assert p.returncode == 1
+    (spooled,) = spool.glob("*.json")
+    spooled.write_text(spooled.read_text().replace(f"sqlite:///{ro}", uri))
+    p = sweep("import", env={"SWEEP_SPOOL_DIR": str(spool)}, cwd=tmp_path, module="sweep.spool")
+    assert p.returncode == 0, p.stderr
+    assert "corrupt" not in p.stderr and f"1 result(s) written into {uri}" in p.stdout
+    assert "7" in {r.data.params.get("problem.seed") for r in _runs(uri)}  # MLflow reads it, new run included
+
+
+def test_a_truncated_store_whose_wal_lacks_the_pages_is_still_corrupt(wal_store, tmp_path):
+    db = _plain_copy(wal_store, tmp_path / "st")
+    subprocess.run([sys.executable, "-c", WRITE_TO_WAL_ONLY.replace('conn.execute("VACUUM")', ""), str(db)], check=True)
+    os.truncate(db, db.stat().st_size // 2)  # the -wal holds the new table's pages, not the lost tail
+    p = sweep("demo", "--no-log", "--tracking-uri", f"sqlite:///{db}", env={}, cwd=tmp_path, module="sweep.compare")
+    assert p.returncode == 1 and "corrupt: truncated" in one_line(p.stderr)
+
+
+# -- compare reads a read-only store -------------------------------------------------------------------------
+@pytest.mark.parametrize("no_log", [False, True])
+def test_compare_reads_a_store_on_a_read_only_mount(wal_store, tmp_path, no_log):
+    """As root, where file modes bind nothing: the store's directory bind-mounted read-only."""
+    db = _plain_copy(wal_store, tmp_path / "st")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "--bind", "-o", "ro", str(db.parent), str(mnt)], check=True)
+    try:
+        before = db.read_bytes()
+        uri = f"sqlite:///{mnt / 'mlflow.db'}"
+        args = ("demo", "--markdown", "--no-plot", "--out", str(tmp_path / "o"), "--tracking-uri", uri)
+        p = sweep(*args, *(["--no-log"] if no_log else []), env={}, cwd=tmp_path, module="sweep.compare")
+        assert p.returncode == 0, p.stderr
+        assert "| 2/2 | 1.000" in p.stdout
+        if no_log:
+            assert p.stderr == ""
+        else:
+            line = one_line(p.stderr)
+            assert "read-only" in line and "not logged" in line and "corrupt" not in line
+        assert db.read_bytes() == before and sorted(x.name for x in mnt.iterdir()) == ["mlflow.db"]
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "o", "st"]  # nothing made where it ran
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_compare_reads_a_read_only_store_as_a_non_root_user(wal_store):
+    """File and directory without write permission, read by user nobody: never "corrupt"."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="sweep-ro-"))
+    try:
+        d.chmod(0o755)
+        db = _plain_copy(wal_store, d / "st")
+        (d / "work").mkdir(mode=0o777)
+        (d / "work").chmod(0o777)
+        db.chmod(0o444)
+        db.parent.chmod(0o555)
+        uri = f"sqlite:///{db}"
+        args = ("demo", "--markdown", "--no-plot", "--out", str(d / "work" / "o"), "--tracking-uri", uri)
+        p = sweep(*args, env={}, cwd=d / "work", as_nobody=True, module="sweep.compare")
+        assert p.returncode == 0, p.stderr
+        assert "| 2/2 | 1.000" in p.stdout
+        line = one_line(p.stderr)
+        assert "read-only" in line and "corrupt" not in line
+        made = [x.name for x in (d / "work").iterdir() if not x.name.startswith(".")]  # HOME too: its caches aside
+        assert made == ["o"]  # nothing made where it ran
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# -- store errors at a sweep's start: one sweep: line, exit 1 --------------------------------------------------
+@pytest.mark.parametrize("launcher", ["sweep", "basic"])
+def test_a_store_mlflow_cannot_open_stops_a_sweep_with_one_line(tmp_path, launcher):
+    """An SQLite file with MLflow's revision table naming a revision this MLflow does not know."""
+    db = tmp_path / "mlflow.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    conn.execute("INSERT INTO alembic_version VALUES ('0123456789ab')")
+    conn.commit()
+    conn.close()
+    uri = f"sqlite:///{db}"
+    env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    p = sweep("-m", f"hydra/launcher={launcher}", "method=gf2,km", "problem.n_bits=10", env=env, cwd=tmp_path)
+    assert p.returncode == 1
+    assert "HYDRA_FULL_ERROR" not in p.stderr and "Traceback" not in p.stderr
+    (line,) = [ln for ln in p.stderr.splitlines() if not ln.startswith("20")]  # MLflow's own dated INFO lines
+    assert line.startswith(f"sweep: store {uri}: ") and "0123456789ab" in line
+    assert "FINISHED" not in p.stdout  # no job ran
+
+
+# -- the spool imports into the store each result names --------------------------------------------------------
+def test_spool_import_writes_into_the_store_the_result_names_wherever_it_runs(tmp_path):
+    """A single run from directory `a` on a relative store URI that refuses it, imported from directory `b`."""
+    a, b, spool = tmp_path / "a", tmp_path / "b", tmp_path / "spool"
+    (a / "st").mkdir(parents=True)
+    b.mkdir()
+    (a / "st" / "mlflow.db").write_bytes(b"not a database" * 10)
+    env = {"MLFLOW_TRACKING_URI": "sqlite:///st/mlflow.db", "SWEEP_SPOOL_DIR": str(spool)}
+    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=9", env=env, cwd=a)
+    assert p.returncode == 1 and "corrupt" in one_line(p.stderr)
+    (a / "st" / "mlflow.db").unlink()  # the store repaired (here: made afresh)
+    p = sweep("import", env={"SWEEP_SPOOL_DIR": str(spool)}, cwd=b, module="sweep.spool")
+    assert p.returncode == 0, p.stderr
+    assert list(b.iterdir()) == []  # nothing made where the command ran
+    assert [r.data.params["problem.seed"] for r in _runs(f"sqlite:///{a / 'st' / 'mlflow.db'}")] == ["9"]
+
+
+def test_spool_import_with_nothing_spooled_creates_no_store(tmp_path):
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'st' / 'mlflow.db'}", "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    (tmp_path / "cwd").mkdir()
+    p = sweep("import", env=env, cwd=tmp_path / "cwd", module="sweep.spool")
+    assert p.returncode == 0 and "nothing to import" in p.stdout, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["cwd"] and list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
+    import json
+    import signal
+    import socket
+    import urllib.request
+
+    db = _plain_copy(wal_store, tmp_path / "st")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(["mount", "--bind", "-o", "ro", str(db.parent), str(mnt)], check=True)
+    proc = None
+    try:
+        uri = f"sqlite:///{mnt / 'mlflow.db'}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep.ui", "demo", "--port", str(port), "--tracking-uri", uri],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        line = proc.stdout.readline()
+        assert line.startswith("MLflow UI on"), (line, proc.stderr.read() if proc.poll() is not None else "")
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/ajax-api/2.0/mlflow/runs/search",
+            data=json.dumps({"experiment_ids": ["1"]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=10) as r:
+            runs = json.load(r)["runs"]
+        assert sorted(r["info"]["run_name"] for r in runs if r["info"]["run_name"].startswith("problem.seed")) == [
+            "problem.seed=1",
+            "problem.seed=2",
+        ]
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=30) in (0, 130)
+        assert "read-only" in proc.stderr.read() and sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "st"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        subprocess.run(["umount", "--lazy", str(mnt)], check=True)  # lazy: a server's last file closes after
