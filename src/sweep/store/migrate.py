@@ -22,6 +22,7 @@ from sweep.record.recorder import artifact_location
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
+USER_TAG = "mlflow.user"  # MLflow's own
 PAGE = 1000  # MLflow's largest page of runs or experiments
 # MLflow's limits on one log_batch call
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
@@ -152,11 +153,12 @@ def _copy(p: Plan, run: Any, experiment_id: str, parent: Any) -> Any:
     from mlflow.entities import Metric, Param, RunTag  # noqa: PLC0415 - MLflow: seconds to import
 
     info, data = run.info, run.data
-    tags = {"mlflow.user": info.user_id, **data.tags, MIGRATED_TAG: f"{info.run_id} {p.identity}"}
-    tags.pop(PARENT_RUN_TAG, None)
+    tags = {k: v for k, v in data.tags.items() if k != PARENT_RUN_TAG}
     if parent is not None:
         tags[PARENT_RUN_TAG] = parent.info.run_id
-    creation = {k: tags.pop(k) for k in ("mlflow.user", MIGRATED_TAG)}  # create_run takes the user from its tags
+    creation = {MIGRATED_TAG: f"{info.run_id} {p.identity}"}
+    if USER_TAG in tags:  # create_run takes the run's user from its tags
+        creation[USER_TAG] = tags.pop(USER_TAG)
     new = p.target.create_run(experiment_id, start_time=info.start_time, tags=creation, run_name=info.run_name)
     new_id = new.info.run_id
     try:
