@@ -147,19 +147,20 @@ def test_a_copy_of_the_store_file_is_known_by_its_run_ids(source, tmp_path):
     assert len(runs(target)) == 9
 
 
-def _interrupt_after_first_copy(proc: subprocess.Popen, target: str, experiment: str, sig: int) -> None:
-    """Send `sig` to the migrate once a first copy is complete (the migrate is mid-way: 9 runs to copy)."""
+def _interrupt_mid_copy(proc: subprocess.Popen, target: str, experiment: str, sig: int) -> None:
+    """Send `sig` to the migrate while it writes a copy (RUNNING in the target), after a first one is complete."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if any(r.info.status != "RUNNING" for r in runs(target, experiment)):
-                break
+            states = [r.info.status for r in runs(target, experiment)]
         except Exception:  # noqa: BLE001 - a read while the migrate writes may fail: read again
-            pass
-        time.sleep(0.05)
-    assert proc.poll() is None, "the migrate ended before it could be interrupted"
-    os.killpg(proc.pid, sig)
-    proc.wait(timeout=60)
+            states = []
+        if "RUNNING" in states and len(states) > 1:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=60)
+            return
+        time.sleep(0.01)
+    pytest.fail("the migrate ended before it could be interrupted mid-copy")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
@@ -182,12 +183,16 @@ def test_interrupted_migrate_rerun_completes_without_duplicates(source, tracking
         text=True,
         start_new_session=True,
     )
-    _interrupt_after_first_copy(proc, target, experiment, sig)
+    _interrupt_mid_copy(proc, target, experiment, sig)
     out, err = proc.communicate()
-    if sig == signal.SIGINT:
+    states = [r.info.status for r in runs(target, experiment)]
+    if sig == signal.SIGINT:  # the copy being written is deleted on the way out
         assert proc.returncode == 130, err
         assert err.strip().splitlines()[-1].startswith("sweep.store migrate: interrupted"), err
-    complete = sum(r.info.status != "RUNNING" for r in runs(target, experiment))
+        assert "RUNNING" not in states
+    else:  # nothing ran on the way out: the half copy is there, and the re-run must not take it as done
+        assert states.count("RUNNING") == 1
+    complete = len(states) - states.count("RUNNING")
     assert 0 < complete < 9
     again = migrate("--from", src_uri, "--to", target)
     assert again.returncode == 0, again.stderr
