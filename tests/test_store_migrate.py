@@ -198,3 +198,43 @@ def test_interrupted_migrate_rerun_completes_without_duplicates(source, tracking
     assert again.returncode == 0, again.stderr
     assert f": {9 - complete} copied, {complete} already there, 0 failed" in again.stdout, again.stdout
     assert_same_runs(src_uri, target, tmp_path, experiment)
+
+
+def test_run_still_running_is_left_then_copied_once_finished(source, tmp_path):
+    """A sweep still running in the source: its finished child is copied, its parent waits for a later migrate,
+    which copies it and links the child to it."""
+    src = tmp_path / "src"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, src)
+    src_uri, target = f"sqlite:///{src / 'mlflow.db'}", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    c = client(src_uri)
+    exp = c.get_experiment_by_name(EXPERIMENT).experiment_id
+    parent = c.create_run(exp, run_name="sweep in progress").info.run_id
+    child = c.create_run(exp, run_name="job 0", tags={PARENT_RUN_TAG: parent}).info.run_id
+    c.log_metric(child, "accuracy", 1.0, step=3)
+    c.set_terminated(child)
+    first = migrate("--from", src_uri, "--to", target)
+    assert first.returncode == 0, first.stderr
+    assert ": 10 copied, 0 already there, 0 failed, 1 still running in the source" in first.stdout, first.stdout
+    (copy,) = [r for r in runs(target) if r.info.run_name == "job 0"]
+    assert PARENT_RUN_TAG not in copy.data.tags
+    c.set_terminated(parent, "KILLED")
+    second = migrate("--from", src_uri, "--to", target)
+    assert second.stdout.strip().endswith(": 1 copied, 10 already there, 0 failed"), second.stdout
+    assert_same_runs(src_uri, target, tmp_path)
+
+
+def test_bad_input_is_one_line_exit_2_and_creates_nothing(source, tmp_path):
+    missing, target = tmp_path / "nope" / "mlflow.db", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    cases = {
+        ("--from", f"sqlite:///{missing}", "--to", target): "--from store sqlite:///",
+        ("--from", "mlflow.db", "--to", target): "--from mlflow.db: expected an MLflow tracking URI",
+        ("--from", source, "--to", source.replace("/store/", "/store/../store/")): "is the --from store",
+        ("--from", source, "--to", target, "--experiment", "nope"): f"--experiment 'nope' is not in {source}: its",
+        ("--to", target): "the following arguments are required: --from",
+    }
+    for args, line in cases.items():
+        r = migrate(*args)
+        assert (r.returncode, r.stdout) == (2, ""), (args, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and line in r.stderr, (args, r.stderr)
+    assert not missing.parent.exists() and not (tmp_path / "shared").exists()
+    assert len(runs(source)) == 9
