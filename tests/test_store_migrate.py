@@ -238,3 +238,33 @@ def test_bad_input_is_one_line_exit_2_and_creates_nothing(source, tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and line in r.stderr, (args, r.stderr)
     assert not missing.parent.exists() and not (tmp_path / "shared").exists()
     assert len(runs(source)) == 9
+
+
+def test_progress_bar_on_a_terminal_only(source, tmp_path):
+    """On a terminal, rich's bar counts the runs; into a pipe only the summary line is written."""
+    import pty
+
+    target = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    main, sub = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.store", "migrate", "--from", source, "--to", target, "--dry-run"],
+        cwd=ROOT,
+        stdin=sub,
+        stdout=sub,
+        stderr=sub,
+    )
+    os.close(sub)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(main)
+    assert b"9/9" in seen and b"9 to copy" in seen, seen[-2000:]
+    piped = migrate("--from", source, "--to", target, "--dry-run")
+    assert (piped.stderr, piped.stdout.count("\n")) == ("", 1), piped.stdout + piped.stderr
