@@ -138,6 +138,7 @@ def migrate(p: Plan, dry_run: bool = False, done: Callable[[str], None] = lambda
             try:
                 if copy is not None:  # a copy a failed or interrupted migrate left unfinished
                     p.target.delete_run(copy.info.run_id)
+                    del p.copies[src_id]  # no child is linked to it
                 if name not in experiment_ids:
                     experiment_ids[name] = _experiment(p, name, run.info.experiment_id)
                 p.copies[src_id] = _copy(p, run, experiment_ids[name], parent)
