@@ -119,6 +119,7 @@ def test_migrate_into_server_matches_source_run_by_run(source, tracking_server, 
     r = migrate("--from", source, "--to", tracking_server)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith(": 9 copied, 0 already there, 0 failed"), r.stdout
+    assert (r.stdout.count("\n"), r.stderr) == (1, ""), r.stdout + r.stderr  # the summary, not MLflow's lines
     assert_same_runs(source, tracking_server, tmp_path)
 
 

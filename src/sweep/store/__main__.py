@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the summary line and the bar say what happened: not MLflow's INFO lines and a download bar per run
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # and a server's two links per run
     err = Console(stderr=True)
     try:
         for flag, uri in (("--from", a.source), ("--to", a.target)):

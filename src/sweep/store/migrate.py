@@ -181,7 +181,7 @@ def _copy(p: Plan, run: Any, experiment_id: str, parent: Any) -> Any:
         except Exception:  # noqa: BLE001 - the first error is the one to report; the next migrate deletes it
             pass
         raise
-    return p.target.get_run(new_id)
+    return new
 
 
 def _experiment(p: Plan, name: str, source_id: str) -> str:
