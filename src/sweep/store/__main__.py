@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from contextlib import nullcontext
 from typing import NoReturn, Sequence
@@ -25,6 +26,19 @@ PROG = "sweep.store migrate"
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
         self.exit(2, f"{PROG}: {message} (see {self.prog} --help)\n")
+
+
+class _CtrlC:
+    """The first Ctrl-C lets the run being copied finish, then the command stops: no copy is left half written.
+    A second one stops at once (the next migrate replaces that copy)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,9 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             console=err,
             transient=True,
         )
-        with bar if err.is_terminal else nullcontext():
-            task = bar.add_task("migrate", total=len(p.runs))
-            summary = migrate(p, a.dry_run, lambda name: bar.update(task, advance=1, description=name[:40]))
+        ctrl_c = _CtrlC()
+        previous = signal.signal(signal.SIGINT, ctrl_c)
+        try:
+            with bar if err.is_terminal else nullcontext():
+                task = bar.add_task("migrate", total=len(p.runs))
+                advance = lambda name: bar.update(task, advance=1, description=name[:40])
+                summary = migrate(p, a.dry_run, advance, stop=lambda: ctrl_c.pressed)
+        finally:
+            signal.signal(signal.SIGINT, previous)
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
@@ -74,6 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for failure in summary.failed:
         print(f"{PROG}: run {failure}", file=sys.stderr)
+    if summary.stopped:
+        print(f"{PROG}: interrupted: {summary.line(a.dry_run)}; the same command copies the rest", file=sys.stderr)
+        return 130
     verb = "dry run" if a.dry_run else "migrated"
     print(f"{verb} {a.source} -> {a.target}: {summary.line(a.dry_run)}")
     return 1 if summary.failed else 0

@@ -38,6 +38,7 @@ class Summary:
     already: int = 0
     unfinished: int = 0  # still running in the source: a later migrate copies them
     failed: list[str] = field(default_factory=list)  # "<source run id>: <cause>"
+    stopped: bool = False  # asked to stop (Ctrl-C) before the last run
 
     def line(self, dry_run: bool) -> str:
         text = f"{self.copied} {'to copy' if dry_run else 'copied'}, {self.already} already there, "
@@ -117,12 +118,21 @@ def _same_store(a: str, b: str) -> bool:
 _MIGRATED_FILTER = f"tags.`{MIGRATED_TAG}` LIKE '%'"
 
 
-def migrate(p: Plan, dry_run: bool = False, done: Callable[[str], None] = lambda _: None) -> Summary:
-    """Copy each run of `p` not yet in the target; `done(run name)` after each. A run that cannot be copied is
-    counted failed and its partial copy deleted; on Ctrl-C the partial copy is deleted too (or by the next run)."""
+def migrate(
+    p: Plan,
+    dry_run: bool = False,
+    done: Callable[[str], None] = lambda _: None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Summary:
+    """Copy each run of `p` not yet in the target; `done(run name)` after each; before each, end if `stop()`.
+    A run that cannot be copied is counted failed and its partial copy deleted, as on a KeyboardInterrupt (a
+    copy left by a harder stop is replaced by the next migrate)."""
     summary = Summary()
     experiment_ids: dict[str, str] = {}
     for name, run in p.runs:
+        if stop():
+            summary.stopped = True
+            break
         src_id = run.info.run_id
         copy = p.copies.get(src_id)
         parent = p.copies.get(run.data.tags.get(PARENT_RUN_TAG, ""))
