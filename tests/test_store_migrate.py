@@ -274,3 +274,31 @@ def test_progress_bar_on_a_terminal_only(source, tmp_path):
     assert b"9/9" in seen and b"9 to copy" in seen, seen[-2000:]
     piped = migrate("--from", source, "--to", target, "--dry-run")
     assert (piped.stderr, piped.stdout.count("\n")) == ("", 1), piped.stdout + piped.stderr
+
+
+def test_a_run_that_cannot_be_copied_is_named_and_the_rest_go_on(source, tmp_path):
+    """One run's artifact is a dangling link (its file gone): that run is named on one line, with MLflow's cause,
+    and not left in the target; the 8 others are copied, exit 1. Once the file is back, the ninth is copied."""
+    src = tmp_path / "src"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, src, symlinks=True)
+    src_uri, target = f"sqlite:///{src / 'mlflow.db'}", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    broken = next(r for r in runs(src_uri) if r.data.tags.get("method") == "sgd")
+    c = client(src_uri)
+    # the copied store's runs still point at the original artifacts: point this one's at a private copy
+    config = Path(c.download_artifacts(broken.info.run_id, "config.yaml", str(tmp_path / "dl")))
+    art = src / "own-artifacts"
+    shutil.copytree(config.parent, art)
+    (art / "config.yaml").unlink()
+    (art / "config.yaml").symlink_to("gone.yaml")  # inside the run's artifacts: MLflow refuses a link outside
+    with __import__("sqlite3").connect(src / "mlflow.db") as db:
+        db.execute("UPDATE runs SET artifact_uri = ? WHERE run_uuid = ?", (art.as_uri(), broken.info.run_id))
+    r = migrate("--from", src_uri, "--to", target)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.strip().endswith(": 8 copied, 0 already there, 1 failed"), r.stdout
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"sweep.store migrate: run {broken.info.run_id}: ") and "config.yaml" in line, line
+    assert len(runs(target)) == 8  # no part of the failed run stays in the target
+    (art / "config.yaml").unlink()
+    (art / "config.yaml").write_text(config.read_text())
+    again = migrate("--from", src_uri, "--to", target)
+    assert again.stdout.strip().endswith(": 1 copied, 8 already there, 0 failed"), again.stdout + again.stderr

@@ -154,7 +154,8 @@ def migrate(
                 p.copies[src_id] = _copy(p, run, experiment_ids[name], parent)
                 summary.copied += 1
             except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
-                summary.failed.append(f"{src_id}: {store.cause_of(e)}")
+                cause = " ".join(str(e).split())  # MLflow's causes can be on its message's later lines
+                summary.failed.append(f"{src_id}: {cause if len(cause) <= 300 else cause[:297] + '...'}")
         done(run.info.run_name or run.info.run_id)
     return summary
 
