@@ -21,6 +21,7 @@ from sweep.store.migrate import BadInput, migrate, plan
 # the tracking URIs MLflow opens as a store (a plain path would be read by MLflow as a file store)
 SCHEMES = ("sqlite:///", "http://", "https://", "postgresql", "mysql", "mssql")
 PROG = "sweep.store migrate"
+DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,13 +43,21 @@ class _CtrlC:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = _Parser(prog=command("sweep.store"), description=__doc__.splitlines()[0])
+    ap = _Parser(prog=command("sweep.store"), description=DESCRIPTION)
     ap.add_argument("action", choices=("migrate",))
     ap.add_argument(
-        "--from", dest="source", required=True, help="the store to copy from (read only), e.g. sqlite:///mlflow.db"
+        "--from",
+        dest="source",
+        metavar="URI",
+        required=True,
+        help="the store to copy from (read only), e.g. sqlite:///mlflow.db",
     )
-    ap.add_argument("--to", dest="target", required=True, help="the store to copy into, e.g. http://mlflow-host:5000")
-    ap.add_argument("--experiment", action="append", default=[], help="copy only this experiment (repeatable)")
+    ap.add_argument(
+        "--to", dest="target", metavar="URI", required=True, help="the store to copy into, e.g. http://mlflow-host:5000"
+    )
+    ap.add_argument(
+        "--experiment", action="append", default=[], metavar="NAME", help="copy only this experiment (repeatable)"
+    )
     ap.add_argument("--dry-run", action="store_true", help="count what would be copied; write nothing")
     a = ap.parse_args(argv)
     # the summary line and the bar say what happened: not MLflow's INFO lines and a download bar per run
