@@ -15,12 +15,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
 from hydra.types import HydraContext
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher._pickling import dumps
 
@@ -35,6 +35,7 @@ class Session:
     task_function: Callable[[DictConfig], Any]
     singleton_state: dict[Any, Any]
     fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
+    batcher: Any = None  # the hooks whose run_batch solves a batch (hydra.launcher.batch > 1)
 
 
 @dataclass
@@ -81,13 +82,19 @@ def dump_config(cfg: DictConfig) -> bytes:
 
 
 def run_one(
-    session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False, hydra_template: Any = None
+    session: Session,
+    idx: int,
+    cfg_bytes: bytes,
+    collect_files: bool = False,
+    hydra_template: Any = None,
+    solved: Optional[tuple[Any, float, float]] = None,
 ) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
     them from its own copy if anything asks (`_jobs.ReturnedJob`); `output_dir` is what the worker added.
-    `hydra_template`: a `_run_job.HydraYaml` (fast path only)."""
+    `hydra_template`: a `_run_job.HydraYaml` (fast path only). `solved`: (value or exception, wall, CPU
+    seconds) of a job its batch solved (`run_batch`): the task returns (or raises) it instead of running."""
     _restore(session)
     clock: dict[str, float] = {}
     raised: list[BaseException] = []  # what the task raised (run_job keeps it where only a private name reads it)
@@ -95,12 +102,18 @@ def run_one(
     def timed(task_cfg: DictConfig) -> Any:
         w0, c0 = time.perf_counter(), time.process_time()
         try:
+            if solved is not None:
+                if isinstance(solved[0], BaseException):
+                    raise solved[0]
+                return solved[0]
             return session.task_function(task_cfg)
         except BaseException as e:
             raised.append(e)
             raise
         finally:
             clock["wall"], clock["cpu"] = time.perf_counter() - w0, time.process_time() - c0
+            if solved is not None:
+                clock["wall"], clock["cpu"] = solved[1], solved[2]
 
     error = reason = output_dir = None
     try:
@@ -146,6 +159,29 @@ def run_one(
     if collect_files and output_dir is not None:
         reply.files = _output_files(Path(output_dir))
     return reply
+
+
+def run_batch(session: Session, items: list[tuple[int, bytes, Any]]) -> Iterator[Reply]:
+    """A batch's jobs (idx, config bytes, hydra template) solved together by the hooks' `run_batch`, then each
+    run through `run_one` with its own value: one reply per job, in order. Each job's wall-clock and CPU seconds
+    are the batch's shares; a batch whose `run_batch` raises is that exception for every job."""
+    _restore(session)
+    w0, c0 = time.perf_counter(), time.process_time()
+    try:
+        task_cfgs = [task_config(pickle.loads(cfg_bytes)) for _, cfg_bytes, _ in items]
+        values: list[Any] = list(session.batcher.run_batch(task_cfgs))
+        if len(values) != len(items):
+            raise RuntimeError(f"run_batch returned {len(values)} values for {len(items)} jobs")
+    except Exception as e:  # noqa: BLE001 - the batch as a whole failed: each job reports it
+        values = [e] * len(items)
+    wall, cpu = (time.perf_counter() - w0) / len(items), (time.process_time() - c0) / len(items)
+    for (idx, cfg_bytes, tpl), value in zip(items, values):
+        yield run_one(session, idx, cfg_bytes, hydra_template=tpl, solved=(value, wall, cpu))
+
+
+def task_config(cfg: DictConfig) -> DictConfig:
+    """What the task function gets: the job config without its hydra section."""
+    return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
 
 
 def _reason(e: BaseException) -> str:

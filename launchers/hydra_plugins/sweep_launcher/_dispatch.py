@@ -22,6 +22,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
+from hydra_plugins.sweep_launcher._batches import leading, take, units
 from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
@@ -70,6 +71,7 @@ class Dispatcher:
             task_function=launcher.task_function,
             singleton_state=Singleton.get_state(),
             fast=launcher.fast,
+            batcher=next((h for h in hooks if type(h).run_batch is not LaunchHooks.run_batch), None),
         )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
@@ -119,33 +121,42 @@ class Dispatcher:
             if w.gone and not w.jobs:  # its replies all read: a fresh worker takes its place
                 self.pool.replace(w)  # type: ignore[union-attr]
                 w = workers[i]
-            while self.local and len(w.jobs) < PER_WORKER and not w.gone:
-                self._send(w, self.local.popleft())
+            while self.local and units(w.jobs) < PER_WORKER and not w.gone:
+                self._send(w, take(self.local))
         self.progress.running_now(len(self._busy()))
 
-    def _send(self, w: Worker, job: Job) -> None:
-        """Send `job` to `w`; a worker found dead (it exited between jobs) gets nothing more: the job goes back
-        to the front of the queue, and the worker is replaced once its replies already sent are read."""
+    def _send(self, w: Worker, jobs: list[Job]) -> None:
+        """Send `jobs` (one, or a batch) to `w`; a worker found dead (it exited between jobs) gets nothing more:
+        the jobs go back to the front of the queue, and the worker is replaced once its replies already sent are
+        read."""
         try:
             if self.sid not in w.sessions:
                 w.conn.send_bytes(dumps(("session", self.sid, self.session_bytes)))
                 w.sessions = {self.sid}
-            w.conn.send_bytes(self._job_message(w, job))
+            w.conn.send_bytes(self._job_message(w, jobs))
         except OSError:  # BrokenPipeError, ConnectionResetError: the job never reached the worker
             w.gone = True
-            self.local.appendleft(job)
+            self.local.extendleft(reversed(jobs))
             return
-        w.jobs.append(job)
-        job.started = time.perf_counter()
+        w.jobs.extend(jobs)
+        for job in jobs:
+            job.started = time.perf_counter()
 
-    def _job_message(self, w: Worker, job: Job) -> bytes:
+    def _template(self, w: Worker, job: Job) -> Any:
+        if job.template is None:
+            return None
+        # its hydra section goes to each worker once
+        doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
+        w.templates.add(job.template)
+        return (job.template, doc)
+
+    def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
+        job = jobs[0]
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-        tpl = None
-        if job.template is not None:  # its hydra section goes to each worker once
-            doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
-            tpl = (job.template, doc)
-            w.templates.add(job.template)
-        msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, tpl)
+        if len(jobs) > 1:  # a batch (_batches.py): local jobs only
+            msg: tuple = ("batch", self.sid, [(j.idx, dump_config(j.cfg), self._template(w, j)) for j in jobs])
+        else:
+            msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, self._template(w, job))
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
@@ -248,8 +259,8 @@ class Dispatcher:
         Interrupt.ignore()  # a second signal must not cut the recording short
         self.stop.set()
         busy = self._busy()
-        running = [w.jobs[0] for w in busy] + [j for j in self.remote if j.idx not in self.returns]
-        not_started = len(self.local) + sum(len(w.jobs) - 1 for w in busy)
+        running = [j for w in busy for j in leading(w.jobs)] + [j for j in self.remote if j.idx not in self.returns]
+        not_started = len(self.local) + sum(len(w.jobs) - len(leading(w.jobs)) for w in busy)
         if self.pool is not None:
             self.pool.close(kill=True)  # SIGKILL: nothing of a running job may go on
         self.tally.close()

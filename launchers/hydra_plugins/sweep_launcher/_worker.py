@@ -9,12 +9,24 @@ import signal
 import sys
 from typing import Any, Sequence
 
-from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_one
+from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_batch, run_one
+
+
+def _template(templates: dict[int, Any], tpl: Any) -> Any:
+    """The job's hydra.yaml template (`_run_job.HydraYaml`), made from its section the first time it comes."""
+    if tpl is None:
+        return None
+    if tpl[1] is not None:
+        from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
+
+        templates[tpl[0]] = HydraYaml(tpl[1])
+    return templates.get(tpl[0])
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     """("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes, modal options or None,
-    (template id, its hydra section or None) or None) ...; ("stop", 0) or end-of-file ends it."""
+    (template id, its hydra section or None) or None) or ("batch", sid, [(idx, cfg bytes, template), ...]: jobs
+    solved together, one reply each) ...; ("stop", 0) or end-of-file ends it."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -46,11 +58,16 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if kind == "session":
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
             continue
+        if kind == "batch":
+            items = [(idx, cfg_bytes, _template(templates, tpl)) for idx, cfg_bytes, tpl in rest[0]]
+            for reply in run_batch(sessions[sid][0], items):
+                data = dump_reply(reply)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                conn.send_bytes(data)
+            continue
         idx, cfg_bytes, via_modal, tpl = rest
-        if tpl is not None and tpl[1] is not None:
-            from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
-
-            templates[tpl[0]] = HydraYaml(tpl[1])
+        _template(templates, tpl)
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
