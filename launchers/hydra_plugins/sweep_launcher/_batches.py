@@ -16,12 +16,12 @@ from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequen
 _batch_ids = itertools.count(1)
 
 
-def batch_size(requested: Any) -> int:
-    """hydra.launcher.batch: an integer >= 1 (1: each job alone). Anything else is refused in one line, exit 2,
-    before any worker or job starts."""
+def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
+    """The setting `key` (hydra.launcher.batch, or the app's own that its hooks name): an integer >= 1 (1: each job
+    alone). Anything else is refused in one line, exit 2, before any worker or job starts."""
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
         print(
-            f"sweep: hydra.launcher.batch={requested!r} is not allowed: "
+            f"sweep: {key}={requested!r} is not allowed: "
             "expected an integer >= 1 (the most jobs solved together in one task; 1: each job alone)",
             file=sys.stderr,
             flush=True,

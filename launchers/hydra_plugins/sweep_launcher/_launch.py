@@ -45,8 +45,8 @@ class Multirun:
     def __init__(self, launcher: Any) -> None:
         cfg: DictConfig = launcher.config
         self.n_workers = worker_count(launcher.n_workers)
-        self.batch = batch_size(launcher.batch)
         self.hooks: list[LaunchHooks] = hooks_mod.take()
+        self.batch = self.batch_setting(launcher.batch, cfg)
         self.tally = Tally()
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
@@ -68,6 +68,16 @@ class Multirun:
         if self.pool is not None:
             self.pool.close(kill=kill)
             self.pool = None
+
+    def batch_setting(self, requested: Any, cfg: DictConfig) -> int:
+        """hydra.launcher.batch; where it is null, what the hooks say (the app's own setting), else 1."""
+        if requested is not None:
+            return batch_size(requested)
+        for h in self.hooks:
+            said = h.batch_size(cfg)
+            if said is not None:
+                return batch_size(said[1], said[0])
+        return 1
 
     def batch_key(self, job: Job) -> Optional[Hashable]:
         """What a job may share a batch under (the first of the hooks' keys); None: it runs alone, as does a job

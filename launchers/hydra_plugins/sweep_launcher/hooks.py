@@ -10,7 +10,8 @@ then calls, in the launching process:
     plan(jobs)                  before any job of a batch starts: refuse a bad job (raise `Refused`: the
                                 launcher prints its message and exits 2), return the indices of jobs to skip
                                 (already done: resume; ignored with hydra.launcher.force=true)
-    batch_key(job)              with hydra.launcher.batch > 1: what the job may share a worker task under (jobs with
+    batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
+    batch_key(job)              with a batch size > 1: what the job may share a worker task under (jobs with
                                 equal keys, up to `batch` of them, go to one worker together); None: alone
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
@@ -118,6 +119,11 @@ class LaunchHooks(Callback):
 
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         return set()
+
+    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """Where hydra.launcher.batch is null: (the app's setting's name, its value), the most jobs solved together;
+        None (default): 1, each job alone."""
+        return None
 
     def batch_key(self, job: PlannedJob) -> Optional[Hashable]:
         """Jobs with equal keys may be solved together by `run_batch`; None (default): the job runs alone."""

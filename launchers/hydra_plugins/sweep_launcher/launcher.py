@@ -60,7 +60,7 @@ class SweepLauncher(Launcher):
         route: str = "device",
         n_workers: Optional[int] = None,
         force: bool = False,
-        batch: Any = 1,
+        batch: Any = None,
         progress: bool = True,
         preload: Sequence[str] = (),
         fast: Optional[bool] = None,

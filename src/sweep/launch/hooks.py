@@ -29,6 +29,8 @@ from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROU
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
+BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
+
 
 class SweepLaunchHooks(LaunchHooks):
     """The app's side of the launcher seam: a thin adapter over the multirun's `SweepSession`."""
@@ -95,6 +97,11 @@ class SweepLaunchHooks(LaunchHooks):
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
         return {j.idx for j in mine if config_hash(j.data["config"]) in done}
+
+    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
+        value = OmegaConf.select(cfg, BATCH_SETTING, default=None)
+        return None if value is None else (BATCH_SETTING, value)
 
     def batch_key(self, job: PlannedJob) -> Optional[str]:
         """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
