@@ -5,8 +5,10 @@ from __future__ import annotations
 import gc
 import importlib
 import pickle
+import queue
 import signal
 import sys
+import threading
 from typing import Any, Sequence
 
 from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_batch, run_one
@@ -21,6 +23,18 @@ def _template(templates: dict[int, Any], tpl: Any) -> Any:
 
         templates[tpl[0]] = HydraYaml(tpl[1])
     return templates.get(tpl[0])
+
+
+def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
+    """Receive the launcher's messages as they come, while the worker runs: a batch's message may be larger than
+    the pipe holds, and the launcher sending it must never wait on a worker that is itself waiting to send its
+    replies. None: end of file."""
+    while True:
+        try:
+            inbox.put(conn.recv_bytes())
+        except (EOFError, OSError):
+            inbox.put(None)
+            return
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
@@ -47,10 +61,11 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     gc.freeze()
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
     templates: dict[int, Any] = {}  # template id -> its _run_job.HydraYaml (the section is sent once)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
     while True:
-        try:
-            msg = conn.recv_bytes()
-        except (EOFError, OSError):  # the launcher is gone
+        msg = inbox.get()
+        if msg is None:  # the launcher is gone
             return
         kind, sid, *rest = pickle.loads(msg)  # cloudpickle's output loads with plain pickle
         if kind == "stop":
