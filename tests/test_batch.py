@@ -206,3 +206,23 @@ def test_the_size_guard_counts_a_batch_as_its_runs(store, tmp_path):
     assert "a batch of 64 runs of the job needs about" in line and line.endswith("hydra.launcher.batch=64"), line
     _, children = runs(store, "big")
     assert not children
+
+
+def test_batches_larger_than_the_pipe_finish(store, tmp_path):
+    """Two batches of 64 gf2 jobs on one worker: a batch's message (~1 MB) and its replies each exceed what a
+    pipe holds, so the launcher sending the second batch while the worker sends the first's replies must not
+    stall (it did, before the worker read its messages on a thread)."""
+    args = ["hydra/launcher=local", "hydra.launcher.n_workers=1", "tracker=none", "method=gf2"]
+    p = sweep(
+        store,
+        tmp_path,
+        *args,
+        "problem.seed=range(0,128)",
+        "hydra.launcher.batch=64",
+        "mlflow.experiment=big_batches",
+        timeout=150,
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "big_batches")
+    assert len(children) == 128 and all(c.info.status == "FINISHED" for c in children)
+    assert {c.data.tags[BATCH_SIZE_TAG] for c in children} == {"64"}
