@@ -9,10 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from hydra_plugins.sweep_launcher._batches import batched, group, leading, take, units
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
 from tests.faulty import DIVERGENT_LR
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
@@ -20,6 +23,27 @@ from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's 
 LOCAL = ["hydra/launcher=local", "hydra.launcher.n_workers=2", "tracker=none"]
 # small SGD jobs: a few epochs of a narrow net (what is compared is the same either way)
 SMALL_SGD = ["problem.n_bits=12", "method.hidden=32", "method.max_epochs=8"]
+
+
+@dataclass
+class _Job:
+    idx: int
+    key: object
+    batch: object = None
+
+
+def test_grouping_keeps_keys_apart_fills_batches_and_sends_each_as_one():
+    jobs = [_Job(i, k) for i, k in enumerate(["a", "b", None, "a", "a", "b", "a", "a"])]
+    groups = [[j.idx for j in g] for g in group(jobs, lambda j: j.key, 3)]
+    assert groups == [[2], [0, 3, 4], [1, 5], [6, 7]]  # None alone; a full batch as soon as it fills; the rest
+    assert [[j.idx for j in g] for g in group(jobs, lambda j: j.key, 1)] == [[i] for i in range(8)]
+    queue = deque(batched(jobs, lambda j: j.key, 3))
+    sent = []
+    while queue:
+        sent.append([j.idx for j in take(queue)])
+    assert sent == groups
+    assert [j.idx for j in leading([jobs[0], jobs[3], jobs[4], jobs[2]])] == [0, 3, 4]
+    assert units([jobs[0], jobs[3], jobs[4], jobs[2]]) == 2
 
 
 def by_config(store: str, exp: str) -> dict[tuple, object]:

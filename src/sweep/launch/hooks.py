@@ -29,6 +29,7 @@ from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROU
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
+PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
 BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
 
 
@@ -87,7 +88,11 @@ class SweepLaunchHooks(LaunchHooks):
                 mine[0].cfg,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
+                {
+                    f"launcher.{k}": v
+                    for k, v in launcher.items()
+                    if k in ("route", "n_workers", "batch", "modal.offline")
+                },
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
