@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hydra_plugins.sweep_launcher._batches import batched, group, leading, take, units
+from hydra_plugins.sweep_launcher._core import Reply, dump_reply, load_reply, split_replies
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
 from tests.faulty import DIVERGENT_LR
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
@@ -250,3 +251,34 @@ def test_batches_larger_than_the_pipe_finish(store, tmp_path):
     _, children = runs(store, "big_batches")
     assert len(children) == 128 and all(c.info.status == "FINISHED" for c in children)
     assert {c.data.tags[BATCH_SIZE_TAG] for c in children} == {"64"}
+
+
+def test_a_batch_placed_on_modal_runs_as_one_call_offline(store, tmp_path):
+    """hydra/launcher=modal offline: each batch goes through the Modal Function's .local() as one call, and each
+    of its jobs comes back as its own run."""
+    p = sweep(
+        store,
+        tmp_path,
+        "hydra/launcher=modal",
+        "hydra.launcher.modal.offline=true",
+        "hydra.launcher.n_workers=1",
+        "tracker=none",
+        "method=gf2",
+        "problem.seed=range(0,6)",
+        "hydra.launcher.batch=3",
+        "mlflow.experiment=modal_batches",
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "modal_batches")
+    assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
+    assert {c.data.tags["sweep.route"] for c in children} == {"modal"}
+    assert {c.data.tags[BATCH_SIZE_TAG] for c in children} == {"3"}
+    assert len({c.data.tags[BATCH_ID_TAG] for c in children}) == 2
+
+
+def test_an_answer_for_a_whole_batch_is_each_of_its_jobs():
+    """Modal's failure (a lost container) or a payload that cannot be unpacked answers a batch as a whole: each of
+    its jobs gets it under its own index, so the launcher waits on none of them."""
+    whole = dump_reply(Reply(idx=3, job_return=None, error="Modal: container lost\n", reason="container lost"))
+    replies = [load_reply(d, i) for d, i in zip(split_replies(whole, [3, 4, 5]), [3, 4, 5])]
+    assert [(r.idx, r.reason) for r in replies] == [(3, "container lost"), (4, "container lost"), (5, "container lost")]

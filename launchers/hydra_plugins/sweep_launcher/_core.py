@@ -9,6 +9,7 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
 import time
@@ -161,7 +162,7 @@ def run_one(
     return reply
 
 
-def run_batch(session: Session, items: list[tuple[int, bytes, Any]]) -> Iterator[Reply]:
+def run_batch(session: Session, items: list[tuple[int, bytes, Any]], collect_files: bool = False) -> Iterator[Reply]:
     """A batch's jobs (idx, config bytes, hydra template) solved together by the hooks' `run_batch`, then each
     run through `run_one` with its own value: one reply per job, in order. Each job's wall-clock and CPU seconds
     are the batch's shares; a batch whose `run_batch` raises is that exception for every job."""
@@ -176,7 +177,7 @@ def run_batch(session: Session, items: list[tuple[int, bytes, Any]]) -> Iterator
         values = [e] * len(items)
     wall, cpu = (time.perf_counter() - w0) / len(items), (time.process_time() - c0) / len(items)
     for (idx, cfg_bytes, tpl), value in zip(items, values):
-        yield run_one(session, idx, cfg_bytes, hydra_template=tpl, solved=(value, wall, cpu))
+        yield run_one(session, idx, cfg_bytes, collect_files, hydra_template=tpl, solved=(value, wall, cpu))
 
 
 def task_config(cfg: DictConfig) -> DictConfig:
@@ -237,6 +238,27 @@ def make_payload(session_bytes: bytes, cfg_bytes: bytes, collect_files: bool = F
     )
 
 
+def make_batch_payload(session_bytes: bytes, items: list[tuple[int, bytes]], collect_files: bool = False) -> bytes:
+    """What `execute` takes for a batch: its jobs' (idx, config bytes), run together in one container."""
+    return pickle.dumps(
+        {"session": session_bytes, "batch": items, "collect_files": collect_files}, protocol=pickle.HIGHEST_PROTOCOL
+    )
+
+
+def split_replies(data: bytes, idxs: list[int]) -> list[bytes]:
+    """A batch's answer from `execute` -> each job's reply bytes, in order. An answer for the batch as a whole (its
+    payload could not be unpacked, Modal lost its container) is every job's, each under its own index."""
+    try:
+        out = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a reply this process cannot load: each job's load_reply says why
+        return [data] * len(idxs)
+    if isinstance(out, tuple) and len(out) == 2 and out[0] == "batch":
+        return list(out[1])
+    if isinstance(out, Reply):
+        return [dumps(dataclasses.replace(out, idx=i)) for i in idxs]
+    return [data] * len(idxs)
+
+
 def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s `make_payload()` ->
     (idx, cloudpickled Reply); the index travels beside the reply, so an unordered fan-out knows each reply's
@@ -245,6 +267,10 @@ def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     try:
         job = pickle.loads(payload)
         session = load_session(job["session"])
+        if "batch" in job:  # (first job's idx, ("batch", [each job's reply bytes])): split_replies
+            items = [(i, cfg_bytes, None) for i, cfg_bytes in job["batch"]]
+            replies = [dump_reply(r) for r in run_batch(session, items, job.get("collect_files", False))]
+            return idx, pickle.dumps(("batch", replies), protocol=pickle.HIGHEST_PROTOCOL)
         return idx, dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
     except BaseException as e:  # noqa: BLE001
         return idx, dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))

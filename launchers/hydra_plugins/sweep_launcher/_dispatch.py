@@ -23,7 +23,15 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from hydra_plugins.sweep_launcher._batches import leading, take, units
-from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
+from hydra_plugins.sweep_launcher._core import (
+    Reply,
+    Session,
+    dump_config,
+    load_reply,
+    make_batch_payload,
+    make_payload,
+    split_replies,
+)
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
@@ -86,6 +94,7 @@ class Dispatcher:
         self.stop = threading.Event()
         self.remote_conn: Any = None
         self.n_remote_left = len(self.remote)
+        self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to Modal, by its first job's index
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
@@ -153,8 +162,8 @@ class Dispatcher:
     def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
         job = jobs[0]
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-        if len(jobs) > 1:  # a batch (_batches.py): local jobs only
-            msg: tuple = ("batch", self.sid, [(j.idx, dump_config(j.cfg), self._template(w, j)) for j in jobs])
+        if len(jobs) > 1:  # a batch (_batches.py)
+            msg: tuple = ("batch", self.sid, [(j.idx, dump_config(j.cfg), self._template(w, j)) for j in jobs], via)
         else:
             msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, self._template(w, job))
         try:
@@ -171,8 +180,10 @@ class Dispatcher:
         arrived: list[tuple[Job, Reply]] = []
         if self.remote_conn is not None and self.remote_conn in ready:
             idx, data = pickle.loads(self.remote_conn.recv_bytes())
-            self.n_remote_left -= 1
-            arrived.append((self.by_idx[idx], load_reply(data, idx)))
+            members = self.remote_batches.get(idx, [self.by_idx[idx]])
+            replies = split_replies(data, [j.idx for j in members]) if len(members) > 1 else [data]
+            self.n_remote_left -= len(members)
+            arrived += [(j, load_reply(d, j.idx)) for j, d in zip(members, replies)]
         for w in busy:
             if w.conn not in ready and w.proc.sentinel not in ready:
                 continue
@@ -241,8 +252,17 @@ class Dispatcher:
         from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
         self.remote_conn, sender = mp.Pipe(duplex=False)
-        # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
-        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True)) for j in self.remote]
+        # a container has nothing of this process: the config by cloudpickle (classes of a script by value); a
+        # batch is one call, answered under its first job's index
+        queue, payloads = deque(self.remote), []
+        while queue:
+            unit = take(queue)
+            if len(unit) == 1:
+                payload = make_payload(self.session_bytes, dumps(unit[0].cfg), True)
+            else:
+                self.remote_batches[unit[0].idx] = unit
+                payload = make_batch_payload(self.session_bytes, [(j.idx, dumps(j.cfg)) for j in unit], True)
+            payloads.append((unit[0].idx, unit[0].gpu, payload))
         for j in self.remote:
             j.started = time.perf_counter()
             self.progress.job_started(j)

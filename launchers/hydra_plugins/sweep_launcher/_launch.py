@@ -80,14 +80,12 @@ class Multirun:
         return 1
 
     def batch_key(self, job: Job) -> Optional[Hashable]:
-        """What a job may share a batch under (the first of the hooks' keys); None: it runs alone, as does a job
-        placed on Modal (each Modal job is a container call of its own)."""
-        if job.where != "local":
-            return None
+        """What a job may share a batch under (the first of the hooks' keys, where it runs: one local worker or one
+        Modal container of one GPU type); None: it runs alone."""
         for h in self.hooks:
             k = h.batch_key(job)
             if k is not None:
-                return k
+                return (job.where, job.gpu, k)
         return None
 
     def placement(self, cfg: DictConfig, route: str) -> tuple[str, Optional[str]]:

@@ -11,7 +11,16 @@ import sys
 import threading
 from typing import Any, Sequence
 
-from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_batch, run_one
+from hydra_plugins.sweep_launcher._core import (
+    Session,
+    dump_reply,
+    load_session,
+    make_batch_payload,
+    make_payload,
+    run_batch,
+    run_one,
+    split_replies,
+)
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
@@ -75,8 +84,15 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             continue
         if kind == "batch":
             items = [(idx, cfg_bytes, _template(templates, tpl)) for idx, cfg_bytes, tpl in rest[0]]
-            for reply in run_batch(sessions[sid][0], items):
-                data = dump_reply(reply)
+            if rest[1]:  # placed on Modal, run offline: the batch through the Function's .local()
+                from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
+
+                payload = make_batch_payload(sessions[sid][1], [(idx, cfg_bytes) for idx, cfg_bytes, _ in items])
+                answer = run_offline(items[0][0], payload, rest[1])
+                replies: Any = split_replies(answer, [idx for idx, _, _ in items])
+            else:
+                replies = (dump_reply(r) for r in run_batch(sessions[sid][0], items))
+            for data in replies:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 conn.send_bytes(data)

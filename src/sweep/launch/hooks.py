@@ -174,6 +174,9 @@ def batch_runs(jobs: Sequence[PlannedJob], batch: int) -> dict[int, int]:
     if batch <= 1:
         return {j.idx: 1 for j in jobs}
     for j in jobs:
-        j.data["batch_key"] = batch_key(j.data["config"]) if j.where == "local" else None
-    alike = Counter(j.data["batch_key"] for j in jobs)
-    return {j.idx: 1 if j.data["batch_key"] is None else min(batch, alike[j.data["batch_key"]]) for j in jobs}
+        j.data["batch_key"] = batch_key(j.data["config"])
+    alike = Counter((j.where, j.gpu, j.data["batch_key"]) for j in jobs)
+    return {
+        j.idx: 1 if j.data["batch_key"] is None else min(batch, alike[(j.where, j.gpu, j.data["batch_key"])])
+        for j in jobs
+    }
