@@ -85,7 +85,7 @@ def assert_same_runs(batched: dict, alone: dict, batch: int) -> None:
 
 def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
     batched, alone = batched_and_alone(
-        store, tmp_path, "seeds16", 16, "method=sgd", "problem.seed=range(42,58)", "method.max_epochs=20"
+        store, tmp_path, "seeds16", 16, "method=sgd", "problem.seed=range(42,58)", "method.max_epochs=6"
     )
     assert len(batched) == 16
     assert_same_runs(batched, alone, 16)
