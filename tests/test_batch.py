@@ -107,6 +107,7 @@ def test_a_mixed_lr_wd_grid_on_torch_cpu_is_one_batch(store, tmp_path):
         "grid_torch",
         4,
         "device=torch_cpu",
+        "device.threads=1",  # two workers on two cores: torch's pool of one thread each
         "method=sgd",
         "method.lr=0.1,0.05",
         "method.wd=0.0,0.01",
