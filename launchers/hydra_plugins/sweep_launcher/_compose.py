@@ -6,9 +6,11 @@ per-job budget. Jobs of a typical sweep differ only in plain values (`problem.se
 composes each distinct set of *group* choices once with Hydra's `load_sweep_config`, then makes a job by
 copying that config and applying the job's value overrides as Hydra's composition applies them (OmegaConf's
 `update`, Hydra's errors), and fills in `hydra.overrides.task` and `hydra.job.override_dirname` as Hydra does.
-Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. The sweeper's
-composition of a job is kept for the launcher, so each job is composed once. tests/test_launcher.py checks
-the result equals Hydra's full composition.
+Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. Nothing composed
+is kept: the launcher composes a job when it needs it (its check, then just before it goes to a worker), so
+memory stays flat in the grid's size. The sweeper's check that every job composes
+(`Sweeper.validate_batch_is_legal`) is answered with the job's task part only (see `load_sweep_config`).
+tests/test_launcher.py checks the result equals Hydra's full composition.
 
 Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
 reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
@@ -66,9 +68,8 @@ class FastComposer:
         self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}
         self.template_ids: dict[tuple[int, tuple[str, ...]], int] = {}
         self.template_keys: dict[int, tuple[int, tuple[str, ...]]] = {}  # id -> key
+        self.task_templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # the same without the hydra section
         self.hydra_docs: dict[int, dict[str, Any]] = {}  # template id -> its hydra section as plain data
-        # sweeper's check -> launcher: (config, template id or None)
-        self.composed: dict[tuple[int, tuple[str, ...]], tuple[DictConfig, Optional[int]]] = {}
         # Hydra's grammar is slow and most jobs repeat most overrides: line -> (parsed, is a plain value)
         self.parsed: dict[str, tuple[Override, bool]] = {}
 
@@ -90,18 +91,17 @@ class FastComposer:
         )
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
-        key = (id(master_config), tuple(sweep_overrides))
-        if key in self.composed:  # composed by the sweeper's check: hand it over once
-            return self.composed.pop(key)[0]
-        made = self._compose(master_config, list(sweep_overrides))
-        self.composed[key] = made  # the sweeper only checks that a job composes; it never changes the config
-        return made[0]
+        """In the launching process only sweepers call this, to check that each job of a batch composes
+        (`validate_batch_is_legal`, which drops the result); the launcher composes through `take`. A job of
+        value overrides is checked on its template's task part (its values applied, Hydra's errors), a fifth of
+        a whole job's cost, and that part is what comes back: the hydra section is the template's, and the
+        launcher composes the whole job again before any job starts. Anything else: Hydra's full path."""
+        return self._compose(master_config, list(sweep_overrides), task_only=True)[0]
 
     def take(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> tuple[DictConfig, Optional[int]]:
-        """The launcher's composition of a job, the sweeper's if it made one, and the id of the template it
-        was made from (None: Hydra's full composition)."""
-        key = (id(master_config), tuple(sweep_overrides))
-        return self.composed.pop(key, None) or self._compose(master_config, list(sweep_overrides))
+        """The launcher's composition of a job, and the id of the template it was made from (None: Hydra's
+        full composition). Nothing is kept: each call composes afresh."""
+        return self._compose(master_config, list(sweep_overrides))
 
     def hydra_doc(self, template_id: int) -> dict[str, Any]:
         """The template's {hydra: ...} section as plain data (unresolved, as `.hydra/hydra.yaml` writes it).
@@ -124,7 +124,9 @@ class FastComposer:
             hit = self.parsed[line] = (o, self._is_value(o))
         return hit
 
-    def _compose(self, master: DictConfig, overrides: list[str]) -> tuple[DictConfig, Optional[int]]:
+    def _compose(
+        self, master: DictConfig, overrides: list[str], task_only: bool = False
+    ) -> tuple[DictConfig, Optional[int]]:
         hits = [self._parse(line) for line in overrides]
         parsed = [o for o, _ in hits]
         values = [o for o, is_value in hits if is_value]
@@ -134,9 +136,17 @@ class FastComposer:
         tkey = (id(master), tuple(groups))
         template: Optional[bytes] = self.templates.get(tkey)
         if template is None:
-            template = self.templates[tkey] = pickle.dumps(self.loader.load_sweep_config(master, groups))
+            whole = self.loader.load_sweep_config(master, groups)
+            template = self.templates[tkey] = pickle.dumps(whole)
+            task = OmegaConf.masked_copy(whole, [k for k in whole if k != "hydra"])
+            OmegaConf.set_struct(task, bool(OmegaConf.is_struct(whole)))  # a new key is refused as in the whole
+            self.task_templates[tkey] = pickle.dumps(task)
             self.template_ids[tkey] = next(_template_ids)
             self.template_keys[self.template_ids[tkey]] = tkey
+        if task_only:
+            cfg = pickle.loads(self.task_templates[tkey])
+            apply_values(values, cfg)
+            return cfg, self.template_ids[tkey]
         cfg = pickle.loads(template)
         apply_values(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):

@@ -23,7 +23,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
-from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
+from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, composer, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
@@ -138,14 +138,22 @@ class Dispatcher:
         w.jobs.append(job)
         job.started = time.perf_counter()
 
+    def _composed(self, job: Job) -> Any:
+        """The job's config, composed just before it goes out (or is handed to the hooks) and kept only while
+        the job is in flight: the dispatcher holds a few configs, not the grid's."""
+        if job.cfg is None:
+            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx)
+        return job.cfg
+
     def _job_message(self, w: Worker, job: Job) -> bytes:
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
+        cfg = self._composed(job)  # first: its template id is set as it is composed
         tpl = None
         if job.template is not None:  # its hydra section goes to each worker once
             doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
             tpl = (job.template, doc)
             w.templates.add(job.template)
-        msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, tpl)
+        msg = ("job", self.sid, job.idx, dump_config(cfg), via, tpl)
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
@@ -184,7 +192,14 @@ class Dispatcher:
 
     # -- one result ------------------------------------------------------------------------------------------
     def _handle(self, job: Job, reply: Reply) -> None:
-        ret = job_return(job, reply)
+        self._composed(job)
+        try:
+            self._take(job, reply)
+        finally:
+            job.cfg = None  # the job is over: its config goes
+
+    def _take(self, job: Job, reply: Reply) -> None:
+        ret = job_return(job, reply, composer(self.launcher, job))
         if reply.files:
             write_files(job, reply.files)
         ok = ret.status == JobStatus.COMPLETED
@@ -216,6 +231,7 @@ class Dispatcher:
 
     def _tell(self, job: Job, outcome: Outcome) -> None:
         """Hand one outcome to the hooks; a signal waits until they are done writing."""
+        self._composed(job)  # a job cut short on Modal: its config went with it
         self.interrupt.in_write = True
         try:
             for h in self.hooks:
@@ -231,7 +247,7 @@ class Dispatcher:
 
         self.remote_conn, sender = mp.Pipe(duplex=False)
         # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
-        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True)) for j in self.remote]
+        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, self._remote_config(j), True)) for j in self.remote]
         for j in self.remote:
             j.started = time.perf_counter()
             self.progress.job_started(j)
@@ -241,6 +257,12 @@ class Dispatcher:
             daemon=True,
             name="sweep-modal",
         ).start()
+
+    def _remote_config(self, job: Job) -> bytes:
+        try:
+            return dumps(self._composed(job))
+        finally:
+            job.cfg = None  # composed again when its reply comes
 
     # -- the end of a sweep that cannot go on ------------------------------------------------------------------
     def _stop_all(self) -> tuple[list[Job], int]:

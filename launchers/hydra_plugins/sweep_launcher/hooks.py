@@ -7,10 +7,14 @@ Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`
 then calls, in the launching process:
 
     placement(cfg)              where a job runs under route=device: ("local" | "modal", Modal gpu or None)
-    plan(jobs)                  before any job of a batch starts: refuse a bad job (raise `Refused`: the
-                                launcher prints its message and exits 2), return the indices of jobs to skip
-                                (already done: resume; ignored with hydra.launcher.force=true)
-    job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process
+    plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
+                                `Refused`: the launcher prints its message and exits 2), return the indices of
+                                jobs to skip (already done: resume; ignored with hydra.launcher.force=true).
+                                `jobs` is a stream: each job's `cfg` is composed while it is the current one
+                                and dropped when the next is drawn (a grid's configs never all exist at once);
+                                keep what is small in `job.data`
+    job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
+                                `job.cfg` is composed again for it
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
 
 and they stand aside on the job side: `self.driven` is true in the workers (Hydra's run_job calls
@@ -26,7 +30,7 @@ ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises 
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
@@ -48,11 +52,12 @@ class Refused(Exception):
 
 @dataclass
 class PlannedJob:
-    """A composed job as the hooks see it."""
+    """A job as the hooks see it."""
 
     idx: int
     overrides: list[str]
-    cfg: DictConfig  # composed, hydra section included
+    # composed, hydra section included, while the hooks look at this job (plan's stream, job_ended); else None
+    cfg: Optional[DictConfig] = None
     where: str = "local"  # local | modal
     gpu: Optional[str] = None
     data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
@@ -110,7 +115,7 @@ class LaunchHooks(Callback):
         """The multirun's name on the progress line (`<title> 3/30 · 3 done · ...`); None: Hydra's job name."""
         return None
 
-    def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
+    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
         return set()
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:

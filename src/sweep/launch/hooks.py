@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import resource
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,6 +26,8 @@ from sweep.record.store import StoreError
 from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
+
+HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -53,37 +55,43 @@ class SweepLaunchHooks(LaunchHooks):
         value = outcome.job_return.return_value if outcome.job_return is not None else None
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
-    def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
-        """Every job checked before any starts (a bad one: Refused, exit 2); then the parent run opened and the
-        jobs already done returned, to be skipped."""
-
-        mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
-        prices = self._prices(jobs[0].cfg) if jobs else None
+    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
+        """Every job checked before any starts (a bad one: Refused, exit 2), one at a time: only its config's
+        hash is kept; then the parent run opened and the jobs already done returned, to be skipped."""
+        first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
         offline = bool(self.tally is not None and self.tally.launcher.get("modal.offline"))
-        for job in mine:
-            job.data["config"] = job_config(job.cfg)  # resolved once: the checks, resume and params read it
+        hashes: dict[int, str] = {}
+        for job in jobs:
+            assert job.cfg is not None
+            if not is_sweep_job(job.cfg):  # other apps' jobs (Hydra's test apps) just run
+                continue
+            if first is None:
+                first = job.cfg
+            config = job_config(job.cfg)
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                check_job(job.data["config"], job.where, job.gpu, prices, runs_here=job.where == "local" or offline)
+                where_here = job.where == "local" or offline
+                check_job(config, job.where, job.gpu, self._prices(first), runs_here=where_here)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
-        if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
+            hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
+        if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
             return set()
         launcher = self.tally.launcher if self.tally is not None else {}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
-                mine[0].cfg,
+                first,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
                 {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
-            if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
+            if launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False):
                 return set()
-            done = self.session.done(mine[0].cfg, [j.data["config"] for j in mine])
+            done = self.session.done_hashes(first, set(hashes.values()))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
-        return {j.idx for j in mine if config_hash(j.data["config"]) in done}
+        return {idx for idx, h in hashes.items() if h in done}
 
     @staticmethod
     def _prices(cfg: DictConfig) -> Optional[str]:
@@ -91,7 +99,7 @@ class SweepLaunchHooks(LaunchHooks):
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         """Write the job's child run, with what it cost."""
-        if self.session.parent is None or "config" not in job.data:
+        if self.session.parent is None or HASH_KEY not in job.data:
             return
         if outcome.status == "FINISHED":
             result = outcome.value
