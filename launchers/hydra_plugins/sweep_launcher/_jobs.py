@@ -26,12 +26,16 @@ class Job(PlannedJob):
     started: Optional[float] = None
 
 
-def compose(launcher: Any, overrides: Sequence[str], idx: int) -> tuple[DictConfig, Optional[int]]:
+def compose(
+    launcher: Any, overrides: Sequence[str], idx: int, in_turn: bool = False
+) -> tuple[DictConfig, Optional[int]]:
     """Job `idx`'s config as Hydra's launchers compose it (`load_sweep_config`, then hydra.job.id and num), and
-    the id of the FastComposer template it was made from (None: Hydra's own composition)."""
+    the id of the FastComposer template it was made from (None: Hydra's own composition). `in_turn`: valid only
+    until the next job is composed so (`FastComposer.take_in_turn`)."""
     loader = launcher.hydra_context.config_loader
     if hasattr(loader, "take"):  # FastComposer
-        cfg, template = loader.take(launcher.config, list(overrides))
+        take = loader.take_in_turn if in_turn else loader.take
+        cfg, template = take(launcher.config, list(overrides))
     else:
         cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
     with open_dict(cfg):

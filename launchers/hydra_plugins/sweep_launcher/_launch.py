@@ -94,7 +94,7 @@ class Stream:
     def __iter__(self) -> Iterator[Job]:
         place = not self.placed
         for job in self.jobs:
-            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx)
+            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
             if place:
                 where, gpu = self.run.placement(job.cfg, self.launcher.route)
                 job.where, job.gpu = where, (gpu if where == "modal" else None)

@@ -8,6 +8,7 @@ parent's totals, the summary and the exit code. The recording itself is the sess
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
 from typing import Any, Iterator, Optional
@@ -66,7 +67,7 @@ class SweepLaunchHooks(LaunchHooks):
             if not is_sweep_job(job.cfg):  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
-                first = job.cfg
+                first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
             config = job_config(job.cfg)
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
                 where_here = job.where == "local" or offline
