@@ -7,8 +7,10 @@ fresh MLflow experiment of one SQLite store (created before the first size). Eve
 starts, so the time to the first job grows with the grid (the check pass); the memory must not. Measured from
 outside, on the launching process only (its workers apart): the peak resident set (`VmHWM` in /proc) when the
 first job's line appears, and again `--after` seconds later (the dispatch streams too), then the sweep is
-stopped with SIGTERM. Per-job bytes: the peak's growth from the smallest grid to each larger one, over the
-jobs added. Linux only (/proc).
+stopped with SIGTERM. bytes/job: the peak's growth from the smallest grid to each larger one, over the jobs
+added (what the launcher holds per job before the first runs); bytes/ran: the growth while jobs ran, over the
+jobs that finished meanwhile (what it keeps per finished job: the sweeper's JobReturn and the app's result).
+Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def peak_rss(pid: int) -> int:
     return 0
 
 
-def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, int]:
-    """(seconds to the first job's line, peak RSS then, peak RSS `after` seconds later) of an n-job grid."""
+def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, int, int]:
+    """(seconds to the first job's line, peak RSS then, peak RSS `after` seconds later, jobs finished by then)
+    of an n-job grid."""
     t0 = time.perf_counter()
     p = subprocess.Popen(
         [
@@ -67,12 +70,18 @@ def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, 
     else:
         sys.exit(f"bench: the {n}-job sweep ended before its first job ({p.wait()}):\n{''.join(err)[-3000:]}")
     ttfj, at_first = time.perf_counter() - t0, peak_rss(p.pid)
+    finished = [1]
+
+    def count() -> None:
+        for line in p.stdout:  # type: ignore[union-attr]
+            finished[0] += line.startswith("[FINISHED]")
+
+    threading.Thread(target=count, daemon=True).start()
     time.sleep(after)
-    later = peak_rss(p.pid) or at_first
+    later, done = peak_rss(p.pid) or at_first, finished[0]
     p.send_signal(signal.SIGTERM)  # the sweep stops as a user's Ctrl-C stops it: running jobs recorded KILLED
-    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()  # type: ignore[union-attr]
     p.wait(timeout=300)
-    return ttfj, at_first, later
+    return ttfj, at_first, later, done
 
 
 def main() -> None:
@@ -87,13 +96,20 @@ def main() -> None:
         from sweep.record.recorder import Recorder  # noqa: PLC0415 - the store, made before the first grid
 
         Recorder(store, "warmup")
-        print(f"{'jobs':>7} {'first job s':>12} {'peak RSS MB':>12} {f'+{args.after:g}s MB':>10} {'bytes/job':>10}")
+        print(
+            f"{'jobs':>7} {'first job s':>12} {'s/1k jobs':>10} {'peak RSS MB':>12} {'bytes/job':>10} "
+            f"{f'+{args.after:g}s MB':>10} {'ran':>6} {'bytes/ran':>10}"
+        )
         base: tuple[int, int] | None = None
         for n in sizes:
-            ttfj, rss, later = first_job(n, store, Path(tmp), args.after)
-            per_job = "" if base is None else f"{(max(rss, later) - base[1]) / (n - base[0]):.0f}"
-            base = base or (n, max(rss, later))
-            print(f"{n:>7} {ttfj:>12.1f} {rss / 2**20:>12.0f} {later / 2**20:>10.0f} {per_job:>10}", flush=True)
+            ttfj, rss, later, ran = first_job(n, store, Path(tmp), args.after)
+            per_job = "" if base is None else f"{(rss - base[1]) / (n - base[0]):.0f}"
+            base = base or (n, rss)
+            print(
+                f"{n:>7} {ttfj:>12.1f} {ttfj / n * 1000:>10.2f} {rss / 2**20:>12.0f} {per_job:>10} "
+                f"{later / 2**20:>10.0f} {ran:>6} {(later - rss) / max(ran, 1):>10.0f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

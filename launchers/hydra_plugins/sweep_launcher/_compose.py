@@ -9,7 +9,8 @@ copying that config and applying the job's value overrides as Hydra's compositio
 Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. Nothing composed
 is kept: the launcher composes a job when it needs it (its check, then just before it goes to a worker), so
 memory stays flat in the grid's size. The sweeper's check that every job composes
-(`Sweeper.validate_batch_is_legal`) is answered with the job's task part only (see `load_sweep_config`).
+(`Sweeper.validate_batch_is_legal`) applies each job's values to one working copy per template (see
+`load_sweep_config`).
 tests/test_launcher.py checks the result equals Hydra's full composition.
 
 Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
@@ -71,6 +72,7 @@ class FastComposer:
         self.task_templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # the same without the hydra section
         self.hydra_docs: dict[int, dict[str, Any]] = {}  # template id -> its hydra section as plain data
         self.shared_hydra: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # take_in_turn's sections
+        self.scratch: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # load_sweep_config's working copies
         # Hydra's grammar is slow and most jobs repeat most overrides: line -> (parsed, is a plain value)
         self.parsed: dict[str, tuple[Override, bool]] = {}
 
@@ -94,9 +96,11 @@ class FastComposer:
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
         """In the launching process only sweepers call this, to check that each job of a batch composes
         (`validate_batch_is_legal`, which drops the result); the launcher composes through `take`. A job of
-        value overrides is checked on its template's task part (its values applied, Hydra's errors), a fifth of
-        a whole job's cost, and that part is what comes back: the hydra section is the template's, and the
-        launcher composes the whole job again before any job starts. Anything else: Hydra's full path."""
+        value overrides is checked by applying its values (Hydra's errors) to one working copy of its template's
+        task part, kept per template: a tenth of a whole job's cost, and that copy, valid until the next call, is
+        what comes back. The launcher's check pass composes every job whole before any starts, so a job this lets
+        through (a value a previous job's dict merge made room for) is refused there with the same error.
+        Anything else: Hydra's full path."""
         return self._compose(master_config, list(sweep_overrides), task_only=True)[0]
 
     def take(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> tuple[DictConfig, Optional[int]]:
@@ -154,9 +158,16 @@ class FastComposer:
             self.template_ids[tkey] = next(_template_ids)
             self.template_keys[self.template_ids[tkey]] = tkey
         if task_only:
-            cfg = pickle.loads(self.task_templates[tkey])
-            apply_values(values, cfg)
-            return cfg, self.template_ids[tkey]
+            scratch = self.scratch.get(tkey)
+            if scratch is not None:
+                try:
+                    apply_values(values, scratch)
+                    return scratch, self.template_ids[tkey]
+                except ConfigCompositionException:
+                    pass  # refused only where a fresh copy refuses it too
+            scratch = self.scratch[tkey] = pickle.loads(self.task_templates[tkey])
+            apply_values(values, scratch)
+            return scratch, self.template_ids[tkey]
         if shared_hydra:
             cfg = pickle.loads(self.task_templates[tkey])
             apply_values(values, cfg)
