@@ -1,16 +1,16 @@
 """A big grid's start: the launcher's memory and the time to its first job, at 1k, 10k and 50k jobs.
 
-    .venv/bin/python benchmarks/bench_grid.py [--jobs 1000,10000,50000] [--after 3]
+    .venv/bin/python benchmarks/bench_grid.py [--jobs 1000,10000,50000] [--ran 300]
 
 Each size is one real `python -m sweep -m method=gf2 tracker=none 'problem.seed=range(0,N)'` recording into a
 fresh MLflow experiment of one SQLite store (created before the first size). Every job is checked before any
 starts, so the time to the first job grows with the grid (the check pass); the memory must not. Measured from
 outside, on the launching process only (its workers apart): the peak resident set (`VmHWM` in /proc) when the
-first job's line appears, and again `--after` seconds later (the dispatch streams too), then the sweep is
-stopped with SIGTERM. bytes/job: the peak's growth from the smallest grid to each larger one, over the jobs
-added (what the launcher holds per job before the first runs); bytes/ran: the growth while jobs ran, over the
-jobs that finished meanwhile (what it keeps per finished job: the sweeper's JobReturn and the app's result).
-Linux only (/proc).
+first job's line appears, and again once `--ran` jobs have finished (the dispatch streams too; at most 120 s
+later), then the sweep is stopped with SIGTERM. bytes/job: the peak's growth from the smallest grid to each
+larger one, over the jobs added (what the launcher holds per job before the first runs); bytes/ran: the growth
+while jobs ran, over the jobs that finished meanwhile (what it keeps per finished job, the sweeper's JobReturn
+and the app's result, plus garbage not yet collected). Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def peak_rss(pid: int) -> int:
     return 0
 
 
-def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, int, int]:
-    """(seconds to the first job's line, peak RSS then, peak RSS `after` seconds later, jobs finished by then)
+def first_job(n: int, store: str, cwd: Path, ran: int) -> tuple[float, int, int, int]:
+    """(seconds to the first job's line, peak RSS then, peak RSS once `ran` jobs finished, jobs finished by then)
     of an n-job grid."""
     t0 = time.perf_counter()
     p = subprocess.Popen(
@@ -77,7 +77,9 @@ def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, 
             finished[0] += line.startswith("[FINISHED]")
 
     threading.Thread(target=count, daemon=True).start()
-    time.sleep(after)
+    deadline = time.monotonic() + 120
+    while finished[0] < ran and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
     later, done = peak_rss(p.pid) or at_first, finished[0]
     p.send_signal(signal.SIGTERM)  # the sweep stops as a user's Ctrl-C stops it: running jobs recorded KILLED
     p.wait(timeout=300)
@@ -87,7 +89,7 @@ def first_job(n: int, store: str, cwd: Path, after: float) -> tuple[float, int, 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", default="1000,10000,50000", help="grid sizes, comma-separated")
-    ap.add_argument("--after", type=float, default=3.0, help="seconds of dispatch to watch after the first job")
+    ap.add_argument("--ran", type=int, default=300, help="jobs to watch finish after the first one")
     args = ap.parse_args()
     sizes = [int(s) for s in args.jobs.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,11 +100,11 @@ def main() -> None:
         Recorder(store, "warmup")
         print(
             f"{'jobs':>7} {'first job s':>12} {'s/1k jobs':>10} {'peak RSS MB':>12} {'bytes/job':>10} "
-            f"{f'+{args.after:g}s MB':>10} {'ran':>6} {'bytes/ran':>10}"
+            f"{'then MB':>10} {'ran':>6} {'bytes/ran':>10}"
         )
         base: tuple[int, int] | None = None
         for n in sizes:
-            ttfj, rss, later, ran = first_job(n, store, Path(tmp), args.after)
+            ttfj, rss, later, ran = first_job(n, store, Path(tmp), args.ran)
             per_job = "" if base is None else f"{(rss - base[1]) / (n - base[0]):.0f}"
             base = base or (n, rss)
             print(

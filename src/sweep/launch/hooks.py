@@ -62,16 +62,18 @@ class SweepLaunchHooks(LaunchHooks):
         first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
         offline = bool(self.tally is not None and self.tally.launcher.get("modal.offline"))
         hashes: dict[int, str] = {}
+        prices: Optional[str] = None
         for job in jobs:
             assert job.cfg is not None
             if not is_sweep_job(job.cfg):  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
+                prices = self._prices(first)
             config = job_config(job.cfg)
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                where_here = job.where == "local" or offline
-                check_job(config, job.where, job.gpu, self._prices(first), runs_here=where_here)
+                runs_here = job.where == "local" or offline
+                check_job(config, job.where, job.gpu, prices, runs_here=runs_here)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
