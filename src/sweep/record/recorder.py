@@ -246,7 +246,11 @@ class Recorder:
         """Resume: config hash -> the id of a FINISHED run with that resolved config, for those of `configs`
         the store has. A query per config for a few; for more, one pass over the finished runs (MLflow's
         search has no IN for tags)."""
-        wanted = {config_hash(c) for c in configs}
+        return self.finished_hashes({config_hash(c) for c in configs})
+
+    def finished_hashes(self, wanted: set[str]) -> dict[str, str]:
+        """`finished` by the configs' hashes (`config_hash`): a grid's jobs are checked one at a time and only
+        their hashes kept."""
         if isinstance(self.sql, SqliteRunWriter):  # a single run's repeat check costs no MLflow import
             found = self.sql.finished(HASH_TAG, wanted)
             if found is not None:
