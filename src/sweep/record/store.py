@@ -197,16 +197,9 @@ REMOVE = "remove it (with any -wal and -shm beside it) and run again"
 
 
 def schema_problem(path: Path) -> Optional[str]:
-    """Why MLflow could not use this SQLite database as its store (None: it can), read without writing anything
-    (a store SQLite can only open read-only, e.g. in a read-only directory, is read as an immutable file); `URI`
-    in the line stands for the store's URI. Raises sqlite3.DatabaseError where SQLite cannot read it."""
-    try:
-        facts = _schema_facts(path, read_only_uri(path, immutable=False))
-    except sqlite3.OperationalError as e:
-        if not _is_read_only_error(e):
-            raise
-        facts = _schema_facts(path, read_only_uri(path, immutable=True))
-    tables, version, runs, experiments = facts
+    """Why MLflow could not use this SQLite database as its store (None: it can); `URI` in the line stands for the
+    store's URI. Raises sqlite3.DatabaseError where SQLite cannot read it."""
+    tables, version, runs, experiments = _schema_facts(path)
     head, known = mlflow_head()
     leftover = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
     if not tables:
@@ -235,8 +228,19 @@ def schema_problem(path: Path) -> Optional[str]:
     )
 
 
-def _schema_facts(path: Path, uri: str) -> tuple[set[str], Optional[str], int, int]:
-    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default)."""
+def _schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
+    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default), read
+    without writing anything: a store SQLite can only open read-only (e.g. in a read-only directory) is read as
+    an immutable file."""
+    try:
+        return _read_facts(read_only_uri(path, immutable=False))
+    except sqlite3.OperationalError as e:
+        if not _is_read_only_error(e):
+            raise
+        return _read_facts(read_only_uri(path, immutable=True))
+
+
+def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int]:
     conn = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -250,6 +254,11 @@ def _schema_facts(path: Path, uri: str) -> tuple[set[str], Optional[str], int, i
         return tables, version, runs, experiments or 0
     finally:
         conn.close()
+
+
+def schema_version(path: Path) -> Optional[str]:
+    """The store's MLflow schema revision (alembic_version; None: it has none), read without writing anything."""
+    return _schema_facts(path)[1]
 
 
 @functools.cache
