@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from sweep.record.store import mlflow_head
 from tests.disks import fill, tmpfs
 from tests.test_faults import _runs, made_store, one_line, sweep  # noqa: F401 - made_store: a fixture
 
@@ -64,13 +63,20 @@ def _sql(db: Path, *statements: str) -> None:
     conn.close()
 
 
-def _older_revision() -> str:
-    """The revision just before this MLflow's head."""
-    head, _ = mlflow_head()
+def mlflow_head() -> str:
+    """This MLflow's schema head, as alembic reads MLflow's migration scripts."""
     from alembic.script import ScriptDirectory
     from mlflow.store.db.utils import _get_alembic_config
 
-    return ScriptDirectory.from_config(_get_alembic_config("")).get_revision(head).down_revision
+    return ScriptDirectory.from_config(_get_alembic_config("")).get_current_head()
+
+
+def _older_revision() -> str:
+    """The revision just before this MLflow's head."""
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.utils import _get_alembic_config
+
+    return ScriptDirectory.from_config(_get_alembic_config("")).get_revision(mlflow_head()).down_revision
 
 
 # -- full ----------------------------------------------------------------------------------------------------
@@ -118,7 +124,7 @@ def test_a_store_at_an_older_schema_revision_says_so_and_how_to_upgrade(made_sto
     _sql(db, f"UPDATE alembic_version SET version_num = '{older}'")
     uri = f"sqlite:///{db}"
     cause = _sweep_line(uri, tmp_path)
-    assert cause.startswith(f"an older schema revision ({older}; this MLflow writes {mlflow_head()[0]}; it holds 1 run")
+    assert cause.startswith(f"an older schema revision ({older}; this MLflow writes {mlflow_head()}; it holds 1 run")
     assert f"`mlflow db upgrade {uri}`" in cause
     assert _compare_line(uri, tmp_path).startswith("an older schema revision")
 
