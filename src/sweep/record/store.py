@@ -8,7 +8,7 @@ milliseconds (a lock held by another process: the few seconds of SQLite's busy t
 - locked: another process holds a lock on it beyond the busy timeout;
 - half-made: its creation was never finished (by an older version of this project, which let MLflow make the
   tables in place: a signal in its first second left them half made), and it holds no runs;
-- another schema revision: older or newer than the one this MLflow writes (`mlflow_head`);
+- another schema revision: older or newer than the one this MLflow writes (`sweep.record.schema`);
 - not an MLflow store: an SQLite database with other tables;
 - corrupt, and only then: not an SQLite file, a file shorter than its own header says (truncated) whose
   write-ahead log does not hold the rest, or one SQLite itself calls malformed;
@@ -25,10 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import functools
-import importlib.util
 import os
-import re
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -36,10 +33,17 @@ from typing import Iterator, Optional
 
 from hydra.errors import CompactHydraException
 
+from sweep.record.schema import (  # noqa: F401 - schema_version: part of the store's reading, named here too
+    LOCK_WAIT_S,
+    REMOVE,
+    is_read_only_error,
+    read_only_uri,
+    schema_problem,
+    schema_version,
+)
+
 # MLflow's limit on an experiment's name (mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH)
 MAX_EXPERIMENT_NAME = 500
-# how long the check waits for a lock another process holds (a sweep's write takes milliseconds)
-LOCK_WAIT_S = 5.0
 # a directory with less room than this cannot take a run (SQLite's journal, a run's rows and files)
 PROBE_BYTES = 64 * 1024
 
@@ -157,7 +161,7 @@ def _check_readable(uri: str, path: Path) -> None:
     try:
         problem = schema_problem(path)
     except sqlite3.DatabaseError as e:
-        if _is_read_only_error(e):  # its -wal holds pages, which a read-only directory keeps SQLite from reading
+        if is_read_only_error(e):  # its -wal holds pages, which a read-only directory keeps SQLite from reading
             raise StoreError(uri, f"read-only, and SQLite cannot open it so ({e})") from None
         raise StoreError(uri, kind_of(e, path)) from None
     if problem:
@@ -193,101 +197,6 @@ def _wal_holds_the_rest(path: Path, page_size: int, size: int) -> bool:
     return db_pages > 0 and len(set(frames[:n_committed]).intersection(need)) == len(need)
 
 
-REMOVE = "remove it (with any -wal and -shm beside it) and run again"
-
-
-def schema_problem(path: Path) -> Optional[str]:
-    """Why MLflow could not use this SQLite database as its store (None: it can); `URI` in the line stands for the
-    store's URI. Raises sqlite3.DatabaseError where SQLite cannot read it."""
-    tables, version, runs, experiments = _schema_facts(path)
-    head, known = mlflow_head()
-    leftover = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
-    if not tables:
-        return f"half-made: an SQLite file without tables, its creation never finished; it holds no runs: {REMOVE}"
-    if not tables & {"alembic_version", "experiments", "runs"}:
-        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        return f"not an MLflow store (an SQLite database with the tables {shown})"
-    if version == head and not leftover:
-        return None
-    where = f"schema revision {version or '(none)'} of MLflow's {head}" + (
-        f", alembic's half-done table {leftover[0]} left" if leftover else ""
-    )
-    if runs == 0 and experiments == 0 and (version is None or version in known):
-        return f"half-made: its creation was never finished ({where}); it holds no runs: {REMOVE}"
-    holds = f"it holds {runs} run(s)"
-    if leftover or version is None:
-        return f"a schema upgrade was cut short ({where}; {holds}): restore it from a backup"
-    if version in known:
-        return (
-            f"an older schema revision ({version}; this MLflow writes {head}; {holds}): back it up, then "
-            "`mlflow db upgrade URI` brings it to this MLflow's"
-        )
-    return (
-        f"a schema revision this MLflow does not know ({version}; it writes {head}; {holds}): made by a newer "
-        "MLflow, which can read it"
-    )
-
-
-def _schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
-    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default), read
-    without writing anything: a store SQLite can only open read-only (e.g. in a read-only directory) is read as
-    an immutable file."""
-    try:
-        return _read_facts(read_only_uri(path, immutable=False))
-    except sqlite3.OperationalError as e:
-        if not _is_read_only_error(e):
-            raise
-        return _read_facts(read_only_uri(path, immutable=True))
-
-
-def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int]:
-    conn = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = runs = experiments = None
-        if "alembic_version" in tables:
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-            version = row[0] if row else None
-        runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0] if "runs" in tables else 0
-        if "experiments" in tables:
-            experiments = conn.execute("SELECT count(*) FROM experiments WHERE experiment_id != 0").fetchone()[0]
-        return tables, version, runs, experiments or 0
-    finally:
-        conn.close()
-
-
-def schema_version(path: Path) -> Optional[str]:
-    """The store's MLflow schema revision (alembic_version; None: it has none), read without writing anything."""
-    return _schema_facts(path)[1]
-
-
-@functools.cache
-def mlflow_head() -> tuple[str, frozenset[str]]:
-    """The schema revision this MLflow writes (the head of its migrations) and every revision it knows, read
-    from its migration scripts' `revision =` lines rather than by importing MLflow (seconds)."""
-    spec = importlib.util.find_spec("mlflow")
-    assert spec is not None and spec.submodule_search_locations
-    versions = Path(spec.submodule_search_locations[0]) / "store" / "db_migrations" / "versions"
-    known: set[str] = set()
-    parents: set[str] = set()
-    for script in versions.glob("*.py"):
-        with open(script, encoding="utf-8") as f:
-            text = f.read(4096)  # alembic writes both lines in the script's head
-        if m := re.search(r"^revision\s*=\s*['\"](\w+)['\"]", text, re.M):
-            known.add(m.group(1))
-        if m := re.search(r"^down_revision\s*=(.*)$", text, re.M):
-            parents.update(re.findall(r"['\"](\w+)['\"]", m.group(1)))
-    heads = known - parents
-    assert len(heads) == 1, f"MLflow's migrations have {len(heads)} heads"
-    return heads.pop(), frozenset(known)
-
-
-def _is_read_only_error(e: sqlite3.Error) -> bool:
-    # SQLite's words for "this file or its directory cannot be written": a read-only WAL store cannot make its
-    # shared-memory file (-shm); neither is corruption
-    return any(s in str(e) for s in ("unable to open", "readonly database", "read-only"))
-
-
 def kind_of(e: BaseException, path: Optional[Path] = None) -> str:
     """What an error from SQLite (through SQLAlchemy or not) or the OS means for the store (its file at `path`),
     in one line led by its kind: full, locked, read-only, or corrupt (only where SQLite says the file is
@@ -300,22 +209,13 @@ def kind_of(e: BaseException, path: Optional[Path] = None) -> str:
         return f"full: no room left on its disk ({'database or disk is full' if 'disk is full' in said else text})"
     if "database is locked" in said or "database table is locked" in said:
         return f"locked: another process holds it beyond {LOCK_WAIT_S:g} s (database is locked)"
-    if _is_read_only_error(orig) or isinstance(orig, OSError) and orig.errno in (errno.EROFS, errno.EACCES):
+    if is_read_only_error(orig) or isinstance(orig, OSError) and orig.errno in (errno.EROFS, errno.EACCES):
         return f"read-only ({text})"
     if isinstance(orig, sqlite3.DatabaseError) and any(w in text for w in ("malformed", "not a database")):
         return f"corrupt: {text}"
     if path is not None and (why := _full(path.parent)):
         return f"full: no room left on the disk that holds {path.parent} ({why}; SQLite: {text})"
     return text
-
-
-def read_only_uri(path: Path, immutable: bool) -> str:
-    """An SQLite `file:` URI that opens `path` read-only; `immutable` also tells SQLite that nothing changes it,
-    so it needs no -shm file (which a read-only directory cannot hold) and never writes. An immutable open does
-    not read the -wal, so a store whose -wal still holds pages is opened plain read-only."""
-    wal = Path(f"{path}-wal")
-    immutable = immutable and not (wal.exists() and wal.stat().st_size > 0)
-    return f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def read_uri(uri: str) -> str:
