@@ -27,6 +27,7 @@ import errno
 import fcntl
 import os
 import sqlite3
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
@@ -309,6 +310,9 @@ def create(uri: str) -> None:
             os.fsync(fd)  # the rename itself on disk
         finally:
             os.close(fd)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of the migration it cut short
+        print(f"sweep: interrupted by SIGINT while making the store {uri}: nothing made", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
     finally:
         for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
             leftover.unlink(missing_ok=True)
