@@ -79,15 +79,19 @@ def test_a_result_no_disk_takes_is_printed_and_the_printed_line_imports(store, t
     assert [r.data.params["problem.seed"] for r in _runs(store)] == ["11"]
 
 
-def _running_runs(db: Path) -> int:
+def _sweep_started(db: Path, with_params: bool) -> bool:
+    """The parent run is in the store (and its params, where the launcher writes some: its start is all written)."""
+    query = "SELECT count(*) FROM runs r WHERE r.status = 'RUNNING'"
+    if with_params:
+        query = "SELECT count(*) FROM runs r JOIN params p ON p.run_uuid = r.run_uuid WHERE r.status = 'RUNNING'"
     try:
         conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1)
         try:
-            return conn.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()[0]
+            return conn.execute(query).fetchone()[0] > 0
         finally:
             conn.close()
     except sqlite3.Error:  # not made yet
-        return 0
+        return False
 
 
 @pytest.mark.parametrize("launcher", ["sweep", "basic"])
@@ -112,7 +116,7 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         )
         try:
             deadline = time.monotonic() + 240
-            while _running_runs(db) == 0:  # the parent run: the start checks have passed, the first job runs
+            while not _sweep_started(db, with_params=launcher != "basic"):  # the first job runs
                 assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
                 time.sleep(0.02)
             filler = fill(disk)
