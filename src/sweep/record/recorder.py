@@ -100,11 +100,12 @@ class Recorder:
         else:
             try:
                 with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                    store.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
                     self.experiment_id = self._experiment(experiment)
             except store.StoreError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
-                raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
+                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
             self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
             n = spool.import_into(self)
@@ -141,9 +142,9 @@ class Recorder:
         try:
             return self.write(result, parent_run_id, run_name, extra_tags)
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
-            cause = store.cause_of(e)
-            path = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
-            raise store.StoreError(self.tracking_uri, f"{cause}; {spool.kept(path)}") from e
+            cause = store.kind_of(e, store.sqlite_path(self.tracking_uri))
+            where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
+            raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
 
     def write(
         self,
