@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
 from sweep.methods.sgd import SGD, WEIGHTS, init_params
@@ -86,3 +87,68 @@ class Curriculum(SGD):
         outcome.extra["stages"] = float(len(widths))
         outcome.extra["stages_trained"] = float(stages_trained)
         return outcome
+
+    @classmethod
+    def solve_runs(cls, methods: list["Curriculum"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        """SGD.solve_batch for the curriculum: every run goes through the same stage widths, each with its own
+        columns (its own secret), widening draws and skipped stages (a run that already solves a wider stage
+        is frozen for it, as its solo run skips it)."""
+        first, be = methods[0], ctxs[0].backend
+        xp, prob, runs = be.xp, ctxs[0].problem, range(len(ctxs))
+        widths = stage_widths(list(first.schedule), prob.n_bits, prob.k_sparse)
+        cols = [stage_columns(c.data.secret, prob.n_bits, widths[0]) for c in ctxs]
+        inits = [init_params(cols[r].size, first.hidden, c.problem.seed) for r, c in enumerate(ctxs)]
+
+        def trace_init(r: int) -> None:
+            c = ctxs[r]
+            if c.traces(Scope.INIT_SAMPLE0):
+                q = {k: be.asarray(v) for k, v in inits[r][0].items()}
+                methods[r].trace_single_step(c, q, c.data.x_train[:1, cols[r]], c.data.y_train[:1])
+
+        started = batched.each(list(runs), trace_init)
+        ok = np.array([s is None for s in started])
+        rngs = [i[1] for i in inits]
+        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+        y, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("y_train", "y_test"))
+        upd = first.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
+        perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
+        logs = [EpochLog() for _ in runs]
+        epochs, stages_trained = np.zeros(len(ctxs), dtype=int), np.zeros(len(ctxs), dtype=int)
+        for stage, width in enumerate(widths):
+            if stage > 0:
+                new = [stage_columns(c.data.secret, prob.n_bits, width) for c in ctxs]
+                q = [{"W1": p["W1"][r]} for r in runs]
+                for r in runs:
+                    methods[r].widen(ctxs[r], q[r], cols[r], new[r], rngs[r])
+                p["W1"], cols = xp.stack([qr["W1"] for qr in q]), new
+            x = batched.stack(be, [c.data.x_train[:, cols[r]] for r, c in enumerate(ctxs)])
+            xt = batched.stack(be, [c.data.x_test[:, cols[r]] for r, c in enumerate(ctxs)])
+            running = ok & ~batched.reached(be, p, xt, yt, first.target_accuracy) if stage > 0 else ok.copy()
+            # hidden progress is measured from the stage's start (W1 changes shape when it widens)
+            measures = [first.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in runs]
+            epochs += batched.train_runs(
+                be,
+                first.batch_size,
+                first.max_epochs,
+                lambda xb, yb, go: batched.mlp_step(xp, p, xb, yb, upd, go, perlayer),
+                lambda: batched.reached(be, p, xt, yt, first.target_accuracy),
+                x,
+                y,
+                rngs,
+                lambda r: logs[r].record(batched.run_slice(p, r), measures[r]),
+                running,
+            )
+            stages_trained += running
+
+        def finish(r: int) -> Outcome:
+            if started[r] is not None:
+                raise started[r]
+            m, c, q = methods[r], ctxs[r], batched.run_slice(p, r)
+            if c.traces(Scope.PUBLISHED):
+                m.trace_published_step(c, q, c.data.x_train, c.data.y_train)
+            outcome = m.outcome(c, q, int(epochs[r]), logs[r], xt[r], yt[r])
+            outcome.extra["stages"] = float(len(widths))
+            outcome.extra["stages_trained"] = float(stages_trained[r])
+            return outcome
+
+        return batched.each(list(runs), finish)

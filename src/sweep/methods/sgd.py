@@ -8,7 +8,7 @@ sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -16,9 +16,10 @@ from hydra.utils import get_class
 
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
+from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
-from sweep.methods.linear_sgd import train_linear
+from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
@@ -94,6 +95,9 @@ class StepTemplates:
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
+    batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
+    # the config keys that may differ between the runs of one batched solve (solve_batch); the rest are shared
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 
     name: str = "sgd"
@@ -119,6 +123,10 @@ class SGD:
 
     def make_update(self, xp) -> Update:
         return SGDUpdate(self.lr, self.wd)
+
+    def runs_update(self, be, lr: np.ndarray, wd: np.ndarray) -> batched.RunsUpdate:
+        """make_update for R runs with their own lr and wd (R,) (methods/batched.py)."""
+        return batched.RunsUpdate(be, lr, wd, sign=False)
 
     # -- pieces shared with sign_sgd and curriculum --------------------------------------------------
     def predict(self, xp, p: Params, x):
@@ -251,5 +259,69 @@ class SGD:
         return self.outcome(ctx, p, epochs, log, xt, yt)
 
 
+    # -- R runs at once (issue 25; the numerics in methods/batched.py) ------------------------------------
+    @classmethod
+    def batchable(cls, ctx: Context) -> bool:
+        return batched.batchable(ctx)
+
+    @classmethod
+    def solve_batch(cls, methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        """methods[i] on ctxs[i] for every i in one vectorised solve; entry i is what methods[i].solve(ctxs[i])
+        returns (under float64, the same accuracy, epochs and secret), or the exception run i alone raised."""
+        first = methods[0]
+        for m in methods:  # only the vectorised keys may differ (the batch's key guarantees it; checked here)
+            if replace(m, lr=first.lr, wd=first.wd) != first:
+                raise ValueError(f"solve_batch: {m} differs from {first} in more than lr and wd")
+        return cls.solve_runs(methods, ctxs)
+
+    @classmethod
+    def solve_runs(cls, methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        return cls.batch_models[ctxs[0].problem.loss](methods, ctxs)
+
+    @staticmethod
+    def solve_mlp_runs(methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        first, be = methods[0], ctxs[0].backend
+        xp, runs = be.xp, range(len(ctxs))
+        inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+
+        def trace_init(r: int) -> None:  # each run's own traced step at its own initial weights
+            c = ctxs[r]
+            if c.traces(Scope.INIT_SAMPLE0):
+                q = {k: be.asarray(v) for k, v in inits[r][0].items()}
+                methods[r].trace_single_step(c, q, c.data.x_train[:1], c.data.y_train[:1])
+
+        started = batched.each(list(runs), trace_init)
+        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+        x, y = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train"))
+        xt, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_test", "y_test"))
+        logs = [EpochLog() for _ in runs]
+        measures = [first.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in runs]
+        upd = first.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
+        perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
+        epochs = batched.train_runs(
+            be,
+            first.batch_size,
+            first.max_epochs,
+            lambda xb, yb, go: batched.mlp_step(xp, p, xb, yb, upd, go, perlayer),
+            lambda: batched.reached(be, p, xt, yt, first.target_accuracy),
+            x,
+            y,
+            [i[1] for i in inits],
+            lambda r: logs[r].record(batched.run_slice(p, r), measures[r]),
+            np.array([s is None for s in started]),
+        )
+
+        def finish(r: int) -> Outcome:
+            if started[r] is not None:
+                raise started[r]
+            m, c, q = methods[r], ctxs[r], batched.run_slice(p, r)
+            if c.traces(Scope.PUBLISHED):
+                m.trace_published_step(c, q, c.data.x_train, c.data.y_train)
+            return m.outcome(c, q, int(epochs[r]), logs[r], xt[r], yt[r])
+
+        return batched.each(list(runs), finish)
+
+
 # problem.loss -> the model SGD trains: the hinge-loss MLP (with its variants), or a linear model on squared error
 SGD.models = {"hinge": SGD.solve_mlp, "squared": train_linear}
+SGD.batch_models = {"hinge": SGD.solve_mlp_runs, "squared": train_linear_runs}
