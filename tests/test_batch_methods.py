@@ -65,7 +65,10 @@ def assert_same(batched: Outcome, solo: Outcome) -> None:
 def test_batch_equals_solo_runs(method, device):
     problem, extra, runs = CASES[method]
     outs = batch(jobs(method, problem, runs, "tracker=none", f"device={device}", *extra))
-    solos = [j.method.solve(j.ctx).finalize() for j in jobs(method, problem, runs, "tracker=none", f"device={device}", *extra)]
+    solos = [
+        j.method.solve(j.ctx).finalize()
+        for j in jobs(method, problem, runs, "tracker=none", f"device={device}", *extra)
+    ]
     assert len({o.epochs for o in solos}) > 1  # the runs stop at different epochs: each has its own early stop
     for b, s in zip(outs, solos):
         assert_same(b, s)
@@ -117,7 +120,11 @@ def test_batchable_says_no_where_the_batch_cannot_trace_or_compute_exactly():
     sgd = get_class(compose("method=sgd").method._target_)
     assert sgd.batchable(job.build_job(compose("method=sgd", "tracker=energy")).ctx)
     assert sgd.batchable(job.build_job(compose("method=sgd", "variant=perlayer")).ctx)
-    for no in (("tracker=energy", "tracker.scope=all_steps"), ("variant=tiled",), ("device=torch_cpu", "device.compile=true")):
+    for no in (
+        ("tracker=energy", "tracker.scope=all_steps"),
+        ("variant=tiled",),
+        ("device=torch_cpu", "device.compile=true"),
+    ):
         assert not sgd.batchable(job.build_job(compose("method=sgd", *no)).ctx), no
 
 

@@ -14,6 +14,9 @@ weights: the traced single steps, the per-epoch curves (EpochLog) and the evalua
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +44,21 @@ def batchable(ctx: Context) -> bool:
     )
 
 
+@functools.cache
+def keep_heap() -> None:
+    """Keep freed memory in the process heap (glibc; once per process). A batched step's (R, B, H) temporaries
+    are ~1 MB at R=16, hidden 200: glibc maps such blocks fresh or trims them back to the OS as they are freed,
+    so every step paid page faults again (measured 3-4x slower steps at R=16 and 64). Both thresholds raised:
+    up to 256 MiB of freed heap stays in the process for the next step."""
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        return
+    mallopt = getattr(ctypes.CDLL(libc), "mallopt", None)
+    if mallopt is not None:
+        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (glibc's maximum)
+
+
 def each(items: list, fn: Callable[[Any], Any]) -> list:
     """fn(item) per run; a run whose call raises gets its exception, the others go on."""
     out = []
@@ -66,23 +84,22 @@ def mT(a):
     return a.mT if hasattr(a, "mT") else a.swapaxes(-1, -2)
 
 
-def gather_rows(be: Backend, a, perm: np.ndarray):
-    """a[r][perm[r]] for every run: each run's epoch order of its own rows."""
-    return a[be.index(np.arange(perm.shape[0])[:, None]), be.index(perm)]
-
-
 class RunsUpdate:
-    """Per-run optimiser factors on the device, gated each step by ``go`` (the runs that step). A frozen run
-    gets scale 0 and keep 1: its parameters are unchanged exactly (p * 1 - 0 = p)."""
+    """The optimiser of R runs with their own lr and wd (host (R,) float64 arrays, as the solo update's Python
+    floats, cast once to the backend's dtype). ``gate(go)`` freezes the runs not stepping this step: scale 0
+    and keep 1 leave their parameters exactly as they were (p * 1 - 0 = p)."""
 
     def __init__(self, be: Backend, lr: np.ndarray, wd: np.ndarray, sign: bool, dead_zone: float = 0.0) -> None:
-        xp = be.xp
-        self.be, self.xp, self.sign, self.noise = be, xp, sign, dead_zone
-        # host float64, as the solo update's Python floats, then cast once to the backend's dtype
-        self.lr, self.wd = be.asarray(lr), be.asarray(wd)
-        self.keep_all = be.asarray(1.0 - lr * wd)
+        self.be, self.xp, self.sign, self.noise = be, be.xp, sign, dead_zone
+        self.host = (lr, wd)
+        self.lr, self.wd, self.keep = be.asarray(lr), be.asarray(wd), be.asarray(1.0 - lr * wd)
         self.scale = np.ones_like(lr) if sign else lr  # what the gradient arrives times (Update.scale)
         self._dout: dict[int, Any] = {}
+        self.gate(None)
+
+    def subset(self, ids: np.ndarray) -> "RunsUpdate":
+        lr, wd = self.host
+        return RunsUpdate(self.be, lr[ids], wd[ids], self.sign, self.noise)
 
     def dout_factor(self, B: int):
         """-scale / B per run, (R, 1): the solo step's ``y * (-scale / B)`` factor, computed in float64."""
@@ -91,9 +108,11 @@ class RunsUpdate:
         return self._dout[B]
 
     def gate(self, go) -> None:
-        xp = self.xp
-        self.step_lr = xp.where(go, self.lr, 0.0)
-        self.step_keep = xp.where(go, self.keep_all, 1.0)
+        if go is None:  # every run steps
+            self.step_lr, self.step_keep = self.lr, self.keep
+            return
+        self.step_lr = self.xp.where(go, self.lr, 0.0)
+        self.step_keep = self.xp.where(go, self.keep, 1.0)
 
     def __call__(self, p, g, decay: bool) -> None:
         shape = (-1,) + (1,) * (p.ndim - 1)
@@ -117,15 +136,18 @@ def forward(xp, p: Params, x):
     return h_pre, h, out
 
 
-def mlp_step(xp, p: Params, x, y, upd: RunsUpdate, go, perlayer: bool) -> None:
-    """One hinge-loss SGD step of every run in ``go`` (R,) on its batch x (R, B, n), y (R, B)."""
+def mlp_step(xp, p: Params, x, y, upd: RunsUpdate, perlayer: bool) -> None:
+    """One hinge-loss SGD step of every run on its batch x (R, B, n), y (R, B)."""
     h_pre, h, out = forward(xp, p, x)
     active = (out * y) < 1.0
-    go = go & active.any(1)  # no active margin: the solo step changes nothing, so the run is frozen
-    if not bool(go.any()):
-        return
-    upd.gate(go)
-    dout = xp.where(active & go[:, None], y * upd.dout_factor(x.shape[1]), 0.0)
+    go = active.any(1)  # no active margin: the solo step changes nothing, so the run is frozen for this step
+    if not bool(go.all()):
+        if not bool(go.any()):
+            return
+        upd.gate(go)
+    else:
+        upd.gate(None)
+    dout = xp.where(active, y * upd.dout_factor(x.shape[1]), 0.0)
     dW2 = dout[:, None, :] @ h
     db2 = dout.sum(1, keepdims=True)
     if perlayer:  # layer 2 first, and dh from the updated W2
@@ -160,32 +182,50 @@ def train_runs(
     be: Backend,
     batch_size: int,
     max_epochs: int,
-    step: Callable[[Any, Any, Any], None],
-    done: Callable[[], np.ndarray],
-    x,
-    y,
+    stepper: Callable[[np.ndarray], Callable[[Params, Any, Any], None]],
+    done: Callable[[Params, Any, Any], np.ndarray],
+    record: Callable[[int, Params], None],
+    p: Params,
+    data: tuple,
     rngs: list[np.random.RandomState],
-    record: Callable[[int], None],
     running: np.ndarray,
 ) -> np.ndarray:
     """SGD's epoch loop for R runs; returns each run's epochs. ``running`` (R,) host bools: the runs that
-    train. Each epoch every running run draws its own order from its own rng (a frozen run draws nothing, as
-    its solo run has stopped), ``step(xb, yb, go)`` steps the batch, ``record(r)`` logs run r's epoch and
-    ``done()`` is each run's stopping test."""
+    train. Each epoch every running run draws its own order from its own rng, ``stepper(ids)(q, xb, yb)``
+    steps the batch of runs ``ids``, ``record(r, run r's weights)`` logs run r's epoch, and
+    ``done(q, xt, yt)`` is each run's stopping test. The arrays hold only the running runs: when runs stop,
+    the others are gathered into smaller arrays (a stopped run costs nothing more) and the stopped ones'
+    weights written back to ``p``."""
+    keep_heap()
     running = running.copy()
     epochs = np.zeros(running.size, dtype=int)
-    m = x.shape[1]
+    ids = np.arange(running.size)  # the runs in the working arrays q
+    q, d, step = p, data, stepper(ids)
+    m = data[0].shape[1]
     for epoch in range(max_epochs):
-        live = np.flatnonzero(running)
-        if live.size == 0:
+        if running[ids].sum() < ids.size:  # some run stopped: work on the running ones only
+            ids, q, d = compact(be, p, q, ids, running, data)
+            step = stepper(ids)
+        if ids.size == 0:
             break
-        perm = np.stack([rngs[r].permutation(m) if running[r] else np.arange(m) for r in range(running.size)])
-        xs, ys = gather_rows(be, x, perm), gather_rows(be, y, perm)
-        go = be.index(running) > 0
+        perm = be.index(np.stack([rngs[r].permutation(m) for r in ids]))
+        rows = be.index(np.arange(ids.size)[:, None])
+        xs, ys = d[0][rows, perm], d[1][rows, perm]
         for s in range(0, m, batch_size):
-            step(xs[:, s : s + batch_size], ys[:, s : s + batch_size], go)
-        for r in live:
-            record(int(r))
-        epochs[live] = epoch + 1
-        running &= ~done()
+            step(q, xs[:, s : s + batch_size], ys[:, s : s + batch_size])
+        for j, r in enumerate(ids):
+            record(int(r), run_slice(q, j))
+        epochs[ids] = epoch + 1
+        running[ids] &= ~done(q, d[2], d[3])
+    compact(be, p, q, ids, np.zeros_like(running), data)
     return epochs
+
+
+def compact(be: Backend, p: Params, q: Params, ids: np.ndarray, running: np.ndarray, data: tuple):
+    """Write the working weights q (runs ``ids``) back into p, and gather the running runs' weights and data."""
+    if q is not p:
+        for k in p:
+            p[k][be.index(ids)] = q[k]
+    ids = np.flatnonzero(running)
+    sel = be.index(ids)
+    return ids, {k: v[sel] for k, v in p.items()}, tuple(a[sel] for a in data)

@@ -63,8 +63,7 @@ class Curriculum(SGD):
         widths = stage_widths(list(self.schedule), prob.n_bits, prob.k_sparse)
         cols = stage_columns(d.secret, prob.n_bits, widths[0])
         p_np, rng = init_params(cols.size, self.hidden, prob.seed)
-        if ctx.traces(Scope.INIT_SAMPLE0):
-            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1, cols], d.y_train[:1])
+        self.trace_start(ctx, p_np, d.x_train[:1, cols])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         y, yt = be.asarray(d.y_train), be.asarray(d.y_test)
         log, epochs, stages_trained = EpochLog(), 0, 0
@@ -98,20 +97,12 @@ class Curriculum(SGD):
         widths = stage_widths(list(first.schedule), prob.n_bits, prob.k_sparse)
         cols = [stage_columns(c.data.secret, prob.n_bits, widths[0]) for c in ctxs]
         inits = [init_params(cols[r].size, first.hidden, c.problem.seed) for r, c in enumerate(ctxs)]
-
-        def trace_init(r: int) -> None:
-            c = ctxs[r]
-            if c.traces(Scope.INIT_SAMPLE0):
-                q = {k: be.asarray(v) for k, v in inits[r][0].items()}
-                methods[r].trace_single_step(c, q, c.data.x_train[:1, cols[r]], c.data.y_train[:1])
-
-        started = batched.each(list(runs), trace_init)
-        ok = np.array([s is None for s in started])
+        started = batched.each(
+            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1, cols[r]])
+        )
         rngs = [i[1] for i in inits]
         p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
         y, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("y_train", "y_test"))
-        upd = first.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
-        perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
         logs = [EpochLog() for _ in runs]
         epochs, stages_trained = np.zeros(len(ctxs), dtype=int), np.zeros(len(ctxs), dtype=int)
         for stage, width in enumerate(widths):
@@ -123,30 +114,15 @@ class Curriculum(SGD):
                 p["W1"], cols = xp.stack([qr["W1"] for qr in q]), new
             x = batched.stack(be, [c.data.x_train[:, cols[r]] for r, c in enumerate(ctxs)])
             xt = batched.stack(be, [c.data.x_test[:, cols[r]] for r, c in enumerate(ctxs)])
-            running = ok & ~batched.reached(be, p, xt, yt, first.target_accuracy) if stage > 0 else ok.copy()
-            # hidden progress is measured from the stage's start (W1 changes shape when it widens)
-            measures = [first.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in runs]
-            epochs += batched.train_runs(
-                be,
-                first.batch_size,
-                first.max_epochs,
-                lambda xb, yb, go: batched.mlp_step(xp, p, xb, yb, upd, go, perlayer),
-                lambda: batched.reached(be, p, xt, yt, first.target_accuracy),
-                x,
-                y,
-                rngs,
-                lambda r: logs[r].record(batched.run_slice(p, r), measures[r]),
-                running,
-            )
-            stages_trained += running
+            data = (x, y, xt, yt)
+            # a run whose widened net already solves the wider stage skips it (False: not started, not failed)
+            solved = batched.reached(be, p, xt, yt, first.target_accuracy) if stage > 0 else np.zeros(len(ctxs), bool)
+            stage_started = [False if s is None and solved[r] else s for r, s in enumerate(started)]
+            epochs += first.train_runs(methods, ctxs, p, data, rngs, logs, stage_started)
+            stages_trained += np.array([s is None for s in stage_started])
 
         def finish(r: int) -> Outcome:
-            if started[r] is not None:
-                raise started[r]
-            m, c, q = methods[r], ctxs[r], batched.run_slice(p, r)
-            if c.traces(Scope.PUBLISHED):
-                m.trace_published_step(c, q, c.data.x_train, c.data.y_train)
-            outcome = m.outcome(c, q, int(epochs[r]), logs[r], xt[r], yt[r])
+            outcome = methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r])
             outcome.extra["stages"] = float(len(widths))
             outcome.extra["stages_trained"] = float(stages_trained[r])
             return outcome

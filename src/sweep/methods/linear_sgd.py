@@ -178,32 +178,39 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
     logs = [EpochLog() for _ in runs]
     decide = runs[0].prob.decide
 
-    def predict(xa):
-        return (p["w"][:, None, :] @ batched.mT(xa))[:, 0] + p["b"]  # w x^T: per run, the solo x @ w
+    def predict(q: Params, xa):
+        return (q["w"][:, None, :] @ batched.mT(xa))[:, 0] + q["b"]  # w x^T: per run, the solo x @ w
 
-    def step(xb, yb, go) -> None:
-        rate = be.asarray(lr / xb.shape[1])[:, None]  # host float64 lr / B, as the solo step's Python float
-        out = predict(xb)
-        out -= yb
-        out *= xp.where(go[:, None], rate, 0.0)
-        p["w"] *= xp.where(go, be.asarray(keep), 1.0)[:, None]
-        p["w"] -= (out[:, None, :] @ xb)[:, 0]
-        p["b"] -= out.sum(1, keepdims=True)
+    def stepper(ids: np.ndarray):
+        """The step of runs ids: host float64 lr / B and keep, as the solo step's Python floats."""
+        m, bs = x.shape[1], first.batch_size
+        rates = {B: be.asarray(lr[ids] / B)[:, None] for B in {min(bs, m - s) for s in range(0, m, bs)}}
+        shrink = be.asarray(keep[ids])[:, None]
 
-    def done() -> np.ndarray:
-        acc = xp.mean(xp.astype(decide(xp, predict(xt)) == yt, xt.dtype), axis=1)
+        def step(q: Params, xb, yb) -> None:
+            out = predict(q, xb)
+            out -= yb
+            out *= rates[xb.shape[1]]
+            q["w"] *= shrink
+            q["w"] -= (out[:, None, :] @ xb)[:, 0]
+            q["b"] -= out.sum(1, keepdims=True)
+
+        return step
+
+    def done(q: Params, xt, yt) -> np.ndarray:
+        acc = xp.mean(xp.astype(decide(xp, predict(q, xt)) == yt, xt.dtype), axis=1)
         return be.to_numpy(acc) >= first.target_accuracy
 
     epochs = batched.train_runs(
         be,
         first.batch_size,
         first.max_epochs,
-        step,
+        stepper,
         done,
-        x,
-        y,
+        lambda r, q: logs[r].record(q, runs[r].measure),
+        p,
+        (x, y, xt, yt),
         [np.random.RandomState(c.problem.seed + 1) for c in ctxs],
-        lambda r: logs[r].record(batched.run_slice(p, r), runs[r].measure),
         np.array([s is None for s in started]),
     )
 

@@ -9,6 +9,7 @@ sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -245,9 +246,7 @@ class SGD:
     def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
         p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
-        if ctx.traces(Scope.INIT_SAMPLE0):
-            # Seed 003's protocol: one step on training sample 0 at the initial weights.
-            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1], d.y_train[:1])
+        self.trace_start(ctx, p_np, d.x_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
         xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
@@ -257,7 +256,6 @@ class SGD:
         if ctx.traces(Scope.PUBLISHED):
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
         return self.outcome(ctx, p, epochs, log, xt, yt)
-
 
     # -- R runs at once (issue 25; the numerics in methods/batched.py) ------------------------------------
     @classmethod
@@ -281,45 +279,64 @@ class SGD:
     @staticmethod
     def solve_mlp_runs(methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
         first, be = methods[0], ctxs[0].backend
-        xp, runs = be.xp, range(len(ctxs))
+        runs = range(len(ctxs))
         inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
-
-        def trace_init(r: int) -> None:  # each run's own traced step at its own initial weights
-            c = ctxs[r]
-            if c.traces(Scope.INIT_SAMPLE0):
-                q = {k: be.asarray(v) for k, v in inits[r][0].items()}
-                methods[r].trace_single_step(c, q, c.data.x_train[:1], c.data.y_train[:1])
-
-        started = batched.each(list(runs), trace_init)
+        started = batched.each(
+            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1])
+        )
         p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
-        x, y = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train"))
-        xt, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_test", "y_test"))
+        data = tuple(
+            batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train", "x_test", "y_test")
+        )
         logs = [EpochLog() for _ in runs]
-        measures = [first.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in runs]
-        upd = first.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
+        epochs = first.train_runs(methods, ctxs, p, data, [i[1] for i in inits], logs, started)
+        return batched.each(
+            list(runs),
+            lambda r: methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r]),
+        )
+
+    def trace_start(self, ctx: Context, p_np: dict[str, np.ndarray], x1: np.ndarray) -> None:
+        """Seed 003's protocol (tracker.scope=init_sample0): one step on training sample 0 at the initial weights."""
+        if ctx.traces(Scope.INIT_SAMPLE0):
+            be = ctx.backend
+            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, x1, ctx.data.y_train[:1])
+
+    def train_runs(
+        self, methods: list["SGD"], ctxs: list[Context], p: Params, data: tuple, rngs: list, logs: list, started: list
+    ) -> np.ndarray:
+        """train_epochs for R runs (methods/batched.py): each run's epochs; the runs whose start failed (an
+        exception in ``started``) or already solve the data (``started`` False) do not train."""
+        be, xp = ctxs[0].backend, ctxs[0].backend.xp
+        x, y, xt, yt = data
+        # hidden progress is measured from the weights at the start of this training
+        measures = [
+            self.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in range(len(ctxs))
+        ]
+        upd = self.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
         perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
-        epochs = batched.train_runs(
+        return batched.train_runs(
             be,
-            first.batch_size,
-            first.max_epochs,
-            lambda xb, yb, go: batched.mlp_step(xp, p, xb, yb, upd, go, perlayer),
-            lambda: batched.reached(be, p, xt, yt, first.target_accuracy),
-            x,
-            y,
-            [i[1] for i in inits],
-            lambda r: logs[r].record(batched.run_slice(p, r), measures[r]),
+            self.batch_size,
+            self.max_epochs,
+            lambda ids: partial(batched.mlp_step, xp, upd=upd.subset(ids), perlayer=perlayer),
+            lambda q, xt, yt: batched.reached(be, q, xt, yt, self.target_accuracy),
+            lambda r, q: logs[r].record(q, measures[r]),
+            p,
+            data,
+            rngs,
             np.array([s is None for s in started]),
         )
 
-        def finish(r: int) -> Outcome:
-            if started[r] is not None:
-                raise started[r]
-            m, c, q = methods[r], ctxs[r], batched.run_slice(p, r)
-            if c.traces(Scope.PUBLISHED):
-                m.trace_published_step(c, q, c.data.x_train, c.data.y_train)
-            return m.outcome(c, q, int(epochs[r]), logs[r], xt[r], yt[r])
-
-        return batched.each(list(runs), finish)
+    def run_outcome(
+        self, ctx: Context, p: Params, r: int, epochs: int, log: EpochLog, data: tuple, started: Any
+    ) -> Outcome:
+        """Run r's outcome from the batch's weights p, its published step traced as its solo run traces it."""
+        if started is not None:
+            raise started
+        q = batched.run_slice(p, r)
+        if ctx.traces(Scope.PUBLISHED):
+            self.trace_published_step(ctx, q, ctx.data.x_train, ctx.data.y_train)
+        return self.outcome(ctx, q, epochs, log, data[2][r], data[3][r])
 
 
 # problem.loss -> the model SGD trains: the hinge-loss MLP (with its variants), or a linear model on squared error
