@@ -145,3 +145,14 @@ def test_vectorised_keys_are_declared_on_the_classes():
         assert cls.vectorised == ("problem.seed",) and not hasattr(cls, "solve_batch"), m
     ff = get_class(compose("method=forward_forward").method._target_)
     assert not hasattr(ff, "vectorised")
+
+
+def test_runs_stepped_in_cache_sized_chunks_keep_their_results(monkeypatch):
+    """Four runs stepped three and one at a time (batched.cache_chunk) give the same as one group of four."""
+    from sweep.methods import batched
+
+    monkeypatch.setattr(batched, "cache_chunk", lambda be, floats: 3)
+    problem, _, runs = CASES["sgd"]
+    outs = batch(jobs("sgd", problem, runs, "tracker=none"))
+    for b, j in zip(outs, jobs("sgd", problem, runs, "tracker=none")):
+        assert_same(b, j.method.solve(j.ctx).finalize())

@@ -189,36 +189,66 @@ def train_runs(
     data: tuple,
     rngs: list[np.random.RandomState],
     running: np.ndarray,
+    chunk: int,
 ) -> np.ndarray:
     """SGD's epoch loop for R runs; returns each run's epochs. ``running`` (R,) host bools: the runs that
     train. Each epoch every running run draws its own order from its own rng, ``stepper(ids)(q, xb, yb)``
     steps the batch of runs ``ids``, ``record(r, run r's weights)`` logs run r's epoch, and
     ``done(q, xt, yt)`` is each run's stopping test. The arrays hold only the running runs: when runs stop,
     the others are gathered into smaller arrays (a stopped run costs nothing more) and the stopped ones'
-    weights written back to ``p``."""
+    weights written back to ``p``. A step runs ``chunk`` runs at a time, so that its temporaries stay in
+    the core's cache (cache_chunk)."""
     keep_heap()
     running = running.copy()
     epochs = np.zeros(running.size, dtype=int)
     ids = np.arange(running.size)  # the runs in the working arrays q
-    q, d, step = p, data, stepper(ids)
+    q, d = p, data
     m = data[0].shape[1]
+    parts = chunks(q, ids, stepper, chunk)
     for epoch in range(max_epochs):
         if running[ids].sum() < ids.size:  # some run stopped: work on the running ones only
             ids, q, d = compact(be, p, q, ids, running, data)
-            step = stepper(ids)
+            parts = chunks(q, ids, stepper, chunk)
         if ids.size == 0:
             break
-        perm = be.index(np.stack([rngs[r].permutation(m) for r in ids]))
-        rows = be.index(np.arange(ids.size)[:, None])
-        xs, ys = d[0][rows, perm], d[1][rows, perm]
+        perm = np.stack([rngs[r].permutation(m) for r in ids])
+        xs, ys = gather(be, d[0], perm), gather(be, d[1], perm)
         for s in range(0, m, batch_size):
-            step(q, xs[:, s : s + batch_size], ys[:, s : s + batch_size])
+            xb, yb = xs[:, s : s + batch_size], ys[:, s : s + batch_size]
+            for part, qc, step in parts:
+                step(qc, xb[part], yb[part])
         for j, r in enumerate(ids):
             record(int(r), run_slice(q, j))
         epochs[ids] = epoch + 1
         running[ids] &= ~done(q, d[2], d[3])
     compact(be, p, q, ids, np.zeros_like(running), data)
     return epochs
+
+
+def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 128 << 10) -> int:
+    """How many runs a step takes at once on this backend: on a CPU, as many as keep a (runs, B, H) temporary
+    within ``budget_bytes`` (past the caches a batched step slows down: issue 25's R ~ 16-64 sweet spot);
+    on a GPU, all of them (its work is to be filled)."""
+    if be.device.startswith("cuda"):
+        return 1 << 30
+    return max(1, budget_bytes // (floats_per_run * np.dtype(be.dtype).itemsize))
+
+
+def chunks(q: Params, ids: np.ndarray, stepper: Callable, chunk: int) -> list[tuple[slice, Params, Callable]]:
+    """The working runs in groups of ``chunk``: (their rows, their weights as views of q, their step)."""
+    out = []
+    for lo in range(0, ids.size, chunk):
+        part = slice(lo, lo + chunk)
+        out.append((part, {k: v[part] for k, v in q.items()}, stepper(ids[part])))
+    return out
+
+
+def gather(be: Backend, a, perm: np.ndarray):
+    """a[r][perm[r]] for every run r: one take of whole rows along a flattened runs x samples axis (numpy's
+    two-array fancy indexing costs ~10x more here)."""
+    R, m = perm.shape
+    flat = be.index((np.arange(R)[:, None] * m + perm).reshape(-1))
+    return a.reshape((R * m,) + tuple(a.shape[2:]))[flat].reshape(tuple(a.shape))
 
 
 def compact(be: Backend, p: Params, q: Params, ids: np.ndarray, running: np.ndarray, data: tuple):

@@ -212,6 +212,7 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
         (x, y, xt, yt),
         [np.random.RandomState(c.problem.seed + 1) for c in ctxs],
         np.array([s is None for s in started]),
+        batched.cache_chunk(be, first.batch_size * runs[0].prob.n_bits),
     )
 
     def finish(r: int) -> Outcome:

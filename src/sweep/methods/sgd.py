@@ -270,6 +270,8 @@ class SGD:
         for m in methods:  # only the vectorised keys may differ (the batch's key guarantees it; checked here)
             if replace(m, lr=first.lr, wd=first.wd) != first:
                 raise ValueError(f"solve_batch: {m} differs from {first} in more than lr and wd")
+        if len(methods) == 1:  # a batch of one is the solo solve (the batched loop's bookkeeping costs it time)
+            return batched.each([0], lambda _: methods[0].solve(ctxs[0]))
         return cls.solve_runs(methods, ctxs)
 
     @classmethod
@@ -325,6 +327,7 @@ class SGD:
             data,
             rngs,
             np.array([s is None for s in started]),
+            batched.cache_chunk(be, self.batch_size * self.hidden),
         )
 
     def run_outcome(
