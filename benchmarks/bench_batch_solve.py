@@ -8,8 +8,8 @@ One thread (device.threads, the issue's table), n=20, k=3, 1,000 training sample
 solo run do the same work; per R: the speed-up (solo solve time / (batch solve time / R)), and the achieved
 FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library and dtype on the same core.
 (b) whole solves: R=16 seeds trained to their own early stop, the 16 solo solves against one batch of 16.
-Times are the minimum over ``--repeats`` (other load on a shared machine only ever adds time). cuda is added
-to the devices when torch sees a GPU.
+Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
+GPU. cuda is added to the devices when torch sees a GPU.
 """
 
 from __future__ import annotations
@@ -54,16 +54,20 @@ def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int
 
 
 def clock(js: list[job.Job], batched: bool, repeats: int) -> float:
-    """Min over repeats of the seconds to solve the jobs: one solve_batch, or one solve after another."""
+    """Min over repeats of the seconds to solve the jobs: one solve_batch, or one solve after another. On a
+    CPU the seconds are this process's CPU time (one thread): on a shared machine a solve of a few ms often
+    runs within one time slice while a longer one is always preempted, so wall time would favour the short
+    solo solves over a batch. On a GPU, wall time after a synchronise."""
     be, best = js[0].backend, float("inf")
+    now = be.clock if be.device.startswith("cuda") else time.process_time
     for _ in range(repeats):
-        t0 = be.clock()
+        t0 = now()
         if batched:
             type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
         else:
             for j in js:
                 j.method.solve(j.ctx)
-        best = min(best, be.clock() - t0)
+        best = min(best, now() - t0)
     return best
 
 
@@ -81,11 +85,11 @@ def peak(device: str, dtype: str) -> float:
     be = js[0].backend
     a = be.asarray(np.random.RandomState(0).randn(1024, 1024))
     a @ a
-    best = float("inf")
+    best, now = float("inf"), be.clock if be.device.startswith("cuda") else time.process_time
     for _ in range(3):
-        t0 = be.clock()
+        t0 = now()
         a @ a
-        best = min(best, be.clock() - t0)
+        best = min(best, now() - t0)
     return 2 * 1024**3 / best
 
 
