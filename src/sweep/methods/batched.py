@@ -1,12 +1,13 @@
-"""R runs of one SGD-like method solved together: every array gains a leading runs axis (issue 25).
+"""R runs of one SGD-like method solved together: every array gains a leading runs axis.
 
 A small net cannot fill a core (or a GPU) by itself; R of them stacked make each matmul a batched one
 (``np.matmul`` / ``torch.bmm`` on (R, ...) arrays) and pay Python's per-call overhead once for R runs. Each
 run keeps its own data, initialisation, learning rate, weight decay, early stopping and epoch count: a run
-that reached its target, or whose step has no active margin, is frozen by a mask (its update scaled by zero,
-its decay by one), not stepped. Per run, the arithmetic is the solo step's (methods/sgd.py and the standard
-variant's): numpy's stacked matmul calls the same gemm per run, so under float64 a batched numpy run equals
-its solo run bit for bit; torch's batched kernels may round differently (a few ulps, far below 1e-9).
+that reached its target leaves the working arrays (train_runs), and a run whose step has no active margin is
+frozen for that step by a mask (its update scaled by zero, its decay by one), not stepped. Per run, the
+arithmetic is the solo step's (methods/sgd.py and the standard variant's): numpy's stacked matmul calls the
+same gemm per run, so under float64 a batched numpy run equals its solo run bit for bit; torch's batched
+kernels may round differently (a few ulps, far below 1e-9).
 
 Only the training loop is batched. What is per run by nature runs the solo code on the run's slice of the
 weights: the traced single steps, the per-epoch curves (EpochLog) and the evaluation after the clock.
@@ -227,7 +228,7 @@ def train_runs(
 
 def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 128 << 10) -> int:
     """How many runs a step takes at once on this backend: on a CPU, as many as keep a (runs, B, H) temporary
-    within ``budget_bytes`` (past the caches a batched step slows down: issue 25's R ~ 16-64 sweet spot);
+    within ``budget_bytes`` (past the caches a batched step slows down: README, "Many runs as one solve");
     on a GPU, all of them (its work is to be filled)."""
     if be.device.startswith("cuda"):
         return 1 << 30

@@ -164,7 +164,7 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
 
 def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome | BaseException"]:
     """train_linear for R runs at once (methods/batched.py): w (R, n), b (R, 1), each run with its own data,
-    lr, wd, batch order and early stopping; a frozen run's step is scaled by zero."""
+    lr, wd, batch order and early stopping (a run that stops leaves the working arrays)."""
     first, be = sgds[0], ctxs[0].backend
     xp, R = be.xp, len(ctxs)
     runs = [LinearRun(s, c) for s, c in zip(sgds, ctxs)]

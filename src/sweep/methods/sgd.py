@@ -257,7 +257,7 @@ class SGD:
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
         return self.outcome(ctx, p, epochs, log, xt, yt)
 
-    # -- R runs at once (issue 25; the numerics in methods/batched.py) ------------------------------------
+    # -- R runs at once (solve_batch; the numerics in methods/batched.py) ----------------------------------
     @classmethod
     def batchable(cls, ctx: Context) -> bool:
         return batched.batchable(ctx)
