@@ -95,10 +95,10 @@ class StepTemplates:
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
-    # the config keys that may differ between the runs of one batched solve (solve_batch); the rest are shared
-    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 
     name: str = "sgd"

@@ -144,6 +144,10 @@ class SweepSession:
         """Resume: config hash -> FINISHED run id, for the resolved job configs that already have one."""
         return self.store(config).finished(configs)
 
+    def done_hashes(self, config: DictConfig, hashes: set[str]) -> dict[str, str]:
+        """`done` by the configs' hashes (`config_hash`)."""
+        return self.store(config).finished_hashes(hashes)
+
     def done_run(self, config: DictConfig, job_config: dict[str, Any]) -> Optional[str]:
         return self.done(config, [job_config]).get(config_hash(job_config))
 
