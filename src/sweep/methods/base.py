@@ -12,6 +12,10 @@ from sweep.problems.base import Dataset, Problem
 from sweep.trace.scope import Scope, traced
 from sweep.trace.trace import Trace
 
+# An exact method's `vectorised` keys: its runs batch as several solves one after another in one task
+# (no solve_batch), so a seed sweep pays the per-job cost once; no hyper-parameter of theirs is vectorised.
+SEEDS_ONLY: tuple[str, ...] = ("problem.seed",)
+
 
 @dataclass
 class Context:

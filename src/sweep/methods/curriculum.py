@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
 from sweep.methods.sgd import SGD, WEIGHTS, init_params
@@ -62,8 +63,7 @@ class Curriculum(SGD):
         widths = stage_widths(list(self.schedule), prob.n_bits, prob.k_sparse)
         cols = stage_columns(d.secret, prob.n_bits, widths[0])
         p_np, rng = init_params(cols.size, self.hidden, prob.seed)
-        if ctx.traces(Scope.INIT_SAMPLE0):
-            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1, cols], d.y_train[:1])
+        self.trace_start(ctx, p_np, d.x_train[:1, cols])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         y, yt = be.asarray(d.y_train), be.asarray(d.y_test)
         log, epochs, stages_trained = EpochLog(), 0, 0
@@ -86,3 +86,45 @@ class Curriculum(SGD):
         outcome.extra["stages"] = float(len(widths))
         outcome.extra["stages_trained"] = float(stages_trained)
         return outcome
+
+    @classmethod
+    def solve_runs(cls, methods: list["Curriculum"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        """SGD.solve_batch for the curriculum: every run goes through the same stage widths, each with its own
+        columns (its own secret), widening draws and skipped stages (a run that already solves a wider stage
+        is frozen for it, as its solo run skips it)."""
+        first, be = methods[0], ctxs[0].backend
+        xp, prob, runs = be.xp, ctxs[0].problem, range(len(ctxs))
+        widths = stage_widths(list(first.schedule), prob.n_bits, prob.k_sparse)
+        cols = [stage_columns(c.data.secret, prob.n_bits, widths[0]) for c in ctxs]
+        inits = [init_params(cols[r].size, first.hidden, c.problem.seed) for r, c in enumerate(ctxs)]
+        started = batched.each(
+            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1, cols[r]])
+        )
+        rngs = [i[1] for i in inits]
+        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+        y, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("y_train", "y_test"))
+        logs = [EpochLog() for _ in runs]
+        epochs, stages_trained = np.zeros(len(ctxs), dtype=int), np.zeros(len(ctxs), dtype=int)
+        for stage, width in enumerate(widths):
+            if stage > 0:
+                new = [stage_columns(c.data.secret, prob.n_bits, width) for c in ctxs]
+                q = [{"W1": p["W1"][r]} for r in runs]
+                for r in runs:
+                    methods[r].widen(ctxs[r], q[r], cols[r], new[r], rngs[r])
+                p["W1"], cols = xp.stack([qr["W1"] for qr in q]), new
+            x = batched.stack(be, [c.data.x_train[:, cols[r]] for r, c in enumerate(ctxs)])
+            xt = batched.stack(be, [c.data.x_test[:, cols[r]] for r, c in enumerate(ctxs)])
+            data = (x, y, xt, yt)
+            # a run whose widened net already solves the wider stage skips it (False: not started, not failed)
+            solved = batched.reached(be, p, xt, yt, first.target_accuracy) if stage > 0 else np.zeros(len(ctxs), bool)
+            stage_started = [False if s is None and solved[r] else s for r, s in enumerate(started)]
+            epochs += first.train_runs(methods, ctxs, p, data, rngs, logs, stage_started)
+            stages_trained += np.array([s is None for s in stage_started])
+
+        def finish(r: int) -> Outcome:
+            outcome = methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r])
+            outcome.extra["stages"] = float(len(widths))
+            outcome.extra["stages_trained"] = float(stages_trained[r])
+            return outcome
+
+        return batched.each(list(runs), finish)

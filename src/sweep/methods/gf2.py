@@ -15,7 +15,7 @@ from typing import ClassVar, Iterable, Iterator
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int
-from sweep.methods.base import Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 from sweep.trace.trace import Trace
 
 # as int8, +1 is the byte 0x01 and -1 the byte 0xff: a cast and a byte translation turn the rows into digit
@@ -79,7 +79,7 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 @dataclass
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
-    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
+    vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
     )

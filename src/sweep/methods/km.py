@@ -17,15 +17,15 @@ from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
-from sweep.methods.base import Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 
 
 @dataclass
 class KM:
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.influence_samples", "an integer >= 1", positive_int),)
-    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
 
     name: str = "km"
     influence_samples: int = 5

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, hidden_progress
 from sweep.trace.scope import Scope
@@ -66,46 +67,75 @@ def linear_step(p: Params, x, y, lr: float, keep: float, trace: Trace) -> None:
     trace.write("b", 1)
 
 
-def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
-    """Train the linear model with sgd's hyper-parameters (hidden and the variant do not apply)."""
-    be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
-    n = prob.n_bits
-    rng = np.random.RandomState(prob.seed + 1)  # the batch order, seeded as the MLP's
-    p = {"w": be.asarray(np.zeros(n)), "b": be.asarray(np.zeros(1))}
-    x, y = be.asarray(d.x_train), be.asarray(d.y_train)
-    xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
-    keep = 1.0 - sgd.lr * sgd.wd
+class LinearRun:
+    """One run's pieces outside the training loop: its data on the backend, the metrics, the traced single step
+    and the outcome. The solo loop (train_linear) and the batched one (train_linear_runs) share them."""
 
-    def accuracy(q: Params, xa, ya) -> float:
+    def __init__(self, sgd: Hyper, ctx: Context) -> None:
+        be, d = ctx.backend, ctx.data
+        self.sgd, self.ctx, self.xp, self.prob = sgd, ctx, be.xp, ctx.problem
+        self.x, self.y = be.asarray(d.x_train), be.asarray(d.y_train)
+        self.xt, self.yt = be.asarray(d.x_test), be.asarray(d.y_test)
+        self.keep = 1.0 - sgd.lr * sgd.wd
+        self.p0 = {"w": be.asarray(np.zeros(self.prob.n_bits))}
+
+    def init(self) -> Params:
+        return {"w": self.p0["w"] * 1.0, "b": self.ctx.backend.asarray(np.zeros(1))}
+
+    def accuracy(self, q: Params, xa, ya) -> float:
         out = xa @ q["w"] + q["b"]
-        return float(xp.mean(xp.astype(prob.decide(xp, out) == ya, xa.dtype)))
+        return float(self.xp.mean(self.xp.astype(self.prob.decide(self.xp, out) == ya, xa.dtype)))
 
-    def loss(q: Params, xa, ya) -> float:
+    def loss(self, q: Params, xa, ya) -> float:
         """The trained objective 1/2 mean (x w + b - y)^2, without weight decay (as the MLP's hinge curves)."""
-        return float(xp.mean((xa @ q["w"] + q["b"] - ya) ** 2) / 2)
+        return float(self.xp.mean((xa @ q["w"] + q["b"] - ya) ** 2) / 2)
 
-    p0 = {"w": p["w"] * 1.0}
-
-    def measure(q: Params) -> dict[str, float]:
+    def measure(self, q: Params) -> dict[str, float]:
+        x, y, xt, yt = self.x, self.y, self.xt, self.yt
         return {
-            "train_accuracy": accuracy(q, x, y),
-            "test_accuracy": accuracy(q, xt, yt),
-            "train_loss": loss(q, x, y),
-            "test_loss": loss(q, xt, yt),
-            **hidden_progress(xp, q, p0, ("w",)),
+            "train_accuracy": self.accuracy(q, x, y),
+            "test_accuracy": self.accuracy(q, xt, yt),
+            "train_loss": self.loss(q, x, y),
+            "test_loss": self.loss(q, xt, yt),
+            **hidden_progress(self.xp, q, self.p0, ("w",)),
         }
 
-    def single_step(q: Params, i: int) -> None:
+    def single_step(self, q: Params, i: int) -> None:
         """A traced single-sample step on training sample i, on a copy of the weights."""
-        q = {k: v * 1.0 for k, v in q.items()}
-        ctx.trace.write("w", n)
-        ctx.trace.write("b", 1)
-        ctx.trace.write("x", n)
-        ctx.trace.write("y", 1)
-        linear_step(q, x[i : i + 1], y[i : i + 1], sgd.lr, keep, ctx.trace)
+        q, trace, n = {k: v * 1.0 for k, v in q.items()}, self.ctx.trace, self.prob.n_bits
+        trace.write("w", n)
+        trace.write("b", 1)
+        trace.write("x", n)
+        trace.write("y", 1)
+        linear_step(q, self.x[i : i + 1], self.y[i : i + 1], self.sgd.lr, self.keep, trace)
 
+    def trace_published(self, q: Params) -> None:
+        """The MLP's protocol, for this model: the first training sample still predicted wrong (else sample 0)."""
+        if self.ctx.traces(Scope.PUBLISHED):
+            out = self.x @ q["w"] + q["b"]
+            wrong = np.flatnonzero(self.ctx.backend.to_numpy(self.prob.decide(self.xp, out) != self.y))
+            self.single_step(q, int(wrong[0]) if wrong.size else 0)
+
+    def outcome(self, q: Params, epochs: int, log: EpochLog) -> Outcome:
+        def evaluate(o: Outcome) -> None:
+            o.accuracy = self.accuracy(q, self.xt, self.yt)
+            o.curves = log.curves()
+            o.train_accuracy = o.curves["train_accuracy"][-1]
+
+        w = self.ctx.backend.to_numpy(q["w"])
+        found = tuple(sorted(int(i) for i in np.argsort(-np.abs(w), kind="stable")[: self.prob.k_sparse]))
+        traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
+        return Outcome(epochs=epochs, secret_found=found, traces=traces, evaluate=evaluate)
+
+
+def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
+    """Train the linear model with sgd's hyper-parameters (hidden and the variant do not apply)."""
+    be, run = ctx.backend, LinearRun(sgd, ctx)
+    n = run.prob.n_bits
+    rng = np.random.RandomState(run.prob.seed + 1)  # the batch order, seeded as the MLP's
+    p, x, y = run.init(), run.x, run.y
     if ctx.traces(Scope.INIT_SAMPLE0):
-        single_step(p, 0)
+        run.single_step(p, 0)
     all_steps = ctx.traces(Scope.ALL_STEPS)
     log, m, bs, epochs = EpochLog(), x.shape[0], sgd.batch_size, sgd.max_epochs
     for epoch in range(sgd.max_epochs):
@@ -119,26 +149,77 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
             xb, yb = xs[s : s + bs], ys[s : s + bs]
             epoch_trace.write("x", xb)
             epoch_trace.write("y", yb)
-            linear_step(p, xb, yb, sgd.lr, keep, epoch_trace)
+            linear_step(p, xb, yb, sgd.lr, run.keep, epoch_trace)
             epoch_trace.end_step()  # one segment per step (sweep.trace.trace)
         if all_steps:
             ctx.trace.extend(epoch_trace)
             log.traces.append(epoch_trace)
-        log.record(p, measure)
-        if accuracy(p, xt, yt) >= sgd.target_accuracy:
+        log.record(p, run.measure)
+        if run.accuracy(p, run.xt, run.yt) >= sgd.target_accuracy:
             epochs = epoch + 1
             break
-    if ctx.traces(Scope.PUBLISHED):
-        # the MLP's protocol, for this model: the first training sample still predicted wrong (else sample 0)
-        wrong = np.flatnonzero(be.to_numpy(prob.decide(xp, x @ p["w"] + p["b"]) != y))
-        single_step(p, int(wrong[0]) if wrong.size else 0)
+    run.trace_published(p)
+    return run.outcome(p, epochs, log)
 
-    def evaluate(o: Outcome) -> None:
-        o.accuracy = accuracy(p, xt, yt)
-        o.curves = log.curves()
-        o.train_accuracy = o.curves["train_accuracy"][-1]
 
-    w = be.to_numpy(p["w"])
-    found = tuple(sorted(int(i) for i in np.argsort(-np.abs(w), kind="stable")[: prob.k_sparse]))
-    traces = {f"epoch_{i + 1}": t for i, t in enumerate(log.traces)}
-    return Outcome(epochs=epochs, secret_found=found, traces=traces, evaluate=evaluate)
+def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+    """train_linear for R runs at once (methods/batched.py): w (R, n), b (R, 1), each run with its own data,
+    lr, wd, batch order and early stopping (a run that stops leaves the working arrays)."""
+    first, be = sgds[0], ctxs[0].backend
+    xp, R = be.xp, len(ctxs)
+    runs = [LinearRun(s, c) for s, c in zip(sgds, ctxs)]
+    started = batched.each(
+        list(range(R)), lambda r: runs[r].single_step(runs[r].init(), 0) if ctxs[r].traces(Scope.INIT_SAMPLE0) else None
+    )
+    p = {"w": be.asarray(np.zeros((R, runs[0].prob.n_bits))), "b": be.asarray(np.zeros((R, 1)))}
+    x, y = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train"))
+    xt, yt = (batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_test", "y_test"))
+    lr, keep = np.array([s.lr for s in sgds]), np.array([r.keep for r in runs])
+    logs = [EpochLog() for _ in runs]
+    decide = runs[0].prob.decide
+
+    def predict(q: Params, xa):
+        return (q["w"][:, None, :] @ batched.mT(xa))[:, 0] + q["b"]  # w x^T: per run, the solo x @ w
+
+    def stepper(ids: np.ndarray):
+        """The step of runs ids: host float64 lr / B and keep, as the solo step's Python floats."""
+        m, bs = x.shape[1], first.batch_size
+        rates = {B: be.asarray(lr[ids] / B)[:, None] for B in {min(bs, m - s) for s in range(0, m, bs)}}
+        shrink = be.asarray(keep[ids])[:, None]
+
+        def step(q: Params, xb, yb) -> None:
+            out = predict(q, xb)
+            out -= yb
+            out *= rates[xb.shape[1]]
+            q["w"] *= shrink
+            q["w"] -= (out[:, None, :] @ xb)[:, 0]
+            q["b"] -= out.sum(1, keepdims=True)
+
+        return step
+
+    def done(q: Params, xt, yt) -> np.ndarray:
+        acc = xp.mean(xp.astype(decide(xp, predict(q, xt)) == yt, xt.dtype), axis=1)
+        return be.to_numpy(acc) >= first.target_accuracy
+
+    epochs = batched.train_runs(
+        be,
+        first.batch_size,
+        first.max_epochs,
+        stepper,
+        done,
+        lambda r, q: logs[r].record(q, runs[r].measure),
+        p,
+        (x, y, xt, yt),
+        [np.random.RandomState(c.problem.seed + 1) for c in ctxs],
+        np.array([s is None for s in started]),
+        batched.cache_chunk(be, first.batch_size * runs[0].prob.n_bits),
+    )
+
+    def finish(r: int) -> Outcome:
+        if started[r] is not None:
+            raise started[r]
+        q = batched.run_slice(p, r)
+        runs[r].trace_published(q)
+        return runs[r].outcome(q, int(epochs[r]), logs[r])
+
+    return batched.each(list(range(R)), finish)

@@ -12,13 +12,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from sweep.methods.base import Context, Outcome
+from sweep.methods.base import SEEDS_ONLY, Context, Outcome
 
 
 @dataclass
 class OLS:
     problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
-    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
+    vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
 
     name: str = "ols"
 

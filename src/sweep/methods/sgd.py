@@ -8,7 +8,8 @@ sign_sgd and curriculum reuse this class (subclasses), so the loop exists once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -16,9 +17,10 @@ from hydra.utils import get_class
 
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
+from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
-from sweep.methods.linear_sgd import train_linear
+from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update
@@ -96,6 +98,7 @@ class SGD:
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
+    batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 
     name: str = "sgd"
@@ -121,6 +124,10 @@ class SGD:
 
     def make_update(self, xp) -> Update:
         return SGDUpdate(self.lr, self.wd)
+
+    def runs_update(self, be, lr: np.ndarray, wd: np.ndarray) -> batched.RunsUpdate:
+        """make_update for R runs with their own lr and wd (R,) (methods/batched.py)."""
+        return batched.RunsUpdate(be, lr, wd, sign=False)
 
     # -- pieces shared with sign_sgd and curriculum --------------------------------------------------
     def predict(self, xp, p: Params, x):
@@ -239,9 +246,7 @@ class SGD:
     def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
         p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
-        if ctx.traces(Scope.INIT_SAMPLE0):
-            # Seed 003's protocol: one step on training sample 0 at the initial weights.
-            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, d.x_train[:1], d.y_train[:1])
+        self.trace_start(ctx, p_np, d.x_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
         xt, yt = be.asarray(d.x_test), be.asarray(d.y_test)
@@ -252,6 +257,91 @@ class SGD:
             self.trace_published_step(ctx, p, d.x_train, d.y_train)
         return self.outcome(ctx, p, epochs, log, xt, yt)
 
+    # -- R runs at once (solve_batch; the numerics in methods/batched.py) ----------------------------------
+    @classmethod
+    def batchable(cls, ctx: Context) -> bool:
+        return batched.batchable(ctx)
+
+    @classmethod
+    def solve_batch(cls, methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        """methods[i] on ctxs[i] for every i in one vectorised solve; entry i is what methods[i].solve(ctxs[i])
+        returns (under float64, the same accuracy, epochs and secret), or the exception run i alone raised."""
+        first = methods[0]
+        for m in methods:  # only the vectorised keys may differ (the batch's key guarantees it; checked here)
+            if replace(m, lr=first.lr, wd=first.wd) != first:
+                raise ValueError(f"solve_batch: {m} differs from {first} in more than lr and wd")
+        if len(methods) == 1:  # a batch of one is the solo solve (the batched loop's bookkeeping costs it time)
+            return batched.each([0], lambda _: methods[0].solve(ctxs[0]))
+        return cls.solve_runs(methods, ctxs)
+
+    @classmethod
+    def solve_runs(cls, methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        return cls.batch_models[ctxs[0].problem.loss](methods, ctxs)
+
+    @staticmethod
+    def solve_mlp_runs(methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
+        first, be = methods[0], ctxs[0].backend
+        runs = range(len(ctxs))
+        inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+        started = batched.each(
+            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1])
+        )
+        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+        data = tuple(
+            batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train", "x_test", "y_test")
+        )
+        logs = [EpochLog() for _ in runs]
+        epochs = first.train_runs(methods, ctxs, p, data, [i[1] for i in inits], logs, started)
+        return batched.each(
+            list(runs),
+            lambda r: methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r]),
+        )
+
+    def trace_start(self, ctx: Context, p_np: dict[str, np.ndarray], x1: np.ndarray) -> None:
+        """Seed 003's protocol (tracker.scope=init_sample0): one step on training sample 0 at the initial weights."""
+        if ctx.traces(Scope.INIT_SAMPLE0):
+            be = ctx.backend
+            self.trace_single_step(ctx, {k: be.asarray(v) for k, v in p_np.items()}, x1, ctx.data.y_train[:1])
+
+    def train_runs(
+        self, methods: list["SGD"], ctxs: list[Context], p: Params, data: tuple, rngs: list, logs: list, started: list
+    ) -> np.ndarray:
+        """train_epochs for R runs (methods/batched.py): each run's epochs; the runs whose start failed (an
+        exception in ``started``) or already solve the data (``started`` False) do not train."""
+        be, xp = ctxs[0].backend, ctxs[0].backend.xp
+        x, y, xt, yt = data
+        # hidden progress is measured from the weights at the start of this training
+        measures = [
+            self.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in range(len(ctxs))
+        ]
+        upd = self.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
+        perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
+        return batched.train_runs(
+            be,
+            self.batch_size,
+            self.max_epochs,
+            lambda ids: partial(batched.mlp_step, xp, upd=upd.subset(ids), perlayer=perlayer),
+            lambda q, xt, yt: batched.reached(be, q, xt, yt, self.target_accuracy),
+            lambda r, q: logs[r].record(q, measures[r]),
+            p,
+            data,
+            rngs,
+            np.array([s is None for s in started]),
+            batched.cache_chunk(be, self.batch_size * self.hidden),
+        )
+
+    def run_outcome(
+        self, ctx: Context, p: Params, r: int, epochs: int, log: EpochLog, data: tuple, started: Any
+    ) -> Outcome:
+        """Run r's outcome from the batch's weights p, its published step traced as its solo run traces it."""
+        if started is not None:
+            raise started
+        q = batched.run_slice(p, r)
+        if ctx.traces(Scope.PUBLISHED):
+            self.trace_published_step(ctx, q, ctx.data.x_train, ctx.data.y_train)
+        return self.outcome(ctx, q, epochs, log, data[2][r], data[3][r])
+
 
 # problem.loss -> the model SGD trains: the hinge-loss MLP (with its variants), or a linear model on squared error
 SGD.models = {"hinge": SGD.solve_mlp, "squared": train_linear}
+SGD.batch_models = {"hinge": SGD.solve_mlp_runs, "squared": train_linear_runs}

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
+from sweep.methods.batched import RunsUpdate
 from sweep.methods.sgd import SGD
 from sweep.trace.trace import Trace
 from sweep.variants.base import Update
@@ -24,6 +27,9 @@ class SignSGD(SGD):
 
     def make_update(self, xp) -> Update:
         return SignUpdate(xp, self.lr, self.wd, self.dead_zone)
+
+    def runs_update(self, be, lr: np.ndarray, wd: np.ndarray) -> RunsUpdate:
+        return RunsUpdate(be, lr, wd, sign=True, dead_zone=self.dead_zone)
 
 
 class SignUpdate:

@@ -1,0 +1,164 @@
+"""Per-run solve time of R sgd runs solved together (SGD.solve_batch) against the same run solved alone.
+
+    .venv/bin/python benchmarks/bench_batch_solve.py [--sizes 1,4,16,64,256] [--hidden 50,200]
+        [--dtypes float64,float32] [--devices cpu,torch_cpu] [--epochs 3] [--repeats 2] [--threads 1]
+
+One thread (device.threads, the issue's table), n=20, k=3, 1,000 training samples, batches of 32.
+(a) steps: every run trains exactly ``--epochs`` epochs (target accuracy out of reach), so the batch and the
+solo run do the same work; per R: the speed-up (solo solve time / (batch solve time / R)), and the achieved
+FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library and dtype on the same core.
+(b) whole solves: R=16 seeds trained to their own early stop, the 16 solo solves against one batch of 16.
+Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
+GPU. cuda is added to the devices when torch sees a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+from hydra import compose, initialize_config_dir
+
+from sweep import job
+from sweep.config.schema import register_configs
+from sweep.paths import CONF_DIR
+
+N, BATCH, N_TRAIN, TEST_CHUNK = 20, 32, 1000, 64
+
+
+def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None) -> list[job.Job]:
+    """One job per seed; with ``epochs``, each trains exactly that many epochs (its target is out of reach)."""
+    jobs = []
+    for s in seeds:
+        cfg = compose(
+            "config",
+            overrides=[
+                "method=sgd",
+                f"method.hidden={hidden}",
+                f"problem.n_bits={N}",
+                f"problem.n_train={N_TRAIN}",
+                f"problem.seed={s}",
+                f"device={device}",
+                f"device.dtype={dtype}",
+                f"device.threads={threads}",
+                "tracker=none",
+            ],
+        )
+        j = job.build_job(cfg)
+        if epochs is not None:
+            j.method = dataclasses.replace(j.method, max_epochs=epochs, target_accuracy=2.0)
+        jobs.append(j)
+    return jobs
+
+
+def clock(js: list[job.Job], batched: bool, repeats: int) -> float:
+    """Min over repeats of the seconds to solve the jobs: one solve_batch, or one solve after another. On a
+    CPU the seconds are this process's CPU time (one thread): on a shared machine a solve of a few ms often
+    runs within one time slice while a longer one is always preempted, so wall time would favour the short
+    solo solves over a batch. On a GPU, wall time after a synchronise."""
+    be, best = js[0].backend, float("inf")
+    now = be.clock if be.device.startswith("cuda") else time.process_time
+    for _ in range(repeats):
+        t0 = now()
+        if batched:
+            type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+        else:
+            for j in js:
+                j.method.solve(j.ctx)
+        best = min(best, now() - t0)
+    return best
+
+
+def flops_per_epoch(hidden: int) -> float:
+    """A run's matmul FLOPs in one epoch: per step forward x W1^T and h W2^T, backward dW2, dh and dW1
+    (2 FLOPs a multiply-add), plus the early-stopping forward on one chunk of the test set."""
+    steps = -(-N_TRAIN // BATCH)
+    step = 2 * (2 * BATCH * N * hidden + 3 * BATCH * hidden)
+    return steps * step + 2 * TEST_CHUNK * (N * hidden + hidden)
+
+
+def peak(device: str, dtype: str) -> float:
+    """FLOP/s of a 1024^3 matmul in this library and dtype on one thread (the machine's limit)."""
+    js = build(device, dtype, 8, 1, [0], 1)
+    be = js[0].backend
+    a = be.asarray(np.random.RandomState(0).randn(1024, 1024))
+    a @ a
+    best, now = float("inf"), be.clock if be.device.startswith("cuda") else time.process_time
+    for _ in range(3):
+        t0 = now()
+        a @ a
+        best = min(best, now() - t0)
+    return 2 * 1024**3 / best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1,4,16,64,256")
+    ap.add_argument("--hidden", default="50,200")
+    ap.add_argument("--dtypes", default="float64,float32")
+    ap.add_argument("--devices", default="cpu,torch_cpu")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sections", default="ab")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    devices = a.devices.split(",")
+    try:
+        import torch  # noqa: PLC0415 - only to ask for a GPU
+
+        if torch.cuda.is_available() and "cuda" not in devices:
+            devices.append("cuda")
+    except ImportError:
+        pass
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        if "a" in a.sections:
+            print(f"(a) {a.epochs} epochs a run, threads={a.threads}: per-run speed-up vs solo, FLOP/s / matmul peak")
+            print(
+                f"{'device':10} {'dtype':8} {'hidden':>6} {'solo ms':>8} {'peak GF/s':>9}  "
+                + "  ".join(f"R={r:<11}" for r in sizes)
+            )
+            for device in devices:
+                for dtype in a.dtypes.split(","):
+                    top = peak(device, dtype)
+                    for hidden in (int(h) for h in a.hidden.split(",")):
+                        work = a.epochs * flops_per_epoch(hidden)
+                        solo_js = build(device, dtype, hidden, a.threads, range(3), a.epochs)
+                        clock(solo_js[:1], False, 1)  # warm-up (torch's lazy init)
+                        solo = min(clock([j], False, a.repeats) for j in solo_js)
+                        cells = []
+                        for r in sizes:
+                            js = build(device, dtype, hidden, a.threads, range(r), a.epochs)
+                            clock(js, True, 1)
+                            t = clock(js, True, a.repeats)
+                            cells.append(f"{solo / (t / r):5.2f}x {work * r / t / top:4.0%}")
+                        print(
+                            f"{device:10} {dtype:8} {hidden:6d} {solo * 1e3:8.1f} {top / 1e9:9.1f}  "
+                            + "  ".join(f"{c:13}" for c in cells)
+                        )
+        if "b" in a.sections:
+            print("(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16")
+            for device in devices:
+                for dtype in a.dtypes.split(","):
+                    for hidden in (int(h) for h in a.hidden.split(",")):
+                        js = build(device, dtype, hidden, a.threads, range(16), None)
+                        clock(js[:1], False, 1)
+                        solo = clock(js, False, a.repeats)
+                        clock(js, True, 1)
+                        batch = clock(js, True, a.repeats)
+                        outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+                        epochs = [o.epochs for o in outs]
+                        print(
+                            f"{device:10} {dtype:8} hidden={hidden:<4d} solo {solo * 1e3 / 16:7.1f} ms/run, "
+                            f"batch {batch * 1e3 / 16:7.1f} ms/run: {solo / batch:5.2f}x "
+                            f"(epochs {min(epochs)}-{max(epochs)})"
+                        )
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"total {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,262 @@
+"""R runs of one SGD-like method solved together: every array gains a leading runs axis.
+
+A small net cannot fill a core (or a GPU) by itself; R of them stacked make each matmul a batched one
+(``np.matmul`` / ``torch.bmm`` on (R, ...) arrays) and pay Python's per-call overhead once for R runs. Each
+run keeps its own data, initialisation, learning rate, weight decay, early stopping and epoch count: a run
+that reached its target leaves the working arrays (train_runs), and a run whose step has no active margin is
+frozen for that step by a mask (its update scaled by zero, its decay by one), not stepped. Per run, the
+arithmetic is the solo step's (methods/sgd.py and the standard variant's): numpy's stacked matmul calls the
+same gemm per run, so under float64 a batched numpy run equals its solo run bit for bit; torch's batched
+kernels may round differently (a few ulps, far below 1e-9).
+
+Only the training loop is batched. What is per run by nature runs the solo code on the run's slice of the
+weights: the traced single steps, the per-epoch curves (EpochLog) and the evaluation after the clock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from sweep.backend import Backend
+from sweep.methods.base import Context
+from sweep.trace.scope import Scope
+
+Params = dict[str, Any]  # W1 (R, H, n), b1 (R, H), W2 (R, 1, H), b2 (R, 1): a run's slice is its solo shape
+
+# Variants whose step the batched loop computes exactly: standard and fused do the same arithmetic (fused only
+# reorders independent updates); perlayer takes dh from the updated W2. The tiled ones split the matmuls.
+VARIANTS = ("standard", "fused", "perlayer")
+
+
+def batchable(ctx: Context) -> bool:
+    """Can this job's solve join a batch? Not when every step is traced (each run's step events would have to
+    be recorded one by one), not under torch.compile or autocast (the compiled/cast step is the solo one)."""
+    be = ctx.backend
+    return (
+        not ctx.traces(Scope.ALL_STEPS)
+        and not be.compile
+        and be.autocast == "none"
+        and (ctx.variant is None or ctx.variant.name in VARIANTS)
+    )
+
+
+@functools.cache
+def keep_heap() -> None:
+    """Keep freed memory in the process heap (glibc; once per process). A batched step's (R, B, H) temporaries
+    are ~1 MB at R=16, hidden 200: glibc maps such blocks fresh or trims them back to the OS as they are freed,
+    so every step paid page faults again (measured 3-4x slower steps at R=16 and 64). Both thresholds raised:
+    up to 256 MiB of freed heap stays in the process for the next step."""
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        return
+    mallopt = getattr(ctypes.CDLL(libc), "mallopt", None)
+    if mallopt is not None:
+        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (glibc's maximum)
+
+
+def each(items: list, fn: Callable[[Any], Any]) -> list:
+    """fn(item) per run; a run whose call raises gets its exception, the others go on."""
+    out = []
+    for it in items:
+        try:
+            out.append(fn(it))
+        except Exception as e:  # noqa: BLE001 - the run's own failure is its result
+            out.append(e)
+    return out
+
+
+def run_slice(p: Params, r: int) -> Params:
+    """Run r's weights, as views with the solo shapes (so the solo code evaluates and traces them)."""
+    return {k: v[r] for k, v in p.items()}
+
+
+def stack(be: Backend, arrays: list[np.ndarray]):
+    return be.asarray(np.stack(arrays))
+
+
+def mT(a):
+    """The last two axes swapped (a view), on numpy and torch alike."""
+    return a.mT if hasattr(a, "mT") else a.swapaxes(-1, -2)
+
+
+class RunsUpdate:
+    """The optimiser of R runs with their own lr and wd (host (R,) float64 arrays, as the solo update's Python
+    floats, cast once to the backend's dtype). ``gate(go)`` freezes the runs not stepping this step: scale 0
+    and keep 1 leave their parameters exactly as they were (p * 1 - 0 = p)."""
+
+    def __init__(self, be: Backend, lr: np.ndarray, wd: np.ndarray, sign: bool, dead_zone: float = 0.0) -> None:
+        self.be, self.xp, self.sign, self.noise = be, be.xp, sign, dead_zone
+        self.host = (lr, wd)
+        self.lr, self.wd, self.keep = be.asarray(lr), be.asarray(wd), be.asarray(1.0 - lr * wd)
+        self.scale = np.ones_like(lr) if sign else lr  # what the gradient arrives times (Update.scale)
+        self._dout: dict[int, Any] = {}
+        self.gate(None)
+
+    def subset(self, ids: np.ndarray) -> "RunsUpdate":
+        lr, wd = self.host
+        return RunsUpdate(self.be, lr[ids], wd[ids], self.sign, self.noise)
+
+    def dout_factor(self, B: int):
+        """-scale / B per run, (R, 1): the solo step's ``y * (-scale / B)`` factor, computed in float64."""
+        if B not in self._dout:
+            self._dout[B] = self.be.asarray(-self.scale / B)[:, None]
+        return self._dout[B]
+
+    def gate(self, go) -> None:
+        if go is None:  # every run steps
+            self.step_lr, self.step_keep = self.lr, self.keep
+            return
+        self.step_lr = self.xp.where(go, self.lr, 0.0)
+        self.step_keep = self.xp.where(go, self.keep, 1.0)
+
+    def __call__(self, p, g, decay: bool) -> None:
+        shape = (-1,) + (1,) * (p.ndim - 1)
+        if self.sign:
+            xp = self.xp
+            if decay:
+                g = g + self.wd.reshape(shape) * p
+            p -= self.step_lr.reshape(shape) * xp.sign(xp.where(xp.abs(g) > self.noise, g, 0.0))
+            return
+        if decay:
+            p *= self.step_keep.reshape(shape)
+        p -= g
+
+
+def forward(xp, p: Params, x):
+    """The MLP's forward for R runs: x (R, B, n) -> h_pre, h (R, B, H), out (R, B)."""
+    h_pre = x @ mT(p["W1"])
+    h_pre += p["b1"][:, None, :]
+    h = xp.maximum(h_pre, 0.0)
+    out = (p["W2"] @ mT(h))[:, 0] + p["b2"]  # W2 h^T: torch's batched kernel rounds as its solo h @ w here
+    return h_pre, h, out
+
+
+def mlp_step(xp, p: Params, x, y, upd: RunsUpdate, perlayer: bool) -> None:
+    """One hinge-loss SGD step of every run on its batch x (R, B, n), y (R, B)."""
+    h_pre, h, out = forward(xp, p, x)
+    active = (out * y) < 1.0
+    go = active.any(1)  # no active margin: the solo step changes nothing, so the run is frozen for this step
+    if not bool(go.all()):
+        if not bool(go.any()):
+            return
+        upd.gate(go)
+    else:
+        upd.gate(None)
+    dout = xp.where(active, y * upd.dout_factor(x.shape[1]), 0.0)
+    dW2 = dout[:, None, :] @ h
+    db2 = dout.sum(1, keepdims=True)
+    if perlayer:  # layer 2 first, and dh from the updated W2
+        upd(p["W2"], dW2, True)
+        upd(p["b2"], db2, False)
+    dh = dout[:, :, None] * p["W2"]
+    dh *= h_pre > 0
+    upd(p["W1"], mT(dh) @ x, True)
+    upd(p["b1"], dh.sum(1), False)
+    if not perlayer:
+        upd(p["W2"], dW2, True)
+        upd(p["b2"], db2, False)
+
+
+def reached(be: Backend, p: Params, xt, yt, target: float, chunk: int = 64) -> np.ndarray:
+    """Each run's early-stopping test (SGD.reached): test accuracy >= target; for target 1.0 the test stops at
+    the first chunk where every run has an error."""
+    xp = be.xp
+    if target < 1.0:
+        pred = xp.where(forward(xp, p, xt)[2] >= 0, 1.0, -1.0)
+        return be.to_numpy(xp.mean(xp.astype(pred == yt, xt.dtype), axis=1)) >= target
+    ok = np.ones(xt.shape[0], dtype=bool)
+    for s in range(0, xt.shape[1], chunk):
+        out = forward(xp, p, xt[:, s : s + chunk])[2]
+        ok &= be.to_numpy(((out >= 0) == (yt[:, s : s + chunk] > 0)).all(1))
+        if not ok.any():
+            break
+    return ok
+
+
+def train_runs(
+    be: Backend,
+    batch_size: int,
+    max_epochs: int,
+    stepper: Callable[[np.ndarray], Callable[[Params, Any, Any], None]],
+    done: Callable[[Params, Any, Any], np.ndarray],
+    record: Callable[[int, Params], None],
+    p: Params,
+    data: tuple,
+    rngs: list[np.random.RandomState],
+    running: np.ndarray,
+    chunk: int,
+) -> np.ndarray:
+    """SGD's epoch loop for R runs; returns each run's epochs. ``running`` (R,) host bools: the runs that
+    train. Each epoch every running run draws its own order from its own rng, ``stepper(ids)(q, xb, yb)``
+    steps the batch of runs ``ids``, ``record(r, run r's weights)`` logs run r's epoch, and
+    ``done(q, xt, yt)`` is each run's stopping test. The arrays hold only the running runs: when runs stop,
+    the others are gathered into smaller arrays (a stopped run costs nothing more) and the stopped ones'
+    weights written back to ``p``. A step runs ``chunk`` runs at a time, so that its temporaries stay in
+    the core's cache (cache_chunk)."""
+    keep_heap()
+    running = running.copy()
+    epochs = np.zeros(running.size, dtype=int)
+    ids = np.arange(running.size)  # the runs in the working arrays q
+    q, d = p, data
+    m = data[0].shape[1]
+    parts = chunks(q, ids, stepper, chunk)
+    for epoch in range(max_epochs):
+        if running[ids].sum() < ids.size:  # some run stopped: work on the running ones only
+            ids, q, d = compact(be, p, q, ids, running, data)
+            parts = chunks(q, ids, stepper, chunk)
+        if ids.size == 0:
+            break
+        perm = np.stack([rngs[r].permutation(m) for r in ids])
+        xs, ys = gather(be, d[0], perm), gather(be, d[1], perm)
+        for s in range(0, m, batch_size):
+            xb, yb = xs[:, s : s + batch_size], ys[:, s : s + batch_size]
+            for part, qc, step in parts:
+                step(qc, xb[part], yb[part])
+        for j, r in enumerate(ids):
+            record(int(r), run_slice(q, j))
+        epochs[ids] = epoch + 1
+        running[ids] &= ~done(q, d[2], d[3])
+    compact(be, p, q, ids, np.zeros_like(running), data)
+    return epochs
+
+
+def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 128 << 10) -> int:
+    """How many runs a step takes at once on this backend: on a CPU, as many as keep a (runs, B, H) temporary
+    within ``budget_bytes`` (past the caches a batched step slows down: README, "Many runs as one solve");
+    on a GPU, all of them (its work is to be filled)."""
+    if be.device.startswith("cuda"):
+        return 1 << 30
+    return max(1, budget_bytes // (floats_per_run * np.dtype(be.dtype).itemsize))
+
+
+def chunks(q: Params, ids: np.ndarray, stepper: Callable, chunk: int) -> list[tuple[slice, Params, Callable]]:
+    """The working runs in groups of ``chunk``: (their rows, their weights as views of q, their step)."""
+    out = []
+    for lo in range(0, ids.size, chunk):
+        part = slice(lo, lo + chunk)
+        out.append((part, {k: v[part] for k, v in q.items()}, stepper(ids[part])))
+    return out
+
+
+def gather(be: Backend, a, perm: np.ndarray):
+    """a[r][perm[r]] for every run r: one take of whole rows along a flattened runs x samples axis (numpy's
+    two-array fancy indexing costs ~10x more here)."""
+    R, m = perm.shape
+    flat = be.index((np.arange(R)[:, None] * m + perm).reshape(-1))
+    return a.reshape((R * m,) + tuple(a.shape[2:]))[flat].reshape(tuple(a.shape))
+
+
+def compact(be: Backend, p: Params, q: Params, ids: np.ndarray, running: np.ndarray, data: tuple):
+    """Write the working weights q (runs ``ids``) back into p, and gather the running runs' weights and data."""
+    if q is not p:
+        for k in p:
+            p[k][be.index(ids)] = q[k]
+    ids = np.flatnonzero(running)
+    sel = be.index(ids)
+    return ids, {k: v[sel] for k, v in p.items()}, tuple(a[sel] for a in data)

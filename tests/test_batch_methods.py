@@ -1,0 +1,158 @@
+"""solve_batch (issue 25): R runs of one method solved on a leading runs axis give each run its solo result.
+
+Under float64 every run's accuracy, epochs, secret and extra figures equal those of the same job solved alone,
+its per-epoch curves within 1e-9 relative, and its traced step (tracker.scope) is its own: the same events and
+the same tracker figures. A divergent run's outcome is its solo outcome and leaves the others untouched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra.utils import get_class
+
+from sweep import job
+from sweep.methods.base import Outcome
+from tests.conftest import compose
+
+SMALL = ("problem.n_bits=10", "problem.n_train=500", "method.hidden=64")
+# (method, problem, its own extra overrides, (seed, lr, wd) of each run)
+CASES = {
+    "sgd": ("sparse_parity", (), [(1, 0.1, 0.01), (2, 0.05, 0.0), (3, 0.1, 0.01), (4, 0.2, 0.001)]),
+    "sign_sgd": ("sparse_and", (), [(1, 0.01, 0.01), (2, 0.005, 0.0), (3, 0.02, 0.001)]),
+    "curriculum": ("sparse_parity", ("method.schedule=[6]",), [(1, 0.1, 0.01), (5, 0.05, 0.0), (3, 0.1, 0.001)]),
+    "sgd_sum": ("sparse_sum", (), [(1, 0.1, 0.01), (2, 0.05, 0.0), (3, 0.02, 0.001)]),
+}
+
+
+def jobs(method: str, problem: str, runs, *overrides: str) -> list[job.Job]:
+    name = "sgd" if method == "sgd_sum" else method
+    return [
+        job.build_job(
+            compose(
+                f"method={name}",
+                f"problem={problem}",
+                *SMALL,
+                *overrides,
+                f"problem.seed={s}",
+                f"method.lr={lr}",
+                f"method.wd={wd}",
+            )
+        )
+        for s, lr, wd in runs
+    ]
+
+
+def batch(js: list[job.Job]) -> list[Outcome]:
+    outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+    assert len(outs) == len(js)
+    for o in outs:
+        assert isinstance(o, Outcome), o
+    return [o.finalize() for o in outs]
+
+
+def assert_same(batched: Outcome, solo: Outcome) -> None:
+    assert (batched.accuracy, batched.epochs, batched.secret_found) == (solo.accuracy, solo.epochs, solo.secret_found)
+    assert batched.train_accuracy == solo.train_accuracy
+    assert batched.extra == solo.extra
+    assert batched.curves.keys() == solo.curves.keys()
+    for k, v in solo.curves.items():
+        np.testing.assert_allclose(batched.curves[k], v, rtol=1e-9, atol=0, err_msg=k)
+
+
+@pytest.mark.parametrize("device", ["cpu", "torch_cpu"])
+@pytest.mark.parametrize("method", sorted(CASES))
+def test_batch_equals_solo_runs(method, device):
+    problem, extra, runs = CASES[method]
+    outs = batch(jobs(method, problem, runs, "tracker=none", f"device={device}", *extra))
+    solos = [
+        j.method.solve(j.ctx).finalize()
+        for j in jobs(method, problem, runs, "tracker=none", f"device={device}", *extra)
+    ]
+    assert len({o.epochs for o in solos}) > 1  # the runs stop at different epochs: each has its own early stop
+    for b, s in zip(outs, solos):
+        assert_same(b, s)
+
+
+@pytest.mark.parametrize("variant", ["fused", "perlayer"])
+def test_batch_follows_the_variant(variant):
+    """fused reorders standard's updates (same numbers); perlayer takes dh from the updated W2 (other numbers)."""
+    problem, _, runs = CASES["sgd"]
+    outs = batch(jobs("sgd", problem, runs, "tracker=none", f"variant={variant}"))
+    for b, j in zip(outs, jobs("sgd", problem, runs, "tracker=none", f"variant={variant}")):
+        assert_same(b, j.method.solve(j.ctx).finalize())
+
+
+@pytest.mark.parametrize("scope", ["published", "init_sample0"])
+@pytest.mark.parametrize("method", ["sgd", "curriculum", "sgd_sum"])
+def test_each_run_records_its_own_trace(method, scope):
+    problem, extra, runs = CASES[method]
+    overrides = ("tracker=energy", f"tracker.scope={scope}", *extra)
+    js = jobs(method, problem, runs, *overrides)
+    batch(js)
+    solos = jobs(method, problem, runs, *overrides)
+    for b, s in zip(js, solos):
+        s.method.solve(s.ctx)
+        assert len(b.ctx.trace) > 0
+        assert b.ctx.trace.events == s.ctx.trace.events
+        assert b.ctx.trace.compute_ops == s.ctx.trace.compute_ops
+        assert b.tracker.summarize(b.ctx.trace).metrics == s.tracker.summarize(s.ctx.trace).metrics
+
+
+@pytest.mark.parametrize("method", ["sgd", "sign_sgd"])
+def test_a_divergent_run_fails_alone(method):
+    """lr * wd = 10: the weights blow up to NaN in that run only; it ends as its solo run does, the others
+    as theirs."""
+    runs = [(1, 0.1 if method == "sgd" else 0.01, 0.01), (2, 1e3, 0.01), (3, 0.05 if method == "sgd" else 0.01, 0.0)]
+    overrides = ("tracker=none", "method.max_epochs=30", "problem=sparse_parity")
+    with np.errstate(all="ignore"):
+        outs = batch(jobs(method, "sparse_parity", runs, *overrides))
+        solos = [j.method.solve(j.ctx).finalize() for j in jobs(method, "sparse_parity", runs, *overrides)]
+    assert outs[1].accuracy == solos[1].accuracy < 1.0 and outs[1].epochs == solos[1].epochs == 30
+    if method == "sgd":  # its weights are NaN by the end; sign_sgd's steps are bounded by lr, so only huge
+        assert np.isnan(outs[1].curves["train_loss"][-1]) and np.isnan(solos[1].curves["train_loss"][-1])
+    for i in (0, 2):
+        assert np.isfinite(outs[i].curves["train_loss"]).all()
+        assert_same(outs[i], solos[i])
+
+
+def test_batchable_says_no_where_the_batch_cannot_trace_or_compute_exactly():
+    sgd = get_class(compose("method=sgd").method._target_)
+    assert sgd.batchable(job.build_job(compose("method=sgd", "tracker=energy")).ctx)
+    assert sgd.batchable(job.build_job(compose("method=sgd", "variant=perlayer")).ctx)
+    for no in (
+        ("tracker=energy", "tracker.scope=all_steps"),
+        ("variant=tiled",),
+        ("device=torch_cpu", "device.compile=true"),
+    ):
+        assert not sgd.batchable(job.build_job(compose("method=sgd", *no)).ctx), no
+
+
+def test_solve_batch_refuses_runs_that_differ_in_a_shared_key():
+    js = jobs("sgd", "sparse_parity", [(1, 0.1, 0.01)], "tracker=none") + jobs(
+        "sgd", "sparse_parity", [(2, 0.1, 0.01)], "tracker=none", "method.hidden=32"
+    )
+    with pytest.raises(ValueError, match="more than lr and wd"):
+        type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+
+
+def test_vectorised_keys_are_declared_on_the_classes():
+    for m in ("sgd", "sign_sgd", "curriculum"):
+        cls = get_class(compose(f"method={m}").method._target_)
+        assert cls.vectorised == ("problem.seed", "method.lr", "method.wd") and hasattr(cls, "solve_batch")
+    for m in ("gf2", "km", "fourier", "smt", "ols"):
+        cls = get_class(compose(f"method={m}").method._target_)
+        assert cls.vectorised == ("problem.seed",) and not hasattr(cls, "solve_batch"), m
+    ff = get_class(compose("method=forward_forward").method._target_)
+    assert not hasattr(ff, "vectorised")
+
+
+def test_runs_stepped_in_cache_sized_chunks_keep_their_results(monkeypatch):
+    """Four runs stepped three and one at a time (batched.cache_chunk) give the same as one group of four."""
+    from sweep.methods import batched
+
+    monkeypatch.setattr(batched, "cache_chunk", lambda be, floats: 3)
+    problem, _, runs = CASES["sgd"]
+    outs = batch(jobs("sgd", problem, runs, "tracker=none"))
+    for b, j in zip(outs, jobs("sgd", problem, runs, "tracker=none")):
+        assert_same(b, j.method.solve(j.ctx).finalize())
