@@ -50,7 +50,8 @@ def test_a_recorder_that_creates_a_sqlite_store_writes_it_with_sqlite3(store):
     assert type(rec.sql) is SqliteRunWriter
     rid = rec.log(result(), parent_run_id=rec.start_parent("p", {}))
     run = rec.client.get_run(rid)
-    assert run.info.status == "FINISHED" and run.data.metrics["epochs"] == 12.0 and run.data.params["method.lr"] == "0.1"
+    assert run.info.status == "FINISHED" and run.data.metrics["epochs"] == 12.0
+    assert run.data.params["method.lr"] == "0.1"
     assert [f.path for f in rec.client.list_artifacts(rid, "sub")] == ["sub/outcome.json"]
 
 
