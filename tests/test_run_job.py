@@ -61,3 +61,72 @@ def test_build_makes_what_instantiate_makes():
     # anything richer than flat fields still goes through Hydra
     assert build(OmegaConf.create({"_target_": "builtins.dict", "_convert_": "all", "a": 1})) == {"a": 1}
     assert build(OmegaConf.create({"_target_": "math.hypot", "_args_": [3, 4]})) == 5.0
+
+
+def test_memoised_interpolation_parser_resolves_each_config_afresh():
+    import omegaconf.base
+    import omegaconf.grammar_parser
+
+    from hydra_plugins.sweep_launcher._parse_cache import install
+
+    install()
+    install()  # idempotent: one cache, not a cache of a cache
+    parse = omegaconf.grammar_parser.parse
+    assert parse is omegaconf.base.parse and parse.__wrapped__.__module__ == "omegaconf.grammar_parser"
+    before = parse.cache_info()
+    cfg = OmegaConf.create({"seed": 1, "dir": "multirun/${seed}/${name}", "name": "a"})
+    seen = []
+    for seed, name in [(1, "a"), (2, "b"), (3, "a")]:
+        cfg.seed, cfg.name = seed, name
+        seen.append(cfg.dir)
+    other = OmegaConf.create({"seed": "x", "name": "y", "dir": "multirun/${seed}/${name}"})
+    assert seen + [other.dir] == ["multirun/1/a", "multirun/2/b", "multirun/3/a", "multirun/x/y"]
+    assert parse.cache_info().hits >= before.hits + 3  # one parse of the string, reused
+
+
+def test_a_batched_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path):
+    import logging
+
+    from hydra_plugins.sweep_launcher import _run_job
+
+    def log_config(job: int, level: str = "INFO") -> OmegaConf:
+        return OmegaConf.create(
+            {
+                "version": 1,
+                "formatters": {"simple": {"format": "%(message)s"}},
+                "handlers": {
+                    "file": {
+                        "class": "logging.FileHandler",
+                        "formatter": "simple",
+                        "filename": f"{tmp_path}/{job}/job.log",
+                    }
+                },
+                "root": {"level": level, "handlers": ["file"]},
+                "disable_existing_loggers": False,
+            }
+        )
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        for job in (0, 1, 2, 3):
+            (tmp_path / str(job)).mkdir()
+        _run_job.configure_job_log(log_config(0), False, batched=True)  # nothing set up before: in full
+        first = root.handlers[0]
+        logging.getLogger("x").info("zero")
+        _run_job.configure_job_log(log_config(1), False, batched=True)
+        assert root.handlers == [first]  # the same handler, pointed at job 1's file
+        logging.getLogger("x").info("one")
+        _run_job.configure_job_log(log_config(2), False, batched=False)  # a job alone: Hydra's whole set-up
+        assert root.handlers[0] is not first
+        second = root.handlers[0]
+        _run_job.configure_job_log(log_config(3, level="DEBUG"), False, batched=True)  # another config: in full
+        assert root.handlers[0] is not second and root.level == logging.DEBUG
+        for h in root.handlers:
+            h.flush()
+        assert [(tmp_path / str(j) / "job.log").read_text() for j in (0, 1, 2, 3)] == ["zero\n", "one\n", "", ""]
+    finally:
+        for h in root.handlers:
+            h.close()
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+        _run_job._job_log = None

@@ -12,7 +12,11 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 SOURCES = {"src": ROOT / "src", "launchers": ROOT / "launchers"}
-FAST_PATH = {"hydra_plugins.sweep_launcher._compose", "hydra_plugins.sweep_launcher._run_job"}
+FAST_PATH = {
+    "hydra_plugins.sweep_launcher._compose",
+    "hydra_plugins.sweep_launcher._run_job",
+    "hydra_plugins.sweep_launcher._parse_cache",
+}
 MAX_LINES = 400
 
 

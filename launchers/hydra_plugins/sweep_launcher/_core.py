@@ -68,6 +68,10 @@ def load_session(data: bytes) -> Session:
 def _restore(session: Session) -> None:
     global _restored
     if _restored != id(session):
+        if session.fast:
+            from hydra_plugins.sweep_launcher._parse_cache import install  # noqa: PLC0415 - the fast path: imported only behind its version gate
+
+            install()
         setup_globals()
         Singleton.set_state(session.singleton_state)
         _restored = id(session)
@@ -89,13 +93,15 @@ def run_one(
     collect_files: bool = False,
     hydra_template: Any = None,
     solved: Optional[tuple[Any, float, float]] = None,
+    task_cfg: Optional[DictConfig] = None,
 ) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
     them from its own copy if anything asks (`_jobs.ReturnedJob`); `output_dir` is what the worker added.
     `hydra_template`: a `_run_job.HydraYaml` (fast path only). `solved`: (value or exception, wall, CPU
-    seconds) of a job its batch solved (`run_batch`): the task returns (or raises) it instead of running."""
+    seconds) of a job its batch solved (`run_batch`): the task returns (or raises) it instead of running, and
+    `task_cfg` is the config the batch solved it from (fast path: the task's config, not loaded again)."""
     _restore(session)
     clock: dict[str, float] = {}
     raised: list[BaseException] = []  # what the task raised (run_job keeps it where only a private name reads it)
@@ -128,6 +134,8 @@ def run_one(
                 job_dir_key="hydra.sweep.dir",
                 job_subdir_key="hydra.sweep.subdir",
                 hydra_template=hydra_template,
+                task_cfg=task_cfg,
+                batched=solved is not None,
             )
         else:
             ret = run_job(
@@ -168,16 +176,27 @@ def run_batch(session: Session, items: list[tuple[int, bytes, Any]], collect_fil
     are the batch's shares; a batch whose `run_batch` raises is that exception for every job."""
     _restore(session)
     w0, c0 = time.perf_counter(), time.process_time()
+    task_cfgs: list[Any] = [None] * len(items)  # None: run_job loads its own (a batch that failed as a whole)
     try:
-        task_cfgs = [task_config(pickle.loads(cfg_bytes)) for _, cfg_bytes, _ in items]
+        task_cfgs = [_task_config(session, cfg_bytes) for _, cfg_bytes, _ in items]
         values: list[Any] = list(session.batcher.run_batch(task_cfgs))
         if len(values) != len(items):
             raise RuntimeError(f"run_batch returned {len(values)} values for {len(items)} jobs")
     except Exception as e:  # noqa: BLE001 - the batch as a whole failed: each job reports it
         values = [e] * len(items)
     wall, cpu = (time.perf_counter() - w0) / len(items), (time.process_time() - c0) / len(items)
-    for (idx, cfg_bytes, tpl), value in zip(items, values):
-        yield run_one(session, idx, cfg_bytes, collect_files, hydra_template=tpl, solved=(value, wall, cpu))
+    for (idx, cfg_bytes, tpl), value, cfg in zip(items, values, task_cfgs):
+        yield run_one(
+            session, idx, cfg_bytes, collect_files, hydra_template=tpl, solved=(value, wall, cpu), task_cfg=cfg
+        )
+
+
+def _task_config(session: Session, cfg_bytes: bytes) -> DictConfig:
+    if session.fast:
+        from hydra_plugins.sweep_launcher._run_job import task_config as loaded  # noqa: PLC0415 - the fast path: imported only behind its version gate
+
+        return loaded(cfg_bytes)
+    return task_config(pickle.loads(cfg_bytes))
 
 
 def task_config(cfg: DictConfig) -> DictConfig:
