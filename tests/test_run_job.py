@@ -35,7 +35,7 @@ def test_returned_job_rebuilds_the_configs_it_did_not_carry():
     slim = JobReturn(
         overrides=["problem.seed=3"], working_dir="/w", task_name="sweep", status=JobStatus.COMPLETED, _return_value=42
     )
-    ret = ReturnedJob.of(slim, cfg, "/out/3")
+    ret = ReturnedJob.of(slim, lambda: cfg, "/out/3")
     assert ret.return_value == 42 and ret.overrides == ["problem.seed=3"] and ret.working_dir == "/w"
     assert ret._source is not None  # nothing built until asked
     assert "hydra" not in ret.cfg and ret.cfg.problem.seed == 3
@@ -43,7 +43,7 @@ def test_returned_job_rebuilds_the_configs_it_did_not_carry():
     assert OmegaConf.is_readonly(ret.hydra_cfg.hydra)
     assert OmegaConf.select(cfg, "hydra.runtime.output_dir", default=None) is None  # the launcher's copy is untouched
 
-    failed = ReturnedJob.of(JobReturn(status=JobStatus.FAILED, _return_value=ValueError("x")), cfg, None)
+    failed = ReturnedJob.of(JobReturn(status=JobStatus.FAILED, _return_value=ValueError("x")), lambda: cfg, None)
     iso = IsolatedFailure.__new__(IsolatedFailure)
     iso.__dict__.update(failed.__dict__)
     assert isinstance(iso.return_value, ValueError)  # does not raise: the sweep goes on
