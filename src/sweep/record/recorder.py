@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import spool, store
+from sweep.record import remote, spool, store
 from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN, SqliteRunWriter, SqlRunWriter, new_run_id, plainly_valid
 from sweep.record.tags import (
     GIT_TAG,
@@ -83,6 +83,7 @@ class Recorder:
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        remote.require(self.tracking_uri)  # a tracking server: seconds, where MLflow would retry for minutes
 
         self._client: Any = None
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
