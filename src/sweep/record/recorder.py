@@ -204,6 +204,15 @@ class Recorder:
             self.client.log_artifacts(run_id, tmp)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
+        """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""
+        try:
+            return self._start_parent(name, tags, params)
+        except store.StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever MLflow raises: one line, before any job
+            raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
+
+    def _start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None) -> str:
         owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
         run = self.client.create_run(
             self.experiment_id, run_name=name, tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}

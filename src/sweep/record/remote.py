@@ -110,7 +110,8 @@ def timeout_problem(mlflow: object) -> Optional[str]:
     value = getattr(mlflow, "connect_timeout_s", None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return None
-    return f"mlflow.connect_timeout_s={value} is not allowed: expected a number of seconds > 0"
+    shown = f"{value:g}" if isinstance(value, (int, float)) else value
+    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0"
 
 
 def require(uri: str, timeout_s: Optional[float] = None) -> None:

@@ -93,8 +93,15 @@ def compare(
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     if log:
-        for f in files:
-            client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+        from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the checks
+
+        try:
+            for f in files:
+                client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+        except MlflowException as e:  # a tracking server's reader: may read the runs, not write them
+            print(
+                f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr
+            )
     return cmp, files
 
 

@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
 from sweep.server.keys import kept, private_file
 from sweep.server.postgres import ServerError
-from sweep.server.stack import BadSetting, serving
+from sweep.server.stack import BadSetting, check, serving
 
 PROG = "sweep.server"
 
@@ -82,6 +82,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, stop)
     try:
+        check(cfg)  # a bad setting: refused before anything is made
         password, made = admin_password(cfg, password_file)
         print(f"{PROG}: starting PostgreSQL and MLflow's tracking server in {cfg.data_dir} ...", flush=True)
         with serving(cfg, password) as srv:
