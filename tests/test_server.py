@@ -237,6 +237,10 @@ class Relay:
     def down(self) -> None:
         """No new connection, and the open ones (a client's kept-alive pool) cut."""
         if self.listener is not None:
+            try:
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (close alone does not)
+            except OSError:
+                pass
             self.listener.close()
             self.listener = None
         for s in self.open:

@@ -93,12 +93,10 @@ def compare(
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     if log:
-        from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the checks
-
         try:
             for f in files:
                 client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
-        except MlflowException as e:  # a tracking server's reader: may read the runs, not write them
+        except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
             print(
                 f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr
             )
