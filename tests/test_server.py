@@ -20,8 +20,8 @@ import pytest
 import requests
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import FAULTY, ROOT, run_sweep, session_processes
-from tests.test_faults_signals import start_until_two_finished
+from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.test_faults_signals import _stat, alive, start_until_two_finished
 from tests.test_launcher import runs
 from tests.tracking_server import add_user, free_port
 
@@ -393,6 +393,18 @@ def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same
     assert p.returncode == 0 and "5 job(s) finished" in p.stdout + p.stderr, p.stdout + p.stderr
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (its children are in sessions of their own: not found by session)."""
+    parents = {int(p): int(s[1]) for p in os.listdir("/proc") if p.isdigit() and (s := _stat(int(p)))}
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == parent]
+        out += kids
+        todo += kids
+    return out
+
+
 def cmdline(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -431,8 +443,8 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
                 timeout=30,
             )
             assert answer.status_code == 200
-            started = session_processes(proc.pid)
-            assert len(started) >= 3  # this command, PostgreSQL's processes, the tracking server
+            started = descendants(proc.pid)
+            assert len(started) >= 4  # PostgreSQL and its workers, the tracking server and its workers
             for pid in started:  # the password is on no command line
                 assert password not in cmdline(str(pid))
             proc.send_signal(signal.SIGTERM)
@@ -443,9 +455,9 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
         assert proc.returncode == 143, err
         assert "stopped (SIGTERM)" in err
         deadline = time.monotonic() + 20
-        while session_processes(proc.pid) and time.monotonic() < deadline:
+        while [p for p in started if alive(p)] and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert session_processes(proc.pid) == []
+        assert [p for p in started if alive(p)] == []
         assert not [p for p in os.listdir("/proc") if p.isdigit() and str(work) in cmdline(p)]  # PostgreSQL too
         for log in (work / "store").glob("*.log"):
             assert password not in log.read_text(errors="replace")
