@@ -14,6 +14,7 @@ import os
 import socket
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,15 +28,18 @@ from sweep.record.tags import (
     KILLED_REASON_TAG,
     KIND_TAG,
     MODEL_TRAINING,
+    ORDER_TAG,
     PARENT_RUN_TAG,
     PARENT_TAG,
     PID_TAG,
     PROC_START_TAG,
     TRUNCATED_TAG,
+    order_key,
 )
 from sweep.result import RunResult
 
 RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
+UPLOADS = 8  # a run's writes to a tracking server made at once (its batch and its files)
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -155,6 +159,7 @@ class Recorder:
         if parent_run_id:
             tags[PARENT_RUN_TAG] = parent_run_id
         name = run_name or result.short_name()
+        tags[ORDER_TAG] = order_key(name)
         now = int(time.time() * 1000)
         flat = {k: str(v) for k, v in flatten(result.config).items()}
         params = [(k, v[:MAX_PARAM_LEN]) for k, v in flat.items()]
@@ -179,29 +184,46 @@ class Recorder:
             rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
-            for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
-                self.client.log_batch(
-                    rid, params=params_e[i * 100 : (i + 1) * 100], metrics=metrics_e[i * 1000 : (i + 1) * 1000]
+            calls = [
+                functools.partial(
+                    self.client.log_batch,
+                    rid,
+                    params=params_e[i * 100 : (i + 1) * 100],
+                    metrics=metrics_e[i * 1000 : (i + 1) * 1000],
                 )
-            self._write_artifacts(rid, files, None)
+                for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
+            ]
+            self._write_artifacts(rid, files, None, calls)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
-    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any) -> None:
-        if not files:
+    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None) -> None:
+        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads."""
+        if not files and not calls:
             return
-        local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None else None
+        local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
         if local is not None:  # the local artifact repository is this directory: write straight into it
             for fname, text in files.items():
                 (local / fname).parent.mkdir(parents=True, exist_ok=True)
                 (local / fname).write_text(text)
             return
-        with tempfile.TemporaryDirectory() as tmp:  # one upload for all files
+        with tempfile.TemporaryDirectory() as tmp:
             for fname, text in files.items():
                 (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / fname).write_text(text)
-            self.client.log_artifacts(run_id, tmp)
+            calls = [*(calls or []), *(functools.partial(self._upload, run_id, Path(tmp), f) for f in files)]
+            if len(calls) == 1:
+                calls[0]()
+                return
+            # a tracking server answers each request in tens of ms: the run's writes are made at once, not in turn
+            with ThreadPoolExecutor(max_workers=min(len(calls), UPLOADS)) as pool:
+                for done in [pool.submit(c) for c in calls]:
+                    done.result()
+
+    def _upload(self, run_id: str, tmp: Path, fname: str) -> None:
+        parent = str(Path(fname).parent)
+        self.client.log_artifact(run_id, str(tmp / fname), artifact_path=None if parent == "." else parent)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""

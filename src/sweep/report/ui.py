@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from typing import Any, Sequence
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import remote, store
-from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG
+from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, order_key
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
@@ -89,12 +88,6 @@ def port_taken(host: str, port: int) -> str | None:
         except OSError as e:
             return e.strerror or str(e)
     return None
-
-
-def order_key(name: str) -> str:
-    """`name` with each number's integer part zero-padded, so text order is numeric order: t50 < t100,
-    lr=0.05 < lr=0.1 (a fraction's digits already sort as text)."""
-    return re.sub(r"(?<![.\d])\d+", lambda m: m.group().zfill(12), name)
 
 
 def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str:
