@@ -48,9 +48,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args()
-    from tests.tracking_server import tracking_server
+    from tests.tracking_server import shared_store
 
-    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp, tracking_server(workers=4) as srv:
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp, shared_store(workers=4) as srv:
         cwd = Path(tmp)
         sqlite = f"sqlite:///{cwd / 'mlruns' / 'mlflow.db'}"
         times: dict[str, list[float]] = {"sqlite": [], "server": []}

@@ -133,7 +133,7 @@ def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: floa
 def shared_server():
     """One PostgreSQL cluster and MLflow tracking server with logins for the whole session (a start costs tens of
     seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri, username, password)."""
-    from tests.tracking_server import tracking_server
+    from tests.tracking_server import shared_store
 
-    with tracking_server() as srv:
+    with shared_store() as srv:
         yield srv

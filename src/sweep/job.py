@@ -136,9 +136,14 @@ def solve(job: Job, device: DictConfig) -> Solved:
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
+    return evaluate(job, outcome, wall, warmup, device)
+
+
+def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, device: DictConfig) -> Solved:
+    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve)."""
     outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
-    measured, meter_tags = measure_solve(job.tracker, method, ctx, device)
-    return Solved(outcome, wall, warmup, measured, meter_tags)
+    measured, meter_tags = measure_solve(job.tracker, job.method, job.ctx, device)
+    return Solved(outcome, wall_s, warmup_s, measured, meter_tags)
 
 
 def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[float]]]:
@@ -199,12 +204,17 @@ def result(
     return RunResult(config=config, metrics=metrics, curves=curves, tags=tags, artifacts=artifacts, start_time=started)
 
 
+def prepare(cfg: DictConfig) -> tuple[dict[str, Any], Job]:
+    """The job's resolved config, checked where it runs (ConfigError), and its built parts."""
+    config = job_config(cfg)
+    check_job(config, runs_here=True)
+    return config, build_job(cfg)
+
+
 def run(cfg: DictConfig) -> RunResult:
     """Check, build, solve, summarise the trace; return everything the recorder needs."""
     started = time.time()
-    config = job_config(cfg)
-    check_job(config, runs_here=True)
-    job = build_job(cfg)
+    config, job = prepare(cfg)
     solved = solve(job, cfg.device)
     report, curves = summarise(job, solved)
     return result(cfg, config, job, solved, report, curves, started)

@@ -9,18 +9,19 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, run_job, setup_globals
 from hydra.types import HydraContext
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher._pickling import dumps
 
@@ -35,6 +36,7 @@ class Session:
     task_function: Callable[[DictConfig], Any]
     singleton_state: dict[Any, Any]
     fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
+    batcher: Any = None  # the hooks whose run_batch solves a batch (hydra.launcher.batch > 1)
 
 
 @dataclass
@@ -81,13 +83,19 @@ def dump_config(cfg: DictConfig) -> bytes:
 
 
 def run_one(
-    session: Session, idx: int, cfg_bytes: bytes, collect_files: bool = False, hydra_template: Any = None
+    session: Session,
+    idx: int,
+    cfg_bytes: bytes,
+    collect_files: bool = False,
+    hydra_template: Any = None,
+    solved: Optional[tuple[Any, float, float]] = None,
 ) -> Reply:
     """Run the job config `pickle.loads(cfg_bytes)` as Hydra's run_job would in-process; never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
     them from its own copy if anything asks (`_jobs.ReturnedJob`); `output_dir` is what the worker added.
-    `hydra_template`: a `_run_job.HydraYaml` (fast path only)."""
+    `hydra_template`: a `_run_job.HydraYaml` (fast path only). `solved`: (value or exception, wall, CPU
+    seconds) of a job its batch solved (`run_batch`): the task returns (or raises) it instead of running."""
     _restore(session)
     clock: dict[str, float] = {}
     raised: list[BaseException] = []  # what the task raised (run_job keeps it where only a private name reads it)
@@ -95,12 +103,18 @@ def run_one(
     def timed(task_cfg: DictConfig) -> Any:
         w0, c0 = time.perf_counter(), time.process_time()
         try:
+            if solved is not None:
+                if isinstance(solved[0], BaseException):
+                    raise solved[0]
+                return solved[0]
             return session.task_function(task_cfg)
         except BaseException as e:
             raised.append(e)
             raise
         finally:
             clock["wall"], clock["cpu"] = time.perf_counter() - w0, time.process_time() - c0
+            if solved is not None:
+                clock["wall"], clock["cpu"] = solved[1], solved[2]
 
     error = reason = output_dir = None
     try:
@@ -146,6 +160,29 @@ def run_one(
     if collect_files and output_dir is not None:
         reply.files = _output_files(Path(output_dir))
     return reply
+
+
+def run_batch(session: Session, items: list[tuple[int, bytes, Any]], collect_files: bool = False) -> Iterator[Reply]:
+    """A batch's jobs (idx, config bytes, hydra template) solved together by the hooks' `run_batch`, then each
+    run through `run_one` with its own value: one reply per job, in order. Each job's wall-clock and CPU seconds
+    are the batch's shares; a batch whose `run_batch` raises is that exception for every job."""
+    _restore(session)
+    w0, c0 = time.perf_counter(), time.process_time()
+    try:
+        task_cfgs = [task_config(pickle.loads(cfg_bytes)) for _, cfg_bytes, _ in items]
+        values: list[Any] = list(session.batcher.run_batch(task_cfgs))
+        if len(values) != len(items):
+            raise RuntimeError(f"run_batch returned {len(values)} values for {len(items)} jobs")
+    except Exception as e:  # noqa: BLE001 - the batch as a whole failed: each job reports it
+        values = [e] * len(items)
+    wall, cpu = (time.perf_counter() - w0) / len(items), (time.process_time() - c0) / len(items)
+    for (idx, cfg_bytes, tpl), value in zip(items, values):
+        yield run_one(session, idx, cfg_bytes, collect_files, hydra_template=tpl, solved=(value, wall, cpu))
+
+
+def task_config(cfg: DictConfig) -> DictConfig:
+    """What the task function gets: the job config without its hydra section."""
+    return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
 
 
 def _reason(e: BaseException) -> str:
@@ -201,6 +238,27 @@ def make_payload(session_bytes: bytes, cfg_bytes: bytes, collect_files: bool = F
     )
 
 
+def make_batch_payload(session_bytes: bytes, items: list[tuple[int, bytes]], collect_files: bool = False) -> bytes:
+    """What `execute` takes for a batch: its jobs' (idx, config bytes), run together in one container."""
+    return pickle.dumps(
+        {"session": session_bytes, "batch": items, "collect_files": collect_files}, protocol=pickle.HIGHEST_PROTOCOL
+    )
+
+
+def split_replies(data: bytes, idxs: list[int]) -> list[bytes]:
+    """A batch's answer from `execute` -> each job's reply bytes, in order. An answer for the batch as a whole (its
+    payload could not be unpacked, Modal lost its container) is every job's, each under its own index."""
+    try:
+        out = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a reply this process cannot load: each job's load_reply says why
+        return [data] * len(idxs)
+    if isinstance(out, tuple) and len(out) == 2 and out[0] == "batch":
+        return list(out[1])
+    if isinstance(out, Reply):
+        return [dumps(dataclasses.replace(out, idx=i)) for i in idxs]
+    return [data] * len(idxs)
+
+
 def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     """Self-contained entry point (Modal: remote and Function.local()): job `idx`'s `make_payload()` ->
     (idx, cloudpickled Reply); the index travels beside the reply, so an unordered fan-out knows each reply's
@@ -209,6 +267,10 @@ def execute(idx: int, payload: bytes) -> tuple[int, bytes]:
     try:
         job = pickle.loads(payload)
         session = load_session(job["session"])
+        if "batch" in job:  # (first job's idx, ("batch", [each job's reply bytes])): split_replies
+            items = [(i, cfg_bytes, None) for i, cfg_bytes in job["batch"]]
+            replies = [dump_reply(r) for r in run_batch(session, items, job.get("collect_files", False))]
+            return idx, pickle.dumps(("batch", replies), protocol=pickle.HIGHEST_PROTOCOL)
         return idx, dump_reply(run_one(session, idx, job["cfg_bytes"], job.get("collect_files", False)))
     except BaseException as e:  # noqa: BLE001
         return idx, dump_reply(Reply(idx=idx, job_return=None, error=traceback.format_exc(), reason=_reason(e)))

@@ -22,7 +22,16 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from hydra_plugins.sweep_launcher._core import Reply, Session, dump_config, load_reply, make_payload
+from hydra_plugins.sweep_launcher._batches import leading, take, units
+from hydra_plugins.sweep_launcher._core import (
+    Reply,
+    Session,
+    dump_config,
+    load_reply,
+    make_batch_payload,
+    make_payload,
+    split_replies,
+)
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
@@ -70,6 +79,7 @@ class Dispatcher:
             task_function=launcher.task_function,
             singleton_state=Singleton.get_state(),
             fast=launcher.fast,
+            batcher=next((h for h in hooks if type(h).run_batch is not LaunchHooks.run_batch), None),
         )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
@@ -84,6 +94,7 @@ class Dispatcher:
         self.stop = threading.Event()
         self.remote_conn: Any = None
         self.n_remote_left = len(self.remote)
+        self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to Modal, by its first job's index
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
@@ -119,33 +130,42 @@ class Dispatcher:
             if w.gone and not w.jobs:  # its replies all read: a fresh worker takes its place
                 self.pool.replace(w)  # type: ignore[union-attr]
                 w = workers[i]
-            while self.local and len(w.jobs) < PER_WORKER and not w.gone:
-                self._send(w, self.local.popleft())
+            while self.local and units(w.jobs) < PER_WORKER and not w.gone:
+                self._send(w, take(self.local))
         self.progress.running_now(len(self._busy()))
 
-    def _send(self, w: Worker, job: Job) -> None:
-        """Send `job` to `w`; a worker found dead (it exited between jobs) gets nothing more: the job goes back
-        to the front of the queue, and the worker is replaced once its replies already sent are read."""
+    def _send(self, w: Worker, jobs: list[Job]) -> None:
+        """Send `jobs` (one, or a batch) to `w`; a worker found dead (it exited between jobs) gets nothing more:
+        the jobs go back to the front of the queue, and the worker is replaced once its replies already sent are
+        read."""
         try:
             if self.sid not in w.sessions:
                 w.conn.send_bytes(dumps(("session", self.sid, self.session_bytes)))
                 w.sessions = {self.sid}
-            w.conn.send_bytes(self._job_message(w, job))
+            w.conn.send_bytes(self._job_message(w, jobs))
         except OSError:  # BrokenPipeError, ConnectionResetError: the job never reached the worker
             w.gone = True
-            self.local.appendleft(job)
+            self.local.extendleft(reversed(jobs))
             return
-        w.jobs.append(job)
-        job.started = time.perf_counter()
+        w.jobs.extend(jobs)
+        for job in jobs:
+            job.started = time.perf_counter()
 
-    def _job_message(self, w: Worker, job: Job) -> bytes:
+    def _template(self, w: Worker, job: Job) -> Any:
+        if job.template is None:
+            return None
+        # its hydra section goes to each worker once
+        doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
+        w.templates.add(job.template)
+        return (job.template, doc)
+
+    def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
+        job = jobs[0]
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-        tpl = None
-        if job.template is not None:  # its hydra section goes to each worker once
-            doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
-            tpl = (job.template, doc)
-            w.templates.add(job.template)
-        msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, tpl)
+        if len(jobs) > 1:  # a batch (_batches.py)
+            msg: tuple = ("batch", self.sid, [(j.idx, dump_config(j.cfg), self._template(w, j)) for j in jobs], via)
+        else:
+            msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, self._template(w, job))
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
@@ -160,8 +180,10 @@ class Dispatcher:
         arrived: list[tuple[Job, Reply]] = []
         if self.remote_conn is not None and self.remote_conn in ready:
             idx, data = pickle.loads(self.remote_conn.recv_bytes())
-            self.n_remote_left -= 1
-            arrived.append((self.by_idx[idx], load_reply(data, idx)))
+            members = self.remote_batches.get(idx, [self.by_idx[idx]])
+            replies = split_replies(data, [j.idx for j in members]) if len(members) > 1 else [data]
+            self.n_remote_left -= len(members)
+            arrived += [(j, load_reply(d, j.idx)) for j, d in zip(members, replies)]
         for w in busy:
             if w.conn not in ready and w.proc.sentinel not in ready:
                 continue
@@ -230,8 +252,17 @@ class Dispatcher:
         from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
         self.remote_conn, sender = mp.Pipe(duplex=False)
-        # a container has nothing of this process: the config by cloudpickle (classes of a script by value)
-        payloads = [(j.idx, j.gpu, make_payload(self.session_bytes, dumps(j.cfg), True)) for j in self.remote]
+        # a container has nothing of this process: the config by cloudpickle (classes of a script by value); a
+        # batch is one call, answered under its first job's index
+        queue, payloads = deque(self.remote), []
+        while queue:
+            unit = take(queue)
+            if len(unit) == 1:
+                payload = make_payload(self.session_bytes, dumps(unit[0].cfg), True)
+            else:
+                self.remote_batches[unit[0].idx] = unit
+                payload = make_batch_payload(self.session_bytes, [(j.idx, dumps(j.cfg)) for j in unit], True)
+            payloads.append((unit[0].idx, unit[0].gpu, payload))
         for j in self.remote:
             j.started = time.perf_counter()
             self.progress.job_started(j)
@@ -248,8 +279,8 @@ class Dispatcher:
         Interrupt.ignore()  # a second signal must not cut the recording short
         self.stop.set()
         busy = self._busy()
-        running = [w.jobs[0] for w in busy] + [j for j in self.remote if j.idx not in self.returns]
-        not_started = len(self.local) + sum(len(w.jobs) - 1 for w in busy)
+        running = [j for w in busy for j in leading(w.jobs)] + [j for j in self.remote if j.idx not in self.returns]
+        not_started = len(self.local) + sum(len(w.jobs) - len(leading(w.jobs)) for w in busy)
         if self.pool is not None:
             self.pool.close(kill=True)  # SIGKILL: nothing of a running job may go on
         self.tally.close()

@@ -10,7 +10,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from hydra_plugins.sweep_launcher._core import Reply
+from hydra_plugins.sweep_launcher._core import Reply, task_config
 from hydra_plugins.sweep_launcher.hooks import PlannedJob
 
 
@@ -18,10 +18,7 @@ from hydra_plugins.sweep_launcher.hooks import PlannedJob
 class Job(PlannedJob):
     template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     started: Optional[float] = None
-
-
-def task_config(cfg: DictConfig) -> DictConfig:
-    return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    batch: Optional[int] = None  # the id of the batch it is solved in (_batches.py); None: alone
 
 
 def _configs_property(name: str) -> property:

@@ -12,12 +12,13 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Hashable, Optional, Sequence
 
 from hydra.core.utils import JobReturn, configure_log, setup_globals
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from hydra_plugins.sweep_launcher import hooks as hooks_mod
+from hydra_plugins.sweep_launcher._batches import batch_size, batched
 from hydra_plugins.sweep_launcher._jobs import Job, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
@@ -45,6 +46,7 @@ class Multirun:
         cfg: DictConfig = launcher.config
         self.n_workers = worker_count(launcher.n_workers)
         self.hooks: list[LaunchHooks] = hooks_mod.take()
+        self.batch = self.batch_setting(launcher.batch, cfg)
         self.tally = Tally()
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
@@ -53,6 +55,7 @@ class Multirun:
             "route": launcher.route,
             "n_workers": self.n_workers,
             "force": launcher.force,
+            "batch": self.batch,
             "modal.offline": self.offline,
         }
         self.tally.closers.append(self.close_pool)
@@ -65,6 +68,25 @@ class Multirun:
         if self.pool is not None:
             self.pool.close(kill=kill)
             self.pool = None
+
+    def batch_setting(self, requested: Any, cfg: DictConfig) -> int:
+        """hydra.launcher.batch; where it is null, what the hooks say (the app's own setting), else 1."""
+        if requested is not None:
+            return batch_size(requested)
+        for h in self.hooks:
+            said = h.batch_size(cfg)
+            if said is not None:
+                return batch_size(said[1], said[0])
+        return 1
+
+    def batch_key(self, job: Job) -> Optional[Hashable]:
+        """What a job may share a batch under (the first of the hooks' keys, where it runs: one local worker or one
+        Modal container of one GPU type); None: it runs alone."""
+        for h in self.hooks:
+            k = h.batch_key(job)
+            if k is not None:
+                return (job.where, job.gpu, k)
+        return None
 
     def placement(self, cfg: DictConfig, route: str) -> tuple[str, Optional[str]]:
         where, gpu = "local", None
@@ -167,6 +189,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
             f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True
         )
     todo = [j for j in jobs if j.idx not in returns]
+    if run.batch > 1:
+        todo = batched(todo, run.batch_key, run.batch)
     if todo:
         returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline).run())
     return [returns[j.idx] for j in jobs]

@@ -5,16 +5,51 @@ from __future__ import annotations
 import gc
 import importlib
 import pickle
+import queue
 import signal
 import sys
+import threading
 from typing import Any, Sequence
 
-from hydra_plugins.sweep_launcher._core import Session, dump_reply, load_session, make_payload, run_one
+from hydra_plugins.sweep_launcher._core import (
+    Session,
+    dump_reply,
+    load_session,
+    make_batch_payload,
+    make_payload,
+    run_batch,
+    run_one,
+    split_replies,
+)
+
+
+def _template(templates: dict[int, Any], tpl: Any) -> Any:
+    """The job's hydra.yaml template (`_run_job.HydraYaml`), made from its section the first time it comes."""
+    if tpl is None:
+        return None
+    if tpl[1] is not None:
+        from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
+
+        templates[tpl[0]] = HydraYaml(tpl[1])
+    return templates.get(tpl[0])
+
+
+def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
+    """Receive the launcher's messages as they come, while the worker runs: a batch's message may be larger than
+    the pipe holds, and the launcher sending it must never wait on a worker that is itself waiting to send its
+    replies. None: end of file."""
+    while True:
+        try:
+            inbox.put(conn.recv_bytes())
+        except (EOFError, OSError):
+            inbox.put(None)
+            return
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     """("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes, modal options or None,
-    (template id, its hydra section or None) or None) ...; ("stop", 0) or end-of-file ends it."""
+    (template id, its hydra section or None) or None) or ("batch", sid, [(idx, cfg bytes, template), ...]: jobs
+    solved together, one reply each) ...; ("stop", 0) or end-of-file ends it."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -35,10 +70,11 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     gc.freeze()
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
     templates: dict[int, Any] = {}  # template id -> its _run_job.HydraYaml (the section is sent once)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
     while True:
-        try:
-            msg = conn.recv_bytes()
-        except (EOFError, OSError):  # the launcher is gone
+        msg = inbox.get()
+        if msg is None:  # the launcher is gone
             return
         kind, sid, *rest = pickle.loads(msg)  # cloudpickle's output loads with plain pickle
         if kind == "stop":
@@ -46,11 +82,23 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         if kind == "session":
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
             continue
-        idx, cfg_bytes, via_modal, tpl = rest
-        if tpl is not None and tpl[1] is not None:
-            from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
+        if kind == "batch":
+            items = [(idx, cfg_bytes, _template(templates, tpl)) for idx, cfg_bytes, tpl in rest[0]]
+            if rest[1]:  # placed on Modal, run offline: the batch through the Function's .local()
+                from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
-            templates[tpl[0]] = HydraYaml(tpl[1])
+                payload = make_batch_payload(sessions[sid][1], [(idx, cfg_bytes) for idx, cfg_bytes, _ in items])
+                answer = run_offline(items[0][0], payload, rest[1])
+                replies: Any = split_replies(answer, [idx for idx, _, _ in items])
+            else:
+                replies = (dump_reply(r) for r in run_batch(sessions[sid][0], items))
+            for data in replies:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                conn.send_bytes(data)
+            continue
+        idx, cfg_bytes, via_modal, tpl = rest
+        _template(templates, tpl)
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 

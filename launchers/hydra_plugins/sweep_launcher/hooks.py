@@ -10,10 +10,17 @@ then calls, in the launching process:
     plan(jobs)                  before any job of a batch starts: refuse a bad job (raise `Refused`: the
                                 launcher prints its message and exits 2), return the indices of jobs to skip
                                 (already done: resume; ignored with hydra.launcher.force=true)
+    batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
+    batch_key(job)              with a batch size > 1: what the job may share a worker task under (jobs with
+                                equal keys, up to `batch` of them, go to one worker together); None: alone
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
 
-and they stand aside on the job side: `self.driven` is true in the workers (Hydra's run_job calls
+and, in the worker, `run_batch(cfgs)` solves a batch's task configs together: one value (what the task function
+would return) or exception per job, in order; each job then runs through Hydra's run_job with its own value (its
+own job dir, callbacks, JobReturn), and its wall-clock and CPU seconds are the batch's divided by its jobs.
+
+They stand aside on the job side: `self.driven` is true in the workers (Hydra's run_job calls
 `on_job_end` there), so the app records each job once, from one process, whatever ran it.
 
 With hooks, a failed job does not stop the sweep: the launcher returns it as a FAILED JobReturn that does not
@@ -26,7 +33,7 @@ ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises 
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Hashable, Optional, Sequence
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
@@ -112,6 +119,21 @@ class LaunchHooks(Callback):
 
     def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
         return set()
+
+    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """Where hydra.launcher.batch is null: (the app's setting's name, its value), the most jobs solved together;
+        None (default): 1, each job alone."""
+        return None
+
+    def batch_key(self, job: PlannedJob) -> Optional[Hashable]:
+        """Jobs with equal keys may be solved together by `run_batch`; None (default): the job runs alone."""
+        return None
+
+    def run_batch(self, cfgs: Sequence[DictConfig]) -> list[Any]:
+        """In the worker: the task configs (no hydra section) of jobs `batch_key` keyed alike, solved together;
+        one return value or raised exception per job, in order. A job that fails alone is its exception here,
+        and the rest of its batch goes on."""
+        raise NotImplementedError(f"{type(self).__name__} keys jobs into batches but has no run_batch")
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         pass

@@ -60,6 +60,7 @@ class SweepLauncher(Launcher):
         route: str = "device",
         n_workers: Optional[int] = None,
         force: bool = False,
+        batch: Any = None,
         progress: bool = True,
         preload: Sequence[str] = (),
         fast: Optional[bool] = None,
@@ -70,6 +71,7 @@ class SweepLauncher(Launcher):
         self.route = route
         self.n_workers = n_workers
         self.force = force
+        self.batch = batch  # checked at the first launch (_batches.batch_size): one line, exit 2
         self.progress = progress
         self.preload = [str(m) for m in preload]
         # the fast paths (FastComposer, the lean run_job) reproduce Hydra: on by default only on the Hydra and

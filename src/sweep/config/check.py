@@ -121,16 +121,18 @@ def check_job(
     gpu: Optional[str] = None,
     prices: Optional[str] = None,
     runs_here: bool = False,
+    runs: int = 1,
 ) -> ConfigView:
     """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
     config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
     placement (sweep.config.placement), `prices` the launcher's Modal price table; `runs_here`: the job runs on
-    this machine, so its device must be here too. Returns the view it read."""
+    this machine, so its device must be here too; `runs`: the runs of its batch (hydra.launcher.batch), held in
+    memory together. Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
     check_options(view)
     check_method_applies(view)
-    check_fits(view)
+    check_fits(view, runs)
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)
     return view

@@ -29,6 +29,7 @@ from sweep.errors import ConfigError
 from sweep.methods.epoch_log import BUDGET_FLOATS as SNAPSHOT_BUDGET_FLOATS
 
 EVENTS_PER_STEP = 40  # buffer reads/writes of one SGD step (a few dozen in every variant)
+BATCH_KEY = "hydra.launcher.batch"  # the launcher's setting: the runs of a batch, in memory at once
 EVENT_BYTES = 64  # one trace event as Python keeps it (a small tuple in a list)
 
 
@@ -121,14 +122,14 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def check_fits(cfg: Any) -> None:
-    """Raise ConfigError when the job's estimate exceeds the available memory, naming the fields behind the
-    terms that make up most of it."""
+def check_fits(cfg: Any, runs: int = 1) -> None:
+    """Raise ConfigError when the job's estimate (times `runs`: a batch's runs are in memory together) exceeds the
+    available memory, naming the fields behind the terms that make up most of it."""
 
     avail = available_bytes()
     if avail is None:
         return
-    terms = estimate(cfg)
+    terms = [Term(t.what, t.nbytes * runs, t.fields) for t in estimate(cfg)]
     total = sum(t.nbytes for t in terms)
     if total <= avail:
         return
@@ -142,7 +143,11 @@ def check_fits(cfg: Any) -> None:
         drivers += [f for f in t.fields if f not in drivers]
     # the fields set above their defaults are the ones to lower (all of the terms' fields if none is)
     raised = [f for f in drivers if _above_default(cfg, f)] or drivers
-    values = ", ".join(f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None)
+    values = ", ".join(
+        [f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None]
+        + ([f"{BATCH_KEY}={runs}"] if runs > 1 else [])
+    )
+    who = "the job needs" if runs == 1 else f"a batch of {runs} runs of the job needs"
     raise ConfigError(
-        f"the job needs about {_gb(total)} of memory ({', '.join(shown)}), {_gb(avail)} is available: lower {values}"
+        f"{who} about {_gb(total)} of memory ({', '.join(shown)}), {_gb(avail)} is available: lower {values}"
     )

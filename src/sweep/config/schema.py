@@ -167,6 +167,9 @@ class Config:
     tracker: OptionConfig = MISSING
     mlflow: MLflowConfig = field(default_factory=MLflowConfig)
     run_name: Optional[str] = None
+    # the most runs solved together in one worker task under the project's launcher, where hydra.launcher.batch is
+    # not set (the presets turn batching on here: other launchers know no `batch`); null: each job alone
+    batch: Optional[int] = None
     extra: dict[str, Any] = field(default_factory=dict)
     compare: CompareConfig = field(default_factory=CompareConfig)
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import resource
 import time
+from collections import Counter
 from typing import Any, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
+from sweep.batch.key import batch_key
 from sweep.config.check import check_job
 from sweep.config.placement import placement
 from sweep.config.prices import gpu_price_per_hour
@@ -26,6 +28,9 @@ from sweep.record.store import StoreError
 from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
+
+PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
+BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -59,22 +64,35 @@ class SweepLaunchHooks(LaunchHooks):
 
         mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
         prices = self._prices(jobs[0].cfg) if jobs else None
-        offline = bool(self.tally is not None and self.tally.launcher.get("modal.offline"))
+        launcher = self.tally.launcher if self.tally is not None else {}
+        offline = bool(launcher.get("modal.offline"))
         for job in mine:
             job.data["config"] = job_config(job.cfg)  # resolved once: the checks, resume and params read it
+        runs = batch_runs(mine, int(launcher.get("batch", 1)))
+        for job in mine:
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                check_job(job.data["config"], job.where, job.gpu, prices, runs_here=job.where == "local" or offline)
+                check_job(
+                    job.data["config"],
+                    job.where,
+                    job.gpu,
+                    prices,
+                    runs_here=job.where == "local" or offline,
+                    runs=runs[job.idx],
+                )
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
         if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
             return set()
-        launcher = self.tally.launcher if self.tally is not None else {}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
                 mine[0].cfg,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {f"launcher.{k}": v for k, v in launcher.items() if k in ("route", "n_workers", "modal.offline")},
+                {
+                    f"launcher.{k}": v
+                    for k, v in launcher.items()
+                    if k in ("route", "n_workers", "batch", "modal.offline")
+                },
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
@@ -84,6 +102,20 @@ class SweepLaunchHooks(LaunchHooks):
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
         return {j.idx for j in mine if config_hash(j.data["config"]) in done}
+
+    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
+        value = OmegaConf.select(cfg, BATCH_SETTING, default=None)
+        return None if value is None else (BATCH_SETTING, value)
+
+    def batch_key(self, job: PlannedJob) -> Optional[str]:
+        """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
+        return job.data.get("batch_key")
+
+    def run_batch(self, cfgs: Sequence[DictConfig]) -> list[Any]:
+        from sweep.batch.run import run_batch  # noqa: PLC0415 - the job's modules: in the worker, when a batch runs
+
+        return run_batch(cfgs)
 
     @staticmethod
     def _prices(cfg: DictConfig) -> Optional[str]:
@@ -134,3 +166,17 @@ class SweepLaunchHooks(LaunchHooks):
             if session.recorder is not None and parent is not None:
                 r = session.recorder
                 print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)
+
+
+def batch_runs(jobs: Sequence[PlannedJob], batch: int) -> dict[int, int]:
+    """Each job's batch key in `job.data` (with batch > 1), and how many runs its batch holds at most (the size
+    guard counts them all): `batch`, or fewer where fewer jobs share its key."""
+    if batch <= 1:
+        return {j.idx: 1 for j in jobs}
+    for j in jobs:
+        j.data["batch_key"] = batch_key(j.data["config"])
+    alike = Counter((j.where, j.gpu, j.data["batch_key"]) for j in jobs)
+    return {
+        j.idx: 1 if j.data["batch_key"] is None else min(batch, alike[(j.where, j.gpu, j.data["batch_key"])])
+        for j in jobs
+    }

@@ -27,6 +27,7 @@ from sweep.methods.base import Context, Outcome, subset_outcome
 @dataclass
 class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_subsets", "an integer >= 1", positive_int),
         Rule("method.chunk", "an integer >= 1", positive_int),

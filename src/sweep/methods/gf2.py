@@ -79,6 +79,7 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 @dataclass
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
     )

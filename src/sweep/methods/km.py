@@ -25,6 +25,7 @@ class KM:
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.influence_samples", "an integer >= 1", positive_int),)
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
 
     name: str = "km"
     influence_samples: int = 5

@@ -18,6 +18,7 @@ from sweep.methods.base import Context, Outcome
 @dataclass
 class OLS:
     problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
 
     name: str = "ols"
 

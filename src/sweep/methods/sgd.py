@@ -93,6 +93,8 @@ class StepTemplates:
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
 

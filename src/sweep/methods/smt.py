@@ -23,6 +23,7 @@ from sweep.methods.base import Context, Outcome, subset_outcome
 @dataclass
 class SMT:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
+    vectorised: ClassVar[tuple[str, ...]] = ("problem.seed",)  # a batch: several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.screen_rows", "an integer >= 0 (0: 2 log2 C(n_bits, k_sparse) + 16)", nonneg_int),
         Rule("method.pair_block", "an integer >= 1", positive_int),

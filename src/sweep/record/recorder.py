@@ -70,6 +70,13 @@ def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
     }
 
 
+def artifact_location(tracking_uri: str) -> str | None:
+    """Where a new experiment keeps its artifacts: beside an SQLite store's file (MLflow's default is ./mlruns of
+    whichever directory the command ran in); a server's own default elsewhere (None)."""
+    db = store.sqlite_path(tracking_uri)
+    return None if db is None else (db.parent / "artifacts").resolve().as_uri()
+
+
 @functools.cache
 def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
     """This process's one Recorder for a store and experiment: under Hydra's basic launcher and submitit a job's
@@ -122,11 +129,8 @@ class Recorder:
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
-        artifact_location = None
-        if self.tracking_uri.startswith("sqlite:///"):
-            db = Path(self.tracking_uri[len("sqlite:///") :])
-            artifact_location = (db.parent / "artifacts").resolve().as_uri()
-        return self.client.create_experiment(name, artifact_location=artifact_location, tags={KIND_TAG: MODEL_TRAINING})
+        location = artifact_location(self.tracking_uri)
+        return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
 
     # -- runs -------------------------------------------------------------------------------------
     def log(

@@ -28,6 +28,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("epochs", "epochs", "{:.1f}", line="{:.0f}", plot=True, key=True),
     Metric("wall_clock_s", "wall-clock (s)", "{:.4f}", line="{:.4f}s", plot=True, ui=True, key=True),
     Metric("warmup_s", "warm-up (s)", "{:.4f}"),
+    # a batched run (hydra.launcher.batch): its batch's whole solve; wall_clock_s is this over the batch's runs
+    Metric("batch_wall_s", "batch solve wall-clock (s)", "{:.4f}"),
     Metric("ard", "ARD (floats)", "{:,.0f}", line="{:,.1f}", plot=True, ui=True),
     Metric("reads", "reads", "{:,.0f}"),
     Metric("writes", "writes", "{:,.0f}"),

@@ -1,0 +1,108 @@
+"""End to end, batched against unbatched in one run: whole `python -m sweep` commands, each into a fresh MLflow
+store, the same sweep with batching (a preset's own `batch`, or hydra.launcher.batch=B) and without it
+(hydra.launcher.batch=1), measured in turns so a change in the machine's load touches both alike.
+
+    .venv/bin/python benchmarks/bench_batch_sweep.py [--only sign_vs_sgd,weight_decay,gf2] [--seeds 1000]
+                                                    [--batch 64] [--workers N] [--repeats 1]
+
+Studies: `sweeps=sign_vs_sgd`, `sweeps=weight_decay` (their presets turn batching on), and `--seeds` gf2 seeds
+(`method=gf2 problem.seed=range(0,N) tracker=none`). Each row: the command's wall-clock batched and unbatched
+(medians of --repeats), jobs per second, and the speed-up (unbatched / batched). Targets on a 2-core CPU: each
+preset >= 2x, 1,000 gf2 seeds >= 5x over the ~20 jobs/s of one job per task. Every run of both commands is
+checked FINISHED, and each batched run's accuracy, epochs and secret equal its unbatched twin's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STUDIES = {
+    "sign_vs_sgd": ["sweeps=sign_vs_sgd"],
+    "weight_decay": ["sweeps=weight_decay"],
+    "gf2": ["method=gf2", "tracker=none"],  # + problem.seed=range(0,N)
+}
+
+
+def run(args: list[str], store: str, cwd: Path) -> float:
+    """Wall seconds of one sweep command (it must succeed)."""
+    t0 = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep", "-m", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+    )
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"bench: sweep failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return wall
+
+
+def children(store: str, experiment: str) -> dict[tuple, tuple]:
+    """An experiment's child runs: (params) -> (status, accuracy, epochs, secret_found)."""
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - only once the sweeps ran
+
+    c = MlflowClient(store)
+    exp = c.get_experiment_by_name(experiment)
+    out = {}
+    for r in c.search_runs([exp.experiment_id], max_results=50_000):
+        if r.data.tags.get("sweep.parent") == "true":
+            continue
+        m = r.data.metrics
+        key = tuple(sorted(r.data.params.items()))
+        out[key] = (r.info.status, m.get("accuracy"), m.get("epochs"), r.data.tags.get("secret_found"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(STUDIES), help="studies to run, comma-separated")
+    ap.add_argument("--seeds", type=int, default=1000, help="gf2 seeds")
+    ap.add_argument("--batch", type=int, default=64, help="runs per batch where the preset sets none (gf2)")
+    ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per CPU)")
+    ap.add_argument("--repeats", type=int, default=1)
+    a = ap.parse_args()
+    common = ["hydra/launcher=local", "hydra.launcher.progress=false"]
+    if a.workers:
+        common.append(f"hydra.launcher.n_workers={a.workers}")
+    head = f"{'study':<14} {'jobs':>5} {'unbatched s':>12} {'batched s':>10} {'jobs/s alone':>13} {'jobs/s':>8}"
+    print(f"{head} {'speed-up':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        for name in a.only.split(","):
+            args = [*STUDIES[name], *common]
+            if name == "gf2":
+                args += [f"problem.seed=range(0,{a.seeds})"]
+            batched = [] if name != "gf2" else [f"hydra.launcher.batch={a.batch}"]
+            walls: dict[str, list[float]] = {"alone": [], "batched": []}
+            results: dict[str, dict] = {}
+            for i in range(a.repeats):
+                for arm, extra in (("alone", ["hydra.launcher.batch=1"]), ("batched", batched)):
+                    store = f"sqlite:///{cwd / f'{name}-{arm}-{i}.db'}"
+                    exp = f"{name}_{arm}_{i}"
+                    walls[arm].append(run([*args, *extra, f"mlflow.experiment={exp}"], store, cwd))
+                    results[arm] = children(store, exp)
+            alone, together = results["alone"], results["batched"]
+            assert alone.keys() == together.keys(), f"{name}: the batched sweep ran other jobs"
+            assert all(v[0] == "FINISHED" for v in [*alone.values(), *together.values()]), f"{name}: a run failed"
+            differ = [k for k in alone if alone[k] != together[k]]
+            assert not differ, f"{name}: {len(differ)} run(s) differ batched, e.g. {differ[0]}"
+            n = len(alone)
+            w_alone, w_batched = statistics.median(walls["alone"]), statistics.median(walls["batched"])
+            print(
+                f"{name:<14} {n:>5} {w_alone:>12.1f} {w_batched:>10.1f} {n / w_alone:>13.1f} {n / w_batched:>8.1f}"
+                f" {w_alone / w_batched:>8.2f}x",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

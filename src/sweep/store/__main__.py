@@ -1,0 +1,115 @@
+"""`python -m sweep.store migrate --from URI --to URI [--experiment NAME ...] [--dry-run]`: copy the runs of one
+MLflow store (params, metric histories, tags, artifacts, parent links, status and times) into another. A second
+migrate copies only what is new; the copy itself is sweep.store.migrate."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from contextlib import nullcontext
+from typing import NoReturn, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from hydra_plugins.sweep_launcher.commands import command
+from sweep.record import store
+from sweep.store.migrate import BadInput, migrate, plan
+
+# the tracking URIs MLflow opens as a store (a plain path would be read by MLflow as a file store)
+SCHEMES = ("sqlite:///", "http://", "https://", "postgresql", "mysql", "mssql")
+PROG = "sweep.store migrate"
+DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
+        self.exit(2, f"{PROG}: {message} (see {self.prog} --help)\n")
+
+
+class _CtrlC:
+    """The first Ctrl-C lets the run being copied finish, then the command stops: no copy is left half written.
+    A second one stops at once (the next migrate replaces that copy)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = _Parser(prog=command("sweep.store"), description=DESCRIPTION)
+    ap.add_argument("action", choices=("migrate",))
+    ap.add_argument(
+        "--from",
+        dest="source",
+        metavar="URI",
+        required=True,
+        help="the store to copy from (read only), e.g. sqlite:///mlflow.db",
+    )
+    ap.add_argument(
+        "--to", dest="target", metavar="URI", required=True, help="the store to copy into, e.g. http://mlflow-host:5000"
+    )
+    ap.add_argument(
+        "--experiment", action="append", default=[], metavar="NAME", help="copy only this experiment (repeatable)"
+    )
+    ap.add_argument("--dry-run", action="store_true", help="count what would be copied; write nothing")
+    a = ap.parse_args(argv)
+    # the summary line and the bar say what happened: not MLflow's INFO lines and a download bar per run
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # and a server's two links per run
+    err = Console(stderr=True)
+    try:
+        for flag, uri in (("--from", a.source), ("--to", a.target)):
+            if not uri.startswith(SCHEMES):
+                raise BadInput(f"{flag} {uri}: expected an MLflow tracking URI starting with {', '.join(SCHEMES)}")
+        p = plan(a.source, a.target, a.experiment, a.dry_run)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
+        ctrl_c = _CtrlC()
+        previous = signal.signal(signal.SIGINT, ctrl_c)
+        try:
+            with bar if err.is_terminal else nullcontext():
+                task = bar.add_task("migrate", total=len(p.runs))
+                advance = lambda name: bar.update(task, advance=1, description=name[:40])
+                summary = migrate(p, a.dry_run, advance, stop=lambda: ctrl_c.pressed)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except store.StoreError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"{PROG}: interrupted; the same command copies the rest (an unfinished copy is replaced)", file=sys.stderr
+        )
+        return 130
+    except Exception as e:  # noqa: BLE001 - MLflow's errors reading or opening a store: one line
+        print(f"{PROG}: {store.cause_of(e)}", file=sys.stderr)
+        return 1
+    for failure in summary.failed:
+        print(f"{PROG}: run {failure}", file=sys.stderr)
+    if summary.stopped:
+        print(f"{PROG}: interrupted: {summary.line(a.dry_run)}; the same command copies the rest", file=sys.stderr)
+        return 130
+    verb = "dry run" if a.dry_run else "migrated"
+    print(f"{verb} {a.source} -> {a.target}: {summary.line(a.dry_run)}")
+    return 1 if summary.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

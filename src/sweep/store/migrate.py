@@ -1,0 +1,230 @@
+"""Copy the runs of one MLflow store into another (a researcher's SQLite file into the group's server).
+
+Written on MLflow's public client rather than with mlflow-export-import, whose newest release (1.2.0) marks every
+imported run FINISHED, restarts its clock at the import, and copies everything again on a second import.
+
+Each copy carries `MIGRATED_TAG` ("<source run id> <source store>") from its creation; a source run is known in
+the target by its run id (MLflow's are random UUIDs, so a copy of the store file is known too). The copy's
+status and end time are written last: a copy still RUNNING is unfinished (the migrate was interrupted or failed)
+and the next migrate deletes it and copies the run again. A run still running in the source is left for a later
+migrate; its children are copied, and get their parent link once the parent is copied.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from sweep.record import store
+from sweep.record.recorder import artifact_location
+from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
+
+TERMINAL = ("FINISHED", "FAILED", "KILLED")
+USER_TAG = "mlflow.user"  # MLflow's own
+PAGE = 1000  # MLflow's largest page of runs or experiments
+# MLflow's limits on one log_batch call
+PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
+
+
+class BadInput(ValueError):
+    """A value given to the command is wrong: one line naming it and what is allowed (exit 2)."""
+
+
+@dataclass
+class Summary:
+    copied: int = 0
+    already: int = 0
+    unfinished: int = 0  # still running in the source: a later migrate copies them
+    failed: list[str] = field(default_factory=list)  # "<source run id>: <cause>"
+    stopped: bool = False  # asked to stop (Ctrl-C) before the last run
+
+    def line(self, dry_run: bool) -> str:
+        text = f"{self.copied} {'to copy' if dry_run else 'copied'}, {self.already} already there, "
+        text += f"{len(self.failed)} failed"
+        if self.unfinished:
+            text += f", {self.unfinished} still running in the source (a later migrate copies them)"
+        return text
+
+
+@dataclass
+class Plan:
+    """What one migrate reads before it writes: the source's runs, parents first, and their copies so far."""
+
+    source: Any  # MlflowClient
+    target: Any  # MlflowClient, None on a dry run into a store that does not exist yet
+    target_uri: str
+    identity: str  # the source store, as written in MIGRATED_TAG
+    runs: list[tuple[str, Any]]  # (experiment name, source run)
+    copies: dict[str, Any]  # source run id -> its copy in the target
+
+
+def identity_of(uri: str) -> str:
+    """The source store as recorded on the copies: an absolute SQLite path, or a URI without its password."""
+    uri = store.absolute_uri(uri)
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    return urlunsplit(parts._replace(netloc=f"{parts.username}@{parts.hostname}" + f":{parts.port}" * bool(parts.port)))
+
+
+def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_run: bool = False) -> Plan:
+    """Open both stores and list what to copy. The source is only read (`store.read_uri`: never created); an
+    SQLite target is checked for writing and created under the store's creation lock (not on a dry run)."""
+    if _same_store(source_uri, target_uri):
+        raise BadInput(f"--to {target_uri} is the --from store: give another store to copy into")
+    try:
+        store.check(source_uri, write=False)
+    except store.StoreError as e:
+        raise BadInput(f"--from {e}") from None
+    from mlflow.entities import ViewType  # noqa: PLC0415 - MLflow: seconds to import; bad input is refused first
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415
+
+    source = MlflowClient(store.read_uri(source_uri))
+    exps = {e.name: e for e in _pages(source.search_experiments, view_type=ViewType.ACTIVE_ONLY)}
+    unknown = [n for n in experiments if n not in exps]
+    if unknown:
+        raise BadInput(f"--experiment {unknown[0]!r} is not in {source_uri}: its experiments are {', '.join(exps)}")
+    names = list(experiments) or list(exps)
+
+    path = store.sqlite_path(target_uri)
+    target = None
+    if not dry_run:
+        store.check(target_uri, write=True)
+        target = MlflowClient(target_uri)
+        with store.creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
+            target.search_experiments(max_results=1)
+    elif path is None or path.exists():
+        store.check(target_uri, write=False)
+        target = MlflowClient(store.read_uri(target_uri))
+
+    runs: list[tuple[str, Any]] = []
+    copies: dict[str, Any] = {}
+    for name in names:
+        runs += [(name, r) for r in _pages(source.search_runs, experiment_ids=[exps[name].experiment_id])]
+        dst = target.get_experiment_by_name(name) if target is not None else None
+        if dst is not None:
+            found = _pages(target.search_runs, experiment_ids=[dst.experiment_id], filter_string=_MIGRATED_FILTER)
+            copies.update({r.data.tags[MIGRATED_TAG].split(" ", 1)[0]: r for r in found})
+    return Plan(source, target, target_uri, identity_of(source_uri), _parents_first(runs), copies)
+
+
+def _same_store(a: str, b: str) -> bool:
+    pa, pb = store.sqlite_path(a), store.sqlite_path(b)
+    return pa.resolve() == pb.resolve() if pa is not None and pb is not None else a.rstrip("/") == b.rstrip("/")
+
+
+_MIGRATED_FILTER = f"tags.`{MIGRATED_TAG}` LIKE '%'"
+
+
+def migrate(
+    p: Plan,
+    dry_run: bool = False,
+    done: Callable[[str], None] = lambda _: None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Summary:
+    """Copy each run of `p` not yet in the target; `done(run name)` after each; before each, end if `stop()`.
+    A run that cannot be copied is counted failed and its partial copy deleted, as on a KeyboardInterrupt (a
+    copy left by a harder stop is replaced by the next migrate)."""
+    summary = Summary()
+    experiment_ids: dict[str, str] = {}
+    for name, run in p.runs:
+        if stop():
+            summary.stopped = True
+            break
+        src_id = run.info.run_id
+        copy = p.copies.get(src_id)
+        parent = p.copies.get(run.data.tags.get(PARENT_RUN_TAG, ""))
+        if run.info.status not in TERMINAL:
+            summary.unfinished += 1
+        elif copy is not None and copy.info.status in TERMINAL:
+            summary.already += 1
+            if not dry_run and parent is not None and copy.data.tags.get(PARENT_RUN_TAG) != parent.info.run_id:
+                p.target.set_tag(copy.info.run_id, PARENT_RUN_TAG, parent.info.run_id)  # the parent came later
+        elif dry_run:
+            summary.copied += 1
+        else:
+            try:
+                if copy is not None:  # a copy a failed or interrupted migrate left unfinished
+                    p.target.delete_run(copy.info.run_id)
+                    del p.copies[src_id]  # no child is linked to it
+                if name not in experiment_ids:
+                    experiment_ids[name] = _experiment(p, name, run.info.experiment_id)
+                p.copies[src_id] = _copy(p, run, experiment_ids[name], parent)
+                summary.copied += 1
+            except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
+                cause = " ".join(str(e).split())  # MLflow's causes can be on its message's later lines
+                summary.failed.append(f"{src_id}: {cause if len(cause) <= 300 else cause[:297] + '...'}")
+        done(run.info.run_name or run.info.run_id)
+    return summary
+
+
+def _copy(p: Plan, run: Any, experiment_id: str, parent: Any) -> Any:
+    """One run into the target: created with the migration tag, filled, its status and end time written last."""
+    from mlflow.entities import Metric, Param, RunTag  # noqa: PLC0415 - MLflow: seconds to import
+
+    info, data = run.info, run.data
+    tags = {k: v for k, v in data.tags.items() if k != PARENT_RUN_TAG}
+    if parent is not None:
+        tags[PARENT_RUN_TAG] = parent.info.run_id
+    creation = {MIGRATED_TAG: f"{info.run_id} {p.identity}"}
+    if USER_TAG in tags:  # create_run takes the run's user from its tags
+        creation[USER_TAG] = tags.pop(USER_TAG)
+    new = p.target.create_run(experiment_id, start_time=info.start_time, tags=creation, run_name=info.run_name)
+    new_id = new.info.run_id
+    try:
+        for batch in _chunks([RunTag(k, v) for k, v in tags.items()], PARAMS_PER_BATCH):
+            p.target.log_batch(new_id, tags=batch)
+        for batch in _chunks([Param(k, v) for k, v in data.params.items()], PARAMS_PER_BATCH):
+            p.target.log_batch(new_id, params=batch)
+        history = [p.source.get_metric_history(info.run_id, k) for k in data.metrics]
+        points = [Metric(m.key, m.value, m.timestamp, m.step) for h in history for m in h]
+        for batch in _chunks(points, METRICS_PER_BATCH):
+            p.target.log_batch(new_id, metrics=batch)
+        if p.source.list_artifacts(info.run_id):
+            with tempfile.TemporaryDirectory(prefix="sweep-migrate-") as tmp:
+                p.target.log_artifacts(new_id, p.source.download_artifacts(info.run_id, "", tmp))
+        p.target.set_terminated(new_id, info.status, end_time=info.end_time)
+    except BaseException:  # failed or Ctrl-C: no half copy stays behind (a kill -9 leaves one for the next run)
+        try:
+            p.target.delete_run(new_id)
+        except Exception:  # noqa: BLE001 - the first error is the one to report; the next migrate deletes it
+            pass
+        raise
+    return new
+
+
+def _experiment(p: Plan, name: str, source_id: str) -> str:
+    """The target's experiment of this name, created like the source's (its tags) if missing."""
+    found = p.target.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    tags = p.source.get_experiment(source_id).tags
+    return p.target.create_experiment(name, artifact_location=artifact_location(p.target_uri), tags=tags)
+
+
+def _parents_first(runs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`runs` ordered so that a parent comes before its children (its copy's id is known when they are copied)."""
+    parent_of = {r.info.run_id: r.data.tags.get(PARENT_RUN_TAG) for _, r in runs}
+
+    def depth(run_id: str | None, seen: int = 0) -> int:
+        return seen if run_id not in parent_of or seen > len(parent_of) else depth(parent_of[run_id], seen + 1)
+
+    return sorted(runs, key=lambda nr: (depth(nr[1].info.run_id), nr[1].info.start_time or 0))
+
+
+def _pages(search: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
+    """Every item of a paged MLflow search."""
+    token = None
+    while True:
+        page = search(max_results=PAGE, page_token=token, **kwargs)
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

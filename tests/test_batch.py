@@ -1,0 +1,285 @@
+"""Batching (`hydra.launcher.batch`) with real processes and a real store: a batched sweep records the same runs as
+the same sweep unbatched (accuracy, epochs, secret), each tagged with its batch; a run that fails alone fails alone;
+SIGTERM mid-batch records the batch's runs KILLED and a re-run finishes them; bad values are refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hydra_plugins.sweep_launcher._batches import batched, group, leading, take, units
+from hydra_plugins.sweep_launcher._core import Reply, dump_reply, load_reply, split_replies
+from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
+from tests.faulty import DIVERGENT_LR
+from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
+
+LOCAL = ["hydra/launcher=local", "hydra.launcher.n_workers=2", "tracker=none"]
+# small SGD jobs: a few epochs of a narrow net (what is compared is the same either way)
+SMALL_SGD = ["problem.n_bits=12", "method.hidden=32", "method.max_epochs=8"]
+
+
+@dataclass
+class _Job:
+    idx: int
+    key: object
+    batch: object = None
+
+
+def test_grouping_keeps_keys_apart_fills_batches_and_sends_each_as_one():
+    jobs = [_Job(i, k) for i, k in enumerate(["a", "b", None, "a", "a", "b", "a", "a"])]
+    groups = [[j.idx for j in g] for g in group(jobs, lambda j: j.key, 3)]
+    assert groups == [[2], [0, 3, 4], [1, 5], [6, 7]]  # None alone; a full batch as soon as it fills; the rest
+    assert [[j.idx for j in g] for g in group(jobs, lambda j: j.key, 1)] == [[i] for i in range(8)]
+    queue = deque(batched(jobs, lambda j: j.key, 3))
+    sent = []
+    while queue:
+        sent.append([j.idx for j in take(queue)])
+    assert sent == groups
+    assert [j.idx for j in leading([jobs[0], jobs[3], jobs[4], jobs[2]])] == [0, 3, 4]
+    assert units([jobs[0], jobs[3], jobs[4], jobs[2]]) == 2
+
+
+def by_config(store: str, exp: str) -> dict[tuple, object]:
+    """The experiment's child runs by the params that tell its jobs apart."""
+    _, children = runs(store, exp)
+    keys = ("method.name", "problem.seed", "method.lr", "method.wd", "device.name")
+    return {tuple(c.data.params.get(k) for k in keys): c for c in children}
+
+
+def batched_and_alone(store: str, tmp_path: Path, name: str, batch: int, *args: str) -> tuple[dict, dict]:
+    """The same sweep run batched and then alone (batch=1), each into its own experiment: (batched, alone) runs."""
+    out = []
+    for b in (batch, 1):
+        exp = f"{name}_b{b}"
+        p = sweep(store, tmp_path, *LOCAL, *args, f"hydra.launcher.batch={b}", f"mlflow.experiment={exp}")
+        assert p.returncode == 0, p.stderr
+        out.append(by_config(store, exp))
+    return out[0], out[1]
+
+
+def assert_same_runs(batched: dict, alone: dict, batch: int) -> None:
+    assert batched.keys() == alone.keys() and len(batched) > 1
+    for key, b in batched.items():
+        a = alone[key]
+        assert b.info.status == a.info.status == "FINISHED", key
+        for m in ("accuracy", "train_accuracy", "epochs", "secret_correct"):
+            if m in a.data.metrics:
+                assert b.data.metrics[m] == a.data.metrics[m], (key, m)
+        assert b.data.tags["secret"] == a.data.tags["secret"]
+        assert b.data.tags.get("secret_found") == a.data.tags.get("secret_found")
+        assert b.data.params == a.data.params  # the same job: the same params
+        # tagged with its batch; its wall-clock is its share of the batch's solve
+        assert BATCH_ID_TAG not in a.data.tags
+        assert int(b.data.tags[BATCH_SIZE_TAG]) == batch
+        assert b.data.metrics["wall_clock_s"] == pytest.approx(b.data.metrics["batch_wall_s"] / batch)
+    assert len({b.data.tags[BATCH_ID_TAG] for b in batched.values()}) == len(batched) // batch
+
+
+def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
+    batched, alone = batched_and_alone(
+        store, tmp_path, "seeds16", 16, "method=sgd", "problem.seed=range(42,58)", "method.max_epochs=6"
+    )
+    assert len(batched) == 16
+    assert_same_runs(batched, alone, 16)
+
+
+def test_sgd_sign_sgd_and_curriculum_each_batch_their_own_seeds(store, tmp_path):
+    batched, alone = batched_and_alone(
+        store, tmp_path, "methods", 3, "method=sgd,sign_sgd,curriculum", "problem.seed=1,2,3", *SMALL_SGD
+    )
+    assert len(batched) == 9
+    assert_same_runs(batched, alone, 3)
+
+
+def test_a_mixed_lr_wd_grid_on_torch_cpu_is_one_batch(store, tmp_path):
+    pytest.importorskip("torch")
+    batched, alone = batched_and_alone(
+        store,
+        tmp_path,
+        "grid_torch",
+        4,
+        "device=torch_cpu",
+        "device.threads=1",  # two workers on two cores: torch's pool of one thread each
+        "method=sgd",
+        "method.lr=0.1,0.05",
+        "method.wd=0.0,0.01",
+        "problem.seed=1",
+        *SMALL_SGD,
+        "method.max_epochs=4",
+    )
+    assert_same_runs(batched, alone, 4)
+
+
+def test_gf2_seeds_batched(store, tmp_path):
+    batched, alone = batched_and_alone(store, tmp_path, "gf2", 6, "method=gf2", "problem.seed=range(0,12)")
+    assert_same_runs(batched, alone, 6)
+
+
+def test_a_divergent_run_fails_alone_and_the_rest_of_its_batch_finishes(store, tmp_path):
+    p = sweep(
+        store,
+        tmp_path,
+        *LOCAL,
+        "method=sgd",
+        "method._target_=tests.faulty.FaultySGD",
+        f"method.lr=0.1,{DIVERGENT_LR:g}",
+        "problem.seed=1,2",
+        *SMALL_SGD,
+        "hydra.launcher.batch=4",
+        "mlflow.experiment=divergent",
+    )
+    assert p.returncode == 1, p.stderr
+    assert "sweep: 2 job(s) finished, 2 failed" in p.stderr
+    _, children = runs(store, "divergent")
+    status = {(c.data.params["method.lr"], c.data.params["problem.seed"]): c.info.status for c in children}
+    assert status == {
+        ("0.1", "1"): "FINISHED",
+        ("0.1", "2"): "FINISHED",
+        (f"{DIVERGENT_LR}", "1"): "FAILED",
+        (f"{DIVERGENT_LR}", "2"): "FAILED",
+    }, status
+    assert "FloatingPointError" in p.stderr
+    # the two that finished were solved in one batch of four
+    assert {c.data.tags.get(BATCH_SIZE_TAG) for c in children if c.info.status == "FINISHED"} == {"4"}
+
+
+def test_sigterm_mid_batch_records_its_runs_killed_and_a_rerun_finishes_them(store, tmp_path):
+    # two batches of two on one worker: the short one finishes, the long one (never converging) is cut short
+    args = [
+        "hydra/launcher=local",
+        "hydra.launcher.n_workers=1",
+        "tracker=none",
+        "method=sgd",
+        "method.lr=1e-6",
+        "problem.seed=1,2",
+        "hydra.launcher.batch=2",
+        "mlflow.experiment=term_batch",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", *args, "method.max_epochs=1,100000"],
+        cwd=tmp_path,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline, finished = time.monotonic() + 120, 0
+        while finished < 2 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+            finished += line.startswith("[FINISHED]")
+        assert finished == 2, proc.stderr.read() if proc.poll() is not None else "no 2 finished jobs in time"
+        time.sleep(1.0)  # the long batch is running now
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert "sweep: interrupted by SIGTERM: 2 running job(s) recorded KILLED, 0 not started" in err
+    _, children = runs(store, "term_batch")
+    assert sorted((c.data.params["method.max_epochs"], c.info.status) for c in children) == [
+        ("1", "FINISHED"),
+        ("1", "FINISHED"),
+        ("100000", "KILLED"),
+        ("100000", "KILLED"),
+    ]
+    # the re-run skips the finished batch and runs the killed one again, batched (short now: max_epochs=2)
+    p = sweep(store, tmp_path, *args, "method.max_epochs=1,2")
+    assert p.returncode == 0 and "skipping 2 job(s)" in p.stdout, p.stderr
+    _, children = runs(store, "term_batch")
+    rerun = [c for c in children if c.data.params["method.max_epochs"] == "2"]
+    assert [c.info.status for c in rerun] == ["FINISHED", "FINISHED"]
+    assert {c.data.tags[BATCH_SIZE_TAG] for c in rerun} == {"2"}
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_a_bad_batch_size_is_refused_in_one_line(store, tmp_path, value):
+    p = sweep(store, tmp_path, *LOCAL, "method=gf2", "problem.seed=1,2", f"hydra.launcher.batch={value}")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"sweep: hydra.launcher.batch={value} is not allowed: expected an integer >= 1 "
+        "(the most jobs solved together in one task; 1: each job alone)"
+    )
+    assert "Traceback" not in p.stderr
+
+
+def test_the_size_guard_counts_a_batch_as_its_runs(store, tmp_path):
+    """A job that fits alone under a 2.5 GB address-space limit does not fit 64 times: refused before any job,
+    naming the batch."""
+    from tests.test_faults import _limited, one_line
+
+    args = ["-m", *LOCAL, "method=sgd", "problem.n_train=2000000", "problem.seed=range(0,64)", "mlflow.experiment=big"]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store}
+    cmd = [sys.executable, "-m", "sweep", *args]
+    limit = _limited(2_500_000_000)
+    p = subprocess.run(
+        [*cmd, "hydra.launcher.batch=64"], cwd=tmp_path, env=env, capture_output=True, text=True, preexec_fn=limit
+    )
+    assert p.returncode == 2, p.stderr
+    line = one_line(p.stderr)
+    assert "a batch of 64 runs of the job needs about" in line and line.endswith("hydra.launcher.batch=64"), line
+    _, children = runs(store, "big")
+    assert not children
+
+
+def test_batches_larger_than_the_pipe_finish(store, tmp_path):
+    """Two batches of 64 gf2 jobs on one worker: a batch's message (~1 MB) and its replies each exceed what a
+    pipe holds, so the launcher sending the second batch while the worker sends the first's replies must not
+    stall (it did, before the worker read its messages on a thread)."""
+    args = ["hydra/launcher=local", "hydra.launcher.n_workers=1", "tracker=none", "method=gf2"]
+    p = sweep(
+        store,
+        tmp_path,
+        *args,
+        "problem.seed=range(0,128)",
+        "hydra.launcher.batch=64",
+        "mlflow.experiment=big_batches",
+        timeout=150,
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "big_batches")
+    assert len(children) == 128 and all(c.info.status == "FINISHED" for c in children)
+    assert {c.data.tags[BATCH_SIZE_TAG] for c in children} == {"64"}
+
+
+def test_a_batch_placed_on_modal_runs_as_one_call_offline(store, tmp_path):
+    """hydra/launcher=modal offline: each batch goes through the Modal Function's .local() as one call, and each
+    of its jobs comes back as its own run."""
+    p = sweep(
+        store,
+        tmp_path,
+        "hydra/launcher=modal",
+        "hydra.launcher.modal.offline=true",
+        "hydra.launcher.n_workers=1",
+        "tracker=none",
+        "method=gf2",
+        "problem.seed=range(0,6)",
+        "hydra.launcher.batch=3",
+        "mlflow.experiment=modal_batches",
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "modal_batches")
+    assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
+    assert {c.data.tags["sweep.route"] for c in children} == {"modal"}
+    assert {c.data.tags[BATCH_SIZE_TAG] for c in children} == {"3"}
+    assert len({c.data.tags[BATCH_ID_TAG] for c in children}) == 2
+
+
+def test_an_answer_for_a_whole_batch_is_each_of_its_jobs():
+    """Modal's failure (a lost container) or a payload that cannot be unpacked answers a batch as a whole: each of
+    its jobs gets it under its own index, so the launcher waits on none of them."""
+    whole = dump_reply(Reply(idx=3, job_return=None, error="Modal: container lost\n", reason="container lost"))
+    replies = [load_reply(d, i) for d, i in zip(split_replies(whole, [3, 4, 5]), [3, 4, 5])]
+    assert [(r.idx, r.reason) for r in replies] == [(3, "container lost"), (4, "container lost"), (5, "container lost")]

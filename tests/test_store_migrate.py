@@ -1,0 +1,304 @@
+"""`python -m sweep.store migrate`: a store made by real sweeps copied into a real `mlflow server` and into another
+SQLite store, compared run by run; copied again (nothing new), interrupted and re-run (complete, no duplicates)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
+from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.tracking_server import tracking_server  # noqa: F401
+
+pytestmark = pytest.mark.slow
+EXPERIMENT = "migrate"
+
+
+def migrate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sweep.store", "migrate", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def record(uri: str, *overrides: str, cwd: Path) -> None:
+    env = {"SWEEP_SPOOL_DIR": str(cwd / "spool")}  # never the project's own spool
+    r = run_sweep(*overrides, f"mlflow.tracking_uri={uri}", f"mlflow.experiment={EXPERIMENT}", cwd=cwd, env=env)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> str:
+    """A researcher's SQLite store made by real sweeps: two parent/child sweeps (one with a FAILED job) and a
+    single run; 9 runs with metric histories over steps, tags and artifacts."""
+    root = tmp_path_factory.mktemp("source")
+    uri = f"sqlite:///{root / 'store' / 'mlflow.db'}"
+    record(uri, "-m", "method=gf2,sgd", "problem.seed=0,1", cwd=root)
+    record(uri, "-m", *FAULTY, "method.chunk=13,7", cwd=root)
+    record(uri, "method=gf2", "problem.seed=3", cwd=root)
+    return uri
+
+
+def client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(uri)
+
+
+def runs(uri: str, experiment: str = EXPERIMENT) -> list:
+    c = client(uri)
+    exp = c.get_experiment_by_name(experiment)
+    return [] if exp is None else c.search_runs([exp.experiment_id], max_results=1000)
+
+
+def artifacts(c, run_id: str, tmp: Path) -> dict[str, bytes]:
+    if not c.list_artifacts(run_id):
+        return {}
+    root = Path(c.download_artifacts(run_id, "", str(tmp)))
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def assert_same_runs(src_uri: str, dst_uri: str, tmp: Path, experiment: str = EXPERIMENT) -> None:
+    """Every run of the source is in the target exactly once, with the same params, metric histories (step,
+    value, timestamp), tags, artifacts (bytes), parent link, status, times and name."""
+    s, t = client(src_uri), client(dst_uri)
+    sources = {r.info.run_id: r for r in runs(src_uri, experiment)}
+    copies: dict[str, object] = {}
+    for r in runs(dst_uri, experiment):
+        source_id = r.data.tags[MIGRATED_TAG].split(" ", 1)[0]
+        assert source_id not in copies, f"run {source_id} copied twice"
+        copies[source_id] = r
+    assert set(copies) == set(sources)
+    for sid, a in sources.items():
+        b = copies[sid]
+        name = a.info.run_name
+        assert (b.info.status, b.info.start_time, b.info.end_time, b.info.run_name, b.info.user_id) == (
+            a.info.status,
+            a.info.start_time,
+            a.info.end_time,
+            a.info.run_name,
+            a.info.user_id,
+        ), name
+        assert b.data.params == a.data.params, name
+        tags_a = {k: v for k, v in a.data.tags.items() if k != PARENT_RUN_TAG}
+        tags_b = {k: v for k, v in b.data.tags.items() if k not in (PARENT_RUN_TAG, MIGRATED_TAG)}
+        assert tags_b == tags_a, name
+        parent = a.data.tags.get(PARENT_RUN_TAG)
+        assert b.data.tags.get(PARENT_RUN_TAG) == (copies[parent].info.run_id if parent else None), name
+        assert set(b.data.metrics) == set(a.data.metrics), name
+        for key in a.data.metrics:
+            ha = sorted((m.step, m.timestamp, m.value) for m in s.get_metric_history(sid, key))
+            hb = sorted((m.step, m.timestamp, m.value) for m in t.get_metric_history(b.info.run_id, key))
+            assert hb == ha, (name, key)
+        arts = artifacts(s, sid, tmp / "a" / sid)
+        assert artifacts(t, b.info.run_id, tmp / "b" / sid) == arts, name
+
+
+def test_source_has_what_a_migrate_must_carry(source):
+    """The source holds parents and children, a FAILED run, metric histories over many steps, and artifacts."""
+    rs = runs(source)
+    assert len(rs) == 9
+    assert sum(PARENT_RUN_TAG in r.data.tags for r in rs) == 6
+    assert {r.info.status for r in rs} == {"FINISHED", "FAILED"}
+    sgd = next(r for r in rs if r.data.tags.get("method") == "sgd")
+    assert len(client(source).get_metric_history(sgd.info.run_id, "train_loss")) > 5
+    assert client(source).list_artifacts(sgd.info.run_id)
+
+
+def test_migrate_into_server_matches_source_run_by_run(source, tracking_server, tmp_path):  # noqa: F811
+    r = migrate("--from", source, "--to", tracking_server)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(": 9 copied, 0 already there, 0 failed"), r.stdout
+    assert (r.stdout.count("\n"), r.stderr) == (1, ""), r.stdout + r.stderr  # the summary, not MLflow's lines
+    assert_same_runs(source, tracking_server, tmp_path)
+
+
+def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_path):
+    target = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    dry = migrate("--from", source, "--to", target, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "9 to copy, 0 already there" in dry.stdout
+    assert not (tmp_path / "shared").exists()  # a dry run writes nothing, not even the target store
+    assert migrate("--from", source, "--to", target).returncode == 0
+    again = migrate("--from", source, "--to", target)
+    assert again.returncode == 0, again.stderr
+    assert "0 copied, 9 already there, 0 failed" in again.stdout
+    assert len(runs(target)) == 9
+    assert_same_runs(source, target, tmp_path)
+
+
+def test_a_copy_of_the_store_file_is_known_by_its_run_ids(source, tmp_path):
+    """MLflow's run ids are random UUIDs: the same runs from a copied (moved) store file are already there."""
+    target = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    assert migrate("--from", source, "--to", target).returncode == 0
+    moved = tmp_path / "moved"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, moved)
+    again = migrate("--from", f"sqlite:///{moved / 'mlflow.db'}", "--to", target)
+    assert "0 copied, 9 already there" in again.stdout, again.stdout + again.stderr
+    assert len(runs(target)) == 9
+
+
+def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig: int) -> None:
+    """Send `sig` to the migrate once 1 to 5 of its 9 copies are complete; a kill -9 only while one is being
+    written (RUNNING in the target)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            states = [r.info.status for r in runs(target, experiment)]
+        except Exception:  # noqa: BLE001 - a read while the migrate writes may fail: read again
+            states = []
+        complete = len(states) - states.count("RUNNING")
+        if 1 <= complete <= 5 and (sig != signal.SIGKILL or "RUNNING" in states):
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=60)
+            return
+        time.sleep(0.01)
+    pytest.fail("the migrate ended before it could be interrupted mid-way")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_interrupted_migrate_rerun_completes_without_duplicates(source, tracking_server, tmp_path, sig):  # noqa: F811
+    """Ctrl-C (or kill -9) mid-migrate, then the same command: every run once, complete. Ctrl-C leaves no copy
+    half written; a copy the kill left unfinished is replaced, not counted as already there. Into the server for
+    Ctrl-C, into SQLite for kill -9."""
+    target = tracking_server if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    client(target).search_experiments()  # the store exists before this test polls it (polling creates none)
+    experiment = f"{EXPERIMENT}-{sig.name}"  # the server is shared by this module's tests
+    src = tmp_path / "src"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, src)
+    src_uri = f"sqlite:///{src / 'mlflow.db'}"
+    c = client(src_uri)
+    c.rename_experiment(c.get_experiment_by_name(EXPERIMENT).experiment_id, experiment)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.store", "migrate", "--from", src_uri, "--to", target],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _interrupt_mid_way(proc, target, experiment, sig)
+    out, err = proc.communicate()
+    states = [r.info.status for r in runs(target, experiment)]
+    if sig == signal.SIGINT:  # the copy being written is finished, then the command stops
+        assert proc.returncode == 130, err
+        assert err.strip().splitlines()[-1].startswith("sweep.store migrate: interrupted"), err
+        assert "RUNNING" not in states
+    else:  # nothing ran on the way out: the half copy is there, and the re-run must not take it as done
+        assert states.count("RUNNING") == 1
+    complete = len(states) - states.count("RUNNING")
+    assert 0 < complete < 9
+    if sig == signal.SIGINT:
+        assert f"interrupted: {complete} copied, 0 already there, 0 failed" in err, err
+    again = migrate("--from", src_uri, "--to", target)
+    assert again.returncode == 0, again.stderr
+    assert f": {9 - complete} copied, {complete} already there, 0 failed" in again.stdout, again.stdout
+    assert_same_runs(src_uri, target, tmp_path, experiment)
+
+
+def test_run_still_running_is_left_then_copied_once_finished(source, tmp_path):
+    """A sweep still running in the source: its finished child is copied, its parent waits for a later migrate,
+    which copies it and links the child to it."""
+    src = tmp_path / "src"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, src)
+    src_uri, target = f"sqlite:///{src / 'mlflow.db'}", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    c = client(src_uri)
+    exp = c.get_experiment_by_name(EXPERIMENT).experiment_id
+    parent = c.create_run(exp, run_name="sweep in progress").info.run_id
+    child = c.create_run(exp, run_name="job 0", tags={PARENT_RUN_TAG: parent}).info.run_id
+    c.log_metric(child, "accuracy", 1.0, step=3)
+    c.set_terminated(child)
+    first = migrate("--from", src_uri, "--to", target)
+    assert first.returncode == 0, first.stderr
+    assert ": 10 copied, 0 already there, 0 failed, 1 still running in the source" in first.stdout, first.stdout
+    (copy,) = [r for r in runs(target) if r.info.run_name == "job 0"]
+    assert PARENT_RUN_TAG not in copy.data.tags
+    c.set_terminated(parent, "KILLED")
+    second = migrate("--from", src_uri, "--to", target)
+    assert second.stdout.strip().endswith(": 1 copied, 10 already there, 0 failed"), second.stdout
+    assert_same_runs(src_uri, target, tmp_path)
+
+
+def test_bad_input_is_one_line_exit_2_and_creates_nothing(source, tmp_path):
+    missing, target = tmp_path / "nope" / "mlflow.db", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    cases = {
+        ("--from", f"sqlite:///{missing}", "--to", target): "--from store sqlite:///",
+        ("--from", "mlflow.db", "--to", target): "--from mlflow.db: expected an MLflow tracking URI",
+        ("--from", source, "--to", source.replace("/store/", "/store/../store/")): "is the --from store",
+        ("--from", source, "--to", target, "--experiment", "nope"): f"--experiment 'nope' is not in {source}: its",
+        ("--to", target): "the following arguments are required: --from",
+    }
+    for args, line in cases.items():
+        r = migrate(*args)
+        assert (r.returncode, r.stdout) == (2, ""), (args, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and line in r.stderr, (args, r.stderr)
+    assert not missing.parent.exists() and not (tmp_path / "shared").exists()
+    assert len(runs(source)) == 9
+
+
+def test_progress_bar_on_a_terminal_only(source, tmp_path):
+    """On a terminal, rich's bar counts the runs; into a pipe only the summary line is written."""
+    import pty
+
+    target = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    main, sub = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.store", "migrate", "--from", source, "--to", target, "--dry-run"],
+        cwd=ROOT,
+        stdin=sub,
+        stdout=sub,
+        stderr=sub,
+    )
+    os.close(sub)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(main)
+    assert b"9/9" in seen and b"9 to copy" in seen, seen[-2000:]
+    piped = migrate("--from", source, "--to", target, "--dry-run")
+    assert (piped.stderr, piped.stdout.count("\n")) == ("", 1), piped.stdout + piped.stderr
+
+
+def test_a_run_that_cannot_be_copied_is_named_and_the_rest_go_on(source, tmp_path):
+    """One run's artifact is a dangling link (its file gone): that run is named on one line, with MLflow's cause,
+    and not left in the target; the 8 others are copied, exit 1. Once the file is back, the ninth is copied."""
+    src = tmp_path / "src"
+    shutil.copytree(Path(source[len("sqlite:///") :]).parent, src, symlinks=True)
+    src_uri, target = f"sqlite:///{src / 'mlflow.db'}", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    broken = next(r for r in runs(src_uri) if r.data.tags.get("method") == "sgd")
+    c = client(src_uri)
+    # the copied store's runs still point at the original artifacts: point this one's at a private copy
+    config = Path(c.download_artifacts(broken.info.run_id, "config.yaml", str(tmp_path / "dl")))
+    art = src / "own-artifacts"
+    shutil.copytree(config.parent, art)
+    (art / "config.yaml").unlink()
+    (art / "config.yaml").symlink_to("gone.yaml")  # inside the run's artifacts: MLflow refuses a link outside
+    with __import__("sqlite3").connect(src / "mlflow.db") as db:
+        db.execute("UPDATE runs SET artifact_uri = ? WHERE run_uuid = ?", (art.as_uri(), broken.info.run_id))
+    r = migrate("--from", src_uri, "--to", target)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.strip().endswith(": 8 copied, 0 already there, 1 failed"), r.stdout
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"sweep.store migrate: run {broken.info.run_id}: ") and "config.yaml" in line, line
+    assert len(runs(target)) == 8  # no part of the failed run stays in the target
+    (art / "config.yaml").unlink()
+    (art / "config.yaml").write_text(config.read_text())
+    again = migrate("--from", src_uri, "--to", target)
+    assert again.stdout.strip().endswith(": 1 copied, 8 already there, 0 failed"), again.stdout + again.stderr
