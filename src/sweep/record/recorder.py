@@ -130,7 +130,13 @@ class Recorder:
         if exp is not None:
             return exp.experiment_id
         location = artifact_location(self.tracking_uri)
-        return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
+        try:
+            return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
+        except Exception:  # noqa: BLE001 - two machines' first sweeps at once: the other one made it first
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
 
     # -- runs -------------------------------------------------------------------------------------
     def log(

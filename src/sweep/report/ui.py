@@ -155,7 +155,10 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
             parent = find_parent(client, study)
         except LookupError:
             pass
-    study_view(client, parent)
+    try:
+        study_view(client, parent)
+    except Exception:  # noqa: BLE001 - sweeps ending at once on a server write the same tags: once more
+        study_view(client, parent)
     store = _store_args(tracking_uri)
     compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
     return (
