@@ -220,7 +220,7 @@ def test_the_size_guard_counts_a_batch_as_its_runs(store, tmp_path):
     naming the batch."""
     from tests.test_faults import _limited, one_line
 
-    args = ["-m", *LOCAL, "method=sgd", "problem.n_train=2000000", "problem.seed=range(0,64)", "mlflow.experiment=big"]
+    args = ["-m", *LOCAL, "method=sgd", "problem.n_train=200000", "problem.seed=range(0,64)", "mlflow.experiment=big"]
     env = {**os.environ, "MLFLOW_TRACKING_URI": store}
     cmd = [sys.executable, "-m", "sweep", *args]
     limit = _limited(2_500_000_000)

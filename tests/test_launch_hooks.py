@@ -1,6 +1,7 @@
 """The launcher's one seam, from an app that is not `sweep`: a plain Hydra app with its own `LaunchHooks`
 listed in `hydra.callbacks`, under the launcher (driven: plan, job_ended, sweep_ended in the launching process)
-and under Hydra's basic launcher (an ordinary callback). And the plugin imports nothing of the sweep app."""
+and under Hydra's basic launcher (an ordinary callback); the jobs reach `plan` as a stream. And the plugin
+imports nothing of the sweep app."""
 
 from __future__ import annotations
 
@@ -18,11 +19,17 @@ HOOKS = textwrap.dedent("""
     from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused
 
     class Hooks(LaunchHooks):
-        def plan(self, jobs):
+        def plan(self, jobs):  # a stream: each job composed in its turn, its config gone once the next is drawn
+            skip, prev = set(), None
             for j in jobs:
+                if prev is not None and prev.cfg is not None:
+                    raise RuntimeError("a job's config outlived its turn")
                 if j.cfg.x < 0:
                     raise Refused(f"app: x must be >= 0 (job {j.label()})")
-            return {j.idx for j in jobs if j.cfg.x == 0}  # "already done"
+                if j.cfg.x == 0:
+                    skip.add(j.idx)  # "already done"
+                prev = j
+            return skip
 
         def job_ended(self, job, outcome):
             print(f"ENDED x={job.cfg.x} {outcome.status} value={outcome.value} pid={os.getpid()}", flush=True)

@@ -355,6 +355,12 @@ def test_fast_composer_equals_hydra_composition():
             )
         ):
             want = loader.load_sweep_config(master, overrides)
+            # the check pass's composition, its hydra section shared with the next job of the template
+            turn, _ = fast.take_in_turn(master, overrides)
+            assert OmegaConf.to_container(turn) == OmegaConf.to_container(want), overrides
+            # the sweeper's validation: the job's values applied to the template's task part
+            task = fast.load_sweep_config(master, overrides)
+            assert OmegaConf.select(task, "problem.seed") == want.problem.seed
             got, template = fast.take(master, overrides)
             assert OmegaConf.to_container(got) == OmegaConf.to_container(want), overrides
             assert got.hydra.job.override_dirname == want.hydra.job.override_dirname
@@ -367,5 +373,14 @@ def test_fast_composer_equals_hydra_composition():
                         c.hydra.runtime.output_dir = f"/out/{num}"
                 text = HydraYaml(fast.hydra_doc(template)).render(got)
                 assert yaml.safe_load(text) == yaml.safe_load(OmegaConf.to_yaml(OmegaConf.masked_copy(want, "hydra")))
+        # a job that does not compose is refused by the sweeper's validation with Hydra's error, as by Hydra's
+        from hydra.errors import ConfigCompositionException
+
+        for bad in (["method=gf2", "problem.nope=1"], ["method=gf2", "problem.seed=abc"]):
+            with pytest.raises(ConfigCompositionException) as hydra_error:
+                loader.load_sweep_config(master, bad)
+            with pytest.raises(ConfigCompositionException) as fast_error:
+                fast.load_sweep_config(master, bad)
+            assert str(fast_error.value) == str(hydra_error.value)
         # one template per group selection (gf2, km, sgd) + one for the `+key` override, which is never a value
         assert len(fast.templates) == 4

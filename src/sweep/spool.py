@@ -1,4 +1,5 @@
-"""`python -m sweep.spool list | import [--tracking-uri URI]`: what waits in the spool, and writing it in.
+"""`python -m sweep.spool list | import [--tracking-uri URI] [FILE ...]`: what waits in the spool (and the last
+resort), and writing it in; FILEs: only these results (a spool file, or a printed result saved to a file).
 
 The spool itself is sweep.record.spool, which the recorder uses; this command needs the recorder, so it
 lives apart (the spool must not import the recorder back)."""
@@ -7,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.record.recorder import Recorder
-from sweep.record.spool import entries, import_into, spool_dir
+from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
 from sweep.record.store import StoreError
 
 
@@ -24,12 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--tracking-uri", default=None, help="import into this store (default: every store the spool holds results for)"
     )
+    ap.add_argument("files", nargs="*", type=Path, metavar="FILE", help="only these results (default: all waiting)")
     a = ap.parse_args(argv)
-    pending = entries(a.tracking_uri)
+    pending = entries(a.tracking_uri, a.files)
     if a.action == "list":
         for e in pending:
             print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
-        print(f"{len(pending)} result(s) in {spool_dir()}")
+        print(f"{len(pending)} result(s) in {spool_dir()} and {last_resort_dir()}")
         return 0
 
     # each result into the store it names; nothing spooled opens (and so creates) no store at all
@@ -42,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             exp = next((e.experiment for e in pending if e.tracking_uri == uri), "sweep")
             rec = Recorder(uri, exp, import_spool=False)
-            print(f"sweep.spool: {import_into(rec)} result(s) written into {uri}")
+            print(f"sweep.spool: {import_into(rec, [e.path for e in pending])} result(s) written into {uri}")
         except StoreError as err:
             print(f"sweep.spool: {err}; the results stay in {spool_dir()}", file=sys.stderr)
             failed = True

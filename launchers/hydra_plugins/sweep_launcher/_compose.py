@@ -6,9 +6,12 @@ per-job budget. Jobs of a typical sweep differ only in plain values (`problem.se
 composes each distinct set of *group* choices once with Hydra's `load_sweep_config`, then makes a job by
 copying that config and applying the job's value overrides as Hydra's composition applies them (OmegaConf's
 `update`, Hydra's errors), and fills in `hydra.overrides.task` and `hydra.job.override_dirname` as Hydra does.
-Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. The sweeper's
-composition of a job is kept for the launcher, so each job is composed once. tests/test_launcher.py checks
-the result equals Hydra's full composition.
+Anything else (group choices, `+`/`++`/`~`, `hydra.*` keys, packages) takes Hydra's full path. Nothing composed
+is kept: the launcher composes a job when it needs it (its check, then just before it goes to a worker), so
+memory stays flat in the grid's size. The sweeper's check that every job composes
+(`Sweeper.validate_batch_is_legal`) applies each job's values to one working copy per template (see
+`load_sweep_config`).
+tests/test_launcher.py checks the result equals Hydra's full composition.
 
 Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
 reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
@@ -26,7 +29,7 @@ from typing import Any, Optional, Sequence
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.errors import ConfigCompositionException
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, flag_override, open_dict, read_write
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 
@@ -66,9 +69,10 @@ class FastComposer:
         self.templates: dict[tuple[int, tuple[str, ...]], bytes] = {}
         self.template_ids: dict[tuple[int, tuple[str, ...]], int] = {}
         self.template_keys: dict[int, tuple[int, tuple[str, ...]]] = {}  # id -> key
+        self.task_templates: dict[tuple[int, tuple[str, ...]], bytes] = {}  # the same without the hydra section
         self.hydra_docs: dict[int, dict[str, Any]] = {}  # template id -> its hydra section as plain data
-        # sweeper's check -> launcher: (config, template id or None)
-        self.composed: dict[tuple[int, tuple[str, ...]], tuple[DictConfig, Optional[int]]] = {}
+        self.shared_hydra: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # take_in_turn's sections
+        self.scratch: dict[tuple[int, tuple[str, ...]], DictConfig] = {}  # load_sweep_config's working copies
         # Hydra's grammar is slow and most jobs repeat most overrides: line -> (parsed, is a plain value)
         self.parsed: dict[str, tuple[Override, bool]] = {}
 
@@ -90,18 +94,28 @@ class FastComposer:
         )
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> DictConfig:
-        key = (id(master_config), tuple(sweep_overrides))
-        if key in self.composed:  # composed by the sweeper's check: hand it over once
-            return self.composed.pop(key)[0]
-        made = self._compose(master_config, list(sweep_overrides))
-        self.composed[key] = made  # the sweeper only checks that a job composes; it never changes the config
-        return made[0]
+        """In the launching process only sweepers call this, to check that each job of a batch composes
+        (`validate_batch_is_legal`, which drops the result); the launcher composes through `take`. A job of
+        value overrides is checked by applying its values (Hydra's errors) to one working copy of its template's
+        task part, kept per template: a tenth of a whole job's cost, and that copy, valid until the next call, is
+        what comes back. The launcher's check pass composes every job whole before any starts, so a job this lets
+        through (a value a previous job's dict merge made room for) is refused there with the same error.
+        Anything else: Hydra's full path."""
+        return self._compose(master_config, list(sweep_overrides), task_only=True)[0]
 
     def take(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> tuple[DictConfig, Optional[int]]:
-        """The launcher's composition of a job, the sweeper's if it made one, and the id of the template it
-        was made from (None: Hydra's full composition)."""
-        key = (id(master_config), tuple(sweep_overrides))
-        return self.composed.pop(key, None) or self._compose(master_config, list(sweep_overrides))
+        """The launcher's composition of a job, and the id of the template it was made from (None: Hydra's
+        full composition). Nothing is kept: each call composes afresh."""
+        return self._compose(master_config, list(sweep_overrides))
+
+    def take_in_turn(
+        self, master_config: DictConfig, sweep_overrides: Sequence[str]
+    ) -> tuple[DictConfig, Optional[int]]:
+        """`take` for a stream that looks at one job at a time (the launcher's check pass): a job made from a
+        template gets the template's one hydra section, its own keys set in place, so only the task part is
+        copied (a fifth of the cost). The section is the next job's once this is called again: a job's config is
+        valid until then."""
+        return self._compose(master_config, list(sweep_overrides), shared_hydra=True)
 
     def hydra_doc(self, template_id: int) -> dict[str, Any]:
         """The template's {hydra: ...} section as plain data (unresolved, as `.hydra/hydra.yaml` writes it).
@@ -124,7 +138,9 @@ class FastComposer:
             hit = self.parsed[line] = (o, self._is_value(o))
         return hit
 
-    def _compose(self, master: DictConfig, overrides: list[str]) -> tuple[DictConfig, Optional[int]]:
+    def _compose(
+        self, master: DictConfig, overrides: list[str], task_only: bool = False, shared_hydra: bool = False
+    ) -> tuple[DictConfig, Optional[int]]:
         hits = [self._parse(line) for line in overrides]
         parsed = [o for o, _ in hits]
         values = [o for o, is_value in hits if is_value]
@@ -134,11 +150,35 @@ class FastComposer:
         tkey = (id(master), tuple(groups))
         template: Optional[bytes] = self.templates.get(tkey)
         if template is None:
-            template = self.templates[tkey] = pickle.dumps(self.loader.load_sweep_config(master, groups))
+            whole = self.loader.load_sweep_config(master, groups)
+            template = self.templates[tkey] = pickle.dumps(whole)
+            task = OmegaConf.masked_copy(whole, [k for k in whole if k != "hydra"])
+            OmegaConf.set_struct(task, bool(OmegaConf.is_struct(whole)))  # a new key is refused as in the whole
+            self.task_templates[tkey] = pickle.dumps(task)
             self.template_ids[tkey] = next(_template_ids)
             self.template_keys[self.template_ids[tkey]] = tkey
-        cfg = pickle.loads(template)
-        apply_values(values, cfg)
+        if task_only:
+            scratch = self.scratch.get(tkey)
+            if scratch is not None:
+                try:
+                    apply_values(values, scratch)
+                    return scratch, self.template_ids[tkey]
+                except ConfigCompositionException:
+                    pass  # refused only where a fresh copy refuses it too
+            scratch = self.scratch[tkey] = pickle.loads(self.task_templates[tkey])
+            apply_values(values, scratch)
+            return scratch, self.template_ids[tkey]
+        if shared_hydra:
+            cfg = pickle.loads(self.task_templates[tkey])
+            apply_values(values, cfg)
+            hydra = self.shared_hydra.get(tkey)
+            if hydra is None:
+                hydra = self.shared_hydra[tkey] = pickle.loads(template).hydra
+            with flag_override(cfg, ["no_deepcopy_set_nodes", "struct"], [True, False]):
+                cfg["hydra"] = hydra  # not copied: it now belongs to this job
+        else:
+            cfg = pickle.loads(template)
+            apply_values(values, cfg)
         with read_write(cfg.hydra), open_dict(cfg.hydra):
             cfg.hydra.overrides.task = [o.input_line for o in parsed]
             dirname = cfg.hydra.job.config.override_dirname

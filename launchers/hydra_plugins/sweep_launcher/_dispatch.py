@@ -32,7 +32,7 @@ from hydra_plugins.sweep_launcher._core import (
     make_payload,
     split_replies,
 )
-from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, job_return, write_files
+from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, composer, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
@@ -151,6 +151,13 @@ class Dispatcher:
         for job in jobs:
             job.started = time.perf_counter()
 
+    def _composed(self, job: Job) -> Any:
+        """The job's config, composed just before it goes out (or is handed to the hooks) and kept only while
+        the job is in flight: the dispatcher holds a few configs, not the grid's."""
+        if job.cfg is None:
+            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx)
+        return job.cfg
+
     def _template(self, w: Worker, job: Job) -> Any:
         if job.template is None:
             return None
@@ -162,10 +169,12 @@ class Dispatcher:
     def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
         job = jobs[0]
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
+        cfgs = [self._composed(j) for j in jobs]  # first: a job's template id is set as it is composed
         if len(jobs) > 1:  # a batch (_batches.py)
-            msg: tuple = ("batch", self.sid, [(j.idx, dump_config(j.cfg), self._template(w, j)) for j in jobs], via)
+            items = [(j.idx, dump_config(c), self._template(w, j)) for j, c in zip(jobs, cfgs)]
+            msg: tuple = ("batch", self.sid, items, via)
         else:
-            msg = ("job", self.sid, job.idx, dump_config(job.cfg), via, self._template(w, job))
+            msg = ("job", self.sid, job.idx, dump_config(cfgs[0]), via, self._template(w, job))
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
@@ -206,7 +215,14 @@ class Dispatcher:
 
     # -- one result ------------------------------------------------------------------------------------------
     def _handle(self, job: Job, reply: Reply) -> None:
-        ret = job_return(job, reply)
+        self._composed(job)
+        try:
+            self._take(job, reply)
+        finally:
+            job.cfg = None  # the job is over: its config goes
+
+    def _take(self, job: Job, reply: Reply) -> None:
+        ret = job_return(job, reply, composer(self.launcher, job))
         if reply.files:
             write_files(job, reply.files)
         ok = ret.status == JobStatus.COMPLETED
@@ -238,6 +254,7 @@ class Dispatcher:
 
     def _tell(self, job: Job, outcome: Outcome) -> None:
         """Hand one outcome to the hooks; a signal waits until they are done writing."""
+        self._composed(job)  # a job cut short on Modal: its config went with it
         self.interrupt.in_write = True
         try:
             for h in self.hooks:
@@ -258,10 +275,10 @@ class Dispatcher:
         while queue:
             unit = take(queue)
             if len(unit) == 1:
-                payload = make_payload(self.session_bytes, dumps(unit[0].cfg), True)
+                payload = make_payload(self.session_bytes, self._remote_config(unit[0]), True)
             else:
                 self.remote_batches[unit[0].idx] = unit
-                payload = make_batch_payload(self.session_bytes, [(j.idx, dumps(j.cfg)) for j in unit], True)
+                payload = make_batch_payload(self.session_bytes, [(j.idx, self._remote_config(j)) for j in unit], True)
             payloads.append((unit[0].idx, unit[0].gpu, payload))
         for j in self.remote:
             j.started = time.perf_counter()
@@ -272,6 +289,12 @@ class Dispatcher:
             daemon=True,
             name="sweep-modal",
         ).start()
+
+    def _remote_config(self, job: Job) -> bytes:
+        try:
+            return dumps(self._composed(job))
+        finally:
+            job.cfg = None  # composed again when its reply comes
 
     # -- the end of a sweep that cannot go on ------------------------------------------------------------------
     def _stop_all(self) -> tuple[list[Job], int]:

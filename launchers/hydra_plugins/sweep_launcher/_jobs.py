@@ -1,10 +1,16 @@
-"""A job as the launcher holds it, and the JobReturns it hands back to the sweeper."""
+"""A job as the launcher holds it, and the JobReturns it hands back to the sweeper.
+
+A job is held small (its index, overrides, name, placement, the app's notes); its composed config exists only
+while it is checked and while it runs (`compose`), so a grid of any size costs little memory. A JobReturn
+rebuilds its configs on first access by composing the job again.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus
@@ -21,6 +27,33 @@ class Job(PlannedJob):
     batch: Optional[int] = None  # the id of the batch it is solved in (_batches.py); None: alone
 
 
+def compose(
+    launcher: Any, overrides: Sequence[str], idx: int, in_turn: bool = False
+) -> tuple[DictConfig, Optional[int]]:
+    """Job `idx`'s config as Hydra's launchers compose it (`load_sweep_config`, then hydra.job.id and num), and
+    the id of the FastComposer template it was made from (None: Hydra's own composition). `in_turn`: valid only
+    until the next job is composed so (`FastComposer.take_in_turn`)."""
+    loader = launcher.hydra_context.config_loader
+    if hasattr(loader, "take"):  # FastComposer
+        take = loader.take_in_turn if in_turn else loader.take
+        cfg, template = take(launcher.config, list(overrides))
+    else:
+        cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
+    with open_dict(cfg):
+        cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
+        cfg.hydra.job.num = idx
+    return cfg, template
+
+
+def composer(launcher: Any, job: Job) -> Callable[[], DictConfig]:
+    """What composes `job` again, later: small to keep (the launcher and the job's overrides)."""
+    return partial(_composed, launcher, list(job.overrides), job.idx)
+
+
+def _composed(launcher: Any, overrides: list[str], idx: int) -> DictConfig:
+    return compose(launcher, overrides, idx)[0]
+
+
 def _configs_property(name: str) -> property:
     def get(self: "ReturnedJob") -> Any:
         if self._source is not None:
@@ -34,16 +67,16 @@ def _configs_property(name: str) -> property:
 
 
 class ReturnedJob(JobReturn):
-    """A worker's JobReturn. Its cfg and hydra_cfg do not travel back (pickling them both ways cost more than
-    the rest of a job's overhead): they are rebuilt from the launcher's composed config on first access, with
-    the output dir the worker set."""
+    """A worker's JobReturn, or a skipped job's. Its cfg and hydra_cfg do not travel back (pickling them both
+    ways cost more than the rest of a job's overhead) and are not kept (the sweeper keeps every return): they
+    are composed again on first access, with the output dir the worker set."""
 
-    _source: Optional[tuple[DictConfig, Optional[str]]] = None
+    _source: Optional[tuple[Callable[[], DictConfig], Optional[str]]] = None
     cfg = _configs_property("cfg")  # type: ignore[assignment]
     hydra_cfg = _configs_property("hydra_cfg")  # type: ignore[assignment]
 
     @classmethod
-    def of(cls, ret: JobReturn, full_cfg: DictConfig, output_dir: Optional[str]) -> "ReturnedJob":
+    def of(cls, ret: JobReturn, full_cfg: Callable[[], DictConfig], output_dir: Optional[str]) -> "ReturnedJob":
         out = cls(
             **{k: ret.__dict__.get(k) for k in ("overrides", "working_dir", "task_name", "status", "_return_value")}
         )
@@ -51,8 +84,9 @@ class ReturnedJob(JobReturn):
         return out
 
     def _build(self) -> None:
-        full, output_dir = self._source  # type: ignore[misc]
+        make, output_dir = self._source  # type: ignore[misc]
         self._source = None
+        full = make()
         self.__dict__["cfg"] = task_config(full)
         hydra_cfg = OmegaConf.masked_copy(full, "hydra")
         if output_dir is not None:
@@ -94,9 +128,11 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text.rstrip()}\n"""'
 
 
-def job_return(job: Job, reply: Reply) -> JobReturn:
+def job_return(job: Job, reply: Reply, again: Callable[[], DictConfig]) -> JobReturn:
+    """`again`: what composes the job's config again (`composer`), when the sweeper reads it."""
+    assert job.cfg is not None
     if reply.job_return is not None:
-        ret: JobReturn = ReturnedJob.of(reply.job_return, job.cfg, reply.output_dir)
+        ret: JobReturn = ReturnedJob.of(reply.job_return, again, reply.output_dir)
     else:  # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
         ret = JobReturn(
             overrides=job.overrides,
@@ -118,19 +154,15 @@ def job_return(job: Job, reply: Reply) -> JobReturn:
     return ret
 
 
-def skipped_return(job: Job) -> JobReturn:
+def skipped_return(job: Job, again: Callable[[], DictConfig], task_name: str) -> JobReturn:
     """A job the hooks skipped (already done): COMPLETED with no value."""
-    return JobReturn(
-        overrides=job.overrides,
-        cfg=task_config(job.cfg),
-        task_name=str(job.cfg.hydra.job.name),
-        status=JobStatus.COMPLETED,
-        _return_value=None,
-    )
+    ret = JobReturn(overrides=job.overrides, task_name=task_name, status=JobStatus.COMPLETED, _return_value=None)
+    return ReturnedJob.of(ret, again, None)
 
 
 def write_files(job: Job, files: dict[str, str]) -> None:
     """Output files of a job that ran in a Modal container, under its usual local job dir."""
+    assert job.cfg is not None
     HydraConfig.instance().set_config(job.cfg)
     out = Path(str(job.cfg.hydra.sweep.dir)) / str(job.cfg.hydra.sweep.subdir)
     for rel, text in files.items():

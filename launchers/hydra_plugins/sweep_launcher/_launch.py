@@ -1,5 +1,10 @@
-"""One batch of the sweeper, in the launching process: compose every job, place it, let the app's hooks check
-and skip jobs, then hand the rest to the dispatcher.
+"""One batch of the sweeper, in the launching process: every job checked before any starts, then the rest
+handed to the dispatcher, both as streams.
+
+A job is held small (`_jobs.Job`: index, overrides, name, placement, the app's notes). The check is one pass
+over the batch: each job composed, placed, shown to the app's hooks (`plan`'s stream), then its config dropped.
+The dispatcher composes each job again just before it goes to a worker. Memory before the first job is thus
+flat in the grid's size, whatever the grid.
 
 A `Multirun` lives for all of the sweeper's batches: the app's hooks (taken once), the tally they are told
 at the end, and the local worker pool. Only this process talks to the hooks (and so writes the app's store):
@@ -12,14 +17,14 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, Hashable, Optional, Sequence
+from typing import Any, Hashable, Iterator, Optional, Sequence
 
 from hydra.core.utils import JobReturn, configure_log, setup_globals
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batch_size, batched
-from hydra_plugins.sweep_launcher._jobs import Job, skipped_return
+from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
@@ -98,40 +103,45 @@ class Multirun:
         return (where if route == "device" else route), gpu
 
 
-def compose(launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Job]:
-    """Each job's config as Hydra's launchers compose it (`load_sweep_config`, then hydra.job.id and num);
-    with the fast path, FastComposer hands over the sweeper's own composition of the job."""
-    loader = launcher.hydra_context.config_loader
-    jobs = []
-    for i, overrides in enumerate(job_overrides):
-        idx = initial_job_idx + i
-        if hasattr(loader, "take"):  # FastComposer
-            cfg, template = loader.take(launcher.config, list(overrides))
-        else:
-            cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
-        with open_dict(cfg):
-            cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
-            cfg.hydra.job.num = idx
-        where, gpu = run.placement(cfg, launcher.route)
-        jobs.append(
-            Job(
-                idx=idx,
-                overrides=list(overrides),
-                cfg=cfg,
-                where=where,
-                gpu=gpu if where == "modal" else None,
-                template=template,
-            )
-        )
-    return jobs
+class Stream:
+    """The batch's jobs one at a time, each composed while it is the current one. The first pass also places
+    each job and, at the first job placed on Modal, checks Modal's token (before the hooks have seen every job,
+    so before they open the app's records)."""
+
+    def __init__(self, launcher: Any, run: "Multirun", jobs: list[Job]) -> None:
+        self.launcher, self.run, self.jobs = launcher, run, jobs
+        self.placed = False
+        self.token_checked = False
+
+    def __iter__(self) -> Iterator[Job]:
+        place = not self.placed
+        for job in self.jobs:
+            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
+            if place:
+                where, gpu = self.run.placement(job.cfg, self.launcher.route)
+                job.where, job.gpu = where, (gpu if where == "modal" else None)
+                if where == "modal" and not self.token_checked:
+                    self.token_checked = True
+                    refuse_without_token(self.run)
+            try:
+                yield job
+            finally:
+                job.cfg = None
+        self.placed = True
 
 
-def refuse_without_token(run: Multirun, jobs: list[Job]) -> None:
+def drain(it: Iterator[Job]) -> None:
+    """The jobs a hook did not draw (it stopped early): placed all the same."""
+    for _ in it:
+        pass
+
+
+def refuse_without_token(run: Multirun) -> None:
     """Jobs placed on Modal need Modal's token: without one, one line and exit 2, before any job starts and
-    before the hooks' plan (which may open the app's records)."""
+    before the hooks' plan is over (the app opens its records once it has seen every job)."""
     from hydra_plugins.sweep_launcher._dispatch import modal_missing  # noqa: PLC0415 - the dispatcher: on the first launch
 
-    if run.offline or not any(j.where == "modal" for j in jobs) or modal_missing():
+    if run.offline or modal_missing():
         return  # without the modal package each such job fails with how to install it
     from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
@@ -142,13 +152,18 @@ def refuse_without_token(run: Multirun, jobs: list[Job]) -> None:
         raise SystemExit(2)
 
 
-def plan(run: Multirun, jobs: list[Job]) -> set[int]:
-    """The hooks' checks (exit 2 on a refused job, or the code the hooks give, before any job starts) and the jobs
-    they skip."""
+def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> set[int]:
+    """Every job checked before any starts, as a stream: each hook's `plan` over the batch (exit 2 on a refused
+    job, or the code the hooks give), and the jobs they skip. Without hooks, one pass places the jobs."""
+    stream = Stream(launcher, run, jobs)
     skip: set[int] = set()
     try:
         for h in run.hooks:
-            skip |= h.plan(jobs)
+            it = iter(stream)
+            skip |= h.plan(it)
+            drain(it)
+        if not stream.placed:
+            drain(iter(stream))
     except Refused as e:
         run.tally.close()  # nothing runs: no worker may stay
         print(str(e), file=sys.stderr, flush=True)
@@ -165,7 +180,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     Path(str(cfg.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
     run: Multirun = launcher.multirun or Multirun(launcher)
     launcher.multirun = run
-    if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process composes
+    if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process checks
         if run.offline and not modal_missing():  # import modal once here, before the fork, not once per worker
             import hydra_plugins.sweep_launcher._modal_app  # noqa: F401, PLC0415 - start-up: see the comment
         n = min(run.n_workers, len(job_overrides))
@@ -174,16 +189,16 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         else:
             run.pool.grow(n)
     gc.freeze()  # Hydra's state and the imports stay for the whole sweep: per-job collections skip them
-    jobs = compose(launcher, run, job_overrides, initial_job_idx)
+    jobs = [Job(idx=initial_job_idx + i, overrides=list(o)) for i, o in enumerate(job_overrides)]
     for job, name in zip(jobs, run.namer.names([j.overrides for j in jobs], [j.idx for j in jobs])):
         job.name = name
-    refuse_without_token(run, jobs)
-    skip = plan(run, jobs)
+    skip = plan(launcher, run, jobs)
     returns: dict[int, JobReturn] = {}
     if skip and not launcher.force:
+        task_name = str(cfg.hydra.job.name)
         for j in jobs:
             if j.idx in skip:
-                returns[j.idx] = skipped_return(j)
+                returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
         run.tally.skipped += len(skip)
         print(
             f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True

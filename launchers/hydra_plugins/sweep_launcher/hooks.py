@@ -7,13 +7,17 @@ Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`
 then calls, in the launching process:
 
     placement(cfg)              where a job runs under route=device: ("local" | "modal", Modal gpu or None)
-    plan(jobs)                  before any job of a batch starts: refuse a bad job (raise `Refused`: the
-                                launcher prints its message and exits 2), return the indices of jobs to skip
-                                (already done: resume; ignored with hydra.launcher.force=true)
+    plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
+                                `Refused`: the launcher prints its message and exits 2), return the indices of
+                                jobs to skip (already done: resume; ignored with hydra.launcher.force=true).
+                                `jobs` is a stream: each job's `cfg` is composed while it is the current one
+                                and dropped when the next is drawn (a grid's configs never all exist at once);
+                                keep what is small in `job.data` (e.g. what `batch_key` reads)
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
-    batch_key(job)              with a batch size > 1: what the job may share a worker task under (jobs with
+    batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
                                 equal keys, up to `batch` of them, go to one worker together); None: alone
-    job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process
+    job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
+                                `job.cfg` is composed again for it
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
 
 and, in the worker, `run_batch(cfgs)` solves a batch's task configs together: one value (what the task function
@@ -33,7 +37,7 @@ ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises 
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Optional, Sequence
+from typing import Any, Hashable, Iterator, Optional, Sequence
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
@@ -55,11 +59,12 @@ class Refused(Exception):
 
 @dataclass
 class PlannedJob:
-    """A composed job as the hooks see it."""
+    """A job as the hooks see it."""
 
     idx: int
     overrides: list[str]
-    cfg: DictConfig  # composed, hydra section included
+    # composed, hydra section included, while the hooks look at this job (plan's stream, job_ended); else None
+    cfg: Optional[DictConfig] = None
     where: str = "local"  # local | modal
     gpu: Optional[str] = None
     data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
@@ -117,7 +122,7 @@ class LaunchHooks(Callback):
         """The multirun's name on the progress line (`<title> 3/30 · 3 done · ...`); None: Hydra's job name."""
         return None
 
-    def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
+    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
         return set()
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:

@@ -8,6 +8,7 @@ scans this module at every start-up, so it stays light).
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Optional, Sequence
 
@@ -20,6 +21,7 @@ from omegaconf import DictConfig
 # helpers (`omegaconf._utils`, `_get_node`, `_set_parent`) the lean run_job uses
 TESTED_HYDRA = ("1.3.",)
 TESTED_OMEGACONF = ("2.3.",)
+ROUTES = ("device", "local", "modal")  # hydra.launcher.route: the app's hooks place each job | all local | all Modal
 
 
 def fast_paths_tested(hydra_version: Optional[str] = None, omegaconf_version: Optional[str] = None) -> bool:
@@ -66,8 +68,14 @@ class SweepLauncher(Launcher):
         fast: Optional[bool] = None,
         modal: Any = None,
     ) -> None:
-        if route not in ("device", "local", "modal"):
-            raise ValueError(f"hydra.launcher.route={route!r} is not allowed: expected device, local or modal")
+        if route not in ROUTES:  # one line and exit 2, before any job (an exception would be Hydra's report)
+            print(
+                f"sweep: hydra.launcher.route={route!r} is not allowed: expected {', '.join(ROUTES[:-1])} or "
+                f"{ROUTES[-1]}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise SystemExit(2)
         self.route = route
         self.n_workers = n_workers
         self.force = force

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import logging
 import os
 import sys
 import time
@@ -40,7 +41,7 @@ from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
 from sweep.record import remote, spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
-from sweep.record.store import StoreError, cause_of, experiment_name_problem
+from sweep.record.store import StoreError, experiment_name_problem, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
 from sweep.report.ui import run_hint
 from sweep.result import RunResult
@@ -258,8 +259,8 @@ class MLflowCallback(Callback):
                 self.session.store(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
-                cause = e.cause if isinstance(e, StoreError) else cause_of(e)
-                path = spool.keep(
+                cause = e.cause if isinstance(e, StoreError) else kind_of(e, store.sqlite_path(uri))
+                where = spool.keep(
                     result,
                     uri,
                     config.mlflow.experiment,
@@ -268,7 +269,7 @@ class MLflowCallback(Callback):
                     run_name=run_name,
                     extra_tags=tags,
                 )
-                raise StoreError(uri, f"{cause}; {spool.kept(path)}") from None
+                raise StoreError(uri, f"{cause}; {where}") from None
             self.session.write(config, result, run_name, tags)
         except StoreError as e:
             print(result.summary(run_name), flush=True)
@@ -285,11 +286,25 @@ class MLflowCallback(Callback):
         self.hooks.on_multirun_end(config, **kwargs)  # withdraws the offer
         if self.session.unrecorded:
             print(
-                f"sweep: {self.session.unrecorded} result(s) not recorded (kept in the spool)",
+                f"sweep: {self.session.unrecorded} result(s) not recorded (each line above says where it is kept)",
                 file=sys.stderr,
                 flush=True,
             )
-        self._close(config)  # the summary; exit 1 when a job failed
+        parent = self.session.parent
+        try:
+            # MLflow logs a store's error with a traceback before raising it: the one line below says it
+            logging.getLogger("mlflow.store.db.utils").disabled = True
+            self._close(config)  # the summary; exit 1 when a job failed
+        except Exception as e:  # noqa: BLE001 - the store failed at the end (a full disk): one line, exit 1
+            uri = config.mlflow.tracking_uri or default_tracking_uri()
+            print(
+                f"sweep: parent run {parent} not closed: store {uri}: {kind_of(e, store.sqlite_path(uri))}",
+                file=sys.stderr,
+                flush=True,
+            )
+            sys.exit(1)
+        finally:
+            logging.getLogger("mlflow.store.db.utils").disabled = False
         if self.session.unrecorded:
             sys.exit(1)
 

@@ -8,10 +8,11 @@ parent's totals, the summary and the exit code. The recording itself is the sess
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
 from collections import Counter
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -31,6 +32,8 @@ from sweep.result import RunResult
 
 PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
 BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
+HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
+BATCH_KEY = "batch_key"  # job.data: what the job may share a batch under (None: alone)
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -58,50 +61,53 @@ class SweepLaunchHooks(LaunchHooks):
         value = outcome.job_return.return_value if outcome.job_return is not None else None
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
-    def plan(self, jobs: Sequence[PlannedJob]) -> set[int]:
-        """Every job checked before any starts (a bad one: Refused, exit 2); then the parent run opened and the
-        jobs already done returned, to be skipped."""
-
-        mine = [j for j in jobs if is_sweep_job(j.cfg)]  # other apps' jobs (Hydra's test apps) just run
-        prices = self._prices(jobs[0].cfg) if jobs else None
+    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
+        """Every job checked before any starts (a bad one: Refused, exit 2), one at a time: only its config's
+        hash is kept; then the parent run opened and the jobs already done returned, to be skipped."""
+        first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
         launcher = self.tally.launcher if self.tally is not None else {}
         offline = bool(launcher.get("modal.offline"))
-        for job in mine:
-            job.data["config"] = job_config(job.cfg)  # resolved once: the checks, resume and params read it
-        runs = batch_runs(mine, int(launcher.get("batch", 1)))
-        for job in mine:
+        batch = int(launcher.get("batch", 1))
+        hashes: dict[int, str] = {}
+        prices: Optional[str] = None
+        alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
+        first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
+        for job in jobs:
+            assert job.cfg is not None
+            if not is_sweep_job(job.cfg):  # other apps' jobs (Hydra's test apps) just run
+                continue
+            if first is None:
+                first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
+                prices = self._prices(first)
+            config = job_config(job.cfg)
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                check_job(
-                    job.data["config"],
-                    job.where,
-                    job.gpu,
-                    prices,
-                    runs_here=job.where == "local" or offline,
-                    runs=runs[job.idx],
-                )
+                runs_here = job.where == "local" or offline
+                check_job(config, job.where, job.gpu, prices, runs_here=runs_here)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
-        if not mine or not bool(OmegaConf.select(mine[0].cfg, "mlflow.enabled", default=False)):
+            hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
+            key = job.data[BATCH_KEY] = batch_key(config) if batch > 1 else None
+            if key is not None:
+                alike[(job.where, job.gpu, key)] += 1
+                first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
+        check_batches(alike, first_of, batch, prices)
+        if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
             return set()
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
-                mine[0].cfg,
+                first,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {
-                    f"launcher.{k}": v
-                    for k, v in launcher.items()
-                    if k in ("route", "n_workers", "batch", "modal.offline")
-                },
+                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS},
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
-            if launcher.get("force") or OmegaConf.select(mine[0].cfg, FORCE_KEY, default=False):
+            if launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False):
                 return set()
-            done = self.session.done(mine[0].cfg, [j.data["config"] for j in mine])
+            done = self.session.done_hashes(first, set(hashes.values()))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
-        return {j.idx for j in mine if config_hash(j.data["config"]) in done}
+        return {idx for idx, h in hashes.items() if h in done}
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
@@ -110,7 +116,7 @@ class SweepLaunchHooks(LaunchHooks):
 
     def batch_key(self, job: PlannedJob) -> Optional[str]:
         """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
-        return job.data.get("batch_key")
+        return job.data.get(BATCH_KEY)
 
     def run_batch(self, cfgs: Sequence[DictConfig]) -> list[Any]:
         from sweep.batch.run import run_batch  # noqa: PLC0415 - the job's modules: in the worker, when a batch runs
@@ -123,7 +129,7 @@ class SweepLaunchHooks(LaunchHooks):
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         """Write the job's child run, with what it cost."""
-        if self.session.parent is None or "config" not in job.data:
+        if self.session.parent is None or HASH_KEY not in job.data:
             return
         if outcome.status == "FINISHED":
             result = outcome.value
@@ -168,15 +174,15 @@ class SweepLaunchHooks(LaunchHooks):
                 print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)
 
 
-def batch_runs(jobs: Sequence[PlannedJob], batch: int) -> dict[int, int]:
-    """Each job's batch key in `job.data` (with batch > 1), and how many runs its batch holds at most (the size
-    guard counts them all): `batch`, or fewer where fewer jobs share its key."""
-    if batch <= 1:
-        return {j.idx: 1 for j in jobs}
-    for j in jobs:
-        j.data["batch_key"] = batch_key(j.data["config"])
-    alike = Counter((j.where, j.gpu, j.data["batch_key"]) for j in jobs)
-    return {
-        j.idx: 1 if j.data["batch_key"] is None else min(batch, alike[(j.where, j.gpu, j.data["batch_key"])])
-        for j in jobs
-    }
+def check_batches(
+    alike: Counter, first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]], batch: int, prices: Optional[str]
+) -> None:
+    """The size guard counts a batch as its runs: `batch`, or fewer where fewer jobs share its key. The jobs of one
+    key differ only in what their method vectorises, so the first one's config sizes them all."""
+    for k, n in alike.items():
+        if min(batch, n) > 1:
+            job, config, runs_here = first_of[k]
+            try:
+                check_job(config, job.where, job.gpu, prices, runs_here=runs_here, runs=min(batch, n))
+            except ConfigError as e:
+                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None

@@ -105,11 +105,12 @@ class Recorder:
         else:
             try:
                 with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                    store.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
                     self.experiment_id = self._experiment(experiment)
             except store.StoreError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
-                raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
+                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
             self.sql = SqlRunWriter.for_client(self.client)  # SQL stores: one transaction per run
         if import_spool:
             n = spool.import_into(self)
@@ -152,9 +153,9 @@ class Recorder:
         try:
             return self.write(result, parent_run_id, run_name, extra_tags)
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
-            cause = store.cause_of(e)
-            path = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
-            raise store.StoreError(self.tracking_uri, f"{cause}; {spool.kept(path)}") from e
+            cause = store.kind_of(e, store.sqlite_path(self.tracking_uri))
+            where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
+            raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
 
     def write(
         self,
@@ -284,7 +285,11 @@ class Recorder:
         """Resume: config hash -> the id of a FINISHED run with that resolved config, for those of `configs`
         the store has. A query per config for a few; for more, one pass over the finished runs (MLflow's
         search has no IN for tags)."""
-        wanted = {config_hash(c) for c in configs}
+        return self.finished_hashes({config_hash(c) for c in configs})
+
+    def finished_hashes(self, wanted: set[str]) -> dict[str, str]:
+        """`finished` by the configs' hashes (`config_hash`): a grid's jobs are checked one at a time and only
+        their hashes kept."""
         if isinstance(self.sql, SqliteRunWriter):  # a single run's repeat check costs no MLflow import
             found = self.sql.finished(HASH_TAG, wanted)
             if found is not None:

@@ -18,7 +18,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
+from sweep.paths import default_tracking_uri
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
+from sweep.record.store import StoreError, kind_of, sqlite_path
 from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
 
@@ -114,6 +116,17 @@ class SweepSession:
         in WAL mode, and the objects loaded so far frozen out of the garbage collector's scans."""
         if self.parent is not None:
             return self.parent
+        try:
+            return self._open(config, multirun_cfg, launcher, params, fast)
+        except StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the store failed while the sweep starts (a full disk): one line
+            uri = str(config.mlflow.tracking_uri or default_tracking_uri())
+            raise StoreError(uri, kind_of(e, sqlite_path(uri))) from e
+
+    def _open(
+        self, config: DictConfig, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any], fast: bool
+    ) -> str:
         if fast:
             _sqlite_wal()
         recorder = self.store(config)
@@ -143,6 +156,10 @@ class SweepSession:
     def done(self, config: DictConfig, configs: list[dict[str, Any]]) -> dict[str, str]:
         """Resume: config hash -> FINISHED run id, for the resolved job configs that already have one."""
         return self.store(config).finished(configs)
+
+    def done_hashes(self, config: DictConfig, hashes: set[str]) -> dict[str, str]:
+        """`done` by the configs' hashes (`config_hash`)."""
+        return self.store(config).finished_hashes(hashes)
 
     def done_run(self, config: DictConfig, job_config: dict[str, Any]) -> Optional[str]:
         return self.done(config, [job_config]).get(config_hash(job_config))

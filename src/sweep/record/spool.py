@@ -8,19 +8,25 @@ opened on that store writes the spooled results in (oldest first) and removes th
     sweep-spool list                  # what is waiting, for which store
     sweep-spool import [--tracking-uri URI]      (the command line: sweep/spool.py; or python -m sweep.spool)
 
-The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it).
+The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it). When the spool cannot take a result
+either (the disk that holds store and spool is full, both read-only), it goes to the last resort, a directory of
+this user's under the system's temporary directory (`last_resort_dir`), which import reads too; if even that
+fails, the result is printed on stdout as the JSON a spool file holds. Either way the command fails with one line
+naming the store, the spool, the causes and where the result is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT
@@ -36,6 +42,12 @@ def kept(path: Path) -> str:
 def spool_dir() -> Path:
 
     return Path(os.environ.get("SWEEP_SPOOL_DIR") or PROJECT_ROOT / "outputs" / "spool")
+
+
+def last_resort_dir() -> Path:
+    """Where a result goes when the spool cannot take it: this user's directory under the system's temporary
+    directory (`$TMPDIR`), most often another disk than the project's (which holds both store and spool)."""
+    return Path(tempfile.gettempdir()) / f"sweep-unrecorded-{os.getuid()}"
 
 
 @dataclasses.dataclass
@@ -58,10 +70,10 @@ def keep(
     parent_run_id: Optional[str] = None,
     run_name: Optional[str] = None,
     extra_tags: Optional[dict[str, str]] = None,
-) -> Path:
-    """Write `result` to the spool (atomically: a spool file is complete or absent); returns its path."""
-    d = spool_dir()
-    d.mkdir(parents=True, exist_ok=True)
+) -> str:
+    """Write `result` to the spool, or where `last_resort_dir` says when the spool cannot take it, or at last
+    on stdout; returns how the command names where it is (`kept`, or a line that also says why the spool could
+    not take it). Never raises for a spool that cannot be written: the result is the thing to keep."""
     doc = {
         "tracking_uri": absolute_uri(tracking_uri),  # the store meant, whichever directory imports it
         "experiment": experiment,
@@ -72,20 +84,55 @@ def keep(
         "spooled_at": time.time(),
         "result": dataclasses.asdict(result),
     }
-    path = d / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, default=str))
-    os.replace(tmp, path)
+    text = json.dumps(doc, default=str)
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json"
+    try:
+        spool_dir().mkdir(parents=True, exist_ok=True)
+        return kept(_write(spool_dir(), name, text))
+    except OSError as e:
+        spool_cause = f"spool {spool_dir()}: {e.strerror or e}"
+    try:
+        last_resort_dir().mkdir(mode=0o700, exist_ok=True)  # under a directory every user writes: this user's alone
+        path = _write(last_resort_dir(), name, text)
+        return f"{spool_cause}; {kept(path)}"
+    except OSError as e:
+        last_cause = f"{last_resort_dir()}: {e.strerror or e}"
+    print(text, flush=True)  # the last place left: the terminal, or whatever stdout is written to
+    return (
+        f"{spool_cause}; {last_cause}; the result is printed on stdout above as one line of JSON "
+        f"(saved to a file, {command('sweep.spool', 'import', 'FILE')} writes it in)"
+    )
+
+
+def _write(directory: Path, name: str, text: str) -> Path:
+    """`text` as `directory/name`, whole or not at all: written aside, synced, then renamed into place (a full
+    disk or a crash leaves no partial file, and no empty one)."""
+    path = directory / name
+    tmp = directory / f".{name}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself made durable; a directory that cannot be synced is rare
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     return path
 
 
-def entries(tracking_uri: Optional[str] = None) -> list[Entry]:
-    """Spooled results (for `tracking_uri` only, if given), oldest first."""
-    d = spool_dir()
-    if not d.is_dir():
-        return []
+def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> list[Entry]:
+    """Spooled results (for `tracking_uri` only, if given), oldest first: those in the spool and the last resort,
+    or only those in `files` (a spool file, or one saved from what was printed)."""
+    found = list(files) or [p for d in (spool_dir(), last_resort_dir()) if d.is_dir() for p in d.glob("*.json")]
     out = []
-    for p in sorted(d.glob("*.json")):
+    for p in sorted(found, key=lambda p: p.name):
         try:
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
@@ -108,10 +155,10 @@ def entries(tracking_uri: Optional[str] = None) -> list[Entry]:
     return out
 
 
-def import_into(recorder: Any) -> int:
-    """Write the spooled results meant for `recorder`'s store into it (each into its own experiment), remove
-    their files; returns how many were written. A result that fails again stays in the spool."""
-    todo = entries(recorder.tracking_uri)
+def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
+    """Write the spooled results meant for `recorder`'s store (those in `files`, if given) into it (each into its
+    own experiment), remove their files; returns how many were written. A result that fails again stays."""
+    todo = entries(recorder.tracking_uri, files)
     by_experiment: dict[str, Any] = {}
     n = 0
     for e in todo:

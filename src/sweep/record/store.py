@@ -1,13 +1,21 @@
 """The MLflow store a command writes or reads, checked before MLflow touches it.
 
 MLflow meets a broken SQLite store with minutes of connection retries and a long traceback; these checks take
-milliseconds and end in one line (`StoreError`) that names the store and the cause:
-- corrupt: not an SQLite file, a file shorter than its own header says (truncated) whose write-ahead log does
-  not hold the rest, or no MLflow schema;
+milliseconds (a lock held by another process: the few seconds of SQLite's busy timeout) and end in one line
+(`StoreError`) that names the store and the cause, each its own words:
 - read-only: the file or its directory cannot be written (permissions, an immutable file, a read-only mount);
+- full: the disk that holds it has no room left (a probe write in its directory fails with ENOSPC);
+- locked: another process holds a lock on it beyond the busy timeout;
+- half-made: its creation was never finished (by an older version of this project, which let MLflow make the
+  tables in place: a signal in its first second left them half made), and it holds no runs;
+- another schema revision: older or newer than the one this MLflow writes (`sweep.record.schema`);
+- not an MLflow store: an SQLite database with other tables;
+- corrupt, and only then: not an SQLite file, a file shorter than its own header says (truncated) whose
+  write-ahead log does not hold the rest, or one SQLite itself calls malformed;
 - missing, when only reading: `compare` never creates a store.
-The first creation of a store is serialised by a file lock beside it (`creation_lock`): MLflow's table
-creation is not safe against a second process creating the same store at the same moment.
+A new store is made whole or not at all (`create`): MLflow makes its tables in a file beside it, which is then
+renamed into place, all under a file lock beside the store (`creation_lock`), as MLflow's table creation is not
+safe against a second process creating the same store at the same moment.
 
 Only SQLite URIs (``sqlite:///path``) are checked here; a server or another database reports its own errors.
 """
@@ -15,17 +23,30 @@ Only SQLite URIs (``sqlite:///path``) are checked here; a server or another data
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sqlite3
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
 
 from hydra.errors import CompactHydraException
 
+from sweep.record.schema import (  # noqa: F401 - schema_version: part of the store's reading, named here too
+    LOCK_WAIT_S,
+    REMOVE,
+    is_read_only_error,
+    read_only_uri,
+    schema_problem,
+    schema_version,
+)
+
 # MLflow's limit on an experiment's name (mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH)
 MAX_EXPERIMENT_NAME = 500
+# a directory with less room than this cannot take a run (SQLite's journal, a run's rows and files)
+PROBE_BYTES = 64 * 1024
 
 
 class StoreError(CompactHydraException):
@@ -77,6 +98,7 @@ def check(uri: str, write: bool) -> None:
         except OSError as e:
             raise StoreError(uri, f"read-only ({e.strerror})") from None
         _check_dir_writable(uri, path.parent)  # SQLite writes its journal beside the file
+        _check_not_locked(uri, path)
 
 
 def _check_dir_writable(uri: str, directory: Path) -> None:
@@ -84,10 +106,41 @@ def _check_dir_writable(uri: str, directory: Path) -> None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".sweep-probe-"):
-            pass
+        _probe(existing)
     except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreError(uri, f"full: no room left on the disk that holds {existing} ({e.strerror})") from None
         raise StoreError(uri, f"read-only: cannot write in {existing} ({e.strerror})") from None
+
+
+def _probe(directory: Path) -> None:
+    """Write PROBE_BYTES in `directory` and remove them (a full disk takes an empty file, not its data)."""
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=".sweep-probe-", buffering=0) as f:
+        f.write(b"\0" * PROBE_BYTES)
+
+
+def _full(directory: Path) -> Optional[str]:
+    """Why `directory` takes no data (ENOSPC, EDQUOT), or None where it does or fails for another reason."""
+    try:
+        _probe(directory)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return str(e.strerror)
+    return None
+
+
+def _check_not_locked(uri: str, path: Path) -> None:
+    """A write transaction begun and rolled back (nothing written): fails when another process holds the store's
+    write lock for longer than LOCK_WAIT_S."""
+    try:
+        conn = sqlite3.connect(path, timeout=LOCK_WAIT_S, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise StoreError(uri, kind_of(e, path)) from None
 
 
 def _check_readable(uri: str, path: Path) -> None:
@@ -97,8 +150,8 @@ def _check_readable(uri: str, path: Path) -> None:
         size = path.stat().st_size
     except OSError as e:
         raise StoreError(uri, f"cannot be read ({e.strerror})") from None
-    if size == 0:
-        raise StoreError(uri, "corrupt: an empty file")
+    if size == 0:  # SQLite's own first step in making a store: nothing written yet
+        raise StoreError(uri, f"half-made: an empty file, its creation never finished; it holds no runs: {REMOVE}")
     if not header.startswith(b"SQLite format 3\x00"):
         raise StoreError(uri, "corrupt: not an SQLite database")
     page_size = int.from_bytes(header[16:18], "big")
@@ -107,11 +160,13 @@ def _check_readable(uri: str, path: Path) -> None:
     if size < page_size * pages and not _wal_holds_the_rest(path, page_size, size):
         raise StoreError(uri, f"corrupt: truncated ({size} bytes, its header says {page_size * pages})")
     try:
-        schema_version(path)
+        problem = schema_problem(path)
     except sqlite3.DatabaseError as e:
-        if _is_read_only_error(e):  # its -wal holds pages, which a read-only directory keeps SQLite from reading
+        if is_read_only_error(e):  # its -wal holds pages, which a read-only directory keeps SQLite from reading
             raise StoreError(uri, f"read-only, and SQLite cannot open it so ({e})") from None
-        raise StoreError(uri, f"corrupt: {e}") from None
+        raise StoreError(uri, kind_of(e, path)) from None
+    if problem:
+        raise StoreError(uri, problem.replace("URI", uri))
 
 
 def _wal_holds_the_rest(path: Path, page_size: int, size: int) -> bool:
@@ -143,44 +198,25 @@ def _wal_holds_the_rest(path: Path, page_size: int, size: int) -> bool:
     return db_pages > 0 and len(set(frames[:n_committed]).intersection(need)) == len(need)
 
 
-def schema_version(path: Path) -> Optional[str]:
-    """The store's MLflow schema revision (alembic_version), read without writing anything (a store SQLite can
-    only open read-only, e.g. in a read-only directory, is read as an immutable file)."""
-    try:
-        return _schema_version(path, read_only_uri(path, immutable=False))
-    except sqlite3.OperationalError as e:
-        if not _is_read_only_error(e):
-            raise
-        return _schema_version(path, read_only_uri(path, immutable=True))
-
-
-def _is_read_only_error(e: sqlite3.Error) -> bool:
-    # SQLite's words for "this file or its directory cannot be written": a read-only WAL store cannot make its
-    # shared-memory file (-shm); neither is corruption
-    return any(s in str(e) for s in ("unable to open", "readonly database", "read-only"))
-
-
-def _schema_version(path: Path, uri: str) -> Optional[str]:
-    conn = sqlite3.connect(uri, uri=True, timeout=5)
-    try:
-        try:
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        except sqlite3.OperationalError as e:
-            if "no such table" in str(e):
-                raise sqlite3.DatabaseError("no MLflow tables (not an MLflow store)") from None
-            raise
-        return row[0] if row else None
-    finally:
-        conn.close()
-
-
-def read_only_uri(path: Path, immutable: bool) -> str:
-    """An SQLite `file:` URI that opens `path` read-only; `immutable` also tells SQLite that nothing changes it,
-    so it needs no -shm file (which a read-only directory cannot hold) and never writes. An immutable open does
-    not read the -wal, so a store whose -wal still holds pages is opened plain read-only."""
-    wal = Path(f"{path}-wal")
-    immutable = immutable and not (wal.exists() and wal.stat().st_size > 0)
-    return f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+def kind_of(e: BaseException, path: Optional[Path] = None) -> str:
+    """What an error from SQLite (through SQLAlchemy or not) or the OS means for the store (its file at `path`),
+    in one line led by its kind: full, locked, read-only, or corrupt (only where SQLite says the file is
+    damaged). SQLite says "disk I/O error" where a full disk keeps it from growing its -shm or -wal: the store's
+    directory, probed, tells that apart."""
+    orig = getattr(e, "orig", None) or e
+    text = cause_of(orig)
+    said = str(orig)  # MLflow's own exceptions carry SQLite's words on a later line
+    if isinstance(orig, OSError) and orig.errno in (errno.ENOSPC, errno.EDQUOT) or "disk is full" in said:
+        return f"full: no room left on its disk ({'database or disk is full' if 'disk is full' in said else text})"
+    if "database is locked" in said or "database table is locked" in said:
+        return f"locked: another process holds it beyond {LOCK_WAIT_S:g} s (database is locked)"
+    if is_read_only_error(orig) or isinstance(orig, OSError) and orig.errno in (errno.EROFS, errno.EACCES):
+        return f"read-only ({text})"
+    if isinstance(orig, sqlite3.DatabaseError) and any(w in text for w in ("malformed", "not a database")):
+        return f"corrupt: {text}"
+    if path is not None and (why := _full(path.parent)):
+        return f"full: no room left on the disk that holds {path.parent} ({why}; SQLite: {text})"
+    return text
 
 
 def read_uri(uri: str) -> str:
@@ -234,3 +270,49 @@ def creation_lock(uri: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def create(uri: str) -> None:
+    """Make the SQLite store at `uri` if it is not there, whole or not at all: MLflow makes its tables in a file
+    beside it (`.<name>.creating-<pid>`), which is synced and renamed into place. A signal at any moment leaves
+    no store, or a whole one (MLflow's creation, some 60 schema migrations, takes a second or more and leaves
+    its half-done tables behind when cut short). Call under `creation_lock`: a creating file found then is one
+    a killed process left, and is removed."""
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    for stale in path.parent.glob(f".{path.name}.creating-*"):
+        stale.unlink(missing_ok=True)
+    if path.exists():
+        return
+    aside = path.parent / f".{path.name}.creating-{os.getpid()}"
+    try:
+        from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store
+
+        engine = create_sqlalchemy_engine(f"sqlite:///{aside}")
+        try:
+            _initialize_tables(engine)  # what MLflow's SqlAlchemyStore does to a database without its tables
+        finally:
+            engine.dispose()
+        conn = sqlite3.connect(aside)
+        try:  # the last connection: a write-ahead log (a WAL-mode engine) is copied in and removed
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        fd = os.open(aside, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(aside, path)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself on disk
+        finally:
+            os.close(fd)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of the migration it cut short
+        print(f"sweep: interrupted by SIGINT while making the store {uri}: nothing made", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+    finally:
+        for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
+            leftover.unlink(missing_ok=True)

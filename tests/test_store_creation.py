@@ -1,0 +1,96 @@
+"""A new store is made whole or not at all: a sweep on a store that does not exist yet is killed (SIGKILL), stopped
+(SIGTERM) or interrupted (Ctrl-C: SIGINT to its process group) at several moments of the store's creation, and
+every later command, MLflow's own client included, finds either no store or a whole one. Real processes, real
+signals; the store's creation begins when a file named for it appears in its directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweep.record import store
+from tests.test_faults import _runs, no_process_left, sweep
+
+GRID = ("-m", "method=gf2", "problem.n_bits=10", "problem.seed=0,1")
+
+
+def _whole(db: Path) -> bool:
+    """At MLflow's head revision (as alembic reads MLflow's migrations), no migration's temporary table left."""
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db.utils import _get_alembic_config
+
+    head = ScriptDirectory.from_config(_get_alembic_config("")).get_current_head()
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = (
+            conn.execute("SELECT version_num FROM alembic_version").fetchone() if "alembic_version" in tables else None
+        )
+    finally:
+        conn.close()
+    return version == (head,) and not any(t.startswith("_alembic_tmp_") for t in tables)
+
+
+def _creation_began(d: Path) -> bool:
+    # the store itself (made in place) or the file it is made in beside it; not the creation lock
+    return any(p.name.endswith(".lock") is False and "new.db" in p.name for p in d.iterdir())
+
+
+@pytest.mark.parametrize(
+    "sig,delays",
+    [(signal.SIGKILL, (0.0, 0.15, 0.3, 0.6)), (signal.SIGTERM, (0.1, 0.3)), (signal.SIGINT, (0.1, 0.3))],
+    ids=["SIGKILL", "SIGTERM", "SIGINT"],
+)
+def test_a_signal_during_a_new_stores_creation_leaves_no_store_or_a_whole_one(tmp_path, sig, delays):
+    cut = []  # the delays at which the signal came before the store was whole
+    for delay in delays:
+        d = tmp_path / f"{delay}"
+        d.mkdir()
+        db = d / "new.db"
+        uri = f"sqlite:///{db}"
+        env = {"SWEEP_SPOOL_DIR": str(d / "spool")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep", *GRID, f"mlflow.tracking_uri={uri}"],
+            cwd=d,
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=(err := (d / "stderr").open("w")),
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not _creation_began(d):
+                assert proc.poll() is None and time.monotonic() < deadline, "the sweep ended before making its store"
+                time.sleep(0.005)
+            time.sleep(delay)
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            err.close()
+        no_process_left(proc.pid)
+        whole = db.exists() and _whole(db)
+        assert whole or not db.exists(), f"{sig.name} after {delay} s left a half-made store"
+        cut += [] if whole else [delay]
+        if sig == signal.SIGINT and not db.exists():  # Ctrl-C cut the creation short: one line, not a traceback
+            lines = [ln for ln in (d / "stderr").read_text().splitlines() if not ln.startswith("20")]  # MLflow's INFO
+            assert proc.returncode == 130 and lines == [
+                f"sweep: interrupted by SIGINT while making the store {uri}: nothing made"
+            ], lines
+        if db.exists():  # the check passes too
+            store.check(uri, write=True)
+        p = sweep(*GRID, f"mlflow.tracking_uri={uri}", env=env, cwd=d)
+        assert p.returncode == 0, (delay, p.stderr)
+        finished = [r for r in _runs(uri) if r.info.status == "FINISHED" and "problem.seed" in r.data.params]
+        assert {r.data.params["problem.seed"] for r in finished} == {"0", "1"}, delay
+        assert [p.name for p in d.iterdir() if ".creating-" in p.name] == []  # what a killed creation left: gone
+    assert cut, "every signal came after the store was whole: no moment of its creation was tested"

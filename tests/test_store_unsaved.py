@@ -1,0 +1,142 @@
+"""A finished result that neither the store nor the spool can take (one full disk holds both, as in the default
+layout) is never lost silently: the command exits 1 with one line naming the store, the spool and the causes,
+and the result is in the last resort (a directory under $TMPDIR) or, when even that fails, printed; from either,
+`python -m sweep.spool import` writes it in. Real processes on a real tmpfs filled to the last byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from sweep.record import spool
+from sweep.result import RunResult
+from tests.disks import fill, tmpfs
+from tests.test_faults import _runs, made_store, no_process_left, one_line, sweep  # noqa: F401 - made_store: a fixture
+
+# a job that takes seconds (it never learns at this rate), so the disk can fill while it runs
+SLOW_JOB = ("method=sgd", "problem.n_bits=40", "method.max_epochs=800", "method.lr=1e-9", "tracker=none")
+
+
+def _leftovers(d: Path) -> list[str]:
+    """Partial or temporary files in a directory (a spool's `.tmp`, a 0-byte file)."""
+    return [p.name for p in d.rglob("*") if p.is_file() and (".tmp" in p.name or p.stat().st_size == 0)]
+
+
+def _import(env: dict, cwd: Path, *files: str) -> None:
+    p = sweep("import", *files, env=env, cwd=cwd, module="sweep.spool")
+    assert p.returncode == 0, p.stderr
+    assert "result(s) written" in p.stdout
+
+
+def test_a_single_run_on_a_full_disk_keeps_its_result_in_the_last_resort(made_store, tmp_path):
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        (disk / "st").mkdir()
+        (disk / "st" / "mlflow.db").write_bytes(made_store.read_bytes())
+        uri = f"sqlite:///{disk / 'st' / 'mlflow.db'}"
+        spool_dir, last = disk / "spool", tmp_path / "tmp"
+        last.mkdir()
+        env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(spool_dir), "TMPDIR": str(last)}
+        filler = fill(disk)
+        p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=3", env=env, cwd=tmp_path)
+        assert p.returncode == 1, p.stderr
+        line = one_line(p.stderr)
+        assert line.startswith(f"sweep: result not recorded: store {uri}: full: ")
+        assert f"spool {spool_dir}: No space left on device" in line
+        (kept,) = (last / f"sweep-unrecorded-{os.getuid()}").glob("*.json")
+        assert f"the result is kept in {kept}" in line and "[FINISHED] gf2" in p.stdout
+        assert _leftovers(spool_dir) == [] if spool_dir.exists() else True
+        filler.unlink()  # room again: the import writes it in
+        _import(env, tmp_path)
+        assert "3" in {r.data.params.get("problem.seed") for r in _runs(uri)}
+        assert not kept.exists()
+
+
+def test_a_result_no_disk_takes_is_printed_and_the_printed_line_imports(store, tmp_path, monkeypatch, capsys):
+    """Spool and last resort both on the full disk: the result is printed as one line of JSON."""
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        monkeypatch.setenv("SWEEP_SPOOL_DIR", str(disk / "spool"))
+        monkeypatch.setattr(tempfile, "tempdir", str(disk))  # $TMPDIR, where gettempdir would fall back
+        fill(disk)
+        result = RunResult(config={"problem": {"seed": 11}}, metrics={"accuracy": 1.0}, tags={"method": "gf2"})
+        where = spool.keep(result, store, "printed", "full: no room left on its disk")
+        assert f"spool {disk / 'spool'}: No space left on device" in where
+        assert f"{disk}/sweep-unrecorded-{os.getuid()}: No space left on device" in where
+        assert "printed on stdout above" in where and _leftovers(disk) == []
+    (printed,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]
+    assert json.loads(printed)["result"]["config"] == {"problem": {"seed": 11}}
+    saved = tmp_path / "saved.json"
+    saved.write_text(printed)
+    _import({"SWEEP_SPOOL_DIR": str(tmp_path / "sp")}, tmp_path, str(saved))
+    assert [r.data.params["problem.seed"] for r in _runs(store)] == ["11"]
+
+
+def _sweep_started(db: Path, with_params: bool) -> bool:
+    """The parent run is in the store (and its params, where the launcher writes some: its start is all written)."""
+    query = "SELECT count(*) FROM runs r WHERE r.status = 'RUNNING'"
+    if with_params:
+        query = "SELECT count(*) FROM runs r JOIN params p ON p.run_uuid = r.run_uuid WHERE r.status = 'RUNNING'"
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute(query).fetchone()[0] > 0
+        finally:
+            conn.close()
+    except sqlite3.Error:  # not made yet
+        return False
+
+
+@pytest.mark.parametrize("launcher", ["sweep", "basic"])
+def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(tmp_path, launcher):
+    """Store and spool on one disk, which fills while the first job runs (after the sweep's start checks)."""
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        db, spool_dir, last = disk / "st" / "mlflow.db", disk / "spool", tmp_path / "tmp"
+        last.mkdir()
+        uri = f"sqlite:///{db}"
+        env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(spool_dir), "TMPDIR": str(last)}
+        args = ["-m", f"hydra/launcher={launcher}", *SLOW_JOB, "problem.seed=0,1", "hydra.launcher.n_workers=1"]
+        if launcher == "basic":
+            args.remove("hydra.launcher.n_workers=1")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep", *args],
+            cwd=tmp_path,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while not _sweep_started(db, with_params=launcher != "basic"):  # the first job runs
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.02)
+            filler = fill(disk)
+            out, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        no_process_left(proc.pid)
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err and "UserWarning" not in err, err
+        lost = [ln for ln in err.splitlines() if "result is kept in" in ln]
+        assert lost, err
+        kept = sorted((last / f"sweep-unrecorded-{os.getuid()}").glob("*.json"))
+        assert len(kept) == len(lost) >= 1
+        for line in lost:  # under the project's launcher the sweep stops at the first; basic goes on
+            assert f"store {uri}: full: " in line and f"spool {spool_dir}: No space left on device" in line
+        assert all(str(path) in err for path in kept)
+        assert _leftovers(spool_dir) == [] if spool_dir.exists() else True
+        filler.unlink()
+        _import(env, tmp_path)
+        seeds = [r.data.params.get("problem.seed") for r in _runs(uri) if r.info.status == "FINISHED"]
+        assert sorted(s for s in seeds if s is not None) == sorted({"0", "1"} if launcher == "basic" else {"0"})
