@@ -127,3 +127,13 @@ def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: floa
     for _ in range(n_events):
         (t.read if rng.random() < p_read else t.write)(rng.choice(names), rng.choice(sizes))
     return t
+
+
+@pytest.fixture(scope="session")
+def shared_server():
+    """One PostgreSQL cluster and MLflow tracking server with logins for the whole session (a start costs tens of
+    seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri, username, password)."""
+    from tests.tracking_server import shared_store
+
+    with shared_store() as srv:
+        yield srv

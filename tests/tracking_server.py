@@ -1,21 +1,31 @@
-"""A real `mlflow server` on 127.0.0.1 for tests that record into or read from a tracking server.
+"""Real tracking servers on 127.0.0.1 for tests that record into or read from one.
 
-SQLite-backed, artifacts served by the server (`--serve-artifacts`), one per test module. Import the fixture
-into a test module: `from tests.tracking_server import tracking_server  # noqa: F401`."""
+- `tracking_server` (a fixture): a plain `mlflow server`, SQLite-backed, artifacts served by the server
+  (`--serve-artifacts`), one per test module. Import it into a test module:
+  `from tests.tracking_server import tracking_server  # noqa: F401`.
+- `shared_store(directory)`: the group's store as `python -m sweep.server` runs it (PostgreSQL, logins), for the
+  session (conftest.shared_server) or a benchmark."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Optional
 
 import pytest
+
+from sweep.server.config import ServerConfig
+from sweep.server.stack import Serving, serving
 
 
 def free_port() -> int:
@@ -85,3 +95,37 @@ def tracking_server(tmp_path_factory) -> Iterator[str]:
         yield uri
     finally:
         stop_server(proc)
+
+
+# --- the group's shared store: PostgreSQL and MLflow's tracking server with logins (sweep.server) ---------------
+
+
+@contextlib.contextmanager
+def shared_store(directory: Optional[Path] = None, workers: int = 2, **settings: Any) -> Iterator[Serving]:
+    """Start the shared store (`python -m sweep.server`'s PostgreSQL and tracking server with logins) in `directory`
+    (default: a new temporary directory every user can enter, removed after) on free ports of 127.0.0.1, as a
+    non-root user for PostgreSQL when run as root; yield it: `.uri`, `.username`, `.password`, `.env()` (the
+    client's login variables)."""
+    made = directory is None
+    root = Path(tempfile.mkdtemp(prefix="sweep-server-")) if directory is None else directory
+    root.chmod(0o755)  # PostgreSQL's user (not root) must enter it
+    cfg = ServerConfig(data_dir=root / "store", port=free_port(), db_port=free_port(), workers=workers, **settings)
+    try:
+        with serving(cfg, admin_password=secrets.token_urlsafe(12)) as srv:
+            yield srv
+    finally:
+        if made:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def add_user(srv: Serving, username: str, password: str) -> None:
+    """A user of the shared store, made by its admin through MLflow's auth REST API."""
+    import requests
+
+    r = requests.post(
+        f"{srv.uri}/api/2.0/mlflow/users/create",
+        json={"username": username, "password": password},
+        auth=(srv.username, srv.password),
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text

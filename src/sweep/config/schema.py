@@ -141,6 +141,9 @@ class MLflowConfig:
     # re-run jobs that already have a FINISHED run, under any launcher (sweep.launch.hooks.FORCE_KEY; the
     # project's launcher also has its own switch, hydra.launcher.force)
     force: bool = False
+    # a tracking server (http/https) that does not answer within this many seconds is refused before any job
+    # (sweep.record.remote), where MLflow's client would retry for minutes
+    connect_timeout_s: float = 5.0
 
 
 @dataclass

@@ -39,7 +39,7 @@ from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
-from sweep.record import spool, store
+from sweep.record import remote, spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError, experiment_name_problem, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
@@ -62,10 +62,20 @@ def refuse_bad_experiment(config: DictConfig) -> None:
 
     if not config.mlflow.enabled:
         return
-    problem = experiment_name_problem(config.mlflow.experiment)
+    problem = experiment_name_problem(config.mlflow.experiment) or remote.timeout_problem(config.mlflow)
     if problem:
         print(f"sweep: config error: {problem}", file=sys.stderr, flush=True)
         sys.exit(2)
+
+
+def refuse_unusable_server(config: DictConfig) -> None:
+    """A tracking server that does not answer or refuses the login: one line, exit 1, before any job."""
+    if config.mlflow.enabled:
+        try:
+            remote.require(config.mlflow.tracking_uri or default_tracking_uri(), config.mlflow.connect_timeout_s)
+        except StoreError as e:
+            print(f"sweep: {e}", file=sys.stderr, flush=True)
+            sys.exit(1)
 
 
 def refuse_bad_jobs(config: DictConfig) -> None:
@@ -178,10 +188,12 @@ class MLflowCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_bad_experiment(config)
+        refuse_unusable_server(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
 
         refuse_bad_experiment(config)
+        refuse_unusable_server(config)
         if config.mlflow.enabled:
             try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
                 store.check(config.mlflow.tracking_uri or default_tracking_uri(), write=True)

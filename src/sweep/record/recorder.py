@@ -14,11 +14,12 @@ import os
 import socket
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import spool, store
+from sweep.record import remote, spool, store
 from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN, SqliteRunWriter, SqlRunWriter, new_run_id, plainly_valid
 from sweep.record.tags import (
     GIT_TAG,
@@ -27,15 +28,18 @@ from sweep.record.tags import (
     KILLED_REASON_TAG,
     KIND_TAG,
     MODEL_TRAINING,
+    ORDER_TAG,
     PARENT_RUN_TAG,
     PARENT_TAG,
     PID_TAG,
     PROC_START_TAG,
     TRUNCATED_TAG,
+    order_key,
 )
 from sweep.result import RunResult
 
 RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
+UPLOADS = 8  # a run's writes to a tracking server made at once (its batch and its files)
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -90,6 +94,7 @@ class Recorder:
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        remote.require(self.tracking_uri)  # a tracking server: seconds, where MLflow would retry for minutes
 
         self._client: Any = None
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
@@ -129,7 +134,13 @@ class Recorder:
         if exp is not None:
             return exp.experiment_id
         location = artifact_location(self.tracking_uri)
-        return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
+        try:
+            return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
+        except Exception:  # noqa: BLE001 - two machines' first sweeps at once: the other one made it first
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
 
     # -- runs -------------------------------------------------------------------------------------
     def log(
@@ -162,6 +173,7 @@ class Recorder:
         if parent_run_id:
             tags[PARENT_RUN_TAG] = parent_run_id
         name = run_name or result.short_name()
+        tags[ORDER_TAG] = order_key(name)
         now = int(time.time() * 1000)
         flat = {k: str(v) for k, v in flatten(result.config).items()}
         params = [(k, v[:MAX_PARAM_LEN]) for k, v in flat.items()]
@@ -186,31 +198,57 @@ class Recorder:
             rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
-            for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1)):
-                self.client.log_batch(
-                    rid, params=params_e[i * 100 : (i + 1) * 100], metrics=metrics_e[i * 1000 : (i + 1) * 1000]
+            calls = [
+                functools.partial(
+                    self.client.log_batch,
+                    rid,
+                    params=params_e[i * 100 : (i + 1) * 100],
+                    metrics=metrics_e[i * 1000 : (i + 1) * 1000],
                 )
-            self._write_artifacts(rid, files, None)
+                for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
+            ]
+            self._write_artifacts(rid, files, None, calls)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
-    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any) -> None:
-        if not files:
+    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None) -> None:
+        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads."""
+        if not files and not calls:
             return
-        local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None else None
+        local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
         if local is not None:  # the local artifact repository is this directory: write straight into it
             for fname, text in files.items():
                 (local / fname).parent.mkdir(parents=True, exist_ok=True)
                 (local / fname).write_text(text)
             return
-        with tempfile.TemporaryDirectory() as tmp:  # one upload for all files
+        with tempfile.TemporaryDirectory() as tmp:
             for fname, text in files.items():
                 (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / fname).write_text(text)
-            self.client.log_artifacts(run_id, tmp)
+            calls = [*(calls or []), *(functools.partial(self._upload, run_id, Path(tmp), f) for f in files)]
+            if len(calls) == 1:
+                calls[0]()
+                return
+            # a tracking server answers each request in tens of ms: the run's writes are made at once, not in turn
+            with ThreadPoolExecutor(max_workers=min(len(calls), UPLOADS)) as pool:
+                for done in [pool.submit(c) for c in calls]:
+                    done.result()
+
+    def _upload(self, run_id: str, tmp: Path, fname: str) -> None:
+        parent = str(Path(fname).parent)
+        self.client.log_artifact(run_id, str(tmp / fname), artifact_path=None if parent == "." else parent)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
+        """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""
+        try:
+            return self._start_parent(name, tags, params)
+        except store.StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever MLflow raises: one line, before any job
+            raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
+
+    def _start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None) -> str:
         owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
         run = self.client.create_run(
             self.experiment_id, run_name=name, tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}

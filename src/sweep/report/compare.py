@@ -17,7 +17,7 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
-from sweep.record import store
+from sweep.record import remote, store
 from sweep.report.grouping import summarize
 from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison, plot_curves
@@ -40,6 +40,7 @@ def compare(
     `settings` (baseline, relative) default to the preset's `compare:` node."""
     uri = tracking_uri or default_tracking_uri()
     store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
+    remote.require(uri)  # a tracking server that does not answer: one line in seconds
     if log:
         try:
             store.check(uri, write=True)
@@ -92,8 +93,13 @@ def compare(
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     if log:
-        for f in files:
-            client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+        try:
+            for f in files:
+                client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+        except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
+            print(
+                f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr
+            )
     return cmp, files
 
 

@@ -28,7 +28,7 @@ class _Stopped(Exception):
         self.signum = signum
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:  # runs in the child between fork and exec
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):  # not Linux: the signal handlers below still cover kill and Ctrl-C
@@ -62,7 +62,7 @@ def run_owned(
         raise _Stopped(signum)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=_die_with_parent, **popen)
+    proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=die_with_parent, **popen)
     try:
         code = started(proc) if started is not None else None
         if code is None:

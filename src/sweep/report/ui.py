@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -38,8 +37,8 @@ from typing import Any, Sequence
 
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
-from sweep.record import store
-from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG
+from sweep.record import remote, store
+from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, order_key
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
@@ -91,25 +90,24 @@ def port_taken(host: str, port: int) -> str | None:
     return None
 
 
-def order_key(name: str) -> str:
-    """`name` with each number's integer part zero-padded, so text order is numeric order: t50 < t100,
-    lr=0.05 < lr=0.1 (a fraction's digits already sort as text)."""
-    return re.sub(r"(?<![.\d])\d+", lambda m: m.group().zfill(12), name)
+def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str:
+    """Where the UI of a store is: a tracking server serves its own; a local store's is what `sweep.ui` starts."""
+    if tracking_uri is not None and remote.is_remote(tracking_uri):
+        return tracking_uri.rstrip("/")
+    return f"http://{host}:{port}"
 
 
-def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None) -> str:
+def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None, base: str | None = None) -> str:
     """The experiments list in the model-training view, or one experiment's runs in the project's view."""
+    base = base or f"http://{host}:{port}"
     if experiment_id is None:
-        return f"http://{host}:{port}/#/experiments?workflowType=machine_learning"
-    return (
-        f"http://{host}:{port}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
-        f"&viewStateShareKey={VIEW_KEY}"
-    )
+        return f"{base}/#/experiments?workflowType=machine_learning"
+    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={VIEW_KEY}"
 
 
-def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT) -> str:
+def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT, base: str | None = None) -> str:
     """One run's page."""
-    return f"http://{host}:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+    return f"{base or f'http://{host}:{port}'}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 def study_view(client: Any, parent: Any) -> None:
@@ -157,15 +155,23 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
             parent = find_parent(client, study)
         except LookupError:
             pass
-    study_view(client, parent)
+    try:
+        study_view(client, parent)
+    except Exception:  # noqa: BLE001 - sweeps ending at once on a server write the same tags: once more
+        study_view(client, parent)
     store = _store_args(tracking_uri)
     compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
-    return f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id)}"
+    return (
+        f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id, base=ui_base(tracking_uri))}"
+    )
 
 
 def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     """Where to see one run: the command that starts the UI, and the run's address in it."""
-    return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {run_url(experiment_id, run_id)}"
+    url = run_url(experiment_id, run_id, base=ui_base(tracking_uri))
+    if remote.is_remote(tracking_uri):  # the server serves its UI: nothing to start
+        return f"see it: {url}"
+    return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {url}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
+    if remote.is_remote(uri):
+        return on_server(uri, a.study)
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///") :]):
         print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
         return 1
@@ -236,6 +244,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         text=True,
         env={**SERVER_ENV, **os.environ},
     )
+
+
+def on_server(uri: str, study: str | None) -> int:
+    """A tracking server serves its own UI: write the studies' views there (where this login may) and print their
+    addresses on it; nothing is started here."""
+    try:
+        remote.require(uri)
+    except store.StoreError as e:
+        print(f"sweep.ui: {e}", file=sys.stderr)
+        return 1
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
+
+    client = MlflowClient(tracking_uri=uri)
+
+    def view(parent: Any) -> None:
+        try:
+            study_view(client, parent)
+        except MlflowException:  # a read-only login: the runs are shown without the study's saved view
+            pass
+
+    base = ui_base(uri)
+    if study is not None:
+        try:
+            parent = find_parent(client, study)
+        except LookupError as e:
+            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            return 2
+        view(parent)
+        print(f"MLflow UI of {uri}: {runs_url(experiment_id=parent.info.experiment_id, base=base)}")
+        return 0
+    lines = [f"MLflow UI of {uri}: {runs_url(base=base)}"]
+    for name, parent in latest_sweeps(client):
+        view(parent)
+        lines.append(f"  {name}: {runs_url(experiment_id=parent.info.experiment_id, base=base)}")
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":

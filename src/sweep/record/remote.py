@@ -1,0 +1,125 @@
+"""A tracking server, checked before any job: does it answer, and does it take this login?
+
+MLflow's client meets a server that does not answer with seven retries and growing back-off (about 250 s), then
+a traceback; a server that wants a login answers 401 only at the first write, after the first job ran. One
+request with a short timeout (mlflow.connect_timeout_s) tells both apart in seconds, and the answer is one line
+naming the URI and the cause (`sweep.record.store.StoreError`). A server that answered is not asked again by
+this process. MLflow's own HTTP retries are shortened too (`client_settings`), so that a server lost mid-sweep
+sends results to the spool in seconds rather than minutes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import ssl
+import urllib.error
+import urllib.request
+from typing import Optional
+
+from sweep.config.schema import MLflowConfig
+from sweep.record.store import StoreError
+
+CREDENTIALS = "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (export them) to a login on this server"
+# MLflow's HTTP retry settings, unless the user set them: three tries over ~3 s, a request at most 60 s
+CLIENT_SETTINGS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
+}
+_answered: set[tuple[str, str]] = set()  # (uri, user) that answered and took the login
+
+
+def is_remote(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def client_settings() -> None:
+    for k, v in CLIENT_SETTINGS.items():
+        os.environ.setdefault(k, v)
+
+
+def _request(uri: str) -> urllib.request.Request:
+    req = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1")
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+    if user or password:
+        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode())
+    elif token:
+        req.add_header("Authorization", f"Bearer {token}")
+    return req
+
+
+def _tls() -> Optional[ssl.SSLContext]:
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        return ssl._create_unverified_context()
+    cert = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH")
+    return ssl.create_default_context(cafile=cert) if cert else None
+
+
+def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
+    """Why the tracking server at `uri` cannot be used (one line), or None: it answered and took the login.
+    Not a server's URI (SQLite, a database): None, nothing asked."""
+    if not is_remote(uri):
+        return None
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME", "")
+    if (uri, user) in _answered:
+        return None
+    timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
+    try:
+        with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
+            body = r.read(1 << 16)
+    except urllib.error.HTTPError as e:
+        if e.code == 401:
+            if not (user or os.environ.get("MLFLOW_TRACKING_PASSWORD")):
+                return f"the server asks for a login and none is given: {CREDENTIALS}"
+            return f"login refused for user {user!r} (wrong username or password): {CREDENTIALS}"
+        if e.code == 403:  # logged in; what it may read or write is the server's per-experiment answer
+            _answered.add((uri, user))
+            return None
+        return f"the server answered HTTP {e.code} {e.reason} (is this an MLflow tracking server?)"
+    except urllib.error.URLError as e:
+        return f"unreachable: {_reason(e.reason, timeout)}"
+    except (socket.timeout, TimeoutError):
+        return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
+    except (OSError, ValueError) as e:
+        return f"unreachable: {_reason(e, timeout)}"
+    try:
+        json.loads(body or b"{}")
+    except ValueError:
+        return "the server's answer is not MLflow's (is this an MLflow tracking server?)"
+    _answered.add((uri, user))
+    return None
+
+
+def _reason(e: object, timeout: float) -> str:
+    if isinstance(e, (socket.timeout, TimeoutError)):
+        return f"no answer within {timeout:g} s (mlflow.connect_timeout_s)"
+    if isinstance(e, socket.gaierror):
+        return f"the host name does not resolve ({e.strerror})"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower() if e.strerror.startswith("Connection") else e.strerror
+    return str(e)
+
+
+def timeout_problem(mlflow: object) -> Optional[str]:
+    """Bad input: a timeout that is not a positive number of seconds."""
+    value = getattr(mlflow, "connect_timeout_s", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return None
+    shown = f"{value:g}" if isinstance(value, (int, float)) else value
+    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0"
+
+
+def require(uri: str, timeout_s: Optional[float] = None) -> None:
+    """Raise StoreError (one line: the URI and the cause) when the tracking server at `uri` cannot be used; set
+    MLflow's client to give up on a lost server in seconds."""
+    if not is_remote(uri):
+        return
+    client_settings()
+    why = problem(uri, timeout_s)
+    if why:
+        raise StoreError(uri, why)

@@ -1,0 +1,115 @@
+"""`python -m sweep.server` (`sweep-server`): the group's store, started with one command, until Ctrl-C or SIGTERM.
+
+The admin's password comes from $SWEEP_SERVER_ADMIN_PASSWORD or --admin-password-file, never from a flag's value
+(every user sees command lines). Without either, the first start makes one and keeps it in
+<data_dir>/secrets/admin-password (mode 600); later starts read it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
+from sweep.server.keys import kept, private_file
+from sweep.server.postgres import ServerError
+from sweep.server.stack import BadSetting, check, serving
+
+PROG = "sweep.server"
+
+
+class _Stop(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def parse(argv: Optional[Sequence[str]]) -> tuple[ServerConfig, Optional[Path]]:
+    ap = argparse.ArgumentParser(prog=PROG, description="the group's MLflow tracking server on PostgreSQL, with logins")
+    for f in fields():
+        default = f.default
+        ap.add_argument(
+            f"--{f.name.replace('_', '-')}",
+            type=type(default) if default is not None else str,
+            default=default,
+            help=f"{f.metadata.get('help', '')} (default: {default or 'none'})",
+        )
+    ap.add_argument(
+        "--admin-password-file", type=Path, default=None, help=f"the admin's password (or ${ADMIN_PASSWORD_ENV})"
+    )
+    a = ap.parse_args(argv)
+    cfg = ServerConfig(**{f.name: getattr(a, f.name) for f in fields()})
+    cfg.data_dir = Path(cfg.data_dir).resolve()
+    return cfg, a.admin_password_file
+
+
+def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[str], Optional[Path]]:
+    """The admin's password and, when this command made it, where it is kept."""
+    if path is not None:
+        try:
+            text = path.read_text().strip()
+        except OSError as e:
+            raise ServerError(f"--admin-password-file {path}: {e.strerror}") from None
+        if not text:
+            raise ServerError(f"--admin-password-file {path}: the file is empty")
+        return text, None
+    if os.environ.get(ADMIN_PASSWORD_ENV):
+        return os.environ[ADMIN_PASSWORD_ENV], None
+    path = kept(cfg.data_dir, "admin-password")
+    if path.exists():
+        return path.read_text().strip(), None
+    if (cfg.data_dir / "postgres").exists():
+        return None, None  # the admin exists: the server needs its password no more
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_file(path, secrets.token_urlsafe(18))
+    return path.read_text().strip(), path
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    cfg, password_file = parse(argv)
+
+    def stop(signum: int, _frame: object) -> None:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short
+        raise _Stop(signum)
+
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, stop)
+    try:
+        check(cfg)  # a bad setting: refused before anything is made
+        password, made = admin_password(cfg, password_file)
+        print(f"{PROG}: starting PostgreSQL and MLflow's tracking server in {cfg.data_dir} ...", flush=True)
+        with serving(cfg, password) as srv:
+            print(f"{PROG}: serving {srv.uri} (runs in PostgreSQL on 127.0.0.1:{cfg.db_port}; logs in {cfg.data_dir})")
+            if made is not None:
+                print(
+                    f"{PROG}: the admin user {cfg.admin_username!r}: its password is in {made} (readable by you only)"
+                )
+            print(
+                f"{PROG}: record into it: export MLFLOW_TRACKING_USERNAME=... MLFLOW_TRACKING_PASSWORD=...; "
+                f"python -m sweep mlflow.tracking_uri={srv.uri} ...; Ctrl-C stops it",
+                flush=True,
+            )
+            while srv.db.poll() is None and srv.server.poll() is None:
+                time.sleep(0.5)
+            which = "PostgreSQL" if srv.db.poll() is not None else "the tracking server"
+            print(f"{PROG}: {which} ended by itself; everything is stopped (logs in {cfg.data_dir})", file=sys.stderr)
+            return 1
+    except ServerError as e:
+        print(f"{PROG}: {e}", file=sys.stderr, flush=True)
+        return 2 if isinstance(e, BadSetting) else 1
+    except _Stop as e:
+        print(
+            f"{PROG}: stopped ({signal.Signals(e.signum).name}); PostgreSQL and the server are stopped", file=sys.stderr
+        )
+        return 128 + e.signum
+
+
+if __name__ == "__main__":
+    sys.exit(main())

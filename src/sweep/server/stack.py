@@ -1,0 +1,78 @@
+"""PostgreSQL and the tracking server, started together and stopped together (`serving`): what the command runs,
+and what the tests start once per session in a temporary directory."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from sweep.server import keys, postgres, tracking
+from sweep.server.config import PERMISSIONS, ServerConfig
+from sweep.server.postgres import ServerError
+
+START_TIMEOUT_S = 180.0  # MLflow's first start creates its tables: a minute on a busy two-core machine
+
+
+class BadSetting(ServerError):
+    """A setting out of its allowed values: refused before anything starts."""
+
+
+@dataclass
+class Serving:
+    """A running store: its tracking URI and the admin's login (password None: the admin was made before, with a
+    password this command was not given)."""
+
+    uri: str
+    username: str
+    password: Optional[str]
+    config: ServerConfig
+    db: subprocess.Popen
+    server: subprocess.Popen
+
+    def env(self) -> dict[str, str]:
+        """The environment variables MLflow's client logs in with."""
+        return {"MLFLOW_TRACKING_USERNAME": self.username, "MLFLOW_TRACKING_PASSWORD": self.password or ""}
+
+
+def check(cfg: ServerConfig) -> None:
+    if cfg.default_permission not in PERMISSIONS:
+        raise BadSetting(f"default_permission={cfg.default_permission} is not allowed: one of {', '.join(PERMISSIONS)}")
+    for name in ("port", "db_port"):
+        if not 1 <= getattr(cfg, name) <= 65535:
+            raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: a port from 1 to 65535")
+    if cfg.workers < 1:
+        raise BadSetting(f"workers={cfg.workers} is not allowed: at least 1")
+
+
+@contextlib.contextmanager
+def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float = START_TIMEOUT_S) -> Iterator[Serving]:
+    """Start the store in `cfg.data_dir` (made on first use), yield it once it answers, stop it all on exit."""
+    check(cfg)
+    from sweep.report.owned_process import stop_group  # noqa: PLC0415 - the report package only when serving
+    from sweep.report.ui import port_taken  # noqa: PLC0415 - the report package only when serving
+
+    for host, port in (("127.0.0.1", cfg.db_port), (cfg.host, cfg.port)):
+        if why := port_taken(host, port):
+            raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port")
+    cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.data_dir / "artifacts").mkdir(exist_ok=True)
+    owner = postgres.Owner.choose(cfg.run_as)
+    password = keys.kept_secret(cfg.data_dir, "db-password")
+    pgdata = cfg.data_dir / "postgres"
+    postgres.init(pgdata, owner, cfg.db_user, password)
+    log = cfg.data_dir / "postgres.log"  # opened here: the cluster's owner writes through the open file
+    db: Optional[subprocess.Popen] = None
+    server: Optional[subprocess.Popen] = None
+    try:
+        db = postgres.start(pgdata, owner, cfg.db_port, log)
+        postgres.wait_ready(db, cfg.db_user, password, cfg.db_port, log, timeout_s)
+        postgres.create_databases(cfg.db_user, password, cfg.db_port)
+        server = tracking.start(cfg, password, admin_password, keys.kept_secret(cfg.data_dir, "form-key"))
+        tracking.wait_ready(server, cfg, timeout_s)
+        yield Serving(cfg.uri, cfg.admin_username, admin_password, cfg, db, server)
+    finally:
+        if server is not None:
+            stop_group(server, grace_s=10.0)
+        postgres.stop(db)

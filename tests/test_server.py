@@ -1,0 +1,476 @@
+"""The group's shared store (`python -m sweep.server`): a real PostgreSQL cluster and MLflow tracking server with
+logins on 127.0.0.1, started once for the session (conftest.shared_server). Every path a researcher takes on
+SQLite is taken here against it: single runs, sweeps under each launcher, resume after Ctrl-C, failure isolation,
+the spool while the server is away, compare and the UI; logins and permissions; four sweeps at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.test_faults_signals import _stat, alive, start_until_two_finished
+from tests.test_launcher import runs
+from tests.tracking_server import add_user, free_port
+
+LOGIN = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+
+
+@pytest.fixture
+def server(shared_server, tmp_path, monkeypatch):
+    """The session's server as this test's store: MLFLOW_TRACKING_URI and the admin's login in the environment
+    (of this process and the commands it starts), a spool of its own."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_server.uri)
+    for k, v in shared_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    return shared_server
+
+
+def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return run_sweep("-m", *args, cwd=cwd, env=env, timeout=timeout)
+
+
+def ok(p: subprocess.CompletedProcess) -> None:
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+# --- reachability and logins, before any job ----------------------------------------------------------------
+
+
+def test_an_unreachable_server_is_one_line_in_seconds(tmp_path):
+    port = free_port()  # nothing listens there
+    uri = f"http://127.0.0.1:{port}"
+    for args in (["method=gf2", "problem.n_bits=12"], ["-m", "method=gf2", "problem.n_bits=12", "problem.seed=1,2"]):
+        t0 = time.monotonic()
+        p = run_sweep(*args, f"mlflow.tracking_uri={uri}", cwd=tmp_path)
+        assert time.monotonic() - t0 < 60  # MLflow's own retries took 250 s
+        assert p.returncode == 1, p.stderr
+        assert p.stderr.strip().splitlines() == [f"sweep: store {uri}: unreachable: connection refused"], p.stderr
+        assert "[FINISHED]" not in p.stdout
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.compare", "x", "--tracking-uri", uri], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 1 and p.stderr.strip() == f"sweep.compare: store {uri}: unreachable: connection refused"
+
+
+def test_a_server_that_never_answers_is_refused_after_the_configured_timeout(tmp_path):
+    with socket.socket() as listener:  # accepts connections (the kernel does) and never answers a request
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        uri = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        t0 = time.monotonic()
+        p = run_sweep("method=gf2", f"mlflow.tracking_uri={uri}", "mlflow.connect_timeout_s=1", cwd=tmp_path)
+        assert time.monotonic() - t0 < 30
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"sweep: store {uri}: unreachable: no answer within 1 s (mlflow.connect_timeout_s)"
+    p = run_sweep("method=gf2", "mlflow.connect_timeout_s=0", cwd=tmp_path)
+    assert p.returncode == 2 and "mlflow.connect_timeout_s=0 is not allowed" in p.stderr, p.stderr
+
+
+def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(server, tmp_path):
+    for env, said in (
+        ({k: "" for k in LOGIN}, "the server asks for a login and none is given"),
+        ({LOGIN[0]: server.username, LOGIN[1]: "not-the-password"}, "login refused for user 'admin'"),
+    ):
+        for args in (["method=gf2"], ["-m", "method=gf2", "problem.seed=1,2"]):
+            p = run_sweep(*args, "mlflow.experiment=logins", cwd=tmp_path, env=env)
+            assert p.returncode == 1
+            (line,) = p.stderr.strip().splitlines()
+            assert line.startswith(f"sweep: store {server.uri}: {said}"), p.stderr
+            assert "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" in line
+            assert "[FINISHED]" not in p.stdout
+    assert MlflowClient(server.uri).get_experiment_by_name("logins") is None  # nothing was recorded
+
+
+# --- parity with SQLite ---------------------------------------------------------------------------------------
+
+# a grid with a job that fails inside (method.chunk=13), trackers that log curves and artifacts
+GRID = [*FAULTY, "problem.n_bits=12", "method.chunk=7,13", "problem.seed=1,2", "tracker=ard"]
+# what differs by nature between two recordings of the same job: times, ids, hosts, the store's own paths
+VARYING_METRICS = re.compile(r"(wall_clock|_s$|cpu|cost|time|per_s|energy|joule|rss|mem)")
+VARYING_TAGS = {
+    "mlflow.parentRunId",
+    "sweep.parent_run",
+    "mlflow.user",
+    "sweep.host",
+    "sweep.pid",
+    "sweep.proc_start",
+    "sweep.sweep_dir",
+    "mlflow.source.name",
+    "sweep.order",
+}
+
+
+def comparable(name: str, text: str) -> object:
+    """An artifact's content less what varies by run: the timings in outcome.json, the store's URI in config.yaml."""
+    if name == "outcome.json":
+        outcome = json.loads(text)
+        outcome["metrics"] = {k: v for k, v in outcome["metrics"].items() if not VARYING_METRICS.search(k)}
+        return outcome
+    return [line for line in text.splitlines() if "tracking_uri" not in line]
+
+
+def recorded(uri: str, experiment: str) -> dict[str, dict]:
+    """Each child run as comparable data: params, the metrics that do not vary by run, tags, artifacts' text."""
+    client = MlflowClient(uri)
+    _, children = runs(uri, experiment)
+    out = {}
+    for r in children:
+        files = {}
+        for a in client.list_artifacts(r.info.run_id):
+            if not a.is_dir:
+                path = client.download_artifacts(r.info.run_id, a.path)
+                files[a.path] = Path(path).read_text(errors="replace")
+        history = {
+            k: [(m.step, m.value) for m in client.get_metric_history(r.info.run_id, k)]
+            for k in r.data.metrics
+            if not VARYING_METRICS.search(k)
+        }
+        out[r.info.run_name] = {
+            "status": r.info.status,
+            "params": r.data.params,
+            "metrics": history,
+            "tags": {k: v for k, v in r.data.tags.items() if k not in VARYING_TAGS and not k.startswith("mlflow.log")},
+            "artifacts": {k: comparable(k, v) for k, v in files.items() if k != "traceback.txt"},
+            "traceback": "ValueError: method.chunk=13" in files.get("traceback.txt", ""),
+        }
+    return out
+
+
+def test_a_sweep_records_the_same_runs_into_the_server_as_into_sqlite(server, tmp_path):
+    sqlite = f"sqlite:///{tmp_path / 'local' / 'mlflow.db'}"
+    p = sweep(tmp_path, *GRID, "mlflow.experiment=parity", env={"MLFLOW_TRACKING_URI": sqlite})
+    assert p.returncode == 1 and "2 failed" in p.stdout + p.stderr, p.stderr  # the faulty jobs fail alone
+    p = sweep(tmp_path, *GRID, "mlflow.experiment=parity")
+    assert p.returncode == 1 and "2 failed" in p.stdout + p.stderr, p.stderr
+    local, shared = recorded(sqlite, "parity"), recorded(server.uri, "parity")
+    assert len(local) == 4 and sorted(r["status"] for r in local.values()) == [
+        "FAILED",
+        "FAILED",
+        "FINISHED",
+        "FINISHED",
+    ]
+    assert all(r["traceback"] for r in local.values() if r["status"] == "FAILED")
+    assert any(r["artifacts"] for r in local.values())  # the comparison covers files, not only numbers
+    assert shared == local
+
+
+# --- every launcher, resume, single runs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", ["basic", "submitit_local"])
+def test_hydras_launchers_record_into_the_server_and_resume(server, tmp_path, launcher):
+    exp = f"launcher_{launcher}"
+    args = [
+        "method=gf2",
+        "problem.n_bits=12",
+        "problem.seed=1,2",
+        f"hydra/launcher={launcher}",
+        f"mlflow.experiment={exp}",
+    ]
+    ok(sweep(tmp_path, *args))
+    (parent,), children = runs(server.uri, exp)
+    assert parent.info.status == "FINISHED" and sorted(c.info.status for c in children) == ["FINISHED"] * 2
+    assert parent.data.metrics["jobs_finished"] == 2
+    ok(sweep(tmp_path, *args[:2], "problem.seed=1,2,3", *args[3:]))  # 1 and 2 are done: only 3 runs
+    parents, children = runs(server.uri, exp)
+    assert len(parents) == 2 and len(children) == 3
+
+
+def test_a_single_run_is_recorded_once_and_shown_on_the_servers_ui(server, tmp_path):
+    args = ["method=gf2", "problem.n_bits=12", "problem.seed=9", "mlflow.experiment=single"]
+    p = run_sweep(*args, cwd=tmp_path)
+    ok(p)
+    assert "View run" not in p.stdout  # MLflow's own lines would double the job's
+    p = run_sweep(*args, cwd=tmp_path)
+    ok(p)
+    assert "already recorded" in p.stdout and f"see it: {server.uri}/#/experiments/" in p.stdout, p.stdout
+    assert len(runs(server.uri, "single")[1]) == 1
+
+
+def test_ctrl_c_then_resume_loses_nothing_on_the_server(server, tmp_path):
+    proc = start_until_two_finished(server.uri, tmp_path, "interrupted")
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    (parent,), children = runs(server.uri, "interrupted")
+    assert parent.info.status == "KILLED"
+    assert sorted(c.info.status for c in children) == ["FINISHED", "FINISHED", "KILLED", "KILLED"]
+    from tests.test_faults_signals import SHORT
+
+    p = sweep(tmp_path, *SHORT, "method.max_epochs=1", "mlflow.experiment=interrupted")
+    assert p.returncode == 0 and "skipping 2 job(s)" in p.stdout, p.stderr
+
+
+# --- the spool while the server is away -----------------------------------------------------------------------
+
+
+class Relay:
+    """A TCP relay to the server that can be cut and restored: the server seen from a laptop whose network drops."""
+
+    def __init__(self, port: int, target: int) -> None:
+        self.port, self.target = port, target
+        self.listener: socket.socket | None = None
+        self.open: list[socket.socket] = []
+
+    def up(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def down(self) -> None:
+        """No new connection, and the open ones (a client's kept-alive pool) cut."""
+        if self.listener is not None:
+            try:
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (close alone does not)
+            except OSError:
+                pass
+            self.listener.close()
+            self.listener = None
+        for s in self.open:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self.open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                a, _ = listener.accept()
+            except OSError:
+                return
+            b = socket.create_connection(("127.0.0.1", self.target))
+            self.open += [a, b]
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pipe, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pipe(x: socket.socket, y: socket.socket) -> None:
+        try:
+            while data := x.recv(65536):
+                y.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (x, y):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def test_results_are_spooled_while_the_server_is_away_and_imported_when_it_is_back(server, tmp_path):
+    from sweep.record import spool
+    from sweep.record.recorder import Recorder
+    from sweep.record.store import StoreError
+    from sweep.result import RunResult
+
+    relay = Relay(free_port(), int(server.uri.rsplit(":", 1)[1]))
+    relay.up()
+    uri = f"http://127.0.0.1:{relay.port}"
+    recorder = Recorder(uri, "spooled")
+    relay.down()  # the network drops mid-sweep
+    result = RunResult(config={"problem": {"seed": 1}}, metrics={"accuracy": 1.0}, tags={"method": "gf2"})
+    t0 = time.monotonic()
+    with pytest.raises(StoreError, match="the result is kept in"):
+        recorder.log(result, run_name="while-away")
+    assert time.monotonic() - t0 < 60  # MLflow's client gives up in seconds, not minutes
+    assert len(spool.entries(uri)) == 1
+    relay.up()
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.spool", "import", "--tracking-uri", uri],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert spool.entries(uri) == []
+    (run,) = runs(server.uri, "spooled")[1]
+    assert run.info.run_name == "while-away" and run.data.metrics["accuracy"] == 1.0
+    relay.down()
+
+
+# --- compare and the UI ---------------------------------------------------------------------------------------
+
+
+def test_compare_and_the_ui_read_the_server(server, tmp_path):
+    ok(sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=1,2,3", "mlflow.experiment=cmp"))
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.compare", "cmp", "--out", str(tmp_path / "cmp")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    ok(p)
+    (parent,), _ = runs(server.uri, "cmp")
+    logged = {a.path for a in MlflowClient(server.uri).list_artifacts(parent.info.run_id, "compare")}
+    assert "compare/table.csv" in logged
+    p = subprocess.run([sys.executable, "-m", "sweep.ui", "cmp"], capture_output=True, text=True, timeout=120)
+    ok(p)
+    url = f"{server.uri}/#/experiments/{parent.info.experiment_id}/runs?workflowType=machine_learning"
+    assert url in p.stdout, p.stdout
+    tags = MlflowClient(server.uri).get_experiment(parent.info.experiment_id).tags
+    assert "mlflow.sharedViewState.sweep" in tags  # the study's view, written on the server
+    assert requests.get(f"{server.uri}/", timeout=30).status_code == 401  # its UI wants a login too
+
+
+# --- logins and permissions -----------------------------------------------------------------------------------
+
+
+def test_a_reader_compares_but_does_not_record_and_no_user_deletes_anothers_experiment(server, tmp_path):
+    ok(sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=1,2", "mlflow.experiment=owned"))
+    add_user(server, "reader", "reader-password-1")
+    reader = {LOGIN[0]: "reader", LOGIN[1]: "reader-password-1"}
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.compare", "owned", "--out", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **reader},
+    )
+    assert p.returncode == 0, p.stderr
+    assert "not logged" in p.stderr and "permission" in p.stderr.lower(), p.stderr
+    p = sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=3,4", "mlflow.experiment=owned", env=reader)
+    assert p.returncode == 1
+    assert f"sweep: store {server.uri}:" in p.stderr and "permission" in p.stderr.lower(), p.stderr
+    assert "Traceback" not in p.stderr and "[FINISHED]" not in p.stdout
+    assert len(runs(server.uri, "owned")[1]) == 2
+    exp_id = MlflowClient(server.uri).get_experiment_by_name("owned").experiment_id
+    answer = requests.post(
+        f"{server.uri}/api/2.0/mlflow/experiments/delete",
+        json={"experiment_id": exp_id},
+        auth=("reader", "reader-password-1"),
+        timeout=30,
+    )
+    assert answer.status_code == 403
+    assert MlflowClient(server.uri).get_experiment(exp_id).lifecycle_stage == "active"
+
+
+# --- four machines at once ------------------------------------------------------------------------------------
+
+
+def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same_config(server, tmp_path):
+    common = ["method=gf2", "problem.n_bits=10", "tracker=none", "mlflow.experiment=four", "hydra.launcher.n_workers=1"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sweep", "-m", *common, f"problem.seed=range({50 * i},{50 * i + 50})"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    said = [[ln for ln in (o[0] + o[1]).splitlines() if not ln.startswith(("four ", "[FINISHED]"))] for o in outs]
+    assert [p.returncode for p in procs] == [0] * 4, said
+    parents, children = runs(server.uri, "four")
+    assert len(parents) == 4 and len(children) == 200
+    seeds = sorted(int(c.data.params["problem.seed"]) for c in children)
+    assert seeds == list(range(200))  # none lost, none twice
+    # another machine: the same configs are done (skipped); another n_bits is another config (runs)
+    p = sweep(tmp_path, *common, "problem.seed=range(40,60)")
+    assert p.returncode == 0 and "skipping 20 job(s)" in p.stdout, p.stdout + p.stderr
+    p = sweep(tmp_path, *common, "problem.n_bits=11", "problem.seed=range(40,45)")
+    assert p.returncode == 0 and "5 job(s) finished" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (its children are in sessions of their own: not found by session)."""
+    parents = {int(p): int(s[1]) for p in os.listdir("/proc") if p.isdigit() and (s := _stat(int(p)))}
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == parent]
+        out += kids
+        todo += kids
+    return out
+
+
+def cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# --- the command -----------------------------------------------------------------------------------------------
+
+
+def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp_path):
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-server-cmd-{os.getpid()}"
+    work.mkdir(mode=0o755)
+    password = "admin-password-never-shown"
+    port = free_port()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(work / "store"), "--port", str(port)]
+            + ["--db-port", str(free_port()), "--workers", "1"],
+            env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            line = ""
+            while "serving" not in line:
+                line = proc.stdout.readline()
+                assert line or proc.poll() is None, proc.stderr.read()
+            assert f"serving http://127.0.0.1:{port}" in line
+            assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+            answer = requests.get(
+                f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=1",
+                auth=("admin", password),
+                timeout=30,
+            )
+            assert answer.status_code == 200
+            started = descendants(proc.pid)
+            assert len(started) >= 4  # PostgreSQL and its workers, the tracking server and its workers
+            for pid in started:  # the password is on no command line
+                assert password not in cmdline(str(pid))
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 143, err
+        assert "stopped (SIGTERM)" in err
+        deadline = time.monotonic() + 20
+        while [p for p in started if alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [p for p in started if alive(p)] == []
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and str(work) in cmdline(p)]  # PostgreSQL too
+        for log in (work / "store").glob("*.log"):
+            assert password not in log.read_text(errors="replace")
+        # a bad setting: one line, exit 2, nothing started
+        p = subprocess.run(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(work / "x"), "--default-permission", "ALL"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 2 and p.stderr.startswith("sweep.server: default_permission=ALL is not allowed")
+    finally:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
