@@ -25,6 +25,9 @@ GRID = 10_000
 # the launching process's peak resident set before its first job: ~250 MB whatever the grid; holding every
 # job's composed config it passed this bound before a tenth of this grid was composed
 BOUND_MB = 400
+# what the launching process keeps per finished job while the sweep runs (its resident set's growth): ~3 KB
+# (the sweeper's JobReturn with the run's metrics); ~9 KB while each result kept its config, tags and curves
+PER_FINISHED_KB = 6
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +96,38 @@ def test_a_big_grids_launcher_memory_before_its_first_job_does_not_grow_with_the
     assert any(r.info.status == "FINISHED" for r in children)
     assert {r.info.status for r in children} <= {"FINISHED", "KILLED"}
     assert "not started" in "".join(err)
+
+
+def current_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the launcher's memory from /proc")
+def test_the_launcher_keeps_little_of_each_finished_job(store, tmp_path):
+    # a 50,000-job sweep ends under ~500 MB only if a finished job costs the launcher a few KB at most
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "PYTHONPATH": str(ROOT)}
+    args = ["method=gf2", "tracker=none", "problem.seed=range(0,1500)", "mlflow.experiment=kept_per_job"]
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", *args, "hydra.launcher.n_workers=2", "hydra.launcher.progress=false"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    seen: dict[int, float] = {}
+    finished = 0
+    for line in p.stdout:  # type: ignore[union-attr]
+        if line.startswith("[FINISHED]"):
+            finished += 1
+            if finished in (300, 1450):  # from 300 on: the store's and the workers' pipes are warm
+                seen[finished] = current_mb(p.pid)
+    assert p.wait(timeout=300) == 0
+    per_job_kb = (seen[1450] - seen[300]) * 1024 / 1150
+    assert per_job_kb < PER_FINISHED_KB, f"the launcher grew {per_job_kb:.1f} KB a finished job"
 
 
 def test_a_bad_job_after_thousands_of_good_ones_is_refused_before_any_job_starts(store, tmp_path):

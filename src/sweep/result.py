@@ -21,6 +21,12 @@ class RunResult:
     run_id: str | None = None  # filled in by the recorder
     start_time: float | None = None  # when the job started (time.time()): the run's start
 
+    def recorded(self) -> None:
+        """Once written to the store, what a sweep keeps of a run for its whole length (the sweeper's return,
+        the parent's totals): metrics, status, error, ids. The config, tags, curves and artifacts are in the store;
+        kept, they cost ~15 KB a finished job."""
+        self.config, self.curves, self.artifacts, self.tags = {}, {}, {}, {}
+
     def short_name(self) -> str:
         """A single run's name: its group choices and seed (`sgd-standard-cpu-seed42`). In a sweep a job is
         named by what it varies instead (the launcher's naming)."""

@@ -148,6 +148,7 @@ class SweepLaunchHooks(LaunchHooks):
             bill_cpu(result, job.cfg, outcome.cpu_s)
         run_name = OmegaConf.select(job.cfg, "run_name", default=None) or job.name or None
         self.session.write(job.cfg, result, run_name, tags)
+        result.recorded()
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Close the parent run with the sweep's totals, then the summary and exit code (LaunchHooks')."""
