@@ -9,25 +9,10 @@ iterable and holds at most one open batch per key, so it sits as well on a strea
 from __future__ import annotations
 
 import itertools
-import sys
 from collections import deque
 from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence
 
 _batch_ids = itertools.count(1)
-
-
-def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
-    """The setting `key` (hydra.launcher.batch, or the app's own that its hooks name): an integer >= 1 (1: each job
-    alone). Anything else is refused in one line, exit 2, before any worker or job starts."""
-    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-        print(
-            f"sweep: {key}={requested!r} is not allowed: "
-            "expected an integer >= 1 (the most jobs solved together in one task; 1: each job alone)",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(2)
-    return requested
 
 
 def group(jobs: Iterable[Any], key: Callable[[Any], Optional[Hashable]], size: int) -> Iterator[list[Any]]:

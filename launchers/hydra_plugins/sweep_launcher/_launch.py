@@ -23,27 +23,34 @@ from hydra.core.utils import JobReturn, configure_log, setup_globals
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher import hooks as hooks_mod
-from hydra_plugins.sweep_launcher._batches import batch_size, batched
+from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
 
 
-def worker_count(requested: Any) -> int:
-    """hydra.launcher.n_workers: an integer >= 1, or null for one worker per CPU. Anything else is refused in
-    one line, exit 2, before any worker or job: fewer than one worker would leave every job waiting forever."""
-    if requested is None:
-        return os.cpu_count() or 1
+def at_least_one(key: str, requested: Any, meaning: str) -> int:
+    """A launcher setting that must be an integer >= 1: anything else is refused in one line naming `key` and what
+    is allowed, exit 2, before any worker or job starts."""
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
-        print(
-            f"sweep: hydra.launcher.n_workers={requested!r} is not allowed: "
-            "expected an integer >= 1, or null (one worker per CPU)",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"sweep: {key}={requested!r} is not allowed: expected {meaning}", file=sys.stderr, flush=True)
         raise SystemExit(2)
     return requested
+
+
+def worker_count(requested: Any) -> int:
+    """hydra.launcher.n_workers: an integer >= 1, or null for one worker per CPU; fewer than one worker would leave
+    every job waiting forever."""
+    if requested is None:
+        return os.cpu_count() or 1
+    return at_least_one("hydra.launcher.n_workers", requested, "an integer >= 1, or null (one worker per CPU)")
+
+
+def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
+    """The setting `key` (hydra.launcher.batch, or the app's own that its hooks name)."""
+    meaning = "an integer >= 1 (the most jobs solved together in one task; 1: each job alone)"
+    return at_least_one(key, requested, meaning)
 
 
 class Multirun:
