@@ -15,12 +15,14 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
+from functools import partial
 from multiprocessing.connection import wait
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher._batches import leading, take, units
 from hydra_plugins.sweep_launcher._core import (
@@ -152,13 +154,29 @@ class Dispatcher:
         for job in jobs:
             job.started = time.perf_counter()
 
-    def _composed(self, job: Job, in_turn: bool = False) -> Any:
-        """The job's config, composed just before it goes out (or is handed to the hooks) and kept only while
-        the job is in flight: the dispatcher holds a few configs, not the grid's. `in_turn`: for the hooks, one job
-        at a time (`compose`)."""
+    def _composed(self, job: Job) -> Any:
+        """The job's config, composed just before it goes out and kept only while the job is in flight: the
+        dispatcher holds a few configs, not the grid's."""
         if job.cfg is None:
-            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=in_turn)
+            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx)
         return job.cfg
+
+    @contextmanager
+    def _for_hooks(self, job: Job) -> Iterator[None]:
+        """While a job's outcome is handed over: its config, where it has none in flight, composed only if read
+        (one job at a time: `compose`'s in_turn), and dropped after."""
+        if job.cfg is not None or job.again is not None:
+            yield
+            return
+        job.again = partial(self._in_turn, job)
+        try:
+            yield
+        finally:
+            job.again, job.cfg = None, None
+
+    def _in_turn(self, job: Job) -> DictConfig:
+        cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
+        return cfg
 
     def _config(self, job: Job, via: Any) -> Any:
         """The job's config as it goes to a local worker: what the worker adds to the job's template
@@ -229,9 +247,9 @@ class Dispatcher:
 
     # -- one result ------------------------------------------------------------------------------------------
     def _handle(self, job: Job, reply: Reply) -> None:
-        self._composed(job, in_turn=True)
         try:
-            self._take(job, reply)
+            with self._for_hooks(job):
+                self._take(job, reply)
         finally:
             job.cfg = None  # the job is over: its config goes
 
@@ -268,18 +286,15 @@ class Dispatcher:
 
     def _tell(self, job: Job, outcome: Outcome) -> None:
         """Hand one outcome to the hooks; a signal waits until they are done writing."""
-        here = job.cfg is None  # a job cut short: composed for the hooks alone
-        self._composed(job, in_turn=True)
         self.interrupt.in_write = True
         try:
-            for h in self.hooks:
-                h.job_ended(job, outcome)
+            with self._for_hooks(job):  # a job cut short: its config composed for the hooks alone
+                for h in self.hooks:
+                    h.job_ended(job, outcome)
         except Exception as e:  # noqa: BLE001 - surfaced as one line by _abort
             raise HooksFailed(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
         finally:
             self.interrupt.in_write = False
-            if here:
-                job.cfg = None
 
     # -- Modal ---------------------------------------------------------------------------------------------------
     def _start_remote(self) -> None:

@@ -6,7 +6,7 @@ and a job differs from its template only in its plain value overrides and in the
 process's time per job; so a worker gets each template once (pickled, as the composer holds it) and then each job
 as a `_core.Spec`, and makes the job's config as `FastComposer.take_in_turn` does: a copy of the template's task
 part with the job's values applied, holding the template's one hydra section with the job's own keys set in place
-(a worker runs one job at a time). tests/test_worker_template.py checks it equals the launcher's composition.
+(a worker runs one job at a time). tests/test_dispatch_configs.py checks it equals the launcher's composition.
 Fast path only, as `_run_job`.
 """
 

@@ -1,6 +1,9 @@
-"""A local worker makes each job's config from its template and the job's values (`_template`): the config, the
-task's copy and the overrides it makes equal what the launcher composes for the job (`_jobs.compose`), the
-sweep's resolver cache included (`now`: one sweep dir for every job), for jobs of several templates in turn."""
+"""What the launcher composes per job, and what a local worker makes of it.
+
+A worker makes each job's config from its template and the job's values (`_template`): the config, the task's copy
+and the overrides it makes equal what the launcher composes for the job (`_jobs.compose`), the sweep's resolver
+cache included (`now`: one sweep dir for every job), for jobs of several templates in turn. The launcher composes a
+job for the hooks only if they read its config."""
 
 from __future__ import annotations
 
@@ -61,3 +64,17 @@ def test_a_job_made_from_its_template_is_the_job_the_launcher_composes():
             assert OmegaConf.to_container(task, resolve=True) == OmegaConf.to_container(want_task, resolve=True)
             assert OmegaConf.is_struct(task) and made.overrides() == list(want.hydra.overrides.task) == overrides
         assert len(held) == 2  # one per group selection: each sent to the worker once
+
+
+def test_a_jobs_config_is_composed_for_the_hooks_only_when_read():
+    from hydra_plugins.sweep_launcher._jobs import Job
+
+    made: list[int] = []
+    job = Job(idx=3, overrides=["problem.seed=3"])
+    assert job.cfg is None  # nothing to compose it with: no config
+    job.again = lambda: made.append(1) or {"composed": True}
+    assert made == [] and job.label() == "#3 problem.seed=3" and job.data == {}
+    assert job.cfg == {"composed": True} and job.cfg == {"composed": True} and made == [1]  # once, when read
+    job.again, job.cfg = None, None
+    assert job.cfg is None
+    assert Job(idx=1, overrides=[], cfg="x").cfg == "x"
