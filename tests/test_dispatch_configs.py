@@ -12,28 +12,19 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import fast_composer
 
 
 @pytest.mark.usefixtures("hydra_restore_singletons")  # initialize_config_dir sets Hydra's global version base
 def test_a_job_made_from_its_template_is_the_job_the_launcher_composes():
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.types import RunMode
     from omegaconf import OmegaConf, open_dict
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
     from hydra_plugins.sweep_launcher._core import Spec
     from hydra_plugins.sweep_launcher._template import Template
-    from sweep.config.schema import register_configs
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3", job_name="t"):
-        loader = GlobalHydra.instance().config_loader()
-        master = loader.load_configuration("config", ["method=gf2,sgd", "problem.seed=1,2"], RunMode.MULTIRUN)
+    with fast_composer("method=gf2,sgd", "problem.seed=1,2") as (_, master, fast):
         sweep_dir = str(master.hydra.sweep.dir)  # as the launcher resolves it first: `now` is in the cache
         time.sleep(1.1)  # a worker that resolved `now` afresh would name another directory
-        fast = FastComposer(loader)
         held: dict[int, Template] = {}  # the worker's templates, each made from what the launcher sends once
         jobs = [
             ["method=gf2", "problem.seed=1"],
@@ -67,14 +58,25 @@ def test_a_job_made_from_its_template_is_the_job_the_launcher_composes():
 
 
 def test_a_jobs_config_is_composed_for_the_hooks_only_when_read():
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher
     from hydra_plugins.sweep_launcher._jobs import Job
 
     made: list[int] = []
+
+    class Composes:  # what the dispatcher composes a job with, counted
+        def _in_turn(self, job: Job) -> dict:
+            made.append(job.idx)
+            return {"composed": job.idx}
+
     job = Job(idx=3, overrides=["problem.seed=3"])
     assert job.cfg is None  # nothing to compose it with: no config
-    job.again = lambda: made.append(1) or {"composed": True}
-    assert made == [] and job.label() == "#3 problem.seed=3" and job.data == {}
-    assert job.cfg == {"composed": True} and job.cfg == {"composed": True} and made == [1]  # once, when read
-    job.again, job.cfg = None, None
-    assert job.cfg is None
+    with Dispatcher._for_hooks(Composes(), job):  # an outcome handed over (_handle)
+        with Dispatcher._for_hooks(Composes(), job):  # ... to the hooks (_tell), which read nothing
+            assert job.label() == "#3 problem.seed=3" and job.data == {}
+    assert made == [] and job.cfg is None
+    with Dispatcher._for_hooks(Composes(), job):
+        with Dispatcher._for_hooks(Composes(), job):
+            assert job.cfg == {"composed": 3} and job.cfg == {"composed": 3}
+        assert job.cfg == {"composed": 3}
+    assert made == [3] and job.cfg is None and job.again is None  # composed once, when read; then dropped
     assert Job(idx=1, overrides=[], cfg="x").cfg == "x"

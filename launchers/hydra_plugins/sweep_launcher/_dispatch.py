@@ -165,7 +165,7 @@ class Dispatcher:
     def _for_hooks(self, job: Job) -> Iterator[None]:
         """While a job's outcome is handed over: its config, where it has none in flight, composed only if read
         (one job at a time: `compose`'s in_turn), and dropped after."""
-        if job.cfg is not None or job.again is not None:
+        if job.again is not None or job.cfg is not None:  # in that order: reading cfg would compose it
             yield
             return
         job.again = partial(self._in_turn, job)
