@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batched
-from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, skipped_return
+from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
@@ -100,10 +100,10 @@ class Multirun:
                 return (job.where, job.gpu, k)
         return None
 
-    def placement(self, cfg: DictConfig, route: str) -> tuple[str, Optional[str]]:
+    def placement(self, job: Job, route: str) -> tuple[str, Optional[str]]:
         where, gpu = "local", None
         for h in self.hooks:
-            said = h.placement(cfg)
+            said = h.placement(job)
             if said is not None:
                 where, gpu = said
                 break
@@ -122,10 +122,17 @@ class Stream:
 
     def __iter__(self) -> Iterator[Job]:
         place = not self.placed
+        master = self.launcher.config
+        take_planned = getattr(self.launcher.hydra_context.config_loader, "take_planned", None)  # FastComposer's
+        name = str(master.hydra.job.name)
         for job in self.jobs:
-            job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
+            planned = take_planned(master, job.overrides, job_id(name, job.idx), job.idx) if take_planned else None
+            if planned is not None:
+                job.cfg, job.template, job.resolved = planned
+            else:
+                job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
             if place:
-                where, gpu = self.run.placement(job.cfg, self.launcher.route)
+                where, gpu = self.run.placement(job, self.launcher.route)
                 job.where, job.gpu = where, (gpu if where == "modal" else None)
                 if where == "modal" and not self.token_checked:
                     self.token_checked = True
@@ -133,7 +140,7 @@ class Stream:
             try:
                 yield job
             finally:
-                job.cfg = None
+                job.cfg = job.resolved = None
         self.placed = True
 
 
