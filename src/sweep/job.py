@@ -41,7 +41,7 @@ def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
 
 
 def _plain(node: Any) -> Any:
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    return node if isinstance(node, (dict, list)) else OmegaConf.to_container(node, resolve=True)
 
 
 def build(node: DictConfig) -> Any:

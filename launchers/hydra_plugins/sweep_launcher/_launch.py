@@ -3,6 +3,8 @@ handed to the dispatcher, both as streams.
 
 A job is held small (`_jobs.Job`: index, overrides, name, placement, the app's notes). The check is one pass
 over the batch: each job composed, placed, shown to the app's hooks (`plan`'s stream), then its config dropped.
+Jobs that differ only in plain values are composed on one working config per shape, with their task part resolved
+as plain data (`FastComposer.take_planned`, `PlannedJob.resolved`): tens of µs a job, whatever the grid's size.
 The dispatcher composes each job again just before it goes to a worker. Memory before the first job is thus
 flat in the grid's size, whatever the grid.
 
