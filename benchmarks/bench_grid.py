@@ -7,10 +7,11 @@ fresh MLflow experiment of one SQLite store (created before the first size). Eve
 starts, so the time to the first job grows with the grid (the check pass); the memory must not. Measured from
 outside, on the launching process only (its workers apart): the peak resident set (`VmHWM` in /proc) when the
 first job's line appears (with its CPU seconds so far: a loaded machine stretches the wall-clock), and again once
-`--ran` jobs have finished (the dispatch streams too; at most 120 s later), then the sweep is stopped with SIGTERM. bytes/job: the peak's growth from the smallest grid to each
-larger one, over the jobs added (what the launcher holds per job before the first runs); bytes/ran: the growth
-while jobs ran, over the jobs that finished meanwhile (what it keeps per finished job, the sweeper's JobReturn
-and the app's result, plus garbage not yet collected). Linux only (/proc).
+`--ran` jobs have finished (the dispatch streams too; at most 120 s later), then the sweep is stopped with SIGTERM.
+bytes/job: the peak's growth from the smallest grid to each larger one, over the jobs added (what the launcher holds
+per job before the first runs); bytes/ran: the growth while jobs ran, over the jobs that finished meanwhile (what it
+keeps per finished job, the sweeper's JobReturn and the app's result, plus garbage not yet collected). Linux only
+(/proc).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ task part resolved once (`Shape`, `_in_place`): a few tens of µs a job, so a 50
 A grid's numbers (`problem.seed=N`) skip Hydra's grammar once one line of their key went through it.
 tests/test_launcher.py and tests/test_check_pass.py check the results equal Hydra's full composition.
 
-Public APIs only (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf); as it
-reproduces what Hydra does, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
+Public APIs (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf), but for the values
+set in place (`_in_place.py`: OmegaConf's node internals, as its own assignment uses them); as it reproduces what
+Hydra and OmegaConf do, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
 and OmegaConf versions in `launcher.TESTED_HYDRA`/`TESTED_OMEGACONF`, or `hydra.launcher.fast=true`);
 `hydra.launcher.fast=false` turns it off.
 """
