@@ -12,7 +12,9 @@ then calls, in the launching process:
                                 `Refused`: the launcher prints its message and exits 2), return the indices of
                                 jobs to skip (already done: resume; ignored with hydra.launcher.force=true).
                                 `jobs` is a stream: each job's `cfg` is composed while it is the current one
-                                and dropped when the next is drawn (a grid's configs never all exist at once);
+                                and dropped when the next is drawn (a grid's configs never all exist at once;
+                                read it, do not change it: the next job of its shape is made on it), with
+                                `resolved` where the launcher has it (plain data, read faster);
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
