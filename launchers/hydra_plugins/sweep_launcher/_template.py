@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf, flag_override, open_dict, read_writ
 
 from hydra_plugins.sweep_launcher._compose import apply_plain, overrides_dirname
 from hydra_plugins.sweep_launcher._core import Spec
+from hydra_plugins.sweep_launcher._jobs import job_id
 from hydra_plugins.sweep_launcher._run_job import HydraYaml
 
 
@@ -60,7 +61,7 @@ class Template:
                 item_sep=dirname.item_sep,
                 kv_sep=dirname.kv_sep,
             )
-            cfg.hydra.job.id = f"{cfg.hydra.job.name}_{spec.num}"
+            cfg.hydra.job.id = job_id(str(cfg.hydra.job.name), spec.num)
             cfg.hydra.job.num = spec.num
         return cfg
 

@@ -53,14 +53,10 @@ def bill(result: RunResult, seconds_key: str, seconds: float, price_per_hour: fl
     result.metrics["cost_usd"] = cost_usd(seconds, price_per_hour)
 
 
-def device_price(cfg: DictConfig) -> float:
-    """USD per hour of the job's device (0 for a config without one)."""
-    return device_price_per_hour(cfg.device) if OmegaConf.select(cfg, "device") is not None else 0.0
-
-
 def bill_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
     """A job that ran on a CPU host (not a Modal GPU): its task's CPU seconds at device.price_per_hour."""
-    bill(result, "cpu_s", cpu_s, device_price(cfg))
+    price = device_price_per_hour(cfg.device) if OmegaConf.select(cfg, "device") is not None else 0.0
+    bill(result, "cpu_s", cpu_s, price)
 
 
 def _sqlite_wal() -> None:
