@@ -94,7 +94,7 @@ def main() -> None:
     if a.workers:
         common.append(f"hydra.launcher.n_workers={a.workers}")
     head = f"{'study':<14} {'jobs':>5} {'one job s':>10} {'unbatched s':>12} {'batched s':>10} {'jobs/s':>7}"
-    print(f"{head} {'speed-up':>9} {'ceiling':>8} {'CPU s unbatched':>16} {'CPU s batched':>14}")
+    print(f"{head} {'speed-up':>9} {'ceiling':>8} {'CPU s one job':>14} {'unbatched':>10} {'batched':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         for name in a.only.split(","):
@@ -128,7 +128,7 @@ def main() -> None:
             print(
                 f"{name:<14} {n:>5} {w['one']:>10.1f} {w['alone']:>12.1f} {w['batched']:>10.1f}"
                 f" {n / w['batched']:>7.1f} {w['alone'] / w['batched']:>8.2f}x {w['alone'] / w['one']:>7.2f}x"
-                f" {c['alone']:>16.1f} {c['batched']:>14.1f}",
+                f" {c['one']:>14.1f} {c['alone']:>10.1f} {c['batched']:>8.1f}",
                 flush=True,
             )
 
