@@ -7,7 +7,8 @@ iterable and holds at most one open batch per key, so it sits as well on a strea
 
 A batch runs on one worker, so a sweep of fewer batches than workers would leave workers idle: 16 seeds at
 batch=16 on two workers ran as one batch on one core while the other waited. `spread` therefore caps a batch
-at the sweep's jobs per worker (ceil(jobs / workers)) and splits each key's jobs into batches of even sizes.
+at the sweep's jobs per worker (ceil(jobs / workers)) and splits each key's jobs into batches of even sizes;
+it counts each key's jobs first, so `batched` reads the jobs as a list.
 """
 
 from __future__ import annotations
