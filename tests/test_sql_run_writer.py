@@ -151,10 +151,11 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
 
     Recorder(store, "facts")
     assert schema_version(sqlite_path(store)) == w.KNOWN_SCHEMA
-    assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN) == (
+    assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN, w.MAX_EXPERIMENT_TAG_LEN) == (
         v.MAX_ENTITY_KEY_LENGTH,
         v.MAX_PARAM_VAL_LENGTH,
         v.MAX_TAG_VAL_LENGTH,
+        v.MAX_EXPERIMENT_TAG_VAL_LENGTH,
     )
     assert w.ARTIFACTS_FOLDER == SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
     for x in (1.5, float("inf"), float("-inf"), -0.0):

@@ -12,7 +12,8 @@ Two writers share the rows (`run_rows`):
   store costs seconds (it pulls in its GenAI scorers, FastAPI, pyarrow, pandas), far more than a single job; so
   a single run into an existing SQLite store whose schema is the revision this module was checked against
   (`KNOWN_SCHEMA`), with an existing experiment, takes this path. Anything else (a new store, another schema
-  revision, a name MLflow's rules might refuse) goes through MLflow.
+  revision, a name MLflow's rules might refuse) goes through MLflow. A sweep's parent run (opened RUNNING,
+  closed with its totals) and the reads and tags of its last line (`sweep.record.sql_client`) take it too.
 
 tests/test_sql_run_writer.py checks that a run written either way reads back exactly like one written through
 MlflowClient (info, params, metrics and their history, tags, artifacts), that `KNOWN_SCHEMA` is the schema the
@@ -40,6 +41,8 @@ _KEY = re.compile(r"^[/\w.\- :]*$")
 MLFLOW_RUN_NAME, MLFLOW_USER = "mlflow.runName", "mlflow.user"
 ARTIFACTS_FOLDER = "artifacts"  # SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
 MAX_FLOAT = 1.7976931348623157e308
+# an experiment tag's longest value (mlflow.utils.validation): the UI's saved view (`sweep.report.ui`) must fit
+MAX_EXPERIMENT_TAG_LEN = 20000
 
 Metric = tuple[str, float, int, int]  # key, value, timestamp (ms), step
 
@@ -316,3 +319,70 @@ class SqliteRunWriter:
                         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
                         [tuple(v[c] for c in cols) for v in values],
                     )
+
+    # -- a run opened and closed later (a sweep's parent), and tags set on their own ----------------------
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:  # as `write` opens it
+            self._conn = sqlite3.connect(str(self.path), timeout=30)
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+        return self._conn
+
+    def use_wal(self) -> None:
+        """WAL with synchronous=NORMAL from here on (the sweep launcher's choice: `sweep.record.session`)."""
+        conn = self._db()
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, rows: dict[str, list[dict[str, Any]]]) -> None:
+        for table, values in rows.items():
+            if values:
+                cols = list(values[0])
+                names = ", ".join(f'"{c}"' for c in cols)
+                conn.executemany(
+                    f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
+                    [tuple(v[c] for c in cols) for v in values],
+                )
+
+    def start_run(
+        self, run_id: str, run_name: str, start_ms: int, tags: dict[str, str], params: list[tuple[str, str]]
+    ) -> None:
+        """A RUNNING run with its tags and params, as MlflowClient.create_run then log_batch(params) leave it."""
+        rows = run_rows(
+            self.experiment_id,
+            run_id,
+            run_name,
+            "RUNNING",
+            start_ms,
+            None,  # type: ignore[arg-type]
+            tags,
+            params,
+            [],
+            artifact_uri(self.artifact_root, run_id),
+        )
+        with self._db() as conn:
+            self._insert(conn, rows)
+
+    def end_run(self, run_id: str, status: str, end_ms: int, metrics: list[Metric]) -> None:
+        """log_batch(metrics) of keys the run has not logged yet, then set_terminated, in one transaction."""
+        rows = run_rows(self.experiment_id, run_id, "", status, 0, end_ms, {}, [], metrics, "")
+        with self._db() as conn:
+            self._insert(conn, {"metrics": rows["metrics"], "latest_metrics": rows["latest_metrics"]})
+            done = conn.execute(
+                "UPDATE runs SET status = ?, end_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+                (status, end_ms, run_id),
+            )
+            if done.rowcount != 1:
+                raise sqlite3.OperationalError(f"no active run {run_id}")
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        with self._db() as conn:
+            conn.execute('INSERT OR REPLACE INTO tags ("key", value, run_uuid) VALUES (?, ?, ?)', (key, value, run_id))
+
+    def set_experiment_tag(self, key: str, value: str) -> None:
+        with self._db() as conn:
+            conn.execute(
+                'INSERT OR REPLACE INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
+                (key, value, int(self.experiment_id)),
+            )
