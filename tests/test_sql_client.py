@@ -26,6 +26,8 @@ EXTRA = {"sweep_wall_s": 1.5, "launcher_cpu_s": 0.25, "jobs_skipped": 0.0}
 def record(uri: str, results: list, again, through_mlflow: bool) -> tuple[Recorder, list[str]]:
     """test_ui's story of a study: a sweep, a re-run with every job done (no children), a resume re-running
     a FAILED job; the last line written after each. Returns the recorder and the parents' ids."""
+    if not through_mlflow:  # an existing store: its new experiment made through sqlite3 too
+        Recorder(uri, "other")
     rec = Recorder(uri, "both")
     if through_mlflow:
         rec.sql = SqlRunWriter.for_client(rec.client)
@@ -55,13 +57,18 @@ def snapshot(uri: str, rec: Recorder, parents: list[str]) -> dict:
             text = text.replace(rid, name)
         return text
 
-    out: dict = {"experiment": {k: plain(v) for k, v in client.get_experiment(rec.experiment_id).tags.items()}}
+    exp = client.get_experiment(rec.experiment_id)
+    assert exp.artifact_location == Path(uri[len("sqlite:///") :]).with_name("artifacts").as_uri()
+    out: dict = {
+        "experiment": {k: plain(v) for k, v in exp.tags.items()},
+        "experiment info": (exp.name, exp.lifecycle_stage, exp.creation_time == exp.last_update_time),
+    }
     for p in parents:
         run = client.get_run(p)
         i = run.info
         assert i.end_time >= i.start_time and i.artifact_uri.endswith(f"/{p}/artifacts")
         out[names[p]] = {
-            "info": (i.status, i.run_name, i.user_id, i.lifecycle_stage, i.experiment_id),
+            "info": (i.status, i.run_name, i.user_id, i.lifecycle_stage),
             "tags": run.data.tags,
             "params": run.data.params,
             "metrics": run.data.metrics,
@@ -93,9 +100,15 @@ def test_sqlite_client_searches_as_mlflow_does(tmp_path):
     mine, theirs = SqliteClient(rec.sql), MlflowClient(uri)
 
     def seen(page) -> list:
-        return [(r.info.run_id, r.info.status, r.info.run_name, r.data.tags, r.data.params, r.data.metrics) for r in page]
+        return [
+            (r.info.run_id, r.info.status, r.info.run_name, r.data.tags, r.data.params, r.data.metrics) for r in page
+        ]
 
-    for filt in ("", f"tags.`mlflow.parentRunId` = '{parent}'", "attributes.status = 'RUNNING' and tags.`sweep.parent` = 'true'"):
+    for filt in (
+        "",
+        f"tags.`mlflow.parentRunId` = '{parent}'",
+        "attributes.status = 'RUNNING' and tags.`sweep.parent` = 'true'",
+    ):
         assert seen(mine.search_runs([rec.experiment_id], filt)) == seen(theirs.search_runs([rec.experiment_id], filt))
     first = mine.search_runs([rec.experiment_id], "", max_results=2)
     rest = mine.search_runs([rec.experiment_id], "", max_results=10, page_token=first.token)
@@ -107,7 +120,14 @@ def test_sqlite_client_searches_as_mlflow_does(tmp_path):
 
 def sweep(tmp_path: Path, n_bits: int) -> tuple[str, ...]:
     """A two-job sweep's command line; another `n_bits`, other jobs (none skipped as done)."""
-    return ("-m", "method=gf2", "problem.seed=0,1", f"problem.n_bits={n_bits}", "tracker=none", f"hydra.sweep.dir={tmp_path / 'o'}")
+    return (
+        "-m",
+        "method=gf2",
+        "problem.seed=0,1",
+        f"problem.n_bits={n_bits}",
+        "tracker=none",
+        f"hydra.sweep.dir={tmp_path / 'o'}",
+    )
 
 
 def test_a_sweep_into_an_existing_sqlite_store_imports_no_mlflow(store, tmp_path):
@@ -127,7 +147,8 @@ def test_a_sweep_into_an_existing_sqlite_store_imports_no_mlflow(store, tmp_path
     parents = client.search_runs(client.get_experiment_by_name("sweep").experiment_id, "tags.`sweep.parent` = 'true'")
     assert [p.info.status for p in parents] == ["FINISHED", "FINISHED"]
     assert parents[0].data.metrics["jobs_finished"] == 2.0
-    assert len(client.search_runs([parents[0].info.experiment_id], f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'")) == 2
+    children = f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}'"
+    assert len(client.search_runs([parents[0].info.experiment_id], children)) == 2
 
 
 def test_a_parent_run_the_store_refuses_fails_in_one_line_before_any_job(store, tmp_path):

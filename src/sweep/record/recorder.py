@@ -109,6 +109,10 @@ class Recorder:
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
         path = store.sqlite_path(self.tracking_uri)
         self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
+        if self.sql is None and path is not None and path.exists() and not store.experiment_name_problem(experiment):
+            location = artifact_location(self.tracking_uri)
+            assert location is not None  # an SQLite store's
+            self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
         if self.sql is not None:
             self.experiment_id = self.sql.experiment_id
         else:

@@ -89,7 +89,9 @@ class SqliteClient:
                 where.append("r.status = ?")
                 args.append(value)
             else:
-                where.append("EXISTS (SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ? AND t.value = ?)")
+                where.append(
+                    "EXISTS (SELECT 1 FROM tags t WHERE t.run_uuid = r.run_uuid AND t.key = ? AND t.value = ?)"
+                )
                 args += [key, value]
         offset = int(page_token or 0)
         page = Page(self._runs(" AND ".join(where), args, " LIMIT ? OFFSET ?", [max_results + 1, offset]))
@@ -125,7 +127,9 @@ class SqliteClient:
         for i in range(0, len(ids), _CHUNK):
             chunk = ids[i : i + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            for rid, key, value in conn.execute(f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({marks})", chunk):
+            for rid, key, value in conn.execute(
+                f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({marks})", chunk
+            ):
                 runs[rid].data.tags[key] = value
             for rid, key, value in conn.execute(
                 f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({marks})", chunk

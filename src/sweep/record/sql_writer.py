@@ -24,9 +24,11 @@ the tables fails a test instead of corrupting a store.
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -41,6 +43,9 @@ _KEY = re.compile(r"^[/\w.\- :]*$")
 MLFLOW_RUN_NAME, MLFLOW_USER = "mlflow.runName", "mlflow.user"
 ARTIFACTS_FOLDER = "artifacts"  # SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
 MAX_FLOAT = 1.7976931348623157e308
+# an experiment's longest name, and its artifact location's (MLflow's default; its environment variable changes it)
+MAX_EXPERIMENT_NAME_LEN, MAX_ARTIFACT_LOCATION_LEN = 500, 2048
+ARTIFACT_LOCATION_ENV = "MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH"
 # an experiment tag's longest value (mlflow.utils.validation): the UI's saved view (`sweep.report.ui`) must fit
 MAX_EXPERIMENT_TAG_LEN = 20000
 
@@ -250,6 +255,51 @@ class SqliteRunWriter:
         if row is None or not row[1] or local_dir(row[1]) is None:
             return None
         return cls(path, str(row[0]), row[1])
+
+    @classmethod
+    def create(
+        cls, path: Path, experiment: str, artifact_location: str, tags: dict[str, str]
+    ) -> Optional["SqliteRunWriter"]:
+        """`experiment` made as MlflowClient.create_experiment makes it (a sweep's first into an existing store),
+        then its writer; None when this store needs MLflow (another schema revision, a deleted experiment of that
+        name, a name, location or tag MLflow's rules might refuse)."""
+        if (
+            not 1 <= len(experiment) <= MAX_EXPERIMENT_NAME_LEN
+            or ARTIFACT_LOCATION_ENV in os.environ
+            or len(artifact_location) > MAX_ARTIFACT_LOCATION_LEN
+            or local_dir(artifact_location) is None
+            or any(len(v) > MAX_EXPERIMENT_TAG_LEN or not plainly_valid({k: ""}, [], []) for k, v in tags.items())
+        ):
+            return None
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            try:
+                conn.execute("BEGIN IMMEDIATE")  # the name looked up and taken in one write transaction
+                try:
+                    known = conn.execute("SELECT version_num FROM alembic_version").fetchone() == (KNOWN_SCHEMA,)
+                    taken = conn.execute(
+                        "SELECT 1 FROM experiments WHERE name = ? AND workspace = 'default'", (experiment,)
+                    ).fetchone()
+                    if known and taken is None:
+                        now = int(time.time() * 1000)
+                        eid = conn.execute(
+                            "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, "
+                            "last_update_time, workspace) VALUES (?, ?, 'active', ?, ?, 'default')",
+                            (experiment, artifact_location, now, now),
+                        ).lastrowid
+                        conn.executemany(
+                            'INSERT INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
+                            [(k, v, eid) for k, v in tags.items()],
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        return cls.open(path, experiment)  # made here or by another sweep meanwhile; a deleted one: None
 
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
         return local_dir(artifact_uri(self.artifact_root, run_id))
