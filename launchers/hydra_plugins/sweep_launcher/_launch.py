@@ -223,7 +223,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         )
     todo = [j for j in jobs if j.idx not in returns]
     if run.batch > 1:
-        todo = batched(todo, run.batch_key, run.batch)
+        todo = batched(todo, run.batch_key, run.batch, run.n_workers)
     if todo:
         returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline).run())
     return [returns[j.idx] for j in jobs]
