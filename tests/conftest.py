@@ -137,3 +137,14 @@ def shared_server():
 
     with shared_store() as srv:
         yield srv
+
+
+@pytest.fixture
+def server(shared_server, tmp_path, monkeypatch):
+    """The session's server as this test's store: MLFLOW_TRACKING_URI and the admin's login in the environment
+    (of this process and the commands it starts), a spool of its own."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_server.uri)
+    for k, v in shared_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    return shared_server

@@ -25,18 +25,9 @@ from tests.test_faults_signals import _stat, alive, start_until_two_finished
 from tests.test_launcher import runs
 from tests.tracking_server import add_user, free_port
 
+# on one xdist worker with the other users of the session's server (pyproject: --dist loadgroup): it starts once
+pytestmark = pytest.mark.xdist_group("shared_server")
 LOGIN = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
-
-
-@pytest.fixture
-def server(shared_server, tmp_path, monkeypatch):
-    """The session's server as this test's store: MLFLOW_TRACKING_URI and the admin's login in the environment
-    (of this process and the commands it starts), a spool of its own."""
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_server.uri)
-    for k, v in shared_server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
-    return shared_server
 
 
 def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -15,9 +15,9 @@ import pytest
 
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
 from tests.conftest import FAULTY, ROOT, run_sweep
-from tests.tracking_server import tracking_server  # noqa: F401
 
-pytestmark = pytest.mark.slow
+# the shared store's server is the session's one, on one xdist worker with test_server.py (it starts once)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("shared_server")]
 EXPERIMENT = "migrate"
 
 
@@ -115,12 +115,12 @@ def test_source_has_what_a_migrate_must_carry(source):
     assert client(source).list_artifacts(sgd.info.run_id)
 
 
-def test_migrate_into_server_matches_source_run_by_run(source, tracking_server, tmp_path):  # noqa: F811
-    r = migrate("--from", source, "--to", tracking_server)
+def test_migrate_into_server_matches_source_run_by_run(source, server, tmp_path):
+    r = migrate("--from", source, "--to", server.uri)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith(": 9 copied, 0 already there, 0 failed"), r.stdout
     assert (r.stdout.count("\n"), r.stderr) == (1, ""), r.stdout + r.stderr  # the summary, not MLflow's lines
-    assert_same_runs(source, tracking_server, tmp_path)
+    assert_same_runs(source, server.uri, tmp_path)
 
 
 def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_path):
@@ -167,11 +167,11 @@ def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
-def test_interrupted_migrate_rerun_completes_without_duplicates(source, tracking_server, tmp_path, sig):  # noqa: F811
+def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, tmp_path, sig):
     """Ctrl-C (or kill -9) mid-migrate, then the same command: every run once, complete. Ctrl-C leaves no copy
     half written; a copy the kill left unfinished is replaced, not counted as already there. Into the server for
     Ctrl-C, into SQLite for kill -9."""
-    target = tracking_server if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    target = server.uri if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
     client(target).search_experiments()  # the store exists before this test polls it (polling creates none)
     experiment = f"{EXPERIMENT}-{sig.name}"  # the server is shared by this module's tests
     src = tmp_path / "src"
