@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -129,14 +130,29 @@ def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: floa
     return t
 
 
+SESSION_STORE = "SWEEP_TEST_SESSION_STORE"  # the directory of the session's shared store, set for every xdist worker
+
+
+def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), before any worker starts
+        os.environ[SESSION_STORE] = tempfile.mkdtemp(prefix="sweep-server-")
+
+
+def pytest_unconfigure(config) -> None:
+    if not hasattr(config, "workerinput") and SESSION_STORE in os.environ:
+        from tests.tracking_server import stop_session_store
+
+        stop_session_store(Path(os.environ.pop(SESSION_STORE)))
+
+
 @pytest.fixture(scope="session")
 def shared_server():
-    """One PostgreSQL cluster and MLflow tracking server with logins for the whole session (a start costs tens of
-    seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri, username, password)."""
-    from tests.tracking_server import shared_store
+    """One PostgreSQL cluster and MLflow tracking server with logins for the whole session and all its xdist workers
+    (a start costs tens of seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri,
+    username, password)."""
+    from tests.tracking_server import session_store
 
-    with shared_store() as srv:
-        yield srv
+    return session_store(Path(os.environ[SESSION_STORE]))
 
 
 @pytest.fixture

@@ -25,8 +25,6 @@ from tests.test_faults_signals import _stat, alive, start_until_two_finished
 from tests.test_launcher import runs
 from tests.tracking_server import add_user, free_port
 
-# on one xdist worker with the other users of the session's server (pyproject: --dist loadgroup): it starts once
-pytestmark = pytest.mark.xdist_group("shared_server")
 LOGIN = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 
 

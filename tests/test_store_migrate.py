@@ -16,8 +16,7 @@ import pytest
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
 from tests.conftest import FAULTY, ROOT, run_sweep
 
-# the shared store's server is the session's one, on one xdist worker with test_server.py (it starts once)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("shared_server")]
+pytestmark = pytest.mark.slow
 EXPERIMENT = "migrate"
 
 

@@ -1,14 +1,25 @@
-"""The group's store on 127.0.0.1 for tests and benchmarks that record into or read from one: `shared_store(directory)`
-starts it as `python -m sweep.server` does (PostgreSQL, MLflow's tracking server with logins), for the session
-(conftest.shared_server) or a benchmark; `add_user` makes a user through its auth API."""
+"""The group's store on 127.0.0.1 for tests and benchmarks that record into or read from one (PostgreSQL, MLflow's
+tracking server with logins, as `python -m sweep.server` runs it):
+- `session_store(root)` / `stop_session_store(root)`: the test session's one store, shared by every xdist worker
+  (conftest.shared_server): the first worker to ask starts the command, the others read its address; the
+  session's controller stops it at the end.
+- `shared_store(directory)`: one started in this process, for a benchmark or a test of its own.
+- `add_user` makes a user through its auth API."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
+import os
 import secrets
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -41,6 +52,65 @@ def shared_store(directory: Optional[Path] = None, workers: int = 2, **settings:
     finally:
         if made:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def session_store(root: Path, timeout: float = 300) -> Serving:
+    """The store of the test session whose directory is `root`, started by the first caller of any process (under a
+    lock) as the real command, in its own process group so it outlives that worker; the admin's login in
+    `root/serving.json` for the others."""
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = root / "serving.json"
+        if not known.exists():
+            known.write_text(json.dumps(_start_command(root, timeout)))
+        s = json.loads(known.read_text())
+    cfg = ServerConfig(data_dir=root / "store", port=s["port"], db_port=s["db_port"])
+    # db and server: the command's processes, perhaps another worker's children; they are stopped through its pid
+    return Serving(uri=s["uri"], username=cfg.admin_username, password=s["password"], config=cfg, db=None, server=None)  # type: ignore[arg-type]
+
+
+def _start_command(root: Path, timeout: float) -> dict[str, Any]:
+    root.chmod(0o755)  # PostgreSQL's user (not root) must enter it
+    port, db_port, password = free_port(), free_port(), secrets.token_urlsafe(12)
+    log = root / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(root / "store"), "--port", str(port)]
+            + ["--db-port", str(db_port), "--workers", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    while "serving http" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc.pid)
+            raise RuntimeError(f"sweep.server did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    return {"uri": f"http://127.0.0.1:{port}", "port": port, "db_port": db_port, "password": password, "pid": proc.pid}
+
+
+def stop_session_store(root: Path) -> None:
+    """Stop the session's store if one was started (SIGTERM: the command stops what it started), and remove it."""
+    known = root / "serving.json"
+    if known.exists():
+        _stop(json.loads(known.read_text())["pid"])
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop(pid: int, timeout: float = 60) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # a child of this process: reaped, or it stays a zombie
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)  # whatever is left of its group
 
 
 def add_user(srv: Serving, username: str, password: str) -> None:
