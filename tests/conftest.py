@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -130,19 +133,38 @@ def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: floa
     return t
 
 
-SESSION_STORE = "SWEEP_TEST_SESSION_STORE"  # the directory of the session's shared store, set for every xdist worker
+SESSION_DIR = "SWEEP_TEST_SESSION_DIR"  # a directory shared by the session's xdist workers (what is made once)
 
 
 def pytest_configure(config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), before any worker starts
-        os.environ[SESSION_STORE] = tempfile.mkdtemp(prefix="sweep-server-")
+        root = Path(tempfile.mkdtemp(prefix="sweep-tests-"))
+        root.chmod(0o755)  # the shared store's PostgreSQL runs as a non-root user, which must enter it
+        os.environ[SESSION_DIR] = str(root)
 
 
 def pytest_unconfigure(config) -> None:
-    if not hasattr(config, "workerinput") and SESSION_STORE in os.environ:
+    if not hasattr(config, "workerinput") and SESSION_DIR in os.environ:
         from tests.tracking_server import stop_session_store
 
-        stop_session_store(Path(os.environ.pop(SESSION_STORE)))
+        root = Path(os.environ.pop(SESSION_DIR))
+        stop_session_store(root / "server")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def made_once(name: str, make: Callable[[Path], None]) -> Path:
+    """`SESSION_DIR/name`, made by `make` in the first process of the session to ask (under a lock), so a costly
+    fixture is made once for every xdist worker rather than once a worker."""
+    root = Path(os.environ[SESSION_DIR])
+    with open(root / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root / f".{name}.done"
+        if not done.exists():
+            shutil.rmtree(root / name, ignore_errors=True)  # a make that failed in another worker
+            (root / name).mkdir()
+            make(root / name)
+            done.touch()
+    return root / name
 
 
 @pytest.fixture(scope="session")
@@ -152,7 +174,7 @@ def shared_server():
     username, password)."""
     from tests.tracking_server import session_store
 
-    return session_store(Path(os.environ[SESSION_STORE]))
+    return session_store(Path(os.environ[SESSION_DIR]) / "server")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
-from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.conftest import FAULTY, ROOT, made_once, run_sweep
 
 pytestmark = pytest.mark.slow
 EXPERIMENT = "migrate"
@@ -36,16 +36,19 @@ def record(uri: str, *overrides: str, cwd: Path) -> None:
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def source(tmp_path_factory) -> str:
-    """A researcher's SQLite store made by real sweeps: two parent/child sweeps (one with a FAILED job) and a
-    single run; 9 runs with metric histories over steps, tags and artifacts."""
-    root = tmp_path_factory.mktemp("source")
+def _make_source(root: Path) -> None:
     uri = f"sqlite:///{root / 'store' / 'mlflow.db'}"
     record(uri, "-m", "method=gf2,sgd", "problem.seed=0,1", cwd=root)
     record(uri, "-m", *FAULTY, "method.chunk=13,7", cwd=root)
     record(uri, "method=gf2", "problem.seed=3", cwd=root)
-    return uri
+
+
+@pytest.fixture(scope="session")
+def source() -> str:
+    """A researcher's SQLite store made by real sweeps: two parent/child sweeps (one with a FAILED job) and a
+    single run; 9 runs with metric histories over steps, tags and artifacts. Made once for every xdist worker;
+    the tests only read it (those that change a store change a copy)."""
+    return f"sqlite:///{made_once('migrate-source', _make_source) / 'store' / 'mlflow.db'}"
 
 
 def client(uri: str):

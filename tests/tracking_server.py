@@ -55,9 +55,10 @@ def shared_store(directory: Optional[Path] = None, workers: int = 2, **settings:
 
 
 def session_store(root: Path, timeout: float = 300) -> Serving:
-    """The store of the test session whose directory is `root`, started by the first caller of any process (under a
-    lock) as the real command, in its own process group so it outlives that worker; the admin's login in
+    """The store of the test session in directory `root`, started by the first caller of any process (under a lock)
+    as the real command, in its own process group so it outlives that worker; the admin's login in
     `root/serving.json` for the others."""
+    root.mkdir(exist_ok=True)
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         known = root / "serving.json"
