@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -149,11 +152,56 @@ def random_trace(rng, n_events: int, names="abcd", sizes=range(10), p_read: floa
     return t
 
 
+SESSION_DIR = "SWEEP_TEST_SESSION_DIR"  # a directory shared by the session's xdist workers (what is made once)
+
+
+def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist), before any worker starts
+        root = Path(tempfile.mkdtemp(prefix="sweep-tests-"))
+        root.chmod(0o755)  # the shared store's PostgreSQL runs as a non-root user, which must enter it
+        os.environ[SESSION_DIR] = str(root)
+
+
+def pytest_unconfigure(config) -> None:
+    if not hasattr(config, "workerinput") and SESSION_DIR in os.environ:
+        from tests.tracking_server import stop_session_store
+
+        root = Path(os.environ.pop(SESSION_DIR))
+        stop_session_store(root / "server")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def made_once(name: str, make: Callable[[Path], None]) -> Path:
+    """`SESSION_DIR/name`, made by `make` in the first process of the session to ask (under a lock), so a costly
+    fixture is made once for every xdist worker rather than once a worker."""
+    root = Path(os.environ[SESSION_DIR])
+    with open(root / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root / f".{name}.done"
+        if not done.exists():
+            shutil.rmtree(root / name, ignore_errors=True)  # a make that failed in another worker
+            (root / name).mkdir()
+            make(root / name)
+            done.touch()
+    return root / name
+
+
 @pytest.fixture(scope="session")
 def shared_server():
-    """One PostgreSQL cluster and MLflow tracking server with logins for the whole session (a start costs tens of
-    seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri, username, password)."""
-    from tests.tracking_server import shared_store
+    """One PostgreSQL cluster and MLflow tracking server with logins for the whole session and all its xdist workers
+    (a start costs tens of seconds): tests keep apart by experiment name. Yields sweep.server.stack.Serving (uri,
+    username, password)."""
+    from tests.tracking_server import session_store
 
-    with shared_store() as srv:
-        yield srv
+    return session_store(Path(os.environ[SESSION_DIR]) / "server")
+
+
+@pytest.fixture
+def server(shared_server, tmp_path, monkeypatch):
+    """The session's server as this test's store: MLFLOW_TRACKING_URI and the admin's login in the environment
+    (of this process and the commands it starts), a spool of its own."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_server.uri)
+    for k, v in shared_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    return shared_server

@@ -28,17 +28,6 @@ from tests.tracking_server import add_user, free_port
 LOGIN = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 
 
-@pytest.fixture
-def server(shared_server, tmp_path, monkeypatch):
-    """The session's server as this test's store: MLFLOW_TRACKING_URI and the admin's login in the environment
-    (of this process and the commands it starts), a spool of its own."""
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_server.uri)
-    for k, v in shared_server.env().items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
-    return shared_server
-
-
 def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return run_sweep("-m", *args, cwd=cwd, env=env, timeout=timeout)
 

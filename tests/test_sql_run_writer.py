@@ -143,6 +143,7 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
     """The sqlite3 writer restates MLflow's schema revision, limits, key rule and metric sanitising; an MLflow
     whose facts differ fails here (and its stores, at another revision, go through MLflow meanwhile)."""
     from mlflow.entities import Metric, Param, RunTag
+    from mlflow.environment_variables import MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.utils import validation as v
 
@@ -151,11 +152,17 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
 
     Recorder(store, "facts")
     assert schema_version(sqlite_path(store)) == w.KNOWN_SCHEMA
-    assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN) == (
+    assert (w.MAX_KEY_LEN, w.MAX_PARAM_LEN, w.MAX_TAG_LEN, w.MAX_EXPERIMENT_TAG_LEN) == (
         v.MAX_ENTITY_KEY_LENGTH,
         v.MAX_PARAM_VAL_LENGTH,
         v.MAX_TAG_VAL_LENGTH,
+        v.MAX_EXPERIMENT_TAG_VAL_LENGTH,
     )
+    assert (w.MAX_EXPERIMENT_NAME_LEN, w.MAX_ARTIFACT_LOCATION_LEN) == (
+        v.MAX_EXPERIMENT_NAME_LENGTH,
+        MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH.default,
+    )
+    assert MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH.name == w.ARTIFACT_LOCATION_ENV
     assert w.ARTIFACTS_FOLDER == SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
     for x in (1.5, float("inf"), float("-inf"), -0.0):
         assert w.sanitize(x) == SqlAlchemyStore.sanitize_metric_value(None, x)

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
-from tests.conftest import FAULTY, ROOT, run_sweep
-from tests.tracking_server import tracking_server  # noqa: F401
+from tests.conftest import FAULTY, ROOT, made_once, run_sweep
 
 pytestmark = pytest.mark.slow
 EXPERIMENT = "migrate"
@@ -37,16 +36,19 @@ def record(uri: str, *overrides: str, cwd: Path) -> None:
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def source(tmp_path_factory) -> str:
-    """A researcher's SQLite store made by real sweeps: two parent/child sweeps (one with a FAILED job) and a
-    single run; 9 runs with metric histories over steps, tags and artifacts."""
-    root = tmp_path_factory.mktemp("source")
+def _make_source(root: Path) -> None:
     uri = f"sqlite:///{root / 'store' / 'mlflow.db'}"
     record(uri, "-m", "method=gf2,sgd", "problem.seed=0,1", cwd=root)
     record(uri, "-m", *FAULTY, "method.chunk=13,7", cwd=root)
     record(uri, "method=gf2", "problem.seed=3", cwd=root)
-    return uri
+
+
+@pytest.fixture(scope="session")
+def source() -> str:
+    """A researcher's SQLite store made by real sweeps: two parent/child sweeps (one with a FAILED job) and a
+    single run; 9 runs with metric histories over steps, tags and artifacts. Made once for every xdist worker;
+    the tests only read it (those that change a store change a copy)."""
+    return f"sqlite:///{made_once('migrate-source', _make_source) / 'store' / 'mlflow.db'}"
 
 
 def client(uri: str):
@@ -115,12 +117,12 @@ def test_source_has_what_a_migrate_must_carry(source):
     assert client(source).list_artifacts(sgd.info.run_id)
 
 
-def test_migrate_into_server_matches_source_run_by_run(source, tracking_server, tmp_path):  # noqa: F811
-    r = migrate("--from", source, "--to", tracking_server)
+def test_migrate_into_server_matches_source_run_by_run(source, server, tmp_path):
+    r = migrate("--from", source, "--to", server.uri)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith(": 9 copied, 0 already there, 0 failed"), r.stdout
     assert (r.stdout.count("\n"), r.stderr) == (1, ""), r.stdout + r.stderr  # the summary, not MLflow's lines
-    assert_same_runs(source, tracking_server, tmp_path)
+    assert_same_runs(source, server.uri, tmp_path)
 
 
 def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_path):
@@ -167,11 +169,11 @@ def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
-def test_interrupted_migrate_rerun_completes_without_duplicates(source, tracking_server, tmp_path, sig):  # noqa: F811
+def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, tmp_path, sig):
     """Ctrl-C (or kill -9) mid-migrate, then the same command: every run once, complete. Ctrl-C leaves no copy
     half written; a copy the kill left unfinished is replaced, not counted as already there. Into the server for
     Ctrl-C, into SQLite for kill -9."""
-    target = tracking_server if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    target = server.uri if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
     client(target).search_experiments()  # the store exists before this test polls it (polling creates none)
     experiment = f"{EXPERIMENT}-{sig.name}"  # the server is shared by this module's tests
     src = tmp_path / "src"

@@ -1,14 +1,16 @@
-"""Real tracking servers on 127.0.0.1 for tests that record into or read from one.
-
-- `tracking_server` (a fixture): a plain `mlflow server`, SQLite-backed, artifacts served by the server
-  (`--serve-artifacts`), one per test module. Import it into a test module:
-  `from tests.tracking_server import tracking_server  # noqa: F401`.
-- `shared_store(directory)`: the group's store as `python -m sweep.server` runs it (PostgreSQL, logins), for the
-  session (conftest.shared_server) or a benchmark."""
+"""The group's store on 127.0.0.1 for tests and benchmarks that record into or read from one (PostgreSQL, MLflow's
+tracking server with logins, as `python -m sweep.server` runs it):
+- `session_store(root)` / `stop_session_store(root)`: the test session's one store, shared by every xdist worker
+  (conftest.shared_server): the first worker to ask starts the command, the others read its address; the
+  session's controller stops it at the end.
+- `shared_store(directory)`: one started in this process, for a benchmark or a test of its own.
+- `add_user` makes a user through its auth API."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import secrets
 import shutil
@@ -18,11 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Optional
-
-import pytest
 
 from sweep.server.config import ServerConfig
 from sweep.server.stack import Serving, serving
@@ -32,69 +31,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def start_server(root: Path, timeout: float = 120) -> tuple[subprocess.Popen, str]:
-    """Start `mlflow server` with its store and artifacts under `root`; return it and its URI once it answers."""
-    port = free_port()
-    log = open(root / "server.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            f"sqlite:///{root / 'server.db'}",
-            "--serve-artifacts",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-            "--workers",
-            "1",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its workers are stopped with it, as one group
-        env={k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-    )
-    uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mlflow server exited {proc.returncode}: {(root / 'server.log').read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, uri
-        except OSError:
-            time.sleep(0.5)
-    stop_server(proc)
-    raise RuntimeError(f"mlflow server did not answer in {timeout:.0f}s: {(root / 'server.log').read_text()[-2000:]}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-@pytest.fixture(scope="module")
-def tracking_server(tmp_path_factory) -> Iterator[str]:
-    """The URI of a running `mlflow server` (http://127.0.0.1:PORT), stopped after the module's tests."""
-    proc, uri = start_server(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        yield uri
-    finally:
-        stop_server(proc)
 
 
 # --- the group's shared store: PostgreSQL and MLflow's tracking server with logins (sweep.server) ---------------
@@ -116,6 +52,66 @@ def shared_store(directory: Optional[Path] = None, workers: int = 2, **settings:
     finally:
         if made:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def session_store(root: Path, timeout: float = 300) -> Serving:
+    """The store of the test session in directory `root`, started by the first caller of any process (under a lock)
+    as the real command, in its own process group so it outlives that worker; the admin's login in
+    `root/serving.json` for the others."""
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = root / "serving.json"
+        if not known.exists():
+            known.write_text(json.dumps(_start_command(root, timeout)))
+        s = json.loads(known.read_text())
+    cfg = ServerConfig(data_dir=root / "store", port=s["port"], db_port=s["db_port"])
+    # db and server: the command's processes, perhaps another worker's children; they are stopped through its pid
+    return Serving(uri=s["uri"], username=cfg.admin_username, password=s["password"], config=cfg, db=None, server=None)  # type: ignore[arg-type]
+
+
+def _start_command(root: Path, timeout: float) -> dict[str, Any]:
+    root.chmod(0o755)  # PostgreSQL's user (not root) must enter it
+    port, db_port, password = free_port(), free_port(), secrets.token_urlsafe(12)
+    log = root / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(root / "store"), "--port", str(port)]
+            + ["--db-port", str(db_port), "--workers", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    while "serving http" not in log.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc.pid)
+            raise RuntimeError(f"sweep.server did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    return {"uri": f"http://127.0.0.1:{port}", "port": port, "db_port": db_port, "password": password, "pid": proc.pid}
+
+
+def stop_session_store(root: Path) -> None:
+    """Stop the session's store if one was started (SIGTERM: the command stops what it started), and remove it."""
+    known = root / "serving.json"
+    if known.exists():
+        _stop(json.loads(known.read_text())["pid"])
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop(pid: int, timeout: float = 60) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # a child of this process: reaped, or it stays a zombie
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)  # whatever is left of its group
 
 
 def add_user(srv: Serving, username: str, password: str) -> None:

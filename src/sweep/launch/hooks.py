@@ -183,7 +183,7 @@ class SweepLaunchHooks(LaunchHooks):
         finally:  # the last line, after the failures: where to look next
             if session.recorder is not None and parent is not None:
                 r = session.recorder
-                print(next_steps(r.client, r.tracking_uri, r.experiment_id, parent), flush=True)
+                print(next_steps(r.store_client, r.tracking_uri, r.experiment_id, parent), flush=True)
 
 
 def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:

@@ -20,7 +20,16 @@ from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.record import remote, spool, store
-from sweep.record.sql_writer import MAX_PARAM_LEN, MAX_TAG_LEN, SqliteRunWriter, SqlRunWriter, new_run_id, plainly_valid
+from sweep.record.sql_client import SqliteClient
+from sweep.record.sql_writer import (
+    MAX_PARAM_LEN,
+    MAX_TAG_LEN,
+    MLFLOW_RUN_NAME,
+    SqliteRunWriter,
+    SqlRunWriter,
+    new_run_id,
+    plainly_valid,
+)
 from sweep.record.tags import (
     GIT_TAG,
     HASH_TAG,
@@ -100,6 +109,10 @@ class Recorder:
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
         path = store.sqlite_path(self.tracking_uri)
         self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
+        if self.sql is None and path is not None and path.exists() and not store.experiment_name_problem(experiment):
+            location = artifact_location(self.tracking_uri)
+            assert location is not None  # an SQLite store's
+            self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
         if self.sql is not None:
             self.experiment_id = self.sql.experiment_id
         else:
@@ -128,6 +141,15 @@ class Recorder:
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
+
+    @property
+    def store_client(self) -> Any:
+        """The store's reads and tags as the sweep's start and end make them (`SqliteClient`'s methods): through
+        sqlite3 where the runs are (an existing SQLite store at the known schema: no MLflow import), else
+        MLflow's client."""
+        if isinstance(self.sql, SqliteRunWriter):
+            return SqliteClient(self.sql)
+        return self.client
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -250,15 +272,17 @@ class Recorder:
 
     def _start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None) -> str:
         owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
-        run = self.client.create_run(
-            self.experiment_id, run_name=name, tags={**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}
-        )
-        if params:
+        tags = {**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}
+        plain = [(k, str(v)[:MAX_PARAM_LEN]) for k, v in (params or {}).items()][:100]
+        if isinstance(self.sql, SqliteRunWriter) and plainly_valid({**tags, MLFLOW_RUN_NAME: name}, plain, []):
+            rid = new_run_id()
+            self.sql.start_run(rid, name, int(time.time() * 1000), tags, plain)
+            return rid
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        if plain:
             from mlflow.entities import Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-            self.client.log_batch(
-                run.info.run_id, params=[Param(k, str(v)[:MAX_PARAM_LEN]) for k, v in params.items()][:100]
-            )
+            self.client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in plain])
         return run.info.run_id
 
     def end_parent(
@@ -266,11 +290,15 @@ class Recorder:
     ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
+        now = int(time.time() * 1000)
+        totals = {**(extra or {}), **parent_totals(results)}
+        metrics = [(k, float(v), now, 0) for k, v in totals.items()]
+        if isinstance(self.sql, SqliteRunWriter) and plainly_valid({}, [], metrics):
+            self.sql.end_run(run_id, status, now, metrics)
+            return
         from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-        now = int(time.time() * 1000)
-        metrics = {**(extra or {}), **parent_totals(results)}
-        self.client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+        self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
         self.client.set_terminated(run_id, status=status)
 
     def children(self, parent_run_id: str, status: str | None = None) -> list:
@@ -325,7 +353,8 @@ class Recorder:
         power cut), and their RUNNING children: marked KILLED, with the reason in a tag. A run whose launcher
         still runs (another sweep on this store) or runs on another host is left alone. Returns the ids."""
         repaired: list[str] = []
-        for run in self.client.search_runs(
+        client = self.store_client
+        for run in client.search_runs(
             [self.experiment_id],
             max_results=1000,
             filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_TAG}` = 'true'",
@@ -342,14 +371,14 @@ class Recorder:
                 f"launcher process {pid} on {tags[HOST_TAG]} ended without closing this run (killed); "
                 f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep"
             )
-            children = self.client.search_runs(
+            children = client.search_runs(
                 [self.experiment_id],
                 max_results=50000,
                 filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_RUN_TAG}` = '{run.info.run_id}'",
             )
             for r in [*children, run]:
-                self.client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
-                self.client.set_terminated(r.info.run_id, status="KILLED")
+                client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
+                client.set_terminated(r.info.run_id, status="KILLED")
                 repaired.append(r.info.run_id)
         return repaired
 

@@ -20,6 +20,7 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
+from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.store import StoreError, kind_of, sqlite_path
 from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
@@ -59,10 +60,14 @@ def bill_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
     bill(result, "cpu_s", cpu_s, price)
 
 
-def _sqlite_wal() -> None:
+def _sqlite_wal(recorder: Recorder) -> None:
     """SQLite stores written by this process use WAL with synchronous=NORMAL: a commit no longer waits for an
     fsync (MLflow commits ~9 times per run, ~6 ms each on a slow disk), and the store still survives a crash
-    of the process; only the last transactions could be lost to a power cut. Readers are unaffected."""
+    of the process; only the last transactions could be lost to a power cut. Readers are unaffected. A store
+    written through sqlite3 (`SqliteRunWriter`) sets it on its own connection, with no SQLAlchemy import."""
+    if isinstance(recorder.sql, SqliteRunWriter):
+        recorder.sql.use_wal()
+        return
     if getattr(_sqlite_wal, "on", False):
         return
     import sqlite3  # noqa: PLC0415 - start-up: see the comment
@@ -127,10 +132,9 @@ class SweepSession:
     def _open(
         self, config: DictConfig, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any], fast: bool
     ) -> str:
-        if fast:
-            _sqlite_wal()
         recorder = self.store(config)
         if fast:
+            _sqlite_wal(recorder)
             gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
         repaired = recorder.repair_abandoned()
         if repaired:
@@ -167,7 +171,7 @@ class SweepSession:
     def mark(self, config: DictConfig, prefix: str, num: Any, value: str) -> None:
         """A note on the parent about a job that has no run: skipped (SKIPPED_TAG) or refused (REFUSED_TAG)."""
         if self.parent is not None:
-            self.store(config).client.set_tag(self.parent, f"{prefix}{num}", value[:5000])
+            self.store(config).store_client.set_tag(self.parent, f"{prefix}{num}", value[:5000])
 
     def write(
         self, config: DictConfig, result: RunResult, run_name: Optional[str], tags: Optional[dict[str, str]] = None

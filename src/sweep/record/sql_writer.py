@@ -12,7 +12,8 @@ Two writers share the rows (`run_rows`):
   store costs seconds (it pulls in its GenAI scorers, FastAPI, pyarrow, pandas), far more than a single job; so
   a single run into an existing SQLite store whose schema is the revision this module was checked against
   (`KNOWN_SCHEMA`), with an existing experiment, takes this path. Anything else (a new store, another schema
-  revision, a name MLflow's rules might refuse) goes through MLflow.
+  revision, a name MLflow's rules might refuse) goes through MLflow. A sweep's parent run (opened RUNNING,
+  closed with its totals) and the reads and tags of its last line (`sweep.record.sql_client`) take it too.
 
 tests/test_sql_run_writer.py checks that a run written either way reads back exactly like one written through
 MlflowClient (info, params, metrics and their history, tags, artifacts), that `KNOWN_SCHEMA` is the schema the
@@ -23,9 +24,11 @@ the tables fails a test instead of corrupting a store.
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -40,6 +43,11 @@ _KEY = re.compile(r"^[/\w.\- :]*$")
 MLFLOW_RUN_NAME, MLFLOW_USER = "mlflow.runName", "mlflow.user"
 ARTIFACTS_FOLDER = "artifacts"  # SqlAlchemyStore.ARTIFACTS_FOLDER_NAME
 MAX_FLOAT = 1.7976931348623157e308
+# an experiment's longest name, and its artifact location's (MLflow's default; its environment variable changes it)
+MAX_EXPERIMENT_NAME_LEN, MAX_ARTIFACT_LOCATION_LEN = 500, 2048
+ARTIFACT_LOCATION_ENV = "MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH"
+# an experiment tag's longest value (mlflow.utils.validation): the UI's saved view (`sweep.report.ui`) must fit
+MAX_EXPERIMENT_TAG_LEN = 20000
 
 Metric = tuple[str, float, int, int]  # key, value, timestamp (ms), step
 
@@ -248,6 +256,51 @@ class SqliteRunWriter:
             return None
         return cls(path, str(row[0]), row[1])
 
+    @classmethod
+    def create(
+        cls, path: Path, experiment: str, artifact_location: str, tags: dict[str, str]
+    ) -> Optional["SqliteRunWriter"]:
+        """`experiment` made as MlflowClient.create_experiment makes it (a sweep's first into an existing store),
+        then its writer; None when this store needs MLflow (another schema revision, a deleted experiment of that
+        name, a name, location or tag MLflow's rules might refuse)."""
+        if (
+            not 1 <= len(experiment) <= MAX_EXPERIMENT_NAME_LEN
+            or ARTIFACT_LOCATION_ENV in os.environ
+            or len(artifact_location) > MAX_ARTIFACT_LOCATION_LEN
+            or local_dir(artifact_location) is None
+            or any(len(v) > MAX_EXPERIMENT_TAG_LEN or not plainly_valid({k: ""}, [], []) for k, v in tags.items())
+        ):
+            return None
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            try:
+                conn.execute("BEGIN IMMEDIATE")  # the name looked up and taken in one write transaction
+                try:
+                    known = conn.execute("SELECT version_num FROM alembic_version").fetchone() == (KNOWN_SCHEMA,)
+                    taken = conn.execute(
+                        "SELECT 1 FROM experiments WHERE name = ? AND workspace = 'default'", (experiment,)
+                    ).fetchone()
+                    if known and taken is None:
+                        now = int(time.time() * 1000)
+                        eid = conn.execute(
+                            "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, "
+                            "last_update_time, workspace) VALUES (?, ?, 'active', ?, ?, 'default')",
+                            (experiment, artifact_location, now, now),
+                        ).lastrowid
+                        conn.executemany(
+                            'INSERT INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
+                            [(k, v, eid) for k, v in tags.items()],
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        return cls.open(path, experiment)  # made here or by another sweep meanwhile; a deleted one: None
+
     def artifact_dir(self, experiment_id: str, run_id: str) -> Optional[Path]:
         return local_dir(artifact_uri(self.artifact_root, run_id))
 
@@ -316,3 +369,70 @@ class SqliteRunWriter:
                         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
                         [tuple(v[c] for c in cols) for v in values],
                     )
+
+    # -- a run opened and closed later (a sweep's parent), and tags set on their own ----------------------
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:  # as `write` opens it
+            self._conn = sqlite3.connect(str(self.path), timeout=30)
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+        return self._conn
+
+    def use_wal(self) -> None:
+        """WAL with synchronous=NORMAL from here on (the sweep launcher's choice: `sweep.record.session`)."""
+        conn = self._db()
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, rows: dict[str, list[dict[str, Any]]]) -> None:
+        for table, values in rows.items():
+            if values:
+                cols = list(values[0])
+                names = ", ".join(f'"{c}"' for c in cols)
+                conn.executemany(
+                    f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
+                    [tuple(v[c] for c in cols) for v in values],
+                )
+
+    def start_run(
+        self, run_id: str, run_name: str, start_ms: int, tags: dict[str, str], params: list[tuple[str, str]]
+    ) -> None:
+        """A RUNNING run with its tags and params, as MlflowClient.create_run then log_batch(params) leave it."""
+        rows = run_rows(
+            self.experiment_id,
+            run_id,
+            run_name,
+            "RUNNING",
+            start_ms,
+            None,  # type: ignore[arg-type]
+            tags,
+            params,
+            [],
+            artifact_uri(self.artifact_root, run_id),
+        )
+        with self._db() as conn:
+            self._insert(conn, rows)
+
+    def end_run(self, run_id: str, status: str, end_ms: int, metrics: list[Metric]) -> None:
+        """log_batch(metrics) of keys the run has not logged yet, then set_terminated, in one transaction."""
+        rows = run_rows(self.experiment_id, run_id, "", status, 0, end_ms, {}, [], metrics, "")
+        with self._db() as conn:
+            self._insert(conn, {"metrics": rows["metrics"], "latest_metrics": rows["latest_metrics"]})
+            done = conn.execute(
+                "UPDATE runs SET status = ?, end_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
+                (status, end_ms, run_id),
+            )
+            if done.rowcount != 1:
+                raise sqlite3.OperationalError(f"no active run {run_id}")
+
+    def set_tag(self, run_id: str, key: str, value: str) -> None:
+        with self._db() as conn:
+            conn.execute('INSERT OR REPLACE INTO tags ("key", value, run_uuid) VALUES (?, ?, ?)', (key, value, run_id))
+
+    def set_experiment_tag(self, key: str, value: str) -> None:
+        with self._db() as conn:
+            conn.execute(
+                'INSERT OR REPLACE INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
+                (key, value, int(self.experiment_id)),
+            )

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import remote, store
+from sweep.record.sql_writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, order_key
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
@@ -113,8 +114,6 @@ def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT,
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
-    from mlflow.utils.validation import MAX_EXPERIMENT_TAG_VAL_LENGTH  # noqa: PLC0415 - MLflow: seconds to import
-
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent)
     state: dict[str, Any] = {
@@ -132,7 +131,7 @@ def study_view(client: Any, parent: Any) -> None:
     if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
         ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
         whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
-        if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_VAL_LENGTH:
+        if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_LEN:
             state = whole
     experiment_id = parent.info.experiment_id
     client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
