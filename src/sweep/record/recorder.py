@@ -195,7 +195,8 @@ class Recorder:
         else:
             from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-            rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
+            run = self.client.create_run(self.experiment_id, start, tags, name).info
+            rid = run.run_id
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
             calls = [
@@ -207,13 +208,17 @@ class Recorder:
                 )
                 for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
             ]
-            self._write_artifacts(rid, files, None, calls)
+            self._write_artifacts(rid, files, None, calls, run.artifact_uri)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
-    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None) -> None:
-        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads."""
+    def _write_artifacts(
+        self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None, artifact_uri: str = ""
+    ) -> None:
+        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads.
+        `artifact_uri`: the new run's, as the store answered its creation (MLflow's client would ask the store
+        for the run again for each file)."""
         if not files and not calls:
             return
         local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
@@ -226,7 +231,8 @@ class Recorder:
             for fname, text in files.items():
                 (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / fname).write_text(text)
-            calls = [*(calls or []), *(functools.partial(self._upload, run_id, Path(tmp), f) for f in files)]
+            repo = self._artifact_repository(run_id, artifact_uri) if files else None
+            calls = [*(calls or []), *(functools.partial(self._upload, repo, Path(tmp), f) for f in files)]
             if len(calls) == 1:
                 calls[0]()
                 return
@@ -235,9 +241,17 @@ class Recorder:
                 for done in [pool.submit(c) for c in calls]:
                     done.result()
 
-    def _upload(self, run_id: str, tmp: Path, fname: str) -> None:
+    def _artifact_repository(self, run_id: str, artifact_uri: str) -> Any:
+        if not artifact_uri:
+            artifact_uri = self.client.get_run(run_id).info.artifact_uri
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+        return get_artifact_repository(artifact_uri, tracking_uri=self.tracking_uri)
+
+    @staticmethod
+    def _upload(repo: Any, tmp: Path, fname: str) -> None:
         parent = str(Path(fname).parent)
-        self.client.log_artifact(run_id, str(tmp / fname), artifact_path=None if parent == "." else parent)
+        repo.log_artifact(str(tmp / fname), artifact_path=None if parent == "." else parent)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""
