@@ -54,7 +54,8 @@ class BackgroundWriter:
 
     def _write(self, result: RunResult, parent_run_id: Optional[str], run_name: Optional[str], tags: Any) -> None:
         try:
-            self.recorder.log(result, parent_run_id=parent_run_id, run_name=run_name, extra_tags=tags)
+            # a run's own requests in turn: the runs written at once keep the server busy
+            self.recorder.log(result, parent_run_id=parent_run_id, run_name=run_name, extra_tags=tags, at_once=False)
         except StoreError as e:  # kept in the spool already: said by whoever reads failures()
             with self._lock:
                 self._refused.append(e)

@@ -112,9 +112,10 @@ class Recorder:
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
                 raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
             # a SQLite store MLflow has just made (or upgraded) at the known schema: sqlite3 from here on, ~5x
-            # cheaper a run than SQLAlchemy; any other SQL store: one SQLAlchemy transaction per run
+            # cheaper a run than SQLAlchemy; any other SQL store: one SQLAlchemy transaction per run; a tracking
+            # server: its REST API (MLflow's SQL store, a second of imports, is not needed)
             fresh = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
-            self.sql = fresh or SqlRunWriter.for_client(self.client)
+            self.sql = fresh or (None if remote.is_remote(self.tracking_uri) else SqlRunWriter.for_client(self.client))
         if import_spool:
             n = spool.import_into(self)
             if n:
@@ -149,12 +150,14 @@ class Recorder:
         parent_run_id: str | None = None,
         run_name: str | None = None,
         extra_tags: dict[str, str] | None = None,
+        at_once: bool = True,
     ) -> str:
         """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
-        says where (the result is saved or the command fails loudly, never both lost and silent)."""
+        says where (the result is saved or the command fails loudly, never both lost and silent). `at_once`: a
+        tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
-            return self.write(result, parent_run_id, run_name, extra_tags)
+            return self.write(result, parent_run_id, run_name, extra_tags, at_once)
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = store.kind_of(e, store.sqlite_path(self.tracking_uri))
             where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
@@ -166,6 +169,7 @@ class Recorder:
         parent_run_id: str | None = None,
         run_name: str | None = None,
         extra_tags: dict[str, str] | None = None,
+        at_once: bool = True,
     ) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
 
@@ -208,17 +212,23 @@ class Recorder:
                 )
                 for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
             ]
-            self._write_artifacts(rid, files, None, calls, run.artifact_uri)
+            self._write_artifacts(rid, files, None, calls, run.artifact_uri, at_once)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
     def _write_artifacts(
-        self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None, artifact_uri: str = ""
+        self,
+        run_id: str,
+        files: dict[str, str],
+        writer: Any,
+        calls: list | None = None,
+        artifact_uri: str = "",
+        at_once: bool = True,
     ) -> None:
-        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads.
-        `artifact_uri`: the new run's, as the store answered its creation (MLflow's client would ask the store
-        for the run again for each file)."""
+        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads (`at_once`)
+        or in turn. `artifact_uri`: the new run's, as the store answered its creation (MLflow's client would ask
+        the store for the run again for each file)."""
         if not files and not calls:
             return
         local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
@@ -233,8 +243,9 @@ class Recorder:
                 (Path(tmp) / fname).write_text(text)
             repo = self._artifact_repository(run_id, artifact_uri) if files else None
             calls = [*(calls or []), *(functools.partial(self._upload, repo, Path(tmp), f) for f in files)]
-            if len(calls) == 1:
-                calls[0]()
+            if len(calls) == 1 or not at_once:
+                for call in calls:
+                    call()
                 return
             # a tracking server answers each request in tens of ms: the run's writes are made at once, not in turn
             with ThreadPoolExecutor(max_workers=min(len(calls), UPLOADS)) as pool:
