@@ -383,6 +383,47 @@ def test_runs_are_written_while_the_next_jobs_run_and_each_file_costs_one_reques
     assert relay.most_creating >= 2  # runs are written at once, while the launcher hands out the next jobs
 
 
+def test_a_background_writer_writes_every_result_handed_over_then_its_threads_end(server):
+    from sweep import job
+    from sweep.record.background import BackgroundWriter
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    rec = Recorder(server.uri, "handed_over")
+    parent = rec.start_parent("sweep handed over", {})
+    writer = BackgroundWriter(rec, writers=2, pending=3)
+    for seed in range(6):
+        result = job.run(compose("method=gf2", "problem.n_bits=12", "tracker=none", f"problem.seed={seed}"))
+        writer.submit(result, parent, f"seed={seed}", None)
+        result.recorded()  # the launcher drops the config, curves and files as soon as the result is handed over
+    assert writer.close() == []
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("sweep-record")]
+    children = rec.children(parent)
+    assert sorted(c.info.run_name for c in children) == [f"seed={s}" for s in range(6)]
+    assert {c.data.params["problem.seed"] for c in children} == {str(s) for s in range(6)}
+    assert all(c.info.status == "FINISHED" and c.data.tags["method"] == "gf2" for c in children)
+    client = MlflowClient(server.uri)
+    assert all(
+        {"config.yaml", "outcome.json"} <= {a.path for a in client.list_artifacts(c.info.run_id)} for c in children
+    )
+
+
+def test_a_signal_while_held_acts_once_the_block_is_done():
+    from sweep.record.background import signals_held
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGHUP, lambda *_: seen.append("handled"))
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+            seen.append("block done")
+        assert seen == ["block done", "handled"]
+        assert signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL  # the handler before the block is back
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 def finished_names(proc: subprocess.Popen, until: int) -> list[str]:
     """The names of the jobs `proc` says FINISHED, read until `until` of them (or its end)."""
     names: list[str] = []
