@@ -8,6 +8,9 @@ One thread (device.threads, the issue's table), n=20, k=3, 1,000 training sample
 solo run do the same work; per R: the speed-up (solo solve time / (batch solve time / R)), and the achieved
 FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library and dtype on the same core.
 (b) whole solves: R=16 seeds trained to their own early stop, the 16 solo solves against one batch of 16.
+(c) the ceiling: the step's four batched matmuls alone (x W1^T, W2 h^T, dout h, dh^T x: numpy's stacked matmul,
+torch's bmm) at these shapes, for R in ``--kernel-sizes``, as a fraction of the large matmul's FLOP/s. A step
+also has its elementwise passes, so no whole step can reach a larger fraction than its matmuls alone.
 Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
 GPU. cuda is added to the devices when torch sees a GPU.
 """
@@ -23,6 +26,8 @@ from hydra import compose, initialize_config_dir
 
 from sweep import job
 from sweep.config.schema import register_configs
+from sweep.methods import batched
+from sweep.methods.batched import mT
 from sweep.paths import CONF_DIR
 
 N, BATCH, N_TRAIN, TEST_CHUNK = 20, 32, 1000, 64
@@ -75,8 +80,12 @@ def flops_per_epoch(hidden: int) -> float:
     """A run's matmul FLOPs in one epoch: per step forward x W1^T and h W2^T, backward dW2, dh and dW1
     (2 FLOPs a multiply-add), plus the early-stopping forward on one chunk of the test set."""
     steps = -(-N_TRAIN // BATCH)
-    step = 2 * (2 * BATCH * N * hidden + 3 * BATCH * hidden)
-    return steps * step + 2 * TEST_CHUNK * (N * hidden + hidden)
+    return steps * step_flops(hidden) + 2 * TEST_CHUNK * (N * hidden + hidden)
+
+
+def step_flops(hidden: int) -> float:
+    """One step's matmul FLOPs for one run: forward x W1^T and h W2^T, backward dW2, dh and dW1."""
+    return 2 * (2 * BATCH * N * hidden + 3 * BATCH * hidden)
 
 
 def peak(device: str, dtype: str) -> float:
@@ -93,6 +102,46 @@ def peak(device: str, dtype: str) -> float:
     return 2 * 1024**3 / best
 
 
+def kernels(device: str, dtype: str, hidden: int, runs: int, threads: int, repeats: int) -> tuple[float, float]:
+    """FLOP/s of (the step's four batched matmuls timed alone, the whole step: batched.mlp_step) for ``runs``
+    runs at n=N, batch BATCH, with the operands laid out as mlp_step lays them out."""
+    be = build(device, dtype, hidden, threads, [0], 1)[0].backend  # the backend with its thread setting applied
+    rs = np.random.RandomState(0)
+
+    def arr(*shape, scale: float = 1.0):
+        return be.asarray(rs.randn(*shape) * scale)
+
+    x, w1, w2 = arr(runs, BATCH, N), arr(runs, hidden, N), arr(runs, 1, hidden)
+    h, dout, dh = arr(runs, BATCH, hidden), arr(runs, 1, BATCH), arr(runs, BATCH, hidden)
+    p = {"W1": arr(runs, hidden, N, scale=0.3), "b1": arr(runs, hidden), "W2": arr(runs, 1, hidden, scale=0.01)}
+    p["b2"] = arr(runs, 1, scale=0.0)
+    y = be.asarray(np.sign(rs.randn(runs, BATCH)))
+    upd = batched.RunsUpdate(be, np.full(runs, 1e-9), np.zeros(runs), sign=False)  # margins stay active
+
+    def matmuls() -> None:
+        x @ mT(w1)
+        w2 @ mT(h)
+        dout @ h
+        mT(dh) @ x
+
+    def step() -> None:
+        batched.mlp_step(be.xp, p, x, y, upd, False)
+
+    now = be.clock if be.device.startswith("cuda") else time.process_time
+    out = []
+    for fn, flops in ((matmuls, 2 * (2 * BATCH * N * hidden + 2 * BATCH * hidden)), (step, step_flops(hidden))):
+        fn()
+        loops = max(1, int(2e8 // (runs * flops)))  # ~0.2 GFLOP a timing
+        best = float("inf")
+        for _ in range(repeats + 2):
+            t0 = now()
+            for _ in range(loops):
+                fn()
+            best = min(best, (now() - t0) / loops)
+        out.append(runs * flops / best)
+    return out[0], out[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,4,16,64,256")
@@ -102,7 +151,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--sections", default="ab")
+    ap.add_argument("--sections", default="abc")
+    ap.add_argument("--kernel-sizes", default="16,64", help="R of section (c)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     devices = a.devices.split(",")
@@ -138,6 +188,20 @@ def main() -> None:
                         print(
                             f"{device:10} {dtype:8} {hidden:6d} {solo * 1e3:8.1f} {top / 1e9:9.1f}  "
                             + "  ".join(f"{c:13}" for c in cells)
+                        )
+        if "c" in a.sections:
+            ks = [int(r) for r in a.kernel_sizes.split(",")]
+            print("(c) ceiling, FLOP/s / matmul peak: the step's batched matmuls alone | the whole step, same shapes")
+            print(f"{'device':10} {'dtype':8} {'hidden':>6} {'peak GF/s':>9}  " + "  ".join(f"R={r:<12}" for r in ks))
+            for device in devices:
+                for dtype in a.dtypes.split(","):
+                    top = peak(device, dtype)
+                    for hidden in (int(h) for h in a.hidden.split(",")):
+                        cells = [kernels(device, dtype, hidden, r, a.threads, a.repeats) for r in ks]
+                        print(
+                            f"{device:10} {dtype:8} {hidden:6d} {top / 1e9:9.1f}  "
+                            + "  ".join(f"{mm / top:4.0%} | {st / top:4.0%}   " for mm, st in cells),
+                            flush=True,
                         )
         if "b" in a.sections:
             print("(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16")

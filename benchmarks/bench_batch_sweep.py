@@ -1,21 +1,29 @@
-"""End to end, batched against unbatched in one run: whole `python -m sweep` commands, each into a fresh MLflow
-store, the same sweep with batching (a preset's own `batch`, or hydra.launcher.batch=B) and without it
-(hydra.launcher.batch=1), measured in turns so a change in the machine's load touches both alike.
+"""End to end, batched against unbatched in one run: whole `python -m sweep` commands into an MLflow store that
+exists already (as a study's store does; it is made first, untimed), the same sweep with batching (a preset's own
+`batch`, or hydra.launcher.batch=B) and without it (hydra.launcher.batch=1), measured in turns so a change in the
+machine's load touches both alike.
+
+Each study also runs one of its jobs alone, the same command cut to one job: what every command pays around its
+jobs (starting Python, composing, the check, the workers, the parent run). A batched sweep does more than that,
+so unbatched / one-job bounds its speed-up (the `ceiling` column). CPU seconds are the commands' own and their
+workers' (user + sys): on a loaded machine they show the work that wall-clock hides.
 
     .venv/bin/python benchmarks/bench_batch_sweep.py [--only sign_vs_sgd,weight_decay,gf2] [--seeds 1000]
                                                     [--batch 64] [--workers N] [--repeats 1]
 
 Studies: `sweeps=sign_vs_sgd`, `sweeps=weight_decay` (their presets turn batching on), and `--seeds` gf2 seeds
-(`method=gf2 problem.seed=range(0,N) tracker=none`). Each row: the command's wall-clock batched and unbatched
-(medians of --repeats), jobs per second, and the speed-up (unbatched / batched). Targets on a 2-core CPU: each
-preset >= 2x, 1,000 gf2 seeds >= 5x over the ~20 jobs/s of one job per task. Every run of both commands is
-checked FINISHED, and each batched run's accuracy, epochs and secret equal its unbatched twin's.
+(`method=gf2 problem.seed=range(0,N) tracker=none`). Each row: the command's wall-clock for one job, unbatched and
+batched (medians of --repeats), jobs per second batched, the speed-up (unbatched / batched) and its ceiling.
+Targets on a 2-core CPU: each preset >= 2x, 1,000 gf2 seeds >= 5x over the ~20 jobs/s of one job per task. Every
+run of both commands is checked FINISHED, and each batched run's accuracy, epochs and secret equal its unbatched
+twin's.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,10 +36,22 @@ STUDIES = {
     "weight_decay": ["sweeps=weight_decay"],
     "gf2": ["method=gf2", "tracker=none"],  # + problem.seed=range(0,N)
 }
+# the overrides that cut a study to one of its jobs (they replace the preset's swept values)
+ONE_JOB = {
+    "sign_vs_sgd": ["+sweeps/sign_vs_sgd_arm=sgd", "problem.k_sparse=3", "problem.seed=42"],
+    "weight_decay": ["method.wd=0.01", "problem.seed=42"],
+    "gf2": ["problem.seed=range(0,1)"],
+}
 
 
-def run(args: list[str], store: str, cwd: Path) -> float:
-    """Wall seconds of one sweep command (it must succeed)."""
+def cpu_of_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(args: list[str], store: str, cwd: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (the command's and its workers') of one sweep command (it must succeed)."""
+    c0 = cpu_of_children()
     t0 = time.perf_counter()
     p = subprocess.run(
         [sys.executable, "-m", "sweep", "-m", *args],
@@ -43,7 +63,7 @@ def run(args: list[str], store: str, cwd: Path) -> float:
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"bench: sweep failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return wall
+    return wall, cpu_of_children() - c0
 
 
 def children(store: str, experiment: str) -> dict[tuple, tuple]:
@@ -73,8 +93,8 @@ def main() -> None:
     common = ["hydra/launcher=local", "hydra.launcher.progress=false"]
     if a.workers:
         common.append(f"hydra.launcher.n_workers={a.workers}")
-    head = f"{'study':<14} {'jobs':>5} {'unbatched s':>12} {'batched s':>10} {'jobs/s alone':>13} {'jobs/s':>8}"
-    print(f"{head} {'speed-up':>9}")
+    head = f"{'study':<14} {'jobs':>5} {'one job s':>10} {'unbatched s':>12} {'batched s':>10} {'jobs/s':>7}"
+    print(f"{head} {'speed-up':>9} {'ceiling':>8} {'CPU s one job':>14} {'unbatched':>10} {'batched':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         for name in a.only.split(","):
@@ -82,24 +102,33 @@ def main() -> None:
             if name == "gf2":
                 args += [f"problem.seed=range(0,{a.seeds})"]
             batched = [] if name != "gf2" else [f"hydra.launcher.batch={a.batch}"]
-            walls: dict[str, list[float]] = {"alone": [], "batched": []}
+            arms = {"one": ["hydra.launcher.batch=1", *ONE_JOB[name]], "alone": ["hydra.launcher.batch=1"]}
+            arms["batched"] = batched
+            walls: dict[str, list[float]] = {arm: [] for arm in arms}
+            cpus: dict[str, list[float]] = {arm: [] for arm in arms}
             results: dict[str, dict] = {}
             for i in range(a.repeats):
-                for arm, extra in (("alone", ["hydra.launcher.batch=1"]), ("batched", batched)):
-                    store = f"sqlite:///{cwd / f'{name}-{arm}-{i}.db'}"
+                store = f"sqlite:///{cwd / f'{name}-{i}.db'}"
+                run(["method=gf2", "tracker=none", "problem.seed=0", "mlflow.experiment=made"], store, cwd)
+                for arm, extra in arms.items():
                     exp = f"{name}_{arm}_{i}"
-                    walls[arm].append(run([*args, *extra, f"mlflow.experiment={exp}"], store, cwd))
+                    wall, cpu = run([*args, *extra, f"mlflow.experiment={exp}"], store, cwd)
+                    walls[arm].append(wall)
+                    cpus[arm].append(cpu)
                     results[arm] = children(store, exp)
             alone, together = results["alone"], results["batched"]
             assert alone.keys() == together.keys(), f"{name}: the batched sweep ran other jobs"
             assert all(v[0] == "FINISHED" for v in [*alone.values(), *together.values()]), f"{name}: a run failed"
             differ = [k for k in alone if alone[k] != together[k]]
             assert not differ, f"{name}: {len(differ)} run(s) differ batched, e.g. {differ[0]}"
+            assert len(results["one"]) == 1, f"{name}: the one-job command ran {len(results['one'])} jobs"
             n = len(alone)
-            w_alone, w_batched = statistics.median(walls["alone"]), statistics.median(walls["batched"])
+            w = {arm: statistics.median(v) for arm, v in walls.items()}
+            c = {arm: statistics.median(v) for arm, v in cpus.items()}
             print(
-                f"{name:<14} {n:>5} {w_alone:>12.1f} {w_batched:>10.1f} {n / w_alone:>13.1f} {n / w_batched:>8.1f}"
-                f" {w_alone / w_batched:>8.2f}x",
+                f"{name:<14} {n:>5} {w['one']:>10.1f} {w['alone']:>12.1f} {w['batched']:>10.1f}"
+                f" {n / w['batched']:>7.1f} {w['alone'] / w['batched']:>8.2f}x {w['alone'] / w['one']:>7.2f}x"
+                f" {c['one']:>14.1f} {c['alone']:>10.1f} {c['batched']:>8.1f}",
                 flush=True,
             )
 

@@ -6,11 +6,12 @@ Each size is one real `python -m sweep -m method=gf2 tracker=none 'problem.seed=
 fresh MLflow experiment of one SQLite store (created before the first size). Every job is checked before any
 starts, so the time to the first job grows with the grid (the check pass); the memory must not. Measured from
 outside, on the launching process only (its workers apart): the peak resident set (`VmHWM` in /proc) when the
-first job's line appears, and again once `--ran` jobs have finished (the dispatch streams too; at most 120 s
-later), then the sweep is stopped with SIGTERM. bytes/job: the peak's growth from the smallest grid to each
-larger one, over the jobs added (what the launcher holds per job before the first runs); bytes/ran: the growth
-while jobs ran, over the jobs that finished meanwhile (what it keeps per finished job, the sweeper's JobReturn
-and the app's result, plus garbage not yet collected). Linux only (/proc).
+first job's line appears (with its CPU seconds so far: a loaded machine stretches the wall-clock), and again once
+`--ran` jobs have finished (the dispatch streams too; at most 120 s later), then the sweep is stopped with SIGTERM.
+bytes/job: the peak's growth from the smallest grid to each larger one, over the jobs added (what the launcher holds
+per job before the first runs); bytes/ran: the growth while jobs ran, over the jobs that finished meanwhile (what it
+keeps per finished job, the sweeper's JobReturn and the app's result, plus garbage not yet collected). Linux only
+(/proc).
 """
 
 from __future__ import annotations
@@ -39,9 +40,19 @@ def peak_rss(pid: int) -> int:
     return 0
 
 
-def first_job(n: int, store: str, cwd: Path, ran: int) -> tuple[float, int, int, int]:
-    """(seconds to the first job's line, peak RSS then, peak RSS once `ran` jobs finished, jobs finished by then)
-    of an n-job grid."""
+def cpu_s(pid: int) -> float:
+    """The process's own CPU seconds so far (user + system; its workers apart), 0 once it is gone: what a loaded
+    machine inflates least."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def first_job(n: int, store: str, cwd: Path, ran: int) -> tuple[float, float, int, int, int]:
+    """(seconds to the first job's line, the launcher's CPU seconds then, peak RSS then, peak RSS once `ran` jobs
+    finished, jobs finished by then) of an n-job grid."""
     t0 = time.perf_counter()
     p = subprocess.Popen(
         [
@@ -69,7 +80,7 @@ def first_job(n: int, store: str, cwd: Path, ran: int) -> tuple[float, int, int,
             break
     else:
         sys.exit(f"bench: the {n}-job sweep ended before its first job ({p.wait()}):\n{''.join(err)[-3000:]}")
-    ttfj, at_first = time.perf_counter() - t0, peak_rss(p.pid)
+    ttfj, cpu, at_first = time.perf_counter() - t0, cpu_s(p.pid), peak_rss(p.pid)
     finished = [1]
 
     def count() -> None:
@@ -83,7 +94,7 @@ def first_job(n: int, store: str, cwd: Path, ran: int) -> tuple[float, int, int,
     later, done = peak_rss(p.pid) or at_first, finished[0]
     p.send_signal(signal.SIGTERM)  # the sweep stops as a user's Ctrl-C stops it: running jobs recorded KILLED
     p.wait(timeout=300)
-    return ttfj, at_first, later, done
+    return ttfj, cpu, at_first, later, done
 
 
 def main() -> None:
@@ -99,16 +110,16 @@ def main() -> None:
 
         Recorder(store, "warmup")
         print(
-            f"{'jobs':>7} {'first job s':>12} {'s/1k jobs':>10} {'peak RSS MB':>12} {'bytes/job':>10} "
+            f"{'jobs':>7} {'first job s':>12} {'CPU s':>6} {'s/1k jobs':>10} {'peak RSS MB':>12} {'bytes/job':>10} "
             f"{'then MB':>10} {'ran':>6} {'bytes/ran':>10}"
         )
         base: tuple[int, int] | None = None
         for n in sizes:
-            ttfj, rss, later, ran = first_job(n, store, Path(tmp), args.ran)
+            ttfj, cpu, rss, later, ran = first_job(n, store, Path(tmp), args.ran)
             per_job = "" if base is None else f"{(rss - base[1]) / (n - base[0]):.0f}"
             base = base or (n, rss)
             print(
-                f"{n:>7} {ttfj:>12.1f} {ttfj / n * 1000:>10.2f} {rss / 2**20:>12.0f} {per_job:>10} "
+                f"{n:>7} {ttfj:>12.1f} {cpu:>6.1f} {ttfj / n * 1000:>10.2f} {rss / 2**20:>12.0f} {per_job:>10} "
                 f"{later / 2**20:>10.0f} {ran:>6} {(later - rss) / max(ran, 1):>10.0f}",
                 flush=True,
             )

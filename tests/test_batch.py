@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hydra_plugins.sweep_launcher._batches import batched, group, leading, take, units
+from hydra_plugins.sweep_launcher._batches import batched, group, leading, spread, take, units
 from hydra_plugins.sweep_launcher._core import Reply, dump_reply, load_reply, split_replies
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
 from tests.faulty import DIVERGENT_LR
@@ -47,6 +47,20 @@ def test_grouping_keeps_keys_apart_fills_batches_and_sends_each_as_one():
     assert units([jobs[0], jobs[3], jobs[4], jobs[2]]) == 2
 
 
+def test_batches_spread_over_the_workers_in_even_sizes():
+    # one key's 3 jobs at 2 workers: a batch of 2 and one alone (a batch of 3 would leave a worker idle)
+    assert spread(["a"] * 3, 64, 2) == {"a": 2}
+    jobs = [_Job(i, "a") for i in range(3)]
+    assert [[j.idx for j in g] for g in group(jobs, lambda j: j.key, spread(["a"] * 3, 64, 2))] == [[0, 1], [2]]
+    assert [j.batch is None for j in batched(jobs, lambda j: j.key, 64, workers=2)] == [False, False, True]
+    # enough jobs for every worker: only `batch` caps, and a key's jobs split evenly (50 + 50, not 64 + 36)
+    assert spread(["a"] * 100 + ["b"] * 3, 64, 2) == {"a": 50, "b": 3}
+    assert spread(["a"] * 16, 16, 2) == {"a": 8} and spread(["a"] * 16, 16, 1) == {"a": 16}
+    assert spread(["a"] * 10_000, 256, 2) == {"a": 250}
+    # jobs alone count as tasks: 6 of them and 4 batchable jobs at 2 workers leave the 4 in one batch
+    assert spread([None] * 6 + ["a"] * 4, 64, 2) == {"a": 4}
+
+
 def by_config(store: str, exp: str) -> dict[tuple, object]:
     """The experiment's child runs by the params that tell its jobs apart."""
     _, children = runs(store, exp)
@@ -54,19 +68,31 @@ def by_config(store: str, exp: str) -> dict[tuple, object]:
     return {tuple(c.data.params.get(k) for k in keys): c for c in children}
 
 
-def batched_and_alone(store: str, tmp_path: Path, name: str, batch: int, *args: str) -> tuple[dict, dict]:
+def batched_and_alone(
+    store: str, tmp_path: Path, name: str, batch: int, *args: str, workers: int = 2
+) -> tuple[dict, dict]:
     """The same sweep run batched and then alone (batch=1), each into its own experiment: (batched, alone) runs."""
     out = []
     for b in (batch, 1):
         exp = f"{name}_b{b}"
-        p = sweep(store, tmp_path, *LOCAL, *args, f"hydra.launcher.batch={b}", f"mlflow.experiment={exp}")
+        p = sweep(
+            store,
+            tmp_path,
+            *LOCAL,
+            f"hydra.launcher.n_workers={workers}",
+            *args,
+            f"hydra.launcher.batch={b}",
+            f"mlflow.experiment={exp}",
+        )
         assert p.returncode == 0, p.stderr
         out.append(by_config(store, exp))
     return out[0], out[1]
 
 
-def assert_same_runs(batched: dict, alone: dict, batch: int) -> None:
+def assert_same_runs(batched: dict, alone: dict, batch: int, sizes: list[int] | None = None) -> None:
+    """Each batched run equals its run alone; the batches have `sizes` (default: all of `batch` runs)."""
     assert batched.keys() == alone.keys() and len(batched) > 1
+    sizes = sizes or [batch] * (len(batched) // batch)
     for key, b in batched.items():
         a = alone[key]
         assert b.info.status == a.info.status == "FINISHED", key
@@ -78,9 +104,15 @@ def assert_same_runs(batched: dict, alone: dict, batch: int) -> None:
         assert b.data.params == a.data.params  # the same job: the same params
         # tagged with its batch; its wall-clock is its share of the batch's solve
         assert BATCH_ID_TAG not in a.data.tags
-        assert int(b.data.tags[BATCH_SIZE_TAG]) == batch
-        assert b.data.metrics["wall_clock_s"] == pytest.approx(b.data.metrics["batch_wall_s"] / batch)
-    assert len({b.data.tags[BATCH_ID_TAG] for b in batched.values()}) == len(batched) // batch
+        if BATCH_ID_TAG in b.data.tags:
+            size = int(b.data.tags[BATCH_SIZE_TAG])
+            assert b.data.metrics["wall_clock_s"] == pytest.approx(b.data.metrics["batch_wall_s"] / size)
+    ids: dict[str, int] = {}
+    for b in batched.values():
+        if BATCH_ID_TAG in b.data.tags:
+            ids[b.data.tags[BATCH_ID_TAG]] = int(b.data.tags[BATCH_SIZE_TAG])
+    alone_in_batched = sum(BATCH_ID_TAG not in b.data.tags for b in batched.values())
+    assert sorted([*ids.values(), *[1] * alone_in_batched]) == sorted(sizes)
 
 
 def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
@@ -88,7 +120,14 @@ def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
         store, tmp_path, "seeds16", 16, "method=sgd", "problem.seed=range(42,58)", "method.max_epochs=6"
     )
     assert len(batched) == 16
-    assert_same_runs(batched, alone, 16)
+    assert_same_runs(batched, alone, 16, sizes=[8, 8])  # two workers: two batches of 8 (_batches.spread)
+
+
+def test_one_keys_runs_spread_over_two_workers_equal_the_same_runs_alone(store, tmp_path):
+    """3 seeds at batch=64 on two workers: a batch of 2 on one worker, the third run alone on the other (one
+    batch of 3 would leave a worker idle); every run equals its run alone."""
+    batched, alone = batched_and_alone(store, tmp_path, "spread3", 64, "method=sgd", "problem.seed=1,2,3", *SMALL_SGD)
+    assert_same_runs(batched, alone, 64, sizes=[2, 1])
 
 
 def test_sgd_sign_sgd_and_curriculum_each_batch_their_own_seeds(store, tmp_path):
@@ -114,6 +153,7 @@ def test_a_mixed_lr_wd_grid_on_torch_cpu_is_one_batch(store, tmp_path):
         "problem.seed=1",
         *SMALL_SGD,
         "method.max_epochs=4",
+        workers=1,
     )
     assert_same_runs(batched, alone, 4)
 
@@ -128,6 +168,7 @@ def test_a_divergent_run_fails_alone_and_the_rest_of_its_batch_finishes(store, t
         store,
         tmp_path,
         *LOCAL,
+        "hydra.launcher.n_workers=1",  # one batch of four (two workers would split it)
         "method=sgd",
         "method._target_=tests.faulty.FaultySGD",
         f"method.lr=0.1,{DIVERGENT_LR:g}",

@@ -27,16 +27,21 @@ from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 
 
-def job_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config that defines a job's result (what resume and params compare).
+def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
+    """The resolved config that defines a job's result (what resume and params compare). `cfg`: the composed
+    config, or its top-level keys already resolved (a key still a DictConfig is resolved here).
 
     `extra` holds user keys such as a preset's `extra.repeat`: they are part of a job's identity, so
     repeats of one config are distinct jobs (and distinct params) rather than one resumed run."""
-    out = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS}
+    out = {k: _plain(cfg[k]) for k in JOB_GROUPS}
     extra = cfg.get("extra")
     if extra:
-        out["extra"] = OmegaConf.to_container(extra, resolve=True)
+        out["extra"] = _plain(extra)
     return out
+
+
+def _plain(node: Any) -> Any:
+    return node if isinstance(node, (dict, list)) else OmegaConf.to_container(node, resolve=True)
 
 
 def build(node: DictConfig) -> Any:

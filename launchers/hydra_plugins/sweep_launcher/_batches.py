@@ -4,38 +4,62 @@ The hooks key each job (`LaunchHooks.batch_key`; None: the job runs alone). Jobs
 they come, make batches of at most `batch` jobs; a batch goes to one worker as one message and comes back as
 one reply per job, so every job keeps its own job dir, JobReturn and outcome. Grouping reads the jobs as an
 iterable and holds at most one open batch per key, so it sits as well on a stream of jobs as on a list.
+
+A batch runs on one worker, so a sweep of fewer batches than workers would leave workers idle: 16 seeds at
+batch=16 on two workers ran as one batch on one core while the other waited. `spread` therefore caps a batch
+at the sweep's jobs per worker (ceil(jobs / workers)) and splits each key's jobs into batches of even sizes;
+it counts each key's jobs first, so `batched` reads the jobs as a list.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import deque
-from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence
+from collections import Counter, deque
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 _batch_ids = itertools.count(1)
 
+Key = Callable[[Any], Optional[Hashable]]
 
-def group(jobs: Iterable[Any], key: Callable[[Any], Optional[Hashable]], size: int) -> Iterator[list[Any]]:
-    """The jobs in batches of at most `size` jobs with equal keys; a job keyed None is a batch of its own. A batch
-    is given as soon as it is full; the open ones (one per key) when the jobs run out."""
+
+def group(jobs: Iterable[Any], key: Key, size: Union[int, Mapping[Hashable, int]]) -> Iterator[list[Any]]:
+    """The jobs in batches of at most `size` jobs with equal keys (or `size[key]` for each key); a job keyed None
+    is a batch of its own. A batch is given as soon as it is full; the open ones (one per key) when the jobs run
+    out."""
     open_: dict[Hashable, list[Any]] = {}
     for job in jobs:
-        k = key(job) if size > 1 else None
-        if k is None:
+        k = key(job) if not isinstance(size, int) or size > 1 else None
+        cap = size if isinstance(size, int) else size.get(k, 1)
+        if k is None or cap <= 1:
             yield [job]
             continue
         members = open_.setdefault(k, [])
         members.append(job)
-        if len(members) >= size:
+        if len(members) >= cap:
             yield open_.pop(k)
     yield from open_.values()
 
 
-def batched(jobs: Iterable[Any], key: Callable[[Any], Optional[Hashable]], size: int) -> list[Any]:
-    """The jobs ordered batch after batch, each member of a batch of two or more marked with its batch's id
-    (`job.batch`), which `take` reads to send the batch as one."""
+def spread(keys: Sequence[Optional[Hashable]], size: int, workers: int) -> dict[Hashable, int]:
+    """Each key's batch size for a sweep whose jobs have these keys: at most `size`, at most the sweep's jobs per
+    worker (so that every worker has a task where the jobs allow), and as even as the key's jobs allow (100 jobs at
+    most 64 a batch: 50 + 50, not 64 + 36)."""
+    cap = max(1, min(size, -(-len(keys) // max(1, workers))))
+    out = {}
+    for k, n in Counter(k for k in keys if k is not None).items():
+        batches = -(-n // cap)
+        out[k] = -(-n // batches)
+    return out
+
+
+def batched(jobs: Iterable[Any], key: Key, size: int, workers: int = 1) -> list[Any]:
+    """The jobs ordered batch after batch (sizes from `spread` over `workers` workers), each member of a batch of
+    two or more marked with its batch's id (`job.batch`), which `take` reads to send the batch as one."""
+    keyed = [(key(job), job) for job in jobs] if size > 1 else [(None, job) for job in jobs]
+    sizes = spread([k for k, _ in keyed], size, workers)
     out: list[Any] = []
-    for members in group(jobs, key, size):
+    for pairs in group(keyed, lambda kj: kj[0], sizes):
+        members = [job for _, job in pairs]
         bid = next(_batch_ids) if len(members) > 1 else None
         for job in members:
             job.batch = bid

@@ -40,9 +40,14 @@ def compose(
     else:
         cfg, template = loader.load_sweep_config(launcher.config, list(overrides)), None
     with open_dict(cfg):
-        cfg.hydra.job.id = f"{cfg.hydra.job.name}_{idx}"
+        cfg.hydra.job.id = job_id(str(cfg.hydra.job.name), idx)
         cfg.hydra.job.num = idx
     return cfg, template
+
+
+def job_id(name: str, idx: int) -> str:
+    """hydra.job.id of job `idx` of the task `name`, as Hydra's launchers set it."""
+    return f"{name}_{idx}"
 
 
 def composer(launcher: Any, job: Job) -> Callable[[], DictConfig]:

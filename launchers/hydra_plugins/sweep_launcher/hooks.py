@@ -6,12 +6,15 @@ Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`
 `on_multirun_end`, ...). Under this launcher they offer themselves at `on_multirun_start`, and the launcher
 then calls, in the launching process:
 
-    placement(cfg)              where a job runs under route=device: ("local" | "modal", Modal gpu or None)
+    placement(job)              where a job runs under route=device: ("local" | "modal", Modal gpu or None), from
+                                its config (`job.cfg`, or `job.resolved` where the launcher made it)
     plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
                                 `Refused`: the launcher prints its message and exits 2), return the indices of
                                 jobs to skip (already done: resume; ignored with hydra.launcher.force=true).
                                 `jobs` is a stream: each job's `cfg` is composed while it is the current one
-                                and dropped when the next is drawn (a grid's configs never all exist at once);
+                                and dropped when the next is drawn (a grid's configs never all exist at once;
+                                read it, do not change it: the next job of its shape is made on it), with
+                                `resolved` where the launcher has it (plain data, read faster);
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
@@ -69,6 +72,9 @@ class PlannedJob:
     gpu: Optional[str] = None
     data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
     name: str = ""  # what the job varies within the sweep (naming.py): console lines, run name, failures
+    # in plan's stream, where the launcher made it without resolving `cfg`: the job's top-level keys but hydra,
+    # resolved, as plain data (a key whose interpolations read the job's own values is left out); else None
+    resolved: Optional[dict[str, Any]] = None
 
     def label(self) -> str:
         return self.name or f"#{self.idx} " + (" ".join(self.overrides) or "(no overrides)")
@@ -115,7 +121,8 @@ class LaunchHooks(Callback):
     preload: Sequence[str] = ()
 
     # -- what the launcher calls (launching process) ----------------------------------------------------------
-    def placement(self, cfg: DictConfig) -> Optional[tuple[str, Optional[str]]]:
+    def placement(self, job: PlannedJob) -> Optional[tuple[str, Optional[str]]]:
+        """From `job.cfg` (or `job.resolved`, where the launcher made it: cheaper to read)."""
         return None  # no opinion: local
 
     def title(self, cfg: DictConfig) -> Optional[str]:

@@ -7,6 +7,7 @@ prints the README's method x problem table (a test keeps the README equal to it)
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hydra.utils import get_class
@@ -27,9 +28,15 @@ def option_class(cfg: Any, group: str) -> Any:
         if not target:
             return None
     try:
-        return get_class(target)
+        return _class(target)
     except Exception as e:  # an unimportable _target_ is a config error, not a crash mid-run
         raise ConfigError(f"{group}._target_={target!r} cannot be imported: {e}") from e
+
+
+@functools.lru_cache(maxsize=256)
+def _class(target: str) -> Any:
+    """get_class, once per target: a sweep's check looks up each job's classes (a failure is not kept)."""
+    return get_class(target)
 
 
 def check_method_applies(cfg: Any) -> None:

@@ -19,14 +19,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from omegaconf import DictConfig
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
-from sweep.config.memory import check_fits
+from sweep.config.memory import available_bytes, check_fits
 from sweep.config.prices import gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.view import ConfigView
@@ -83,11 +83,11 @@ def check_known_keys(cfg: ConfigView) -> None:
         if not isinstance(node, dict):
             continue
         known = _fields(group, node.get("name"), node.get("_target_"))
-        unknown = sorted(k for k in node if known is not None and k not in known)
+        unknown = [k for k in node if k not in known] if known is not None else []
         if unknown:
-            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))
+            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))  # type: ignore[union-attr]
             raise ConfigError(
-                f"{group}.{unknown[0]} is not a key of {group}={node.get('name', '?')}: expected one of {keys}"
+                f"{group}.{min(unknown)} is not a key of {group}={node.get('name', '?')}: expected one of {keys}"
             )
 
 
@@ -122,17 +122,19 @@ def check_job(
     prices: Optional[str] = None,
     runs_here: bool = False,
     runs: int = 1,
+    available: Callable[[], Optional[float]] = available_bytes,
 ) -> ConfigView:
     """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
     config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
     placement (sweep.config.placement), `prices` the launcher's Modal price table; `runs_here`: the job runs on
     this machine, so its device must be here too; `runs`: the runs of its batch (hydra.launcher.batch), held in
-    memory together. Returns the view it read."""
+    memory together; `available`: what memory this machine has left (a sweep's check reads it once for all its
+    jobs). Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
     check_options(view)
     check_method_applies(view)
-    check_fits(view, runs)
+    check_fits(view, runs, available)
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)
     return view

@@ -22,7 +22,7 @@ import math
 import resource
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from sweep.config.schema import SCHEMAS
 from sweep.errors import ConfigError
@@ -122,11 +122,11 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def check_fits(cfg: Any, runs: int = 1) -> None:
+def check_fits(cfg: Any, runs: int = 1, available: Callable[[], Optional[float]] = available_bytes) -> None:
     """Raise ConfigError when the job's estimate (times `runs`: a batch's runs are in memory together) exceeds the
-    available memory, naming the fields behind the terms that make up most of it."""
+    available memory (`available()`), naming the fields behind the terms that make up most of it."""
 
-    avail = available_bytes()
+    avail = available()
     if avail is None:
         return
     terms = [Term(t.what, t.nbytes * runs, t.fields) for t in estimate(cfg)]

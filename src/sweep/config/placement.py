@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
 
-def placement(cfg: DictConfig) -> tuple[str, Optional[str]]:
-    """(local | modal, Modal gpu or None)."""
-    device = OmegaConf.select(cfg, "device")
-    if not isinstance(device, DictConfig):
+def placement(cfg: "DictConfig | dict[str, Any]") -> tuple[str, Optional[str]]:
+    """(local | modal, Modal gpu or None). `cfg`: the composed config, or its keys resolved as plain data."""
+    device = cfg.get("device") if isinstance(cfg, dict) else OmegaConf.select(cfg, "device")
+    if not isinstance(device, (DictConfig, dict)):
         return "local", None
     cuda = device.get("backend") == "torch" and str(device.get("torch_device", "cpu")).startswith("cuda")
     gpu = device.get("gpu")

@@ -12,15 +12,17 @@ import copy
 import resource
 import time
 from collections import Counter
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
 from sweep.batch.key import batch_key
 from sweep.config.check import check_job
+from sweep.config.memory import available_bytes
 from sweep.config.placement import placement
 from sweep.config.prices import gpu_price_per_hour
+from sweep.config.schema import JOB_GROUPS
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.record.background import signals_held
@@ -51,8 +53,10 @@ class SweepLaunchHooks(LaunchHooks):
         self.multirun_config = config  # the sweep's own overrides (a job's config holds only its own)
         super().on_multirun_start(config, **kwargs)
 
-    def placement(self, cfg: DictConfig) -> tuple[str, Optional[str]]:
-        return placement(cfg)
+    def placement(self, job: PlannedJob) -> tuple[str, Optional[str]]:
+        plain = job.resolved
+        assert job.cfg is not None
+        return placement(plain if plain is not None and "device" in plain else job.cfg)
 
     def title(self, cfg: DictConfig) -> Optional[str]:
         """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
@@ -70,20 +74,21 @@ class SweepLaunchHooks(LaunchHooks):
         offline = bool(launcher.get("modal.offline"))
         batch = int(launcher.get("batch", 1))
         hashes: dict[int, str] = {}
+        room = available_bytes()  # what memory is left: once for the whole check pass, not once a job
+        available = lambda: room  # noqa: E731
         prices: Optional[str] = None
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
         for job in jobs:
-            assert job.cfg is not None
-            if not is_sweep_job(job.cfg):  # other apps' jobs (Hydra's test apps) just run
+            config = planned_config(job)
+            if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
                 prices = self._prices(first)
-            config = job_config(job.cfg)
             try:  # a local worker or Modal offline runs the job on this machine: its device must be here
                 runs_here = job.where == "local" or offline
-                check_job(config, job.where, job.gpu, prices, runs_here=runs_here)
+                check_job(config, job.where, job.gpu, prices, runs_here=runs_here, available=available)
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
@@ -91,7 +96,7 @@ class SweepLaunchHooks(LaunchHooks):
             if key is not None:
                 alike[(job.where, job.gpu, key)] += 1
                 first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
-        check_batches(alike, first_of, batch, prices)
+        check_batches(alike, first_of, batch, prices, available)
         if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
             return set()
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
@@ -184,8 +189,24 @@ class SweepLaunchHooks(LaunchHooks):
             raise SystemExit(1)
 
 
+def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:
+    """The job's resolved config (`sweep.job.job_config`), from the launcher's plain data where it made it
+    (`PlannedJob.resolved`: once per template, not once per job); None: not a sweep job."""
+    assert job.cfg is not None
+    plain = job.resolved
+    if plain is None or not all(k in plain for k in JOB_GROUPS):
+        return job_config(job.cfg) if is_sweep_job(job.cfg) else None
+    if "extra" not in plain and "extra" in job.cfg:  # left out (it reads the job's values): resolved here
+        plain = {**plain, "extra": job.cfg.extra}
+    return job_config(plain)
+
+
 def check_batches(
-    alike: Counter, first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]], batch: int, prices: Optional[str]
+    alike: Counter,
+    first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]],
+    batch: int,
+    prices: Optional[str],
+    available: Callable[[], Optional[float]] = available_bytes,
 ) -> None:
     """The size guard counts a batch as its runs: `batch`, or fewer where fewer jobs share its key. The jobs of one
     key differ only in what their method vectorises, so the first one's config sizes them all."""
@@ -193,6 +214,8 @@ def check_batches(
         if min(batch, n) > 1:
             job, config, runs_here = first_of[k]
             try:
-                check_job(config, job.where, job.gpu, prices, runs_here=runs_here, runs=min(batch, n))
+                check_job(
+                    config, job.where, job.gpu, prices, runs_here=runs_here, runs=min(batch, n), available=available
+                )
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
