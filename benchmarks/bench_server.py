@@ -6,13 +6,16 @@ PostgreSQL-backed MLflow tracking server with logins (sweep.server, started here
 
 Prints runs per second of each (the whole command: start-up, the jobs, every run recorded) and the ratio of the
 per-run times, server / SQLite; target <= 2x. Measured in turns (SQLite, server, SQLite, server, ...): a change
-in the machine's load touches both alike; the medians are compared.
+in the machine's load touches both alike; the medians are compared. On a machine shared with other work the
+CPU seconds a run costs are the steadier figure: those of the sweep command (launcher and workers) and, for the
+server, of its processes (the tracking server's workers and PostgreSQL's; read from /proc, Linux).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,10 +27,29 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.tracking_server: the same start as the tests'
 
 
-def sweep(store: str, experiment: str, jobs: int, workers: int, cwd: Path, env: dict[str, str]) -> float:
-    """Wall seconds of one sweep command."""
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds of process `root` and every process below it, alive or ended (Linux's /proc)."""
+    stats = {}
+    for d in Path("/proc").iterdir():
+        try:
+            stats[int(d.name)] = (d / "stat").read_text().rpartition(")")[2].split()
+        except (ValueError, OSError):
+            continue
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [p for p, st in stats.items() if int(st[1]) == pid and p not in tree]
+    # utime, stime, and the times of the children it waited for (PostgreSQL's ended backends)
+    ticks = sum(sum(int(x) for x in stats[p][11:15]) for p in tree if p in stats)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def sweep(store: str, experiment: str, jobs: int, workers: int, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (the command's and its workers') of one sweep command."""
     args = ["method=gf2", "problem.n_bits=12", "tracker=none", f"problem.seed=range(0,{jobs})"]
     args += [f"hydra.launcher.n_workers={workers}", f"mlflow.experiment={experiment}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(
         [sys.executable, "-m", "sweep", "-m", *args],
@@ -37,9 +59,10 @@ def sweep(store: str, experiment: str, jobs: int, workers: int, cwd: Path, env: 
         env={**os.environ, **env, "MLFLOW_TRACKING_URI": store},
     )
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.exit(f"bench: sweep into {store} failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return wall
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main() -> None:
@@ -54,18 +77,32 @@ def main() -> None:
         cwd = Path(tmp)
         sqlite = f"sqlite:///{cwd / 'mlruns' / 'mlflow.db'}"
         times: dict[str, list[float]] = {"sqlite": [], "server": []}
+        cpus: dict[str, list[float]] = {"sqlite": [], "server": []}
+        serving: list[float] = []  # the server's own share of its rounds' CPU seconds
         for i in range(a.repeats):
             for name, store, env in (("sqlite", sqlite, {}), ("server", srv.uri, srv.env())):
-                wall = sweep(store, f"bench{i}", a.jobs, a.workers, cwd, env)
+                cpu0 = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid)
+                wall, cpu = sweep(store, f"bench{i}", a.jobs, a.workers, cwd, env)
+                # the idle server's own ticks while SQLite is written are not SQLite's
+                served = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid) - cpu0 if name == "server" else 0.0
+                serving += [served] if name == "server" else []
                 times[name].append(wall)
+                cpus[name].append(cpu + served)
+                ms = 1000 / a.jobs
                 print(
-                    f"{name:7s} round {i + 1}: {a.jobs} runs in {wall:6.1f} s = {a.jobs / wall:5.1f} runs/s", flush=True
+                    f"{name:7s} round {i + 1}: {a.jobs} runs in {wall:6.1f} s = {a.jobs / wall:5.1f} runs/s; "
+                    f"CPU a run {(cpu + served) * ms:4.0f} ms (the server's processes {served * ms:3.0f})",
+                    flush=True,
                 )
     med = {k: statistics.median(v) for k, v in times.items()}
+    cpu_med = {k: statistics.median(v) for k, v in cpus.items()}
     print(
         f"\n{a.jobs}-job gf2 sweep, {a.workers} workers, median of {a.repeats}: "
         f"SQLite {a.jobs / med['sqlite']:.1f} runs/s, server {a.jobs / med['server']:.1f} runs/s; "
-        f"server / SQLite time per run = {med['server'] / med['sqlite']:.2f}x (target <= 2x)"
+        f"server / SQLite time per run = {med['server'] / med['sqlite']:.2f}x (target <= 2x)\n"
+        f"CPU a run (the sweep command's, and the server's processes'): SQLite {1000 * cpu_med['sqlite'] / a.jobs:.0f}"
+        f" ms, server {1000 * cpu_med['server'] / a.jobs:.0f} ms (its processes "
+        f"{1000 * statistics.median(serving) / a.jobs:.0f} ms) = {cpu_med['server'] / cpu_med['sqlite']:.2f}x"
     )
 
 

@@ -15,9 +15,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import requests
+from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import FAULTY, ROOT, run_sweep
@@ -248,13 +250,18 @@ class Relay:
                 return
             b = socket.create_connection(("127.0.0.1", self.target))
             self.open += [a, b]
-            for x, y in ((a, b), (b, a)):
-                threading.Thread(target=self._pipe, args=(x, y), daemon=True).start()
+            self._carry(a, b)
+
+    def _carry(self, client: socket.socket, server: socket.socket) -> None:
+        for x, y in ((client, server), (server, client)):
+            threading.Thread(target=self._pipe, args=(x, y), daemon=True).start()
 
     @staticmethod
-    def _pipe(x: socket.socket, y: socket.socket) -> None:
+    def _pipe(x: socket.socket, y: socket.socket, seen: Callable[[bytes], None] | None = None) -> None:
         try:
             while data := x.recv(65536):
+                if seen is not None:
+                    seen(data)
                 y.sendall(data)
         except OSError:
             pass
@@ -295,6 +302,198 @@ def test_results_are_spooled_while_the_server_is_away_and_imported_when_it_is_ba
     (run,) = runs(server.uri, "spooled")[1]
     assert run.info.run_name == "while-away" and run.data.metrics["accuracy"] == 1.0
     relay.down()
+
+
+class Slow(Relay):
+    """The relay with `delay_s` of latency on each request (a server far away, or busy), noting what it carries:
+    each request's path, and the most runs being created at once (requests sent and not yet answered)."""
+
+    REQUEST = re.compile(rb"(GET|POST|PUT|PATCH|DELETE) (/[^ ?]*)")
+
+    def __init__(self, port: int, target: int, delay_s: float) -> None:
+        super().__init__(port, target)
+        self.delay_s = delay_s
+        self.paths: list[str] = []
+        self.creating = self.most_creating = 0
+        self.lock = threading.Lock()
+
+    def _carry(self, client: socket.socket, server: socket.socket) -> None:
+        creating = threading.Event()  # this connection's request creates a run and is not answered yet
+
+        def request(data: bytes) -> None:
+            m = self.REQUEST.match(data)
+            if m is None:  # a request's body
+                return
+            with self.lock:
+                self.paths.append(m.group(2).decode())
+                if m.group(2).endswith(b"/runs/create"):
+                    creating.set()
+                    self.creating += 1
+                    self.most_creating = max(self.most_creating, self.creating)
+            time.sleep(self.delay_s)
+
+        def answer(data: bytes) -> None:
+            if data.startswith(b"HTTP/") and creating.is_set():
+                creating.clear()
+                with self.lock:
+                    self.creating -= 1
+
+        threading.Thread(target=self._pipe, args=(client, server, request), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(server, client, answer), daemon=True).start()
+
+
+def slow_relay(server, delay_s: float) -> tuple[Slow, str]:
+    relay = Slow(free_port(), int(server.uri.rsplit(":", 1)[1]), delay_s)
+    relay.up()
+    return relay, f"http://127.0.0.1:{relay.port}"
+
+
+GF2 = ["method=gf2", "problem.n_bits=12", "tracker=none"]
+
+
+def test_runs_are_written_while_the_next_jobs_run_and_each_file_costs_one_request(server, tmp_path):
+    relay, uri = slow_relay(server, delay_s=0.15)
+    try:
+        p = sweep(
+            tmp_path, *GF2, "problem.seed=range(0,12)", "mlflow.experiment=overlap", env={"MLFLOW_TRACKING_URI": uri}
+        )
+    finally:
+        relay.down()
+    ok(p)
+    (parent,), children = runs(server.uri, "overlap")
+    assert parent.info.status == "FINISHED" and [c.info.status for c in children] == ["FINISHED"] * 12
+    assert all(
+        {"config.yaml", "outcome.json"} <= {a.path for a in MlflowClient(server.uri).list_artifacts(c.info.run_id)}
+        for c in children
+    )
+    assert relay.paths.count("/api/2.0/mlflow/runs/create") == 13
+    # a run's files go where its creation said: no look-up of the run per file (the last line's look at the parent)
+    assert relay.paths.count("/api/2.0/mlflow/runs/get") <= 1, relay.paths
+    assert relay.most_creating >= 2  # runs are written at once, while the launcher hands out the next jobs
+
+
+def test_a_background_writer_writes_every_result_handed_over_then_its_threads_end(server):
+    from sweep import job
+    from sweep.record.background import BackgroundWriter
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    rec = Recorder(server.uri, "handed_over")
+    parent = rec.start_parent("sweep handed over", {})
+    writer = BackgroundWriter(rec, writers=2, pending=3)
+    for seed in range(6):
+        result = job.run(compose("method=gf2", "problem.n_bits=12", "tracker=none", f"problem.seed={seed}"))
+        writer.submit(result, parent, f"seed={seed}", None)
+        result.recorded()  # the launcher drops the config, curves and files as soon as the result is handed over
+    assert writer.close() == []
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("sweep-record")]
+    children = rec.children(parent)
+    assert sorted(c.info.run_name for c in children) == [f"seed={s}" for s in range(6)]
+    assert {c.data.params["problem.seed"] for c in children} == {str(s) for s in range(6)}
+    assert all(c.info.status == "FINISHED" and c.data.tags["method"] == "gf2" for c in children)
+    client = MlflowClient(server.uri)
+    assert all(
+        {"config.yaml", "outcome.json"} <= {a.path for a in client.list_artifacts(c.info.run_id)} for c in children
+    )
+
+
+def test_a_signal_while_held_acts_once_the_block_is_done():
+    from sweep.record.background import signals_held
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGHUP, lambda *_: seen.append("handled"))
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+            seen.append("block done")
+        assert seen == ["block done", "handled"]
+        assert signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL  # the handler before the block is back
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def finished_names(proc: subprocess.Popen, until: int) -> list[str]:
+    """The names of the jobs `proc` says FINISHED, read until `until` of them (or its end)."""
+    names: list[str] = []
+    while len(names) < until:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        if line.startswith("[FINISHED]"):
+            names.append(line.split()[1])
+    return names
+
+
+def start(tmp_path: Path, *args: str, uri: str | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", *args],
+        cwd=tmp_path,
+        env={**os.environ, **({"MLFLOW_TRACKING_URI": uri} if uri else {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_runs_the_server_refuses_mid_sweep_are_kept_in_the_spool_and_the_sweep_fails(server, tmp_path):
+    from sweep.record import spool
+
+    proc = start(tmp_path, *GF2, "problem.seed=range(0,300)", "mlflow.experiment=refused")
+    try:
+        said = finished_names(proc, until=3)
+        exp_id = MlflowClient(server.uri).get_experiment_by_name("refused").experiment_id
+        answer = requests.post(  # the experiment deleted under the sweep: the server refuses its next runs
+            f"{server.uri}/api/2.0/mlflow/experiments/delete",
+            json={"experiment_id": exp_id},
+            auth=(server.username, server.password),
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    said += [ln.split()[1] for ln in out.splitlines() if ln.startswith("[FINISHED]")]
+    assert proc.returncode == 1, err
+    assert "the result is kept in" in err and "Traceback" not in err, err
+    stored = {
+        r.info.run_name
+        for r in MlflowClient(server.uri).search_runs([exp_id], run_view_type=ViewType.ALL, max_results=1000)
+        if r.info.status == "FINISHED" and r.data.tags.get("sweep.parent") != "true"
+    }
+    spooled = [e.run_name for e in spool.entries(server.uri)]
+    assert spooled and not stored & set(spooled) and len(set(spooled)) == len(spooled)
+    assert set(said) <= stored | set(spooled)  # every result the sweep reported is in the store or the spool
+
+
+def test_sigterm_while_runs_are_being_written_records_them_all_then_resume_completes(server, tmp_path):
+    relay, uri = slow_relay(server, delay_s=0.1)  # the runs are written slower than the jobs run: some wait
+    args = [*GF2, "problem.seed=range(0,40)", "mlflow.experiment=term_written"]
+    try:
+        proc = start(tmp_path, *args, uri=uri)
+        try:
+            said = finished_names(proc, until=4)
+            os.killpg(proc.pid, signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        relay.down()
+    said += [ln.split()[1] for ln in out.splitlines() if ln.startswith("[FINISHED]")]
+    assert proc.returncode == 143, err
+    (parent,), children = runs(server.uri, "term_written")
+    assert parent.info.status == "KILLED"
+    assert "RUNNING" not in {c.info.status for c in children}
+    finished = {c.info.run_name for c in children if c.info.status == "FINISHED"}
+    assert set(said) <= finished and len(finished) < 40
+    p = sweep(tmp_path, *args)
+    assert p.returncode == 0 and f"skipping {len(finished)} job(s)" in p.stdout, p.stdout + p.stderr
+    _, children = runs(server.uri, "term_written")
+    names = [c.info.run_name for c in children if c.info.status == "FINISHED"]
+    assert len(names) == 40 == len(set(names))  # nothing lost, nothing twice
 
 
 # --- compare and the UI ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.errors import ConfigError
 from sweep.job import job_config
+from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
@@ -164,26 +165,34 @@ class SweepLaunchHooks(LaunchHooks):
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Close the parent run with the sweep's totals, then the summary and exit code (LaunchHooks')."""
         session = self.session
-        # CPU seconds of this process and of its (joined) workers: where a sweep's time goes
-        own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        session.close(
-            status,
-            {
-                "sweep_wall_s": time.perf_counter() - tally.t0,
-                "launcher_cpu_s": own.ru_utime + own.ru_stime,
-                "workers_cpu_s": workers.ru_utime + workers.ru_stime,
-                "jobs_skipped": float(tally.skipped),
-                "jobs_killed": float(tally.killed),
-            },
-        )
+        with signals_held():  # the runs still being written, then the parent: a signal waits until they are
+            refused = session.flush()
+            if refused and status == "FINISHED":  # runs the store refused (kept in the spool): the sweep FAILED
+                status = "FAILED"
+            # CPU seconds of this process and of its (joined) workers: where a sweep's time goes
+            own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            session.close(
+                status,
+                {
+                    "sweep_wall_s": time.perf_counter() - tally.t0,
+                    "launcher_cpu_s": own.ru_utime + own.ru_stime,
+                    "workers_cpu_s": workers.ru_utime + workers.ru_stime,
+                    "jobs_skipped": float(tally.skipped),
+                    "jobs_killed": float(tally.killed),
+                },
+            )
         parent, session.parent = session.parent, None
         note = note or (f"; parent run {parent} is {status}" if parent else "")
+        if refused:
+            note += f"; {refused} result(s) not recorded (each line above says where it is kept)"
         try:
             super().sweep_ended(status, tally, note)
         finally:  # the last line, after the failures: where to look next
             if session.recorder is not None and parent is not None:
                 r = session.recorder
                 print(next_steps(r.store_client, r.tracking_uri, r.experiment_id, parent), flush=True)
+        if refused and status != "KILLED":
+            raise SystemExit(1)
 
 
 def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:

@@ -125,9 +125,10 @@ class Recorder:
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
                 raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
             # a SQLite store MLflow has just made (or upgraded) at the known schema: sqlite3 from here on, ~5x
-            # cheaper a run than SQLAlchemy; any other SQL store: one SQLAlchemy transaction per run
+            # cheaper a run than SQLAlchemy; any other SQL store: one SQLAlchemy transaction per run; a tracking
+            # server: its REST API (MLflow's SQL store, a second of imports, is not needed)
             fresh = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
-            self.sql = fresh or SqlRunWriter.for_client(self.client)
+            self.sql = fresh or (None if remote.is_remote(self.tracking_uri) else SqlRunWriter.for_client(self.client))
         if import_spool:
             n = spool.import_into(self)
             if n:
@@ -171,12 +172,14 @@ class Recorder:
         parent_run_id: str | None = None,
         run_name: str | None = None,
         extra_tags: dict[str, str] | None = None,
+        at_once: bool = True,
     ) -> str:
         """Write one job's run; returns its id. A run the store refuses is kept in the spool, then StoreError
-        says where (the result is saved or the command fails loudly, never both lost and silent)."""
+        says where (the result is saved or the command fails loudly, never both lost and silent). `at_once`: a
+        tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
-            return self.write(result, parent_run_id, run_name, extra_tags)
+            return self.write(result, parent_run_id, run_name, extra_tags, at_once)
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = store.kind_of(e, store.sqlite_path(self.tracking_uri))
             where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
@@ -188,6 +191,7 @@ class Recorder:
         parent_run_id: str | None = None,
         run_name: str | None = None,
         extra_tags: dict[str, str] | None = None,
+        at_once: bool = True,
     ) -> str:
         """Write one job's run (params, metrics with per-epoch steps, tags, artifacts); returns its id."""
 
@@ -217,7 +221,8 @@ class Recorder:
         else:
             from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-            rid = self.client.create_run(self.experiment_id, start, tags, name).info.run_id
+            run = self.client.create_run(self.experiment_id, start, tags, name).info
+            rid = run.run_id
             params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
             # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
             calls = [
@@ -229,13 +234,23 @@ class Recorder:
                 )
                 for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
             ]
-            self._write_artifacts(rid, files, None, calls)
+            self._write_artifacts(rid, files, None, calls, run.artifact_uri, at_once)
             self.client.set_terminated(rid, status=result.status)
         result.run_id = rid
         return rid
 
-    def _write_artifacts(self, run_id: str, files: dict[str, str], writer: Any, calls: list | None = None) -> None:
-        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads."""
+    def _write_artifacts(
+        self,
+        run_id: str,
+        files: dict[str, str],
+        writer: Any,
+        calls: list | None = None,
+        artifact_uri: str = "",
+        at_once: bool = True,
+    ) -> None:
+        """The run's files; `calls`: the run's other writes (log_batch), made alongside the uploads (`at_once`)
+        or in turn. `artifact_uri`: the new run's, as the store answered its creation (MLflow's client would ask
+        the store for the run again for each file)."""
         if not files and not calls:
             return
         local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
@@ -248,18 +263,28 @@ class Recorder:
             for fname, text in files.items():
                 (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / fname).write_text(text)
-            calls = [*(calls or []), *(functools.partial(self._upload, run_id, Path(tmp), f) for f in files)]
-            if len(calls) == 1:
-                calls[0]()
+            repo = self._artifact_repository(run_id, artifact_uri) if files else None
+            calls = [*(calls or []), *(functools.partial(self._upload, repo, Path(tmp), f) for f in files)]
+            if len(calls) == 1 or not at_once:
+                for call in calls:
+                    call()
                 return
             # a tracking server answers each request in tens of ms: the run's writes are made at once, not in turn
             with ThreadPoolExecutor(max_workers=min(len(calls), UPLOADS)) as pool:
                 for done in [pool.submit(c) for c in calls]:
                     done.result()
 
-    def _upload(self, run_id: str, tmp: Path, fname: str) -> None:
+    def _artifact_repository(self, run_id: str, artifact_uri: str) -> Any:
+        if not artifact_uri:
+            artifact_uri = self.client.get_run(run_id).info.artifact_uri
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+        return get_artifact_repository(artifact_uri, tracking_uri=self.tracking_uri)
+
+    @staticmethod
+    def _upload(repo: Any, tmp: Path, fname: str) -> None:
         parent = str(Path(fname).parent)
-        self.client.log_artifact(run_id, str(tmp / fname), artifact_path=None if parent == "." else parent)
+        repo.log_artifact(str(tmp / fname), artifact_path=None if parent == "." else parent)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""

@@ -19,7 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
+from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
+from sweep.record.remote import is_remote
 from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.store import StoreError, kind_of, sqlite_path
 from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SWEEP_DIR_TAG
@@ -95,15 +97,17 @@ class SweepSession:
         self.results: list[RunResult] = []
         self.unrecorded = 0  # results the store refused (kept in the spool)
         self.launching_pid: Optional[int] = None  # the process that opened the parent (and alone closes it)
+        self.writer: Optional[BackgroundWriter] = None  # a tracking server's runs, written while the sweep goes on
 
     def __getstate__(self) -> dict[str, Any]:
         # travels with Hydra's context to a launcher's jobs (submitit): everything but the open store (an MLflow
-        # client holds weak references; a job opens its own from mlflow.tracking_uri)
-        return {k: v for k, v in self.__dict__.items() if k != "recorder"}
+        # client holds weak references; a job opens its own from mlflow.tracking_uri) and its writer's threads
+        return {k: v for k, v in self.__dict__.items() if k not in ("recorder", "writer")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.recorder = None
+        self.writer = None
 
     def store(self, config: DictConfig) -> Recorder:
         """This process's recorder for the config's store and experiment (opened on first use)."""
@@ -118,7 +122,8 @@ class SweepSession:
         first, before resume reads the store; named and tagged by the command line's overrides (compare finds a
         resumed sweep's earlier parents by them), with the launcher's name, the sweep's directory and the
         launcher's settings (`params`). `fast`: a long-lived launching process (the project's launcher): SQLite
-        in WAL mode, and the objects loaded so far frozen out of the garbage collector's scans."""
+        in WAL mode, a tracking server's runs written in the background (`record.background`; `flush` waits for
+        them), and the objects loaded so far frozen out of the garbage collector's scans."""
         if self.parent is not None:
             return self.parent
         try:
@@ -155,6 +160,8 @@ class SweepSession:
             params=params,
         )
         self.launching_pid = os.getpid()
+        if fast and is_remote(recorder.tracking_uri):
+            self.writer = BackgroundWriter(recorder)
         return self.parent
 
     def done(self, config: DictConfig, configs: list[dict[str, Any]]) -> dict[str, str]:
@@ -175,16 +182,46 @@ class SweepSession:
 
     def write(
         self, config: DictConfig, result: RunResult, run_name: Optional[str], tags: Optional[dict[str, str]] = None
-    ) -> str:
-        """The job's child run (raises sweep.record.store.StoreError after keeping the result in the spool)."""
-        rid = self.store(config).log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
+    ) -> Optional[str]:
+        """The job's child run: its id, or None when it is written in the background. Raises
+        sweep.record.store.StoreError after keeping the result in the spool; in the background, at the next result
+        handed over, once every result handed over is written or kept."""
+        if self.writer is None:
+            rid = self.store(config).log(result, parent_run_id=self.parent, run_name=run_name, extra_tags=tags)
+            self.results.append(result)
+            return rid
+        self.writer.submit(result, self.parent, run_name, tags)
         self.results.append(result)
-        return rid
+        refused = self.writer.failures()
+        if refused:  # the sweep stops: what was handed over is written or kept first, the threads end
+            refused += self.writer.close()
+            self.writer = None
+            self._not_recorded(refused[1:])
+            self.unrecorded += 1
+            raise refused[0]
+        return None
+
+    def flush(self) -> int:
+        """Wait for the runs still being written; those the store refused (kept in the spool) are one line each on
+        stderr and counted in `unrecorded`. Returns how many were refused."""
+        if self.writer is None:
+            return 0
+        refused = self.writer.close()
+        self.writer = None
+        self._not_recorded(refused)
+        return len(refused)
+
+    def _not_recorded(self, refused: list[StoreError]) -> None:
+        for e in refused:
+            print(f"sweep: result not recorded: {e}", file=sys.stderr, flush=True)
+        self.unrecorded += len(refused)
 
     def close(
         self, status: str, extra: Optional[dict[str, float]] = None, results: Optional[list[RunResult]] = None
     ) -> None:
-        """The parent's totals (of `results`, default the ones recorded here) and its final status."""
+        """The parent's totals (of `results`, default the ones recorded here) and its final status, once the runs
+        still being written are (`flush`)."""
+        self.flush()
         if self.recorder is not None and self.parent is not None:
             self.recorder.end_parent(self.parent, status, self.results if results is None else results, extra)
 
