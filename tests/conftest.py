@@ -8,8 +8,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -103,6 +104,24 @@ def compose(*overrides: str, hydra_section: bool = False):
             return hydra_compose("config", overrides=list(overrides), return_hydra_config=hydra_section)
     finally:
         VersionBase.instance().version_base = saved
+
+
+@contextmanager
+def fast_composer(*sweep_overrides: str) -> Iterator[tuple[Any, Any, Any]]:
+    """(Hydra's config loader, the multirun's master config for `sweep_overrides`, a FastComposer over the loader),
+    inside Hydra's initialize_config_dir (use with the hydra_restore_singletons fixture)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from sweep.config.schema import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3", job_name="t"):
+        loader = GlobalHydra.instance().config_loader()
+        master = loader.load_configuration("config", list(sweep_overrides), RunMode.MULTIRUN)
+        yield loader, master, FastComposer(loader)
 
 
 def record_small_sweep(uri: str, experiment: str, study: str, *overrides: str):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.conftest import FAULTY, fast_composer, run_sweep
 
 FAKE_ID, FAKE_SECRET = "ak-FAKETOKENID4711", "as-FAKETOKENSECRET0815"
 SOLVE_METRICS = ("accuracy", "train_accuracy", "epochs", "secret_correct")
@@ -328,20 +328,11 @@ def test_placement_and_prices():
 @pytest.mark.usefixtures("hydra_restore_singletons")  # initialize_config_dir sets Hydra's global version base
 def test_fast_composer_equals_hydra_composition():
     import yaml
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.types import RunMode
     from omegaconf import OmegaConf, open_dict
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
     from hydra_plugins.sweep_launcher._run_job import HydraYaml
-    from sweep.config.schema import register_configs
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3", job_name="t"):
-        loader = GlobalHydra.instance().config_loader()
-        master = loader.load_configuration("config", ["method=gf2,km", "problem.seed=1,2"], RunMode.MULTIRUN)
-        fast = FastComposer(loader)
+    with fast_composer("method=gf2,km", "problem.seed=1,2") as (loader, master, fast):
         for num, overrides in enumerate(
             (
                 ["method=gf2", "problem.seed=1"],

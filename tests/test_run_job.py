@@ -84,7 +84,9 @@ def test_memoised_interpolation_parser_resolves_each_config_afresh():
     assert parse.cache_info().hits >= before.hits + 3  # one parse of the string, reused
 
 
-def test_a_batched_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path):
+def test_a_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path):
+    """Jobs one after the other in a worker: the handlers the last job's set-up made stay, pointed at this job's
+    file, unless its log config differs in more than the file names or the task changed logging meanwhile."""
     import logging
 
     from hydra_plugins.sweep_launcher import _run_job
@@ -109,24 +111,52 @@ def test_a_batched_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
-        for job in (0, 1, 2, 3):
+        for job in range(5):
             (tmp_path / str(job)).mkdir()
-        _run_job.configure_job_log(log_config(0), False, batched=True)  # nothing set up before: in full
+        _run_job.configure_job_log(log_config(0), False)  # nothing set up before: in full
         first = root.handlers[0]
         logging.getLogger("x").info("zero")
-        _run_job.configure_job_log(log_config(1), False, batched=True)
+        _run_job.configure_job_log(log_config(1), False)
         assert root.handlers == [first]  # the same handler, pointed at job 1's file
         logging.getLogger("x").info("one")
-        _run_job.configure_job_log(log_config(2), False, batched=False)  # a job alone: Hydra's whole set-up
-        assert root.handlers[0] is not first
+        root.setLevel(logging.WARNING)  # the task changed logging: the next job's set-up is Hydra's whole one
+        _run_job.configure_job_log(log_config(2), False)
+        assert root.handlers[0] is not first and root.level == logging.INFO
         second = root.handlers[0]
-        _run_job.configure_job_log(log_config(3, level="DEBUG"), False, batched=True)  # another config: in full
+        logging.getLogger("x").info("two")
+        _run_job.configure_job_log(log_config(3, level="DEBUG"), False)  # another config: in full
         assert root.handlers[0] is not second and root.level == logging.DEBUG
+        third = root.handlers[0]
+        _run_job.configure_job_log(log_config(4, level="DEBUG"), False)
+        assert root.handlers == [third]
         for h in root.handlers:
             h.flush()
-        assert [(tmp_path / str(j) / "job.log").read_text() for j in (0, 1, 2, 3)] == ["zero\n", "one\n", "", ""]
+        logs = [(tmp_path / str(j) / "job.log").read_text() for j in range(5)]
+        assert logs == ["zero\n", "one\n", "two\n", "", ""]
     finally:
         for h in root.handlers:
             h.close()
         root.handlers[:], _ = saved[0], root.setLevel(saved[1])
-        _run_job._job_log = None
+        _run_job._job_log = _run_job._job_log_state = _run_job._job_log_raw = None
+
+
+def test_a_job_log_config_resolves_as_omegaconf_resolves_it():
+    """The log config of jobs sharing one hydra section: its interpolations resolved afresh for each job."""
+    from hydra_plugins.sweep_launcher._run_job import _resolved
+
+    cfg = OmegaConf.create(
+        {
+            "out": "/o/1",
+            "name": "j",
+            "log": {
+                "handlers": {"file": {"filename": "${out}/${name}.log", "class": "logging.FileHandler"}},
+                "loggers": {"a.b": {"level": "${level}", "handlers": ["file"]}},
+                "root": {"handlers": ["file"], "level": "INFO"},
+            },
+            "level": "DEBUG",
+        }
+    )
+    for out in ("/o/1", "/o/2"):
+        cfg.out = out
+        assert _resolved(cfg.log) == OmegaConf.to_container(cfg.log, resolve=True)
+        assert _resolved(cfg.log)["handlers"]["file"]["filename"] == f"{out}/j.log"

@@ -3,6 +3,7 @@ touches MLflow, so any launcher (in-process, worker process, Modal container) ru
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import io
@@ -44,11 +45,13 @@ def _plain(node: Any) -> Any:
     return node if isinstance(node, (dict, list)) else OmegaConf.to_container(node, resolve=True)
 
 
-def build(node: DictConfig) -> Any:
-    """An option's object from its `_target_`. The options are flat (a `_target_` and plain fields), so this
-    calls the class with the resolved fields, without instantiate's deep copy of the node (~1 ms of a
-    sweep job's ~4 ms set-up); anything richer (`_partial_`, nested `_target_`s) goes to Hydra's instantiate."""
-    fields = OmegaConf.to_container(node, resolve=True)
+def build(node: DictConfig | dict[str, Any]) -> Any:
+    """An option's object from its `_target_` (its config node, or the node resolved to plain data). The options
+    are flat (a `_target_` and plain fields), so this calls the class with the resolved fields, without
+    instantiate's deep copy of the node (~1 ms of a sweep job's ~4 ms set-up); anything richer (`_partial_`,
+    nested `_target_`s) goes to Hydra's instantiate."""
+    # a copy: what the object is given is its own (the job's resolved config is recorded as its params)
+    fields = copy.deepcopy(node) if isinstance(node, dict) else OmegaConf.to_container(node, resolve=True)
     assert isinstance(fields, dict)
     target = fields.pop("_target_")
     if any(str(k).startswith("_") for k in fields) or any(isinstance(v, (dict, list)) for v in fields.values()):
@@ -60,8 +63,8 @@ def build(node: DictConfig) -> Any:
     return cls(**fields)
 
 
-def make_backend(device: DictConfig) -> Backend:
-    return Backend(name=device.backend, device=device.torch_device, **{k: device[k] for k in KNOBS})
+def make_backend(device: DictConfig | dict[str, Any]) -> Backend:
+    return Backend(name=device["backend"], device=device["torch_device"], **{k: device[k] for k in KNOBS})
 
 
 def config_yaml(cfg: DictConfig) -> str:
@@ -111,21 +114,24 @@ class Solved:
     meter_tags: dict[str, str]
 
 
-def build_job(cfg: DictConfig) -> Job:
-    problem = build(cfg.problem)
+def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
+    """The job's parts, built from its resolved config (`config`: `job_config(cfg)`, where the caller has it: the
+    config is resolved once a job, not again for each part)."""
+    config = job_config(cfg) if config is None else config
+    problem = build(config["problem"])
     data = problem.generate()
-    backend = make_backend(cfg.device)
-    tracker = build(cfg.tracker) if cfg.tracker.get("_target_") else None
+    backend = make_backend(config["device"])
+    tracker = build(config["tracker"]) if config["tracker"].get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
     ctx = Context(
         problem=problem,
         data=data,
         backend=backend,
         trace=trace,
-        scope=Scope(cfg.tracker.scope),
-        variant=build(cfg.variant),
+        scope=Scope(config["tracker"]["scope"]),
+        variant=build(config["variant"]),
     )
-    return Job(data, backend, build(cfg.method), ctx, tracker)
+    return Job(data, backend, build(config["method"]), ctx, tracker)
 
 
 def solve(job: Job, device: DictConfig) -> Solved:
@@ -213,7 +219,7 @@ def prepare(cfg: DictConfig) -> tuple[dict[str, Any], Job]:
     """The job's resolved config, checked where it runs (ConfigError), and its built parts."""
     config = job_config(cfg)
     check_job(config, runs_here=True)
-    return config, build_job(cfg)
+    return config, build_job(cfg, config)
 
 
 def run(cfg: DictConfig) -> RunResult:

@@ -52,15 +52,20 @@ PER_JOB_HYDRA = (
 
 def apply_values(values: Sequence[Override], cfg: DictConfig) -> None:
     """Plain `key=value` overrides applied as Hydra's composition applies them, with its error messages."""
-    for o in values:
+    apply_plain([(o.key_or_group, o.value(), o.input_line) for o in values], cfg)
+
+
+def apply_plain(values: Sequence[tuple[str, Any, str]], cfg: DictConfig) -> None:
+    """`apply_values` of overrides already parsed: (key, value, the override as written)."""
+    for key, value, line in values:
         try:
-            OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+            OmegaConf.update(cfg, key, value, merge=True)
         except (ConfigAttributeError, ConfigKeyError) as ex:
             raise ConfigCompositionException(
-                f"Could not override '{o.key_or_group}'.\nTo append to your config use +{o.input_line}"
+                f"Could not override '{key}'.\nTo append to your config use +{line}"
             ) from ex
         except OmegaConfBaseException as ex:
-            raise ConfigCompositionException(f"Error merging override {o.input_line}") from ex
+            raise ConfigCompositionException(f"Error merging override {line}") from ex
 
 
 def overrides_dirname(overrides: Sequence[Override], exclude_keys: Sequence[str], item_sep: str, kv_sep: str) -> str:
@@ -268,6 +273,19 @@ class FastComposer:
                 OmegaConf.masked_copy(cfg, "hydra"), resolve=False, enum_to_str=True
             )
         return doc
+
+    def given(self, overrides: Sequence[str]) -> tuple[list[tuple[str, str]], list[tuple[str, Any, str]]]:
+        """A job's overrides as (key or group, as written), and its plain values as (key, value, as written): with
+        its template, what a worker makes the job's config from (`_template`)."""
+        hits = [self._parse(line) for line in overrides]
+        return [(o.key_or_group, o.input_line) for o, _ in hits], [
+            (o.key_or_group, o.value(), o.input_line) for o, is_value in hits if is_value
+        ]
+
+    def pickled(self, template_id: int) -> tuple[bytes, bytes]:
+        """The template as this composer holds it: (the whole config, its task part), pickled."""
+        key = self.template_keys[template_id]
+        return self.templates[key], self.task_templates[key]
 
     def _parse(self, line: str) -> tuple[Override, bool]:
         hit = self.parsed.get(line)

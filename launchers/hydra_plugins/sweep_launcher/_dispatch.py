@@ -15,17 +15,20 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
+from functools import partial
 from multiprocessing.connection import wait
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher._batches import leading, take, units
 from hydra_plugins.sweep_launcher._core import (
     Reply,
     Session,
+    Spec,
     dump_config,
     load_reply,
     make_batch_payload,
@@ -152,29 +155,58 @@ class Dispatcher:
             job.started = time.perf_counter()
 
     def _composed(self, job: Job) -> Any:
-        """The job's config, composed just before it goes out (or is handed to the hooks) and kept only while
-        the job is in flight: the dispatcher holds a few configs, not the grid's."""
+        """The job's config, composed just before it goes out and kept only while the job is in flight: the
+        dispatcher holds a few configs, not the grid's."""
         if job.cfg is None:
             job.cfg, job.template = compose(self.launcher, job.overrides, job.idx)
         return job.cfg
 
+    @contextmanager
+    def _for_hooks(self, job: Job) -> Iterator[None]:
+        """While a job's outcome is handed over: its config, where it has none in flight, composed only if read
+        (one job at a time: `compose`'s in_turn), and dropped after."""
+        if job.again is not None or job.cfg is not None:  # in that order: reading cfg would compose it
+            yield
+            return
+        job.again = partial(self._in_turn, job)
+        try:
+            yield
+        finally:
+            job.again, job.cfg = None, None
+
+    def _in_turn(self, job: Job) -> DictConfig:
+        cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
+        return cfg
+
+    def _config(self, job: Job, via: Any) -> Any:
+        """The job's config as it goes to a local worker: what the worker adds to the job's template
+        (`_template`), where the job has one and runs on the worker itself; else composed and pickled whole."""
+        if via is None and job.template is not None and self.session.fast:
+            overrides, values = self.loader.given(job.overrides)
+            cache = OmegaConf.get_cache(self.launcher.config)
+            return Spec(template=job.template, overrides=overrides, values=values, num=job.idx, cache=cache)
+        return dump_config(self._composed(job))
+
     def _template(self, w: Worker, job: Job) -> Any:
         if job.template is None:
             return None
-        # its hydra section goes to each worker once
-        doc = None if job.template in w.templates else self.loader.hydra_doc(job.template)
+        # each worker gets a template once: its hydra section (plain data) and the template pickled (_template)
+        sent = job.template in w.templates
         w.templates.add(job.template)
-        return (job.template, doc)
+        return (
+            job.template,
+            None if sent else (self.loader.hydra_doc(job.template), *self.loader.pickled(job.template)),
+        )
 
     def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
         job = jobs[0]
         via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
-        cfgs = [self._composed(j) for j in jobs]  # first: a job's template id is set as it is composed
+        # each job's config first: a job's template id is set as it is composed
+        items = [(j.idx, self._config(j, via)) for j in jobs]
         if len(jobs) > 1:  # a batch (_batches.py)
-            items = [(j.idx, dump_config(c), self._template(w, j)) for j, c in zip(jobs, cfgs)]
-            msg: tuple = ("batch", self.sid, items, via)
+            msg: tuple = ("batch", self.sid, [(i, c, self._template(w, j)) for (i, c), j in zip(items, jobs)], via)
         else:
-            msg = ("job", self.sid, job.idx, dump_config(cfgs[0]), via, self._template(w, job))
+            msg = ("job", self.sid, *items[0], via, self._template(w, job))
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
@@ -215,9 +247,9 @@ class Dispatcher:
 
     # -- one result ------------------------------------------------------------------------------------------
     def _handle(self, job: Job, reply: Reply) -> None:
-        self._composed(job)
         try:
-            self._take(job, reply)
+            with self._for_hooks(job):
+                self._take(job, reply)
         finally:
             job.cfg = None  # the job is over: its config goes
 
@@ -254,11 +286,11 @@ class Dispatcher:
 
     def _tell(self, job: Job, outcome: Outcome) -> None:
         """Hand one outcome to the hooks; a signal waits until they are done writing."""
-        self._composed(job)  # a job cut short on Modal: its config went with it
         self.interrupt.in_write = True
         try:
-            for h in self.hooks:
-                h.job_ended(job, outcome)
+            with self._for_hooks(job):  # a job cut short: its config composed for the hooks alone
+                for h in self.hooks:
+                    h.job_ended(job, outcome)
         except Exception as e:  # noqa: BLE001 - surfaced as one line by _abort
             raise HooksFailed(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
         finally:

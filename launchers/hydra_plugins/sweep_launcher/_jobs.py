@@ -7,7 +7,7 @@ rebuilds its configs on first access by composing the job again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -25,6 +25,19 @@ class Job(PlannedJob):
     template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     started: Optional[float] = None
     batch: Optional[int] = None  # the id of the batch it is solved in (_batches.py); None: alone
+    # while set, what composes `cfg` when it is first read: a job's outcome goes to the hooks with its config
+    # composed only if they read it (the dispatcher's `_for_hooks`)
+    again: Optional[Callable[[], DictConfig]] = field(default=None, repr=False, compare=False)
+
+    @property  # type: ignore[override]
+    def cfg(self) -> Optional[DictConfig]:
+        if self.__dict__.get("_cfg") is None and self.again is not None:
+            self.__dict__["_cfg"] = self.again()
+        return self.__dict__.get("_cfg")
+
+    @cfg.setter
+    def cfg(self, value: Optional[DictConfig]) -> None:
+        self.__dict__["_cfg"] = value
 
 
 def compose(
@@ -135,10 +148,10 @@ class RemoteTraceback(Exception):
 
 def job_return(job: Job, reply: Reply, again: Callable[[], DictConfig]) -> JobReturn:
     """`again`: what composes the job's config again (`composer`), when the sweeper reads it."""
-    assert job.cfg is not None
     if reply.job_return is not None:
         ret: JobReturn = ReturnedJob.of(reply.job_return, again, reply.output_dir)
     else:  # the job never ran (worker died, Modal refused it): a FAILED return Hydra can read
+        assert job.cfg is not None
         ret = JobReturn(
             overrides=job.overrides,
             cfg=task_config(job.cfg),

@@ -2,12 +2,13 @@
 
 `hydra.core.utils.run_job` spends ~50 ms a job on a 2-core machine before the task starts: it deep-copies the
 job config four times (HydraConfig.set_config twice, the task config, the hydra config) and writes the
-`.hydra/*.yaml` files with PyYAML's pure-Python emitter. Here the worker receives the job config pickled,
-so the task's copy is a second `pickle.loads` (~6x faster than `copy.deepcopy` of an OmegaConf tree);
-HydraConfig holds the job config's own hydra node (the worker discards both after the job), and the YAML goes
-through libyaml's emitter with OmegaConf's own representers (the same documents; long strings may wrap at
-other places). Everything else is Hydra's: output dir, `hydra.job.chdir`, job logging, env_set, callbacks,
-the JobReturn. Hydra's launcher test suites run against this path (tests/test_launcher_hydra_suites.py).
+`.hydra/*.yaml` files with PyYAML's pure-Python emitter. Here the worker makes the job config and the task's
+copy each from pickled bytes (`_core.Pickled`, or the job's template: `_template`), ~6x faster than
+`copy.deepcopy` of an OmegaConf tree; HydraConfig holds the job config's own hydra node (the worker discards
+both after the job), and the YAML goes through libyaml's emitter with OmegaConf's own representers (the same
+documents; long strings may wrap at other places). Everything else is Hydra's: output dir, `hydra.job.chdir`,
+job logging, env_set, callbacks, the JobReturn. Hydra's launcher test suites run against this path
+(tests/test_launcher_hydra_suites.py).
 Fast path only: imported when `launcher.fast_paths` says so (the Hydra and OmegaConf versions in
 `launcher.TESTED_HYDRA` and `TESTED_OMEGACONF`).
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import pickle
 import re
 import warnings
 from pathlib import Path
@@ -125,16 +125,9 @@ class HydraYaml:
         return self._HOLE.sub(fill, self.text)
 
 
-def task_config(config_bytes: bytes) -> DictConfig:
-    """The task's own copy of a job config, without its hydra section: a second `pickle.loads` (~6x faster than
-    a deep copy such as OmegaConf.masked_copy's)."""
-    cfg = pickle.loads(config_bytes)
-    with read_write(cfg), open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
-
-
-_job_log: Optional[dict[str, Any]] = None  # the job log config (plain data) this process last set up in full
+_job_log: Optional[dict[str, Any]] = None  # the job log config (plain data) this process last set up
+_job_log_state: Any = None  # logging's state as that set-up left it (`_logging_state`)
+_job_log_raw: Optional[tuple[Any, dict[str, Any], list[tuple[Any, ...]]]] = None  # see `_resolved`
 
 
 def _without_files(conf: dict[str, Any]) -> dict[str, Any]:
@@ -142,24 +135,76 @@ def _without_files(conf: dict[str, Any]) -> dict[str, Any]:
     return {**conf, "handlers": handlers}
 
 
-def configure_job_log(log_config: DictConfig, verbose: Any, batched: bool) -> None:
-    """Hydra's `configure_log` (logging.config.dictConfig of the job's `hydra.job_logging`). A batch's jobs log
-    nothing between their jobs (the task ran before, solving the batch) and share one log config but for their
-    log files' names: for such a job the handlers set up for the last job stay, and each file handler is pointed
-    at this job's file (created, as dictConfig would). Anything else: Hydra's whole set-up."""
-    global _job_log
-    conf = OmegaConf.to_container(log_config, resolve=True) if log_config is not None else None
-    if batched and isinstance(conf, dict) and _job_log is not None and _repoint(_job_log, conf):
-        _job_log = conf
+def _logging_state(conf: dict[str, Any]) -> tuple:
+    """What dictConfig set up and a task could change: the root's and the configured loggers' levels, handlers
+    (their levels, formatters, filters), filters, propagation; where dictConfig disables the loggers it does not
+    configure, how many loggers there are."""
+    state: list[Any] = []
+    for name in [None, *conf.get("loggers", {})]:
+        lg = logging.getLogger(name)
+        handlers = tuple((id(h), h.level, id(h.formatter), tuple(map(id, h.filters))) for h in lg.handlers)
+        state.append((name, lg.level, lg.propagate, lg.disabled, handlers, tuple(map(id, lg.filters))))
+    if conf.get("disable_existing_loggers", True):
+        state.append(len(logging.root.manager.loggerDict))
+    return tuple(state)
+
+
+def configure_job_log(log_config: DictConfig, verbose: Any) -> None:
+    """Hydra's `configure_log` (logging.config.dictConfig of the job's `hydra.job_logging`) at a fraction of its
+    cost. The jobs a worker runs one after the other share one log config but for their log files' names: where
+    this job's differs from the last job's only there, and logging is as that set-up left it (the task changed
+    no level, handler or logger), the handlers stay and each file handler is pointed at this job's file
+    (created, as dictConfig would). Anything else: Hydra's whole set-up."""
+    global _job_log, _job_log_state
+    conf = _resolved(log_config) if log_config is not None else None
+    if (
+        isinstance(conf, dict)
+        and _job_log is not None
+        and _logging_state(_job_log) == _job_log_state
+        and _repoint(_job_log, conf)
+    ):
+        if verbose is True:
+            logging.getLogger().setLevel(logging.DEBUG)
+        elif verbose:
+            for name in [verbose] if isinstance(verbose, str) else verbose:
+                logging.getLogger(name).setLevel(logging.DEBUG)
     else:
         configure_log(log_config, verbose)
-        _job_log = conf if isinstance(conf, dict) and conf.get("root") is not None else None
-        return
-    if verbose is True:
-        logging.getLogger().setLevel(logging.DEBUG)
-    elif verbose:
-        for name in [verbose] if isinstance(verbose, str) else verbose:
-            logging.getLogger(name).setLevel(logging.DEBUG)
+    _job_log = conf if isinstance(conf, dict) and conf.get("root") is not None else None
+    _job_log_state = _logging_state(_job_log) if _job_log is not None else None
+
+
+def _resolved(log_config: DictConfig) -> Any:
+    """`OmegaConf.to_container(log_config, resolve=True)`. Jobs made from one template (`_template`) share its
+    hydra section, so the same node comes job after job: its unresolved data is kept, and only the values that
+    interpolate (a file name: `${hydra.runtime.output_dir}/...`) are resolved again."""
+    global _job_log_raw
+    if _job_log_raw is None or _job_log_raw[0] is not log_config:
+        raw = OmegaConf.to_container(log_config, resolve=False)
+        _job_log_raw = (log_config, raw, list(_interpolations(raw)))
+    _, raw, paths = _job_log_raw
+    if not paths:
+        return raw
+    conf = copy.deepcopy(raw)
+    for path in paths:
+        node, into = log_config, conf
+        for key in path[:-1]:
+            node, into = node[key], into[key]
+        value = node[path[-1]]
+        into[path[-1]] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    return conf
+
+
+def _interpolations(data: Any, path: tuple[Any, ...] = ()) -> Any:
+    """The paths of the string values of plain data that OmegaConf would resolve."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _interpolations(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _interpolations(v, (*path, i))
+    elif isinstance(data, str) and "${" in data:
+        yield path
 
 
 def _repoint(last: dict[str, Any], conf: dict[str, Any]) -> bool:
@@ -195,22 +240,21 @@ def _repoint(last: dict[str, Any], conf: dict[str, Any]) -> bool:
 def run_job(
     hydra_context: HydraContext,
     task_function: TaskFunction,
-    config_bytes: bytes,
+    source: Any,
     job_dir_key: str,
     job_subdir_key: Optional[str],
     hydra_template: Optional[HydraYaml] = None,
     task_cfg: Optional[DictConfig] = None,
-    batched: bool = False,
 ) -> JobReturn:
-    """`hydra.core.utils.run_job(task_function, pickle.loads(config_bytes), ...)` with cheap copies;
-    `hydra_template`: the hydra.yaml of the template the job was composed from. `task_cfg`: the task's own copy
-    where the caller already made it (`task_config`: a batch's jobs, solved before they come here); `batched`: a
-    job of a batch after the batch's solve (its log set up as `configure_job_log` says)."""
+    """`hydra.core.utils.run_job(task_function, source.config(), ...)` with cheap copies (`source`: a
+    `_core.Pickled` or `_template.Made` config); `hydra_template`: the hydra.yaml of the template the job was
+    composed from. `task_cfg`: the task's own copy where the caller already made it (`source.task()`: a batch's
+    jobs, solved before they come here)."""
     callbacks = hydra_context.callbacks
     old_cwd = os.getcwd()
     orig_hydra_cfg = HydraConfig.instance().cfg
 
-    config: DictConfig = pickle.loads(config_bytes)
+    config: DictConfig = source.config()
     # HydraConfig.set_config without its copy: a {hydra: ...} config holding the job config's own hydra node,
     # which still sees the job config as its parent (interpolations from hydra into the job config resolve)
     OmegaConf.set_readonly(config.hydra, True)
@@ -230,7 +274,7 @@ def run_job(
     try:
         ret = JobReturn()
         if task_cfg is None:
-            task_cfg = task_config(config_bytes)
+            task_cfg = source.task()
         ret.cfg = task_cfg
         ret.hydra_cfg = hydra_cfg
         overrides = OmegaConf.to_container(config.hydra.overrides.task)
@@ -249,7 +293,7 @@ def run_job(
         else:
             ret.working_dir = os.getcwd()
 
-        configure_job_log(config.hydra.job_logging, config.hydra.verbose, batched)
+        configure_job_log(config.hydra.job_logging, config.hydra.verbose)
 
         if config.hydra.output_subdir is not None:
             hydra_output = Path(config.hydra.runtime.output_dir) / Path(config.hydra.output_subdir)

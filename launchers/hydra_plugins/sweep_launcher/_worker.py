@@ -12,7 +12,9 @@ import threading
 from typing import Any, Sequence
 
 from hydra_plugins.sweep_launcher._core import (
+    Pickled,
     Session,
+    Spec,
     dump_reply,
     load_session,
     make_batch_payload,
@@ -24,14 +26,20 @@ from hydra_plugins.sweep_launcher._core import (
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
-    """The job's hydra.yaml template (`_run_job.HydraYaml`), made from its section the first time it comes."""
+    """The job's template (`_template.Template`), made from what the launcher sends the first time it comes:
+    (id, (hydra section as plain data, whole config pickled, task part pickled) or None), or None."""
     if tpl is None:
         return None
     if tpl[1] is not None:
-        from hydra_plugins.sweep_launcher._run_job import HydraYaml  # noqa: PLC0415 - the fast path: imported only behind its version gate
+        from hydra_plugins.sweep_launcher._template import Template  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
-        templates[tpl[0]] = HydraYaml(tpl[1])
+        templates[tpl[0]] = Template(*tpl[1])
     return templates.get(tpl[0])
+
+
+def _source(templates: dict[int, Any], config: Any) -> Any:
+    """What run_one reads the job's config from: its template and values (`Spec`), or its pickled bytes."""
+    return templates[config.template].made(config) if isinstance(config, Spec) else Pickled(config)
 
 
 def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
@@ -47,9 +55,10 @@ def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
-    """("session", sid, bytes) once per batch, then ("job", sid, idx, cfg bytes, modal options or None,
-    (template id, its hydra section or None) or None) or ("batch", sid, [(idx, cfg bytes, template), ...]: jobs
-    solved together, one reply each) ...; ("stop", 0) or end-of-file ends it."""
+    """("session", sid, bytes) once per batch, then ("job", sid, idx, config, modal options or None, template) or
+    ("batch", sid, [(idx, config, template), ...], modal options or None: jobs solved together, one reply each)
+    ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
+    see `_template`."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -69,7 +78,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
-    templates: dict[int, Any] = {}  # template id -> its _run_job.HydraYaml (the section is sent once)
+    templates: dict[int, Any] = {}  # template id -> its _template.Template (sent once)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
     while True:
@@ -83,7 +92,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
             continue
         if kind == "batch":
-            items = [(idx, cfg_bytes, _template(templates, tpl)) for idx, cfg_bytes, tpl in rest[0]]
+            items = [(idx, config, _template(templates, tpl)) for idx, config, tpl in rest[0]]
             if rest[1]:  # placed on Modal, run offline: the batch through the Function's .local()
                 from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
@@ -91,24 +100,22 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
                 answer = run_offline(items[0][0], payload, rest[1])
                 replies: Any = split_replies(answer, [idx for idx, _, _ in items])
             else:
-                replies = (dump_reply(r) for r in run_batch(sessions[sid][0], items))
+                made = [(idx, _source(templates, c), t.yaml if t is not None else None) for idx, c, t in items]
+                replies = (dump_reply(r) for r in run_batch(sessions[sid][0], made))
             for data in replies:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 conn.send_bytes(data)
             continue
-        idx, cfg_bytes, via_modal, tpl = rest
-        _template(templates, tpl)
+        idx, config, via_modal, tpl = rest
+        template = _template(templates, tpl)
         if via_modal:
             from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
 
-            data = run_offline(idx, make_payload(sessions[sid][1], cfg_bytes), via_modal)
+            data = run_offline(idx, make_payload(sessions[sid][1], config), via_modal)
         else:
-            data = dump_reply(
-                run_one(
-                    sessions[sid][0], idx, cfg_bytes, hydra_template=templates.get(tpl[0]) if tpl is not None else None
-                )
-            )
+            hydra_yaml = template.yaml if template is not None else None
+            data = dump_reply(run_one(sessions[sid][0], idx, _source(templates, config), hydra_template=hydra_yaml))
         # the job's output before its reply: once the launcher has the reply, nothing of the job is left in
         # this process (a worker stopped at the end of the sweep, or killed, loses no line)
         sys.stdout.flush()

@@ -20,7 +20,8 @@ then calls, in the launching process:
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
                                 equal keys, up to `batch` of them, go to one worker together); None: alone
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
-                                `job.cfg` is composed again for it
+                                `job.cfg` is composed again for it when read (keep what a finished job's
+                                record needs in `job.data` at plan, and it costs no composition)
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
 
 and, in the worker, `run_batch(cfgs)` solves a batch's task configs together: one value (what the task function

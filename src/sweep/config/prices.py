@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
@@ -50,5 +51,6 @@ def gpu_price_per_hour(gpu: Optional[str], path: Optional[str] = None) -> float:
 def device_price_per_hour(device: Any) -> float:
     """USD per hour of a job's device: device.price_per_hour, or where that is null (device=cuda), the Modal
     rate of device.gpu from the price table: a GPU of this machine is priced as Modal's of its type."""
-    price = getattr(device, "price_per_hour", None)
-    return float(price) if price is not None else gpu_price_per_hour(getattr(device, "gpu", None))
+    get = device.get if isinstance(device, Mapping) else lambda key: getattr(device, key, None)  # a config or dict
+    price = get("price_per_hour")
+    return float(price) if price is not None else gpu_price_per_hour(get("gpu"))

@@ -21,13 +21,13 @@ from sweep.batch.key import batch_key
 from sweep.config.check import check_job
 from sweep.config.memory import available_bytes
 from sweep.config.placement import placement
-from sweep.config.prices import gpu_price_per_hour
+from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
-from sweep.record.session import FORCE_KEY, SweepSession, bill, bill_cpu, failed_result, is_sweep_job
+from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
 from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
 from sweep.report.ui import next_steps
@@ -36,6 +36,7 @@ from sweep.result import RunResult
 PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
 BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
 HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
+RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
 BATCH_KEY = "batch_key"  # job.data: what the job may share a batch under (None: alone)
 
 
@@ -92,6 +93,10 @@ class SweepLaunchHooks(LaunchHooks):
             except ConfigError as e:
                 raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
+            job.data[RECORD_KEY] = (
+                OmegaConf.select(job.cfg, "run_name", default=None),
+                device_price_per_hour(config["device"]),
+            )
             key = job.data[BATCH_KEY] = batch_key(config) if batch > 1 else None
             if key is not None:
                 alike[(job.where, job.gpu, key)] += 1
@@ -144,6 +149,7 @@ class SweepLaunchHooks(LaunchHooks):
         else:  # FAILED, or KILLED for a job cut short by a signal
             result = failed_result(job.cfg, None, status=outcome.status, error=outcome.error or "unknown failure")
         tags = {ROUTE_TAG: job.where, JOB_NUM_TAG: str(job.idx)}
+        run_name, price = job.data[RECORD_KEY]  # noted at plan: a finished local job needs no job.cfg here
         if job.where == "modal":
             # Modal bills the container's seconds at the GPU's rate (the job's own seconds: a lower bound,
             # container start-up is billed too)
@@ -151,9 +157,9 @@ class SweepLaunchHooks(LaunchHooks):
             tags[MODAL_GPU_TAG] = str(job.gpu or "cpu")
             tags[MODAL_OFFLINE_TAG] = str(outcome.offline).lower()
         elif result.status == "FINISHED":
-            bill_cpu(result, job.cfg, outcome.cpu_s)
-        run_name = OmegaConf.select(job.cfg, "run_name", default=None) or job.name or None
-        self.session.write(job.cfg, result, run_name, tags)
+            bill(result, "cpu_s", outcome.cpu_s, price)
+        # the session's store is open (plan opened it): the sweep's config names it
+        self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
         result.recorded()
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
