@@ -17,6 +17,7 @@ FAST_PATH = {
     "hydra_plugins.sweep_launcher._in_place",
     "hydra_plugins.sweep_launcher._run_job",
     "hydra_plugins.sweep_launcher._parse_cache",
+    "hydra_plugins.sweep_launcher._template",
 }
 MAX_LINES = 400
 

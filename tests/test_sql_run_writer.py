@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from sweep.record.recorder import Recorder, config_hash
-from sweep.record.sql_writer import SqliteRunWriter, SqlRunWriter
+from sweep.record.sql_writer import SqliteRunWriter
+from sweep.record.sqlalchemy_writer import SqlRunWriter
 from sweep.record.tags import HASH_TAG
 from sweep.result import RunResult
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import socket
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,28 +18,25 @@ from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.record import remote, spool, store
+from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
     MAX_PARAM_LEN,
     MAX_TAG_LEN,
     MLFLOW_RUN_NAME,
     SqliteRunWriter,
-    SqlRunWriter,
     new_run_id,
     plainly_valid,
 )
+from sweep.record.sqlalchemy_writer import SqlRunWriter
 from sweep.record.tags import (
     GIT_TAG,
     HASH_TAG,
-    HOST_TAG,
-    KILLED_REASON_TAG,
     KIND_TAG,
     MODEL_TRAINING,
     ORDER_TAG,
     PARENT_RUN_TAG,
     PARENT_TAG,
-    PID_TAG,
-    PROC_START_TAG,
     TRUNCATED_TAG,
     order_key,
 )
@@ -296,7 +291,7 @@ class Recorder:
             raise store.StoreError(self.tracking_uri, store.cause_of(e)) from e
 
     def _start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None) -> str:
-        owner = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), PROC_START_TAG: _proc_start(os.getpid())}
+        owner = owner_tags()
         tags = {**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}
         plain = [(k, str(v)[:MAX_PARAM_LEN]) for k, v in (params or {}).items()][:100]
         if isinstance(self.sql, SqliteRunWriter) and plainly_valid({**tags, MLFLOW_RUN_NAME: name}, plain, []):
@@ -372,66 +367,3 @@ class Recorder:
             token = page.token
             if not token:
                 return found
-
-    def repair_abandoned(self) -> list[str]:
-        """Parent runs of this experiment left RUNNING by a launcher process that is gone (SIGKILL, a crash, a
-        power cut), and their RUNNING children: marked KILLED, with the reason in a tag. A run whose launcher
-        still runs (another sweep on this store) or runs on another host is left alone. Returns the ids."""
-        repaired: list[str] = []
-        client = self.store_client
-        for run in client.search_runs(
-            [self.experiment_id],
-            max_results=1000,
-            filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_TAG}` = 'true'",
-        ):
-            tags = run.data.tags
-            pid = tags.get(PID_TAG, "")
-            if (
-                tags.get(HOST_TAG) != socket.gethostname()
-                or not pid.isdigit()
-                or _alive(int(pid), tags.get(PROC_START_TAG, ""))
-            ):
-                continue
-            why = (
-                f"launcher process {pid} on {tags[HOST_TAG]} ended without closing this run (killed); "
-                f"marked KILLED at {time.strftime('%Y-%m-%d %H:%M:%S')} by the next sweep"
-            )
-            children = client.search_runs(
-                [self.experiment_id],
-                max_results=50000,
-                filter_string=f"attributes.status = 'RUNNING' and tags.`{PARENT_RUN_TAG}` = '{run.info.run_id}'",
-            )
-            for r in [*children, run]:
-                client.set_tag(r.info.run_id, KILLED_REASON_TAG, why)
-                client.set_terminated(r.info.run_id, status="KILLED")
-                repaired.append(r.info.run_id)
-        return repaired
-
-
-def _proc_stat(pid: int) -> list[str]:
-    """Fields of /proc/PID/stat after the command name (Linux); [] elsewhere."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()
-    except OSError:
-        return []
-
-
-def _proc_start(pid: int) -> str:
-    """The process's start time (clock ticks since boot, Linux): with the pid, it names one process even
-    after the pid is reused. "" where /proc is not there."""
-    stat = _proc_stat(pid)
-    return stat[19] if len(stat) > 19 else ""
-
-
-def _alive(pid: int, start: str) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        pass
-    stat = _proc_stat(pid)
-    if stat and stat[0] in ("Z", "X"):  # a zombie: dead, not yet reaped by its parent
-        return False
-    return not start or len(stat) <= 19 or stat[19] == start

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
+from sweep.record.abandoned import repair_abandoned
 from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
 from sweep.record.remote import is_remote
@@ -141,7 +142,7 @@ class SweepSession:
         if fast:
             _sqlite_wal(recorder)
             gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
-        repaired = recorder.repair_abandoned()
+        repaired = repair_abandoned(recorder.store_client, recorder.experiment_id)
         if repaired:
             print(
                 f"sweep: {len(repaired)} run(s) left RUNNING by a launcher that was killed are now KILLED "

@@ -1,7 +1,7 @@
 """The part of MlflowClient a sweep's start and end use, over sqlite3, for a store `SqliteRunWriter` writes.
 
 A sweep's launching process reads the store twice besides its runs: runs a killed launcher left RUNNING
-(`Recorder.repair_abandoned`) and, for its last line, the study's runs and view (`sweep.report.ui.next_steps`).
+(`sweep.record.abandoned`) and, for its last line, the study's runs and view (`sweep.report.ui.next_steps`).
 Through MLflow's client both cost its seconds of imports; here they are plain queries on the tables MLflow made,
 returning objects shaped like MLflow's (``run.info.run_id``, ``run.data.tags``...) so the same report code reads
 either. Only the filters the project writes are understood (``tags.`key` = 'value'`` and

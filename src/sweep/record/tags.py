@@ -16,7 +16,7 @@ PARENT_RUN_TAG = "mlflow.parentRunId"  # MLflow's own: a child run's parent
 GIT_TAG = "git_commit"
 TRUNCATED_TAG = "sweep.params_truncated"  # params MLflow cut to its length limit (config.yaml has them whole)
 KILLED_REASON_TAG = "sweep.killed_reason"
-# who holds a parent run open: a re-run marks the run KILLED once that process is gone (repair_abandoned)
+# who holds a parent run open: a re-run marks the run KILLED once that process is gone (sweep.record.abandoned)
 HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
 REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
