@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
@@ -68,13 +68,18 @@ def children_filter(parent_run_id: str) -> str:
 
 
 def _search(client: Any, exp_ids: list[str], filt: str) -> list:
-    out, token = [], None
+    return list(_pages(client, exp_ids, filt))
+
+
+def _pages(client: Any, exp_ids: list[str], filt: str) -> Iterator[Any]:
+    """The runs found, a page at a time: a caller that keeps little of each holds one page, not every run."""
+    token = None
     while True:
         page = client.search_runs(exp_ids, filter_string=filt, max_results=1000, page_token=token)
-        out += list(page)
+        yield from page
         token = page.token
         if not token:
-            return out
+            return
 
 
 def study_of(parent: Any, default: str = "") -> str:
@@ -87,10 +92,12 @@ def load_children(client: Any, parent: Any) -> list:
     return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
 
 
-def sweep_runs(client: Any, parent: Any) -> list:
+def sweep_runs(client: Any, parent: Any, keep: Callable[[Any], Any] = lambda r: r) -> list:
     """The runs of a sweep, its resumes included. A command re-run after Ctrl-C, a crash or a failed job skips
     the jobs already FINISHED and records the rest under a new parent run, so the sweep is the child runs of
-    every parent with the same command line (overrides tag) up to this one: the latest run of each job."""
+    every parent with the same command line (overrides tag) up to this one: the latest run of each job, in the
+    order of each job's first run. `keep(run)`: what is kept of each (a 50,000-job sweep's whole runs are
+    hundreds of MB), read a page of runs at a time."""
     overrides = parent.data.tags.get(OVERRIDES_TAG)
     parents = [parent]
     if overrides is not None:
@@ -99,11 +106,18 @@ def sweep_runs(client: Any, parent: Any) -> list:
             for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
             if p.data.tags.get(OVERRIDES_TAG) == overrides and p.info.start_time <= parent.info.start_time
         ]
-    latest: dict[str, Any] = {}
-    runs = (r for p in parents or [parent] for r in load_children(client, p))
-    for r in sorted(runs, key=lambda r: r.info.start_time):
-        latest[r.data.tags.get(HASH_TAG) or r.info.run_id] = r
-    return list(latest.values())
+    # job -> (its first run's start and place, its latest run's start, what is kept of that run)
+    latest: dict[str, tuple[tuple[int, int], int, Any]] = {}
+    seen = 0
+    for p in parents or [parent]:
+        for r in _pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
+            job, start, seen = r.data.tags.get(HASH_TAG) or r.info.run_id, r.info.start_time, seen + 1
+            first, last, _ = latest.get(job, ((start, seen), start, None))
+            if job not in latest or start >= last:
+                latest[job] = (min(first, (start, seen)), start, keep(r))
+            else:
+                latest[job] = (min(first, (start, seen)), last, latest[job][2])
+    return [kept for _, _, kept in sorted(latest.values(), key=lambda v: v[0])]
 
 
 def study_runs(client: Any, parent: Any, study: str) -> list:

@@ -33,13 +33,13 @@ import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import remote, store
 from sweep.record.sql_writer import MAX_EXPERIMENT_TAG_LEN
-from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, order_key
+from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
@@ -111,25 +111,39 @@ def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT,
     return f"{base or f'http://{host}:{port}'}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
+class Named(NamedTuple):
+    """What the study's view reads of a run: a 50,000-job sweep's runs whole would be hundreds of MB."""
+
+    run_id: str
+    run_name: str
+    order: Optional[str]
+    parent_id: Optional[str]
+
+    @classmethod
+    def of(cls, r: Any) -> "Named":
+        tags = r.data.tags
+        return cls(r.info.run_id, r.info.run_name or "", tags.get(ORDER_TAG), tags.get(PARENT_RUN_TAG))
+
+
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
-    runs = sweep_runs(client, parent)
+    runs = sweep_runs(client, parent, keep=Named.of)
     state: dict[str, Any] = {
         "selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
         "searchFilter": children_filter(parent.info.run_id),
     }
     # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
-    width = min(600, max(180, 7 * max((len(r.info.run_name or "") for r in runs), default=0) + 60))
+    width = min(600, max(180, 7 * max((len(r.run_name) for r in runs), default=0) + 60))
     state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
     # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
     for r in runs:
-        if r.data.tags.get(ORDER_TAG) != (key := order_key(r.info.run_name or "")):
-            client.set_tag(r.info.run_id, ORDER_TAG, key)
+        if r.order != (key := order_key(r.run_name)):
+            client.set_tag(r.run_id, ORDER_TAG, key)
     state.update(orderByKey=f"tags.`{ORDER_TAG}`", orderByAsc=True)
-    if any(r.data.tags.get("mlflow.parentRunId") != parent.info.run_id for r in runs):  # resumed: every part
-        ids = ", ".join(f"'{r.info.run_id}'" for r in runs)
+    if any(r.parent_id != parent.info.run_id for r in runs):  # resumed: every part
+        ids = ", ".join(f"'{r.run_id}'" for r in runs)
         whole = {**state, "searchFilter": f"attributes.run_id IN ({ids})"}
         if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_LEN:
             state = whole
