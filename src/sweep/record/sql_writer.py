@@ -274,25 +274,23 @@ class SqliteRunWriter:
             metrics,
             artifact_uri(self.artifact_root, run_id),
         )
-        if self._conn is None:
-            # autocommit off; `with conn` is one transaction. WAL stores (the sweep launcher's) commit without
-            # waiting for fsync, as the launcher's own connections do; others keep SQLite's default.
-            self._conn = sqlite3.connect(str(self.path), timeout=30)
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-        with self._conn:
+        conn = self._db()
+        with conn:
             for table, values in rows.items():
                 if values:
                     cols = list(values[0])
                     names = ", ".join(f'"{c}"' for c in cols)  # "key" is an SQL keyword
-                    self._conn.executemany(
+                    conn.executemany(
                         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(cols))})",
                         [tuple(v[c] for c in cols) for v in values],
                     )
 
     # -- a run opened and closed later (a sweep's parent), and tags set on their own ----------------------
     def _db(self) -> sqlite3.Connection:
-        if self._conn is None:  # as `write` opens it
+        """The writer's one connection: autocommit off, so `with conn` is one transaction. WAL stores (the sweep
+        launcher's) commit without waiting for fsync, as the launcher's own connections do; others keep SQLite's
+        default."""
+        if self._conn is None:
             self._conn = sqlite3.connect(str(self.path), timeout=30)
             if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 self._conn.execute("PRAGMA synchronous=NORMAL")
