@@ -123,6 +123,28 @@ def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
     assert_same_runs(batched, alone, 16, sizes=[8, 8])  # two workers: two batches of 8 (_batches.spread)
 
 
+def test_as_many_batches_as_workers_run_one_on_each_worker(store, tmp_path):
+    """Two batches on two workers: each worker gets one (filled breadth first), not both on the first worker while
+    the second idles (each worker holds two tasks, so a depth-first fill queued both on one)."""
+    p = sweep(
+        store,
+        tmp_path,
+        *LOCAL,
+        "method=gf2",
+        "method._target_=tests.worker_pid.PidGF2",
+        "problem.seed=range(0,8)",
+        "hydra.launcher.batch=4",
+        "mlflow.experiment=two_batches",
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "two_batches")
+    pids: dict[str, set] = {}
+    for c in children:
+        pids.setdefault(c.data.tags[BATCH_ID_TAG], set()).add(c.data.metrics["worker_pid"])
+    assert len(pids) == 2 and all(len(p) == 1 for p in pids.values())  # two batches, each solved in one process
+    assert len(set.union(*pids.values())) == 2, pids  # by two workers
+
+
 def test_one_keys_runs_spread_over_two_workers_equal_the_same_runs_alone(store, tmp_path):
     """3 seeds at batch=64 on two workers: a batch of 2 on one worker, the third run alone on the other (one
     batch of 3 would leave a worker idle); every run equals its run alone."""

@@ -129,12 +129,15 @@ class Dispatcher:
 
     def _refill(self) -> None:
         workers = self.pool.workers if self.pool is not None else []
-        for i, w in enumerate(workers):
+        for w in list(workers):
             if w.gone and not w.jobs:  # its replies all read: a fresh worker takes its place
                 self.pool.replace(w)  # type: ignore[union-attr]
-                w = workers[i]
-            while self.local and units(w.jobs) < PER_WORKER and not w.gone:
-                self._send(w, take(self.local))
+        # breadth first: every worker gets a task before any gets its second, else a sweep of as many batches
+        # as 2 x workers would queue them all on the first workers and leave the others idle
+        for depth in range(1, PER_WORKER + 1):
+            for w in workers:
+                if self.local and units(w.jobs) < depth and not w.gone:
+                    self._send(w, take(self.local))
         self.progress.running_now(len(self._busy()))
 
     def _send(self, w: Worker, jobs: list[Job]) -> None:

@@ -1,0 +1,17 @@
+"""gf2 that logs the process that solved it (metric `worker_pid`): how the suite sees which worker ran a batch."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from sweep.methods.base import Context, Outcome
+from sweep.methods.gf2 import GF2
+
+
+@dataclass
+class PidGF2(GF2):
+    def solve(self, ctx: Context) -> Outcome:
+        out = super().solve(ctx)
+        out.extra["worker_pid"] = float(os.getpid())
+        return out
