@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_batch_solve.py [--sizes 1,4,16,64,256] [--hidden 50,200]
         [--dtypes float64,float32] [--devices cpu,torch_cpu] [--epochs 3] [--repeats 2] [--threads 1]
+        [--sections abcd] [--gpu-sizes 1024,4096,16384] [--gpu-whole-sizes 1024,4096]
 
 One thread (device.threads, the issue's table), n=20, k=3, 1,000 training samples, batches of 32.
 (a) steps: every run trains exactly ``--epochs`` epochs (target accuracy out of reach), so the batch and the
@@ -11,6 +12,8 @@ FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library
 (c) the ceiling: the step's four batched matmuls alone (x W1^T, W2 h^T, dout h, dh^T x: numpy's stacked matmul,
 torch's bmm) at these shapes, for R in ``--kernel-sizes``, as a fraction of the large matmul's FLOP/s. A step
 also has its elementwise passes, so no whole step can reach a larger fraction than its matmuls alone.
+(d) on a GPU (``--sections d``): R in ``--gpu-sizes`` runs at once on the GPU against the solo numpy run on
+one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-sizes``).
 Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
 GPU. cuda is added to the devices when torch sees a GPU.
 """
@@ -34,24 +37,25 @@ N, BATCH, N_TRAIN, TEST_CHUNK = 20, 32, 1000, 64
 
 
 def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None) -> list[job.Job]:
-    """One job per seed; with ``epochs``, each trains exactly that many epochs (its target is out of reach)."""
+    """One job per seed; with ``epochs``, each trains exactly that many epochs (its target is out of reach).
+    Composed once; each seed's job is built from the resolved config with its seed (thousands of jobs on a GPU)."""
+    cfg = compose(
+        "config",
+        overrides=[
+            "method=sgd",
+            f"method.hidden={hidden}",
+            f"problem.n_bits={N}",
+            f"problem.n_train={N_TRAIN}",
+            f"device={device}",
+            f"device.dtype={dtype}",
+            f"device.threads={threads}",
+            "tracker=none",
+        ],
+    )
+    config = job.job_config(cfg)
     jobs = []
     for s in seeds:
-        cfg = compose(
-            "config",
-            overrides=[
-                "method=sgd",
-                f"method.hidden={hidden}",
-                f"problem.n_bits={N}",
-                f"problem.n_train={N_TRAIN}",
-                f"problem.seed={s}",
-                f"device={device}",
-                f"device.dtype={dtype}",
-                f"device.threads={threads}",
-                "tracker=none",
-            ],
-        )
-        j = job.build_job(cfg)
+        j = job.build_job(cfg, {**config, "problem": {**config["problem"], "seed": s}})
         if epochs is not None:
             j.method = dataclasses.replace(j.method, max_epochs=epochs, target_accuracy=2.0)
         jobs.append(j)
@@ -153,6 +157,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--sections", default="abc")
     ap.add_argument("--kernel-sizes", default="16,64", help="R of section (c)")
+    ap.add_argument("--gpu-sizes", default="1024,4096,16384", help="R of section (d), on the GPU")
+    ap.add_argument("--gpu-whole-sizes", default="1024,4096", help="R of section (d)'s whole solves")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     devices = a.devices.split(",")
@@ -203,6 +209,8 @@ def main() -> None:
                             + "  ".join(f"{mm / top:4.0%} | {st / top:4.0%}   " for mm, st in cells),
                             flush=True,
                         )
+        if "d" in a.sections and "cuda" in devices:
+            gpu_against_numpy(a)
         if "b" in a.sections:
             print("(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16")
             for device in devices:
@@ -220,6 +228,49 @@ def main() -> None:
                             f"batch {batch * 1e3 / 16:7.1f} ms/run: {solo / batch:5.2f}x "
                             f"(epochs {min(epochs)}-{max(epochs)})"
                         )
+
+
+def gpu_against_numpy(a: argparse.Namespace) -> None:
+    """(d) R runs at once on the GPU against one run alone in numpy on one CPU thread (the CPU's best solo run,
+    seed 000's comparison): per-run solve time and its ratio. Fixed epochs (the same work), then whole solves of
+    R seeds to their own early stops against the mean solo solve of 16 of those seeds; the evaluation after the
+    clock (each run's curves, per run and epoch) is timed apart on 64 of the runs."""
+    sizes, whole_sizes = ([int(r) for r in x.split(",")] for x in (a.gpu_sizes, a.gpu_whole_sizes))
+    print(f"(d) GPU batch of R against the solo numpy run on one CPU thread ({a.epochs} epochs a run | whole solves)")
+    for dtype in a.dtypes.split(","):
+        for hidden in (int(h) for h in a.hidden.split(",")):
+            cpu = build("cpu", dtype, hidden, 1, range(16), None)
+            solo_whole = clock(cpu, False, 1) / 16
+            fixed = [fixed_epochs(j, a.epochs) for j in cpu[:3]]
+            solo = min(clock([j], False, a.repeats) for j in fixed)
+            gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None)
+            clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
+            cells = []
+            for r in sizes:
+                t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
+                cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
+            print(f"fixed {dtype:8} hidden={hidden:<4d} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells))
+            for r in whole_sizes:
+                js, now = gpu[:r], gpu[0].backend.clock
+                t0 = now()
+                outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+                t = now() - t0  # one whole solve, each run to its own early stop
+                t0 = time.perf_counter()
+                for o in outs[:64]:
+                    o.finalize()
+                ev = (time.perf_counter() - t0) / 64
+                epochs = [o.epochs for o in outs]
+                print(
+                    f"whole {dtype:8} hidden={hidden:<4d} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
+                    f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
+                    f"curves after the clock {ev * 1e3:.1f} ms/run)",
+                    flush=True,
+                )
+
+
+def fixed_epochs(j: job.Job, epochs: int) -> job.Job:
+    """The job with its method set to train exactly ``epochs`` epochs (its target out of reach)."""
+    return dataclasses.replace(j, method=dataclasses.replace(j.method, max_epochs=epochs, target_accuracy=2.0))
 
 
 if __name__ == "__main__":

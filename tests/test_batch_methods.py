@@ -7,6 +7,8 @@ the same tracker figures. A divergent run's outcome is its solo outcome and leav
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hydra.utils import get_class
@@ -15,6 +17,8 @@ from sweep import job
 from sweep.methods.base import Outcome
 from tests.conftest import compose
 
+# the torch path on a GPU too, where this machine has one (a session lent a GPU runs these there)
+GPU = ["cuda"] if importlib.util.find_spec("torch") and __import__("torch").cuda.is_available() else []
 SMALL = ("problem.n_bits=10", "problem.n_train=500", "method.hidden=64")
 # (method, problem, its own extra overrides, (seed, lr, wd) of each run)
 CASES = {
@@ -60,15 +64,13 @@ def assert_same(batched: Outcome, solo: Outcome) -> None:
         np.testing.assert_allclose(batched.curves[k], v, rtol=1e-9, atol=0, err_msg=k)
 
 
-@pytest.mark.parametrize("device", ["cpu", "torch_cpu"])
+@pytest.mark.parametrize("device", ["cpu", "torch_cpu", *GPU])
 @pytest.mark.parametrize("method", sorted(CASES))
 def test_batch_equals_solo_runs(method, device):
     problem, extra, runs = CASES[method]
-    outs = batch(jobs(method, problem, runs, "tracker=none", f"device={device}", *extra))
-    solos = [
-        j.method.solve(j.ctx).finalize()
-        for j in jobs(method, problem, runs, "tracker=none", f"device={device}", *extra)
-    ]
+    on = ("tracker=none", f"device={device}", "device.dtype=float64", *extra)  # cuda's default is float32
+    outs = batch(jobs(method, problem, runs, *on))
+    solos = [j.method.solve(j.ctx).finalize() for j in jobs(method, problem, runs, *on)]
     assert len({o.epochs for o in solos}) > 1  # the runs stop at different epochs: each has its own early stop
     for b, s in zip(outs, solos):
         assert_same(b, s)
@@ -156,3 +158,44 @@ def test_runs_stepped_in_cache_sized_chunks_keep_their_results(monkeypatch):
     outs = batch(jobs("sgd", problem, runs, "tracker=none"))
     for b, j in zip(outs, jobs("sgd", problem, runs, "tracker=none")):
         assert_same(b, j.method.solve(j.ctx).finalize())
+
+
+def test_orders_drawn_on_several_threads_are_each_runs_own():
+    """On a GPU each epoch's batch orders are drawn on the host's cores (batched.orders): every run still gets
+    the order its own rng gives, and its rng ends where the solo run's does."""
+    from types import SimpleNamespace
+
+    from sweep.methods import batched
+
+    ids = np.arange(0, 600, 2)  # >= 256 running runs, not all of them
+    threaded = [np.random.RandomState(s) for s in range(600)]
+    alone = [np.random.RandomState(s) for s in range(600)]
+    for _ in range(2):
+        got = batched.orders(SimpleNamespace(device="cuda:0"), threaded, ids, 50)
+        assert (got == np.stack([alone[r].permutation(50) for r in ids])).all()
+    assert all((threaded[r].get_state()[1] == alone[r].get_state()[1]).all() for r in range(600))
+
+
+def test_a_run_kept_as_a_row_of_the_epochs_snapshot_gives_its_own_curves():
+    """EpochLog.keep_row keeps a reference to row r of one copy of all runs' weights; past the budget the row is
+    evaluated at once. Either way the curves are those of the run's own weights."""
+    from sweep.methods.epoch_log import EpochLog
+
+    snap = {"w": np.arange(12.0).reshape(3, 4), "b": np.array([[1.0], [2.0], [3.0]])}
+    measure = lambda p: {"sum": float(p["w"].sum() + p["b"].sum())}  # noqa: E731
+    kept, over = EpochLog(), EpochLog(budget_floats=4)
+    for log in (kept, over):
+        log.keep_row(snap, 1, measure)
+    assert kept.used == 5 and over.used == 0 and not isinstance(over.entries[0], tuple)
+    assert kept.curves() == over.curves() == {"sum": [4.0 + 5 + 6 + 7 + 2]}
+
+
+@pytest.mark.skipif(not GPU, reason="needs a GPU")
+def test_a_large_gpu_batch_equals_its_solo_runs():
+    """300 sgd runs at once on the GPU (the host draws their orders on several threads): a sample of them equals
+    the same jobs solved alone on the GPU."""
+    runs = [(s, 0.1, 0.01) for s in range(300)]
+    outs = batch(jobs("sgd", "sparse_parity", runs, "tracker=none", "device=cuda", "device.dtype=float64"))
+    for r in (0, 1, 77, 150, 299):
+        (solo,) = jobs("sgd", "sparse_parity", [runs[r]], "tracker=none", "device=cuda", "device.dtype=float64")
+        assert_same(outs[r], solo.method.solve(solo.ctx).finalize())

@@ -10,6 +10,7 @@ from sweep import job
 from tests.conftest import compose, run_sweep
 
 torch = pytest.importorskip("torch")
+GPU = ["cuda"] if torch.cuda.is_available() else []  # where this machine has a GPU, the torch path on it too
 
 # one allowed problem per method, sizes small enough for CI (float64 on both sides)
 CASES = {
@@ -34,9 +35,10 @@ def _run(method: str, device: str, *extra: str):
     )
 
 
+@pytest.mark.parametrize("torch_device", ["torch_cpu", *GPU])
 @pytest.mark.parametrize("method", sorted(CASES))
-def test_numpy_and_torch_find_the_same_answer(method):
-    a, b = _run(method, "cpu"), _run(method, "torch_cpu")
+def test_numpy_and_torch_find_the_same_answer(method, torch_device):
+    a, b = _run(method, "cpu"), _run(method, torch_device, "device.dtype=float64")  # cuda's default is float32
     assert a.metrics["accuracy"] == b.metrics["accuracy"] == 1.0
     assert a.metrics["epochs"] == b.metrics["epochs"]
     assert a.tags.get("secret_found") == b.tags.get("secret_found")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -185,7 +187,7 @@ def train_runs(
     max_epochs: int,
     stepper: Callable[[np.ndarray], Callable[[Params, Any, Any], None]],
     done: Callable[[Params, Any, Any], np.ndarray],
-    record: Callable[[int, Params], None],
+    record: Callable[[int, Params, int], None],
     p: Params,
     data: tuple,
     rngs: list[np.random.RandomState],
@@ -194,7 +196,8 @@ def train_runs(
 ) -> np.ndarray:
     """SGD's epoch loop for R runs; returns each run's epochs. ``running`` (R,) host bools: the runs that
     train. Each epoch every running run draws its own order from its own rng, ``stepper(ids)(q, xb, yb)``
-    steps the batch of runs ``ids``, ``record(r, run r's weights)`` logs run r's epoch, and
+    steps the batch of runs ``ids``, ``record(r, snapshot, j)`` logs run r's epoch (row j of one copy of the
+    working weights made for all runs: one copy per array an epoch, not one per run), and
     ``done(q, xt, yt)`` is each run's stopping test. The arrays hold only the running runs: when runs stop,
     the others are gathered into smaller arrays (a stopped run costs nothing more) and the stopped ones'
     weights written back to ``p``. A step runs ``chunk`` runs at a time, so that its temporaries stay in
@@ -212,18 +215,39 @@ def train_runs(
             parts = chunks(q, ids, stepper, chunk)
         if ids.size == 0:
             break
-        perm = np.stack([rngs[r].permutation(m) for r in ids])
+        perm = orders(be, rngs, ids, m)
         xs, ys = gather(be, d[0], perm), gather(be, d[1], perm)
         for s in range(0, m, batch_size):
             xb, yb = xs[:, s : s + batch_size], ys[:, s : s + batch_size]
             for part, qc, step in parts:
                 step(qc, xb[part], yb[part])
+        snapshot = {k: v * 1.0 for k, v in q.items()}
         for j, r in enumerate(ids):
-            record(int(r), run_slice(q, j))
+            record(int(r), snapshot, j)
         epochs[ids] = epoch + 1
         running[ids] &= ~done(q, d[2], d[3])
     compact(be, p, q, ids, np.zeros_like(running), data)
     return epochs
+
+
+def orders(be: Backend, rngs: list[np.random.RandomState], ids: np.ndarray, m: int) -> np.ndarray:
+    """This epoch's batch order of each run in ``ids``, drawn from its own rng as its solo run draws it. On a
+    GPU a step of thousands of runs is quick and these draws are the host's share of each epoch, so they are
+    spread over the host's cores (RandomState's shuffle releases the GIL; each rng is used by one thread)."""
+    if not be.device.startswith("cuda") or ids.size < 256 or host_cores() < 2:
+        return np.stack([rngs[r].permutation(m) for r in ids])
+    parts = np.array_split(ids, host_cores())
+    return np.concatenate(list(host_pool().map(lambda part: np.stack([rngs[r].permutation(m) for r in part]), parts)))
+
+
+@functools.cache
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@functools.cache
+def host_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=host_cores(), thread_name_prefix="orders")
 
 
 def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 128 << 10) -> int:

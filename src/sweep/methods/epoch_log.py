@@ -33,13 +33,37 @@ class EpochLog:
         else:
             self.entries.append(measure(p))
 
+    def keep_row(self, snapshot: dict[str, Any], row: int, measure: Measure) -> None:
+        """record for one of R runs solved together (methods/batched.py): ``snapshot`` is a copy of all the runs'
+        weights, made once an epoch and owned by the logs from then on; this run's weights are its ``row``. The
+        row is sliced when evaluated: per run and epoch only a reference is kept (on a GPU a copy per run was
+        thousands of small kernels an epoch)."""
+        size = sum(numel(v) for v in snapshot.values()) // next(iter(snapshot.values())).shape[0]
+        if self.used + size <= self.budget:
+            self.used += size
+            self.entries.append((Row(snapshot, row), measure))
+        else:
+            self.entries.append(measure({k: v[row] for k, v in snapshot.items()}))
+
     def curves(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         for e in self.entries:
-            values = e[1](e[0]) if isinstance(e, tuple) else e
+            values = e[1](e[0].params() if isinstance(e[0], Row) else e[0]) if isinstance(e, tuple) else e
             for k, v in values.items():
                 out.setdefault(k, []).append(float(v))
         return out
+
+
+class Row:
+    """Row ``row`` of a snapshot of many runs' weights, sliced only when evaluated (EpochLog.keep_row)."""
+
+    __slots__ = ("snapshot", "row")
+
+    def __init__(self, snapshot: dict[str, Any], row: int) -> None:
+        self.snapshot, self.row = snapshot, row
+
+    def params(self) -> dict[str, Any]:
+        return {k: v[self.row] for k, v in self.snapshot.items()}
 
 
 def hidden_progress(xp, p: dict[str, Any], p0: dict[str, Any], names: tuple[str, ...]) -> dict[str, float]:

@@ -207,7 +207,7 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
         first.max_epochs,
         stepper,
         done,
-        lambda r, q: logs[r].record(q, runs[r].measure),
+        lambda r, snapshot, j: logs[r].keep_row(snapshot, j, runs[r].measure),
         p,
         (x, y, xt, yt),
         [np.random.RandomState(c.problem.seed + 1) for c in ctxs],

@@ -182,6 +182,11 @@ class SGD:
 
         return run
 
+    def measure_row(self, xp, data: tuple, p0: Params, r: int, p: Params) -> dict[str, float]:
+        """measure's figures for run r of R runs solved together: its own data and start weights."""
+        x, y, xt, yt = (a[r] for a in data)
+        return self.measure(xp, x, y, xt, yt, {k: v[r] for k, v in p0.items()})(p)
+
     def train_epochs(
         self,
         ctx: Context,
@@ -324,10 +329,10 @@ class SGD:
         exception in ``started``) or already solve the data (``started`` False) do not train."""
         be, xp = ctxs[0].backend, ctxs[0].backend.xp
         x, y, xt, yt = data
-        # hidden progress is measured from the weights at the start of this training
-        measures = [
-            self.measure(xp, x[r], y[r], xt[r], yt[r], {k: p[k][r] * 1.0 for k in WEIGHTS}) for r in range(len(ctxs))
-        ]
+        # hidden progress is measured from the weights at the start of this training: one copy for all runs; a
+        # run's measure is made when its curves are evaluated, after the clock (thousands of runs on a GPU)
+        p0 = {k: p[k] * 1.0 for k in WEIGHTS}
+        measures = [partial(self.measure_row, xp, data, p0, r) for r in range(len(ctxs))]
         upd = self.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
         perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
         return batched.train_runs(
@@ -336,7 +341,7 @@ class SGD:
             self.max_epochs,
             lambda ids: partial(batched.mlp_step, xp, upd=upd.subset(ids), perlayer=perlayer),
             lambda q, xt, yt: batched.reached(be, q, xt, yt, self.target_accuracy),
-            lambda r, q: logs[r].record(q, measures[r]),
+            lambda r, snapshot, j: logs[r].keep_row(snapshot, j, measures[r]),
             p,
             data,
             rngs,
