@@ -177,17 +177,25 @@ def test_orders_drawn_on_several_threads_are_each_runs_own():
 
 
 def test_a_run_kept_as_a_row_of_the_epochs_snapshot_gives_its_own_curves():
-    """EpochLog.keep_row keeps a reference to row r of one copy of all runs' weights; past the budget the row is
-    evaluated at once. Either way the curves are those of the run's own weights."""
-    from sweep.methods.epoch_log import EpochLog
+    """EpochLog.keep_row keeps a reference to row j of one copy of all runs' weights (a Snapshot), evaluated for
+    every row at once when first asked; past the budget at once. Either way each run gets its own row's figures."""
+    from sweep.methods.epoch_log import EpochLog, Snapshot, per_row
 
-    snap = {"w": np.arange(12.0).reshape(3, 4), "b": np.array([[1.0], [2.0], [3.0]])}
-    measure = lambda p: {"sum": float(p["w"].sum() + p["b"].sum())}  # noqa: E731
-    kept, over = EpochLog(), EpochLog(budget_floats=4)
-    for log in (kept, over):
-        log.keep_row(snap, 1, measure)
-    assert kept.used == 5 and over.used == 0 and not isinstance(over.entries[0], tuple)
-    assert kept.curves() == over.curves() == {"sum": [4.0 + 5 + 6 + 7 + 2]}
+    calls = []
+
+    def evaluate(arrays, ids):
+        calls.append(list(ids))
+        return per_row(lambda r: lambda p: {"sum": float(p["w"].sum() + p["b"].sum()) + 100 * r})(arrays, ids)
+
+    snap = Snapshot({"w": np.arange(12.0).reshape(3, 4), "b": np.array([[1.0], [2.0], [3.0]])}, [7, 8, 9], evaluate)
+    kept, over, other = EpochLog(), EpochLog(budget_floats=4), EpochLog()
+    kept.keep_row(snap, 1)
+    assert kept.used == 5 and not calls  # nothing evaluated yet (after the clock)
+    other.keep_row(snap, 2)
+    over.keep_row(snap, 1)  # past its budget: the snapshot is evaluated now, once for all its rows
+    assert over.used == 0 and calls == [[7, 8, 9]] and snap.arrays is None
+    assert kept.curves() == over.curves() == {"sum": [4.0 + 5 + 6 + 7 + 2 + 800]}
+    assert other.curves() == {"sum": [8.0 + 9 + 10 + 11 + 3 + 900]} and len(calls) == 1
 
 
 @pytest.mark.skipif(not GPU, reason="needs a GPU")

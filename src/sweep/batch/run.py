@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from sweep.job import Job, evaluate, prepare, result, solve, summarise
 from sweep.methods.base import Context
+from sweep.methods.batched import gc_paused
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
 from sweep.result import RunResult
 from sweep.trace.trace import NULL_TRACE
@@ -53,8 +54,9 @@ def run_batch(cfgs: Sequence[DictConfig]) -> list[RunResult | BaseException]:
     if len(together) == 1:
         out[together[0].i] = _alone(together[0], started)
     elif together:
-        for m, r in zip(together, solve_together(together, started)):
-            out[m.i] = r
+        with gc_paused():  # thousands of runs' results made at once (methods/batched.py)
+            for m, r in zip(together, solve_together(together, started)):
+                out[m.i] = r
     return out  # type: ignore[return-value]
 
 

@@ -18,14 +18,17 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from sweep.backend import Backend
 from sweep.methods.base import Context
+from sweep.methods.epoch_log import EpochLog, RowsMeasure, Snapshot
 from sweep.trace.scope import Scope
 
 Params = dict[str, Any]  # W1 (R, H, n), b1 (R, H), W2 (R, 1, H), b2 (R, 1): a run's slice is its solo shape
@@ -60,6 +63,21 @@ def keep_heap() -> None:
     if mallopt is not None:
         mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
         mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (glibc's maximum)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector paused while R runs are solved and made into results. Such a solve makes long-lived
+    objects by the thousand (each run's log entries, one a run and epoch), so the collector's full passes came
+    again and again, each walking every object the process holds: 73 us a run of a 2-epoch batch of 4,096
+    (torch CPU). The solve makes no reference cycles to collect; reference counting frees what it drops."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def each(items: list, fn: Callable[[Any], Any]) -> list:
@@ -187,7 +205,8 @@ def train_runs(
     max_epochs: int,
     stepper: Callable[[np.ndarray], Callable[[Params, Any, Any], None]],
     done: Callable[[Params, Any, Any], np.ndarray],
-    record: Callable[[int, Params, int], None],
+    logs: list[EpochLog],
+    evaluate: RowsMeasure,
     p: Params,
     data: tuple,
     rngs: list[np.random.RandomState],
@@ -196,8 +215,8 @@ def train_runs(
 ) -> np.ndarray:
     """SGD's epoch loop for R runs; returns each run's epochs. ``running`` (R,) host bools: the runs that
     train. Each epoch every running run draws its own order from its own rng, ``stepper(ids)(q, xb, yb)``
-    steps the batch of runs ``ids``, ``record(r, snapshot, j)`` logs run r's epoch (row j of one copy of the
-    working weights made for all runs: one copy per array an epoch, not one per run), and
+    steps the batch of runs ``ids``, ``logs[r]`` keeps run r's epoch as row j of one Snapshot of the working
+    weights (one copy per array an epoch, not one per run; ``evaluate`` gives all its rows' curves), and
     ``done(q, xt, yt)`` is each run's stopping test. The arrays hold only the running runs: when runs stop,
     the others are gathered into smaller arrays (a stopped run costs nothing more) and the stopped ones'
     weights written back to ``p``. A step runs ``chunk`` runs at a time, so that its temporaries stay in
@@ -215,15 +234,15 @@ def train_runs(
             parts = chunks(q, ids, stepper, chunk)
         if ids.size == 0:
             break
-        perm = orders(be, rngs, ids, m)
-        xs, ys = gather(be, d[0], perm), gather(be, d[1], perm)
+        rows = flat_rows(be, orders(be, rngs, ids, m))
+        xs, ys = gather(d[0], rows), gather(d[1], rows)
         for s in range(0, m, batch_size):
             xb, yb = xs[:, s : s + batch_size], ys[:, s : s + batch_size]
             for part, qc, step in parts:
                 step(qc, xb[part], yb[part])
-        snapshot = {k: v * 1.0 for k, v in q.items()}
+        snapshot = Snapshot({k: v * 1.0 for k, v in q.items()}, ids, evaluate)
         for j, r in enumerate(ids):
-            record(int(r), snapshot, j)
+            logs[r].keep_row(snapshot, j)
         epochs[ids] = epoch + 1
         running[ids] &= ~done(q, d[2], d[3])
     compact(be, p, q, ids, np.zeros_like(running), data)
@@ -268,12 +287,17 @@ def chunks(q: Params, ids: np.ndarray, stepper: Callable, chunk: int) -> list[tu
     return out
 
 
-def gather(be: Backend, a, perm: np.ndarray):
+def flat_rows(be: Backend, perm: np.ndarray):
+    """The rows of (runs x samples) flattened that put run r's samples in its order perm[r]; worked out once an
+    epoch for every array that is taken in that order, on the backend's device."""
+    R, m = perm.shape
+    return (be.index(perm) + be.index(np.arange(R) * m)[:, None]).reshape(-1)
+
+
+def gather(a, rows):
     """a[r][perm[r]] for every run r: one take of whole rows along a flattened runs x samples axis (numpy's
     two-array fancy indexing costs ~10x more here)."""
-    R, m = perm.shape
-    flat = be.index((np.arange(R)[:, None] * m + perm).reshape(-1))
-    return a.reshape((R * m,) + tuple(a.shape[2:]))[flat].reshape(tuple(a.shape))
+    return a.reshape((-1,) + tuple(a.shape[2:]))[rows].reshape(tuple(a.shape))
 
 
 def compact(be: Backend, p: Params, q: Params, ids: np.ndarray, running: np.ndarray, data: tuple):

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from sweep.trace.trace import numel
 
 Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name: value}
+# (R runs' weights, their run ids) -> {curve name: (R,) values}: a Snapshot's evaluation
+RowsMeasure = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 BUDGET_FLOATS = 20_000_000  # snapshots kept for evaluation after the clock (sweep.config.memory counts them too)
@@ -33,37 +37,53 @@ class EpochLog:
         else:
             self.entries.append(measure(p))
 
-    def keep_row(self, snapshot: dict[str, Any], row: int, measure: Measure) -> None:
-        """record for one of R runs solved together (methods/batched.py): ``snapshot`` is a copy of all the runs'
-        weights, made once an epoch and owned by the logs from then on; this run's weights are its ``row``. The
-        row is sliced when evaluated: per run and epoch only a reference is kept (on a GPU a copy per run was
-        thousands of small kernels an epoch)."""
-        size = sum(numel(v) for v in snapshot.values()) // next(iter(snapshot.values())).shape[0]
-        if self.used + size <= self.budget:
-            self.used += size
-            self.entries.append((Row(snapshot, row), measure))
+    def keep_row(self, snapshot: "Snapshot", row: int) -> None:
+        """record for one of R runs solved together (methods/batched.py): ``snapshot`` holds a copy of the weights
+        of all the runs then training, made once an epoch; this run's are its ``row``. Only a reference is kept
+        per run and epoch (on a GPU a copy per run was thousands of small kernels an epoch); past the budget the
+        snapshot is evaluated at once, as record evaluates inline."""
+        if self.used + snapshot.row_floats <= self.budget:
+            self.used += snapshot.row_floats
+            self.entries.append((snapshot, row))
         else:
-            self.entries.append(measure({k: v[row] for k, v in snapshot.items()}))
+            self.entries.append(snapshot.values(row))
 
     def curves(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         for e in self.entries:
-            values = e[1](e[0].params() if isinstance(e[0], Row) else e[0]) if isinstance(e, tuple) else e
+            values = (e[0].values(e[1]) if isinstance(e[0], Snapshot) else e[1](e[0])) if isinstance(e, tuple) else e
             for k, v in values.items():
                 out.setdefault(k, []).append(float(v))
         return out
 
 
-class Row:
-    """Row ``row`` of a snapshot of many runs' weights, sliced only when evaluated (EpochLog.keep_row)."""
+class Snapshot:
+    """One epoch's copy of the weights of the runs then training (R runs solved together), evaluated for all of
+    them at once by ``evaluate(arrays, ids)`` -> {curve name: (rows,) host array} when the first of them asks
+    (after the clock); the copy is dropped once evaluated."""
 
-    __slots__ = ("snapshot", "row")
+    def __init__(self, arrays: dict[str, Any], ids: Any, evaluate: RowsMeasure) -> None:
+        self.arrays: dict[str, Any] | None = arrays
+        self.ids, self.evaluate = ids, evaluate
+        self.row_floats = sum(numel(v) for v in arrays.values()) // max(1, len(ids))
+        self._values: dict[str, Any] | None = None
 
-    def __init__(self, snapshot: dict[str, Any], row: int) -> None:
-        self.snapshot, self.row = snapshot, row
+    def values(self, row: int) -> dict[str, float]:
+        if self._values is None:
+            assert self.arrays is not None
+            self._values, self.arrays = self.evaluate(self.arrays, self.ids), None
+        return {k: float(v[row]) for k, v in self._values.items()}
 
-    def params(self) -> dict[str, Any]:
-        return {k: v[self.row] for k, v in self.snapshot.items()}
+
+def per_row(measure_of: Callable[[int], Measure]) -> RowsMeasure:
+    """A snapshot's evaluation from one measure per run (``measure_of(run)``), applied row by row: the solo
+    code on each run's own weights."""
+
+    def evaluate(arrays: dict[str, Any], ids: Any) -> dict[str, Any]:
+        rows = [measure_of(int(r))({k: v[j] for k, v in arrays.items()}) for j, r in enumerate(ids)]
+        return {k: np.array([row[k] for row in rows]) for k in rows[0]}
+
+    return evaluate
 
 
 def hidden_progress(xp, p: dict[str, Any], p0: dict[str, Any], names: tuple[str, ...]) -> dict[str, float]:

@@ -101,7 +101,7 @@ class ForwardForward:
         return [{"W": p[f"W{i}"], "b": p[f"b{i}"]} for i in range(len(p) // 2)]
 
     def accuracy(self, xp, net: Layers, x, y) -> float:
-        ones = xp.ones(x.shape[0], dtype=x.dtype)
+        ones = xp.ones(x.shape[0], dtype=x.dtype, device=x.device)  # on x's device (cuda)
         pred = xp.where(
             self.goodness(xp, net, self.embed(xp, x, ones)) >= self.goodness(xp, net, self.embed(xp, x, -ones)),
             1.0,

@@ -16,7 +16,7 @@ import numpy as np
 
 from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
-from sweep.methods.epoch_log import EpochLog, hidden_progress
+from sweep.methods.epoch_log import EpochLog, hidden_progress, per_row
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 
@@ -207,7 +207,8 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
         first.max_epochs,
         stepper,
         done,
-        lambda r, snapshot, j: logs[r].keep_row(snapshot, j, runs[r].measure),
+        logs,
+        per_row(lambda r: runs[r].measure),
         p,
         (x, y, xt, yt),
         [np.random.RandomState(c.problem.seed + 1) for c in ctxs],

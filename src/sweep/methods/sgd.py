@@ -15,11 +15,12 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from hydra.utils import get_class
 
+from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
 from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
-from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
+from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
@@ -29,6 +30,7 @@ WEIGHTS = ("W1", "W2")  # the weight matrices whose hidden progress is logged
 # Rows per forward pass when a whole data set is evaluated on numpy (SGD.predict_rows): (128, H) temporaries stay
 # in the core's cache and below the size at which OpenBLAS splits a matmul over its threads.
 EVAL_ROWS = 128
+EVAL_BYTES = 256 << 20  # torch's curves (measure_rows): a group of runs' (runs, samples, hidden) activations
 
 
 def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
@@ -182,10 +184,31 @@ class SGD:
 
         return run
 
-    def measure_row(self, xp, data: tuple, p0: Params, r: int, p: Params) -> dict[str, float]:
-        """measure's figures for run r of R runs solved together: its own data and start weights."""
-        x, y, xt, yt = (a[r] for a in data)
-        return self.measure(xp, x, y, xt, yt, {k: v[r] for k, v in p0.items()})(p)
+    def measure_rows(self, be: Backend, data: tuple, p0: Params, q: Params, ids: np.ndarray) -> dict[str, Any]:
+        """measure's figures for the runs ``ids`` of R solved together (their weights q, a row each; data and p0
+        for all R). numpy evaluates each run with its solo code; torch evaluates groups of runs in one pass (on a
+        GPU, thousands of runs' curves one by one were ~40 ms a run of small kernels, after the clock)."""
+        xp = be.xp
+        if be.name == "numpy":
+            return per_row(lambda r: self.measure(xp, *(a[r] for a in data), {k: v[r] for k, v in p0.items()}))(q, ids)
+        m, hidden = data[0].shape[1], q["W1"].shape[1]
+        group = max(1, EVAL_BYTES // (m * hidden * data[0].element_size()))
+        parts: dict[str, list] = {}
+        for lo in range(0, len(ids), group):
+            sel, rows = be.index(ids[lo : lo + group]), slice(lo, lo + group)
+            w = {k: v[rows] for k, v in q.items()}
+            for split, (xs, ys) in (("train", data[:2]), ("test", data[2:])):
+                out = batched.forward(xp, w, xs[sel])[2]
+                ys = ys[sel]
+                pred = xp.where(out >= 0, 1.0, -1.0)
+                parts.setdefault(f"{split}_accuracy", []).append(xp.mean(xp.astype(pred == ys, out.dtype), axis=1))
+                parts.setdefault(f"{split}_loss", []).append(xp.mean(xp.maximum(1.0 - ys * out, 0.0), axis=1))
+            for k in WEIGHTS:
+                d = xp.sum(xp.abs(w[k] - p0[k][sel]).reshape(w[k].shape[0], -1), axis=1)
+                parts.setdefault(f"hidden_progress_{k}", []).append(d)
+        out = {k: be.to_numpy(xp.concat(v)).astype(np.float64) for k, v in parts.items()}
+        out["hidden_progress"] = sum(out[f"hidden_progress_{k}"] for k in WEIGHTS)  # in float64, as the solo sum
+        return out
 
     def train_epochs(
         self,
@@ -291,7 +314,8 @@ class SGD:
                 raise ValueError(f"solve_batch: {m} differs from {first} in more than lr and wd")
         if len(methods) == 1:  # a batch of one is the solo solve (the batched loop's bookkeeping costs it time)
             return batched.each([0], lambda _: methods[0].solve(ctxs[0]))
-        return cls.solve_runs(methods, ctxs)
+        with batched.gc_paused():
+            return cls.solve_runs(methods, ctxs)
 
     @classmethod
     def solve_runs(cls, methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
@@ -332,7 +356,6 @@ class SGD:
         # hidden progress is measured from the weights at the start of this training: one copy for all runs; a
         # run's measure is made when its curves are evaluated, after the clock (thousands of runs on a GPU)
         p0 = {k: p[k] * 1.0 for k in WEIGHTS}
-        measures = [partial(self.measure_row, xp, data, p0, r) for r in range(len(ctxs))]
         upd = self.runs_update(be, np.array([m.lr for m in methods]), np.array([m.wd for m in methods]))
         perlayer = ctxs[0].variant is not None and ctxs[0].variant.name == "perlayer"
         return batched.train_runs(
@@ -341,7 +364,8 @@ class SGD:
             self.max_epochs,
             lambda ids: partial(batched.mlp_step, xp, upd=upd.subset(ids), perlayer=perlayer),
             lambda q, xt, yt: batched.reached(be, q, xt, yt, self.target_accuracy),
-            lambda r, snapshot, j: logs[r].keep_row(snapshot, j, measures[r]),
+            logs,
+            partial(self.measure_rows, be, data, p0),
             p,
             data,
             rngs,
