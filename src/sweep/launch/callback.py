@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import time
+import traceback
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
@@ -191,7 +192,19 @@ class MLflowCallback(Callback):
         refuse_unusable_server(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra turns a callback's exception into a warning and runs the sweep anyway, recording nothing: an
+        # unforeseen failure here stops the command instead, before any job
+        try:
+            self._start(config, **kwargs)
+        except Exception as e:  # noqa: BLE001 - whatever it is, no job may run unrecorded
+            print(
+                f"sweep: the recording could not start, no job was run: {type(e).__name__}: {e}",
+                file=sys.stderr,
+            )
+            traceback.print_exc()
+            sys.exit(1)
 
+    def _start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_bad_experiment(config)
         refuse_unusable_server(config)
         if config.mlflow.enabled:
