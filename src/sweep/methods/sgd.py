@@ -173,11 +173,7 @@ class SGD:
 
         def scores(p: Params, split: str, xs, ys) -> dict[str, float]:
             out = self.predict_rows(xp, p, xs)  # one forward pass for both figures
-            pred = xp.where(out >= 0, 1.0, -1.0)
-            return {
-                f"{split}_accuracy": float(xp.mean(xp.astype(pred == ys, xs.dtype))),
-                f"{split}_loss": float(xp.mean(xp.maximum(1.0 - ys * out, 0.0))),
-            }
+            return {k: float(v) for k, v in hinge_scores(xp, out, ys, split).items()}
 
         def run(p: Params) -> dict[str, float]:
             return {**scores(p, "train", x, y), **scores(p, "test", xt, yt), **hidden_progress(xp, p, p0, WEIGHTS)}
@@ -198,11 +194,8 @@ class SGD:
             sel, rows = be.index(ids[lo : lo + group]), slice(lo, lo + group)
             w = {k: v[rows] for k, v in q.items()}
             for split, (xs, ys) in (("train", data[:2]), ("test", data[2:])):
-                out = batched.forward(xp, w, xs[sel])[2]
-                ys = ys[sel]
-                pred = xp.where(out >= 0, 1.0, -1.0)
-                parts.setdefault(f"{split}_accuracy", []).append(xp.mean(xp.astype(pred == ys, out.dtype), axis=1))
-                parts.setdefault(f"{split}_loss", []).append(xp.mean(xp.maximum(1.0 - ys * out, 0.0), axis=1))
+                for k, v in hinge_scores(xp, batched.forward(xp, w, xs[sel])[2], ys[sel], split, axis=1).items():
+                    parts.setdefault(k, []).append(v)
             for k in WEIGHTS:
                 d = xp.sum(xp.abs(w[k] - p0[k][sel]).reshape(w[k].shape[0], -1), axis=1)
                 parts.setdefault(f"hidden_progress_{k}", []).append(d)
@@ -383,6 +376,16 @@ class SGD:
         if ctx.traces(Scope.PUBLISHED):
             self.trace_published_step(ctx, q, ctx.data.x_train, ctx.data.y_train)
         return self.outcome(ctx, q, epochs, log, data[2][r], data[3][r])
+
+
+def hinge_scores(xp, out, ys, split: str, axis: int | None = None) -> dict[str, Any]:
+    """Accuracy and loss (the hinge max(0, 1 - y out) without weight decay) of outputs ``out`` against labels
+    ``ys``: of one run, or of each run along ``axis``."""
+    pred = xp.where(out >= 0, 1.0, -1.0)
+    return {
+        f"{split}_accuracy": xp.mean(xp.astype(pred == ys, out.dtype), axis=axis),
+        f"{split}_loss": xp.mean(xp.maximum(1.0 - ys * out, 0.0), axis=axis),
+    }
 
 
 # problem.loss -> the model SGD trains: the hinge-loss MLP (with its variants), or a linear model on squared error
