@@ -25,7 +25,9 @@ SHORT = [
     "hydra/launcher=local",
     "hydra.launcher.n_workers=2",
 ]
-ARGS = [*SHORT, "method.max_epochs=1,100000"]
+# the two short jobs first, then the two long ones: the launcher deals jobs to the workers breadth first (one each,
+# then a second each), so each worker runs a short job and then a long one, and both long ones run at the end
+ARGS = ["method.max_epochs=1,100000", *SHORT]
 
 
 def _stat(pid: int) -> list[str]:

@@ -137,9 +137,11 @@ def test_methods_emit_trace_events(method):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_a_whole_data_set_evaluated_in_row_chunks_equals_one_pass_bit_for_bit(dtype):
+def test_a_whole_data_set_evaluated_in_row_chunks_equals_one_pass(dtype):
     """The curves and accuracies evaluate 1000 x 200 forward passes EVAL_ROWS rows at a time (sgd.predict_rows):
-    the same bits as the one pass they replace, so every recorded figure is unchanged."""
+    under float64 the same bits as the one pass they replace, so every recorded figure is unchanged. Under
+    float32 an output may differ in its last bit on some CPUs: OpenBLAS's float32 kernels for AMD's Zen (seen on
+    an AMD EPYC) order a 1000-row and a 128-row product's sums differently."""
     from sweep.methods.sgd import EVAL_ROWS, SGD, init_params
 
     xp = Backend(name="numpy", device="cpu", dtype=dtype).xp
@@ -150,5 +152,8 @@ def test_a_whole_data_set_evaluated_in_row_chunks_equals_one_pass_bit_for_bit(dt
         p, rng = init_params(20, 200, seed)
         p = {k: (v + rng.randn(*v.shape) * 0.1).astype(dtype) for k, v in p.items()}  # nonzero biases too
         whole = sgd.predict(xp, p, x)
-        assert np.array_equal(sgd.predict_rows(xp, p, x), whole)
+        if dtype == "float64":
+            assert np.array_equal(sgd.predict_rows(xp, p, x), whole)
+        else:  # within a float32 rounding of each output
+            np.testing.assert_allclose(sgd.predict_rows(xp, p, x), whole, rtol=4e-7, atol=1e-6)
         assert sgd.predict_rows(xp, p, x).dtype == whole.dtype
