@@ -3,6 +3,7 @@ process that writes MLflow."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,10 @@ class RunResult:
     def recorded(self) -> None:
         """Once written to the store, what a sweep keeps of a run for its whole length (the sweeper's return,
         the parent's totals): metrics, status, error, ids. The config, tags, curves and artifacts are in the store;
-        kept, they cost ~15 KB a finished job."""
+        kept, they cost ~15 KB a finished job. The metrics' names are interned: a result unpickled from a worker
+        brings its own copy of each name, ~1 KB of a kept run's ~2.5 KB (10,000 sgd seeds: ~10 MB)."""
         self.config, self.curves, self.artifacts, self.tags = {}, {}, {}, {}
+        self.metrics = {sys.intern(k) if type(k) is str else k: v for k, v in self.metrics.items()}
 
     def short_name(self) -> str:
         """A single run's name: its group choices and seed (`sgd-standard-cpu-seed42`). In a sweep a job is
