@@ -22,6 +22,7 @@ class ServerConfig:
     port: int = field(default=5000, metadata={"help": "the tracking server's port"})
     db_port: int = field(default=5433, metadata={"help": "PostgreSQL's port on 127.0.0.1"})
     workers: int = field(default=4, metadata={"help": "the tracking server's worker processes (MLflow's default)"})
+    threads: int = field(default=4, metadata={"help": "requests each worker process serves at once"})
     admin_username: str = field(default="admin", metadata={"help": "MLflow's admin user, made on the first start"})
     # MLflow's default: every user reads every experiment; one edits or deletes only what it created or was given
     default_permission: str = field(default="READ", metadata={"help": "READ | EDIT | MANAGE | NO_PERMISSIONS"})

@@ -42,8 +42,9 @@ def check(cfg: ServerConfig) -> None:
     for name in ("port", "db_port"):
         if not 1 <= getattr(cfg, name) <= 65535:
             raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: a port from 1 to 65535")
-    if cfg.workers < 1:
-        raise BadSetting(f"workers={cfg.workers} is not allowed: at least 1")
+    for name in ("workers", "threads"):
+        if getattr(cfg, name) < 1:
+            raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: at least 1")
 
 
 @contextlib.contextmanager
