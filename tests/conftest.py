@@ -16,13 +16,32 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One OpenMP/BLAS thread a process, in this process (before torch and numpy make their pools), xdist's workers
+# and every command a test starts: xdist runs a worker per core already, and a pool of a thread per core beside
+# them spins waiting on descheduled siblings (test_batch_methods' sgd on torch_cpu: 13.3 -> 4.3 CPU s, 24 ->
+# 12 s, on 2 busy cores). device.threads still sets a pool (test_devices); an explicit setting is kept.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+
+def _make_empty_store(d: Path) -> None:
+    from sweep.record import store as stores
+
+    stores.create(f"sqlite:///{d / 'mlflow.db'}")  # the project's own making, as a first command's
+
 
 @pytest.fixture
-def store(tmp_path, monkeypatch) -> str:
-    """A fresh SQLite MLflow store; MLFLOW_TRACKING_URI points at it for this test and its subprocesses."""
+def store(request, tmp_path, monkeypatch) -> str:
+    """A SQLite MLflow store of this test's own; MLFLOW_TRACKING_URI points at it for this test and its
+    subprocesses. Made already: a copy of an empty store made once a session, since a command into a store that
+    exists skips MLflow's import and its ~60 schema migrations (about 2.5 of a small sweep's 3.5 CPU s). A test
+    marked `new_store` (one about making a store, or about making none) gets a store not made yet."""
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))  # never the project's own spool
+    if request.node.get_closest_marker("new_store") is None:
+        (tmp_path / "mlruns").mkdir()
+        shutil.copy(made_once("empty-store", _make_empty_store) / "mlflow.db", tmp_path / "mlruns" / "mlflow.db")
     return uri
 
 
@@ -160,6 +179,33 @@ def pytest_configure(config) -> None:
         root = Path(tempfile.mkdtemp(prefix="sweep-tests-"))
         root.chmod(0o755)  # the shared store's PostgreSQL runs as a non-root user, which must enter it
         os.environ[SESSION_DIR] = str(root)
+
+
+# The modules whose tests run longest (tens of seconds each: commands killed and re-run, servers, submitit's
+# processes), longest first. They run first: xdist's worksteal gives each worker a contiguous block of the
+# collection and steals from a block's end, so a long test left at the end started last and ran alone while the
+# other cores idled. A module missing here costs time, never a result.
+FIRST = (
+    "test_submitit_launcher.py",
+    "test_store_unsaved.py",
+    "test_store_creation.py",
+    "test_ui.py",
+    "test_store_migrate.py",
+    "test_store_edges.py",
+    "test_server.py",
+    "test_optuna_sweeper.py",
+    "test_hints.py",
+    "test_sql_run_writer.py",
+    "test_launcher_stream.py",
+    "test_store_check.py",
+    "test_ui_browser.py",
+    "test_launcher.py",
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a module keeps its own order
 
 
 def pytest_unconfigure(config) -> None:

@@ -28,6 +28,7 @@ def test_cfg_job_prints_composed_config(tmp_path):
     assert "influence_samples: 5" in p.stdout and "n_bits: 20" in p.stdout
 
 
+@pytest.mark.new_store
 def test_end_to_end_run_lands_in_mlflow(store, tmp_path):
     p = run_sweep("method=gf2", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -40,6 +41,7 @@ def test_end_to_end_run_lands_in_mlflow(store, tmp_path):
     assert line.endswith(run.info.run_id)
 
 
+@pytest.mark.new_store
 def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_path):
     p = run_sweep("-m", "hydra/launcher=basic", "method=gf2,km", cwd=tmp_path)
     assert p.returncode == 0, p.stderr

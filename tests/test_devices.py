@@ -73,6 +73,10 @@ def test_autocast_runs_the_step_in_lower_precision():
 def test_threads_sets_torchs_intra_op_pool_and_numpys_blas():
     before, blas = torch.get_num_threads(), threadpool_limits(limits=None)  # the latter restores BLAS's pools
     try:
+        # pools of 2 first: the suite's processes start with 1 (tests/conftest.py), which device.threads=1 must change
+        torch.set_num_threads(2)
+        threadpool_limits(limits=2, user_api="blas")
+        assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {2}
         r = _run("sgd", "torch_cpu", "device.threads=1")
         assert r.metrics["accuracy"] == 1.0 and torch.get_num_threads() == 1
         _run("sgd", "cpu", "device.threads=1")
@@ -94,6 +98,7 @@ def test_fullgraph_names_the_graph_break_in_one_line():
         _run("sgd", "torch_cpu", *fullgraph)
 
 
+@pytest.mark.new_store
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_cuda_without_gpu_is_refused_before_the_job_starts(store, tmp_path):
     r = run_sweep("device=cuda", "device.local_gpu=true", cwd=tmp_path)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import record_small_sweep, session_processes
+from tests.conftest import made_once, record_small_sweep, session_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534
@@ -67,16 +67,19 @@ def one_line(text: str) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def made_store(tmp_path_factory) -> Path:
-    """A real store with one finished run, made once (copied by the tests that break it)."""
-    d = tmp_path_factory.mktemp("made")
+def _make_store(d: Path) -> None:
     uri = f"sqlite:///{d / 'mlflow.db'}"
     p = sweep(
         "method=gf2", "problem.n_bits=10", env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")}, cwd=d
     )
     assert p.returncode == 0, p.stderr
-    return d / "mlflow.db"
+
+
+@pytest.fixture(scope="session")
+def made_store() -> Path:
+    """A real store with one finished run, made once for the session's every worker and module (it was a sweep
+    per module and worker); the tests only read it (those that break it break a copy)."""
+    return made_once("made-store", _make_store) / "mlflow.db"
 
 
 @pytest.fixture
@@ -143,6 +146,7 @@ def test_sweep_on_read_only_store_fails_in_seconds_before_any_job(made_store, op
     assert {(r.info.run_id, r.info.status) for r in _runs(uri)} == before == {(next(iter(before))[0], "FINISHED")}
 
 
+@pytest.mark.new_store
 def test_next_command_writes_spooled_results_in(tmp_path, store):
     """A result spooled against a store (here: a corrupt one, replaced by a sound one) is written by the next
     command that records into it."""
@@ -179,6 +183,7 @@ def test_a_spooled_result_that_fails_again_stays_and_blocks_nothing(store, capsy
     assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
 
 
+@pytest.mark.new_store
 def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_path):
     p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)
     assert p.returncode == 2
@@ -187,6 +192,7 @@ def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_
 
 
 # -- 2. unknown preset --------------------------------------------------------------------------------------
+@pytest.mark.new_store
 @pytest.mark.parametrize("preset", ["nope", "ard_variant"])
 def test_unknown_preset_exits_2_with_the_presets(store, tmp_path, preset):
     p = sweep(f"sweeps={preset}", env={}, cwd=tmp_path)
@@ -285,6 +291,7 @@ def test_compare_quotes_names_and_keeps_files_inside_outputs(store, tmp_path):
 
 
 # -- 3. two first sweeps on a store that does not exist yet ----------------------------------------------------
+@pytest.mark.new_store
 def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
     procs = [
@@ -331,6 +338,7 @@ def _limited(limit_bytes: int):
     return set_limit
 
 
+@pytest.mark.new_store
 @pytest.mark.parametrize("override", ["problem.n_bits=100000", "problem.n_train=100000000", "method.hidden=10000000"])
 def test_job_too_big_for_memory_is_refused_naming_the_field(store, tmp_path, override):
     """Under a 2.5 GB address-space limit (what a container or `ulimit -v` gives), each of these would climb
@@ -349,6 +357,7 @@ def test_job_too_big_for_memory_is_refused_naming_the_field(store, tmp_path, ove
     assert not Path(store[len("sqlite:///") :]).exists()
 
 
+@pytest.mark.new_store
 def test_unused_top_level_addition_is_refused(store, tmp_path):
     p = sweep("+foo=bar", env={}, cwd=tmp_path)
     assert p.returncode == 2 and "+foo=bar is not read by any job" in one_line(p.stderr)

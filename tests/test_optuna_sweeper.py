@@ -43,6 +43,7 @@ def _children(store: str, experiment: str) -> list:
     return [r for r in runs if r.data.tags.get("sweep.parent") != "true"]
 
 
+@pytest.mark.new_store
 def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
     p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=2", *SMALL)
     assert p.returncode == 0, p.stderr
@@ -124,6 +125,7 @@ def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
     assert [t.state for t in optuna.load_study(study_name="missing", storage=storage).trials] == [TrialState.FAIL]
 
 
+@pytest.mark.new_store
 def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
     p = _sweep(
         store,

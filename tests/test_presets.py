@@ -167,6 +167,7 @@ def _modal_token() -> bool:
     return bool(os.environ.get("MODAL_TOKEN_ID")) or (Path.home() / ".modal.toml").exists()
 
 
+@pytest.mark.new_store
 def test_gpu_vs_cpu_without_a_token_is_refused_before_any_job(store, tmp_path):
     if _modal_token():
         pytest.skip("a Modal token is configured: the cuda jobs would really run on Modal")

@@ -1,5 +1,6 @@
 """The MLflow recorder against a real SQLite store in a temporary directory."""
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import job
@@ -11,6 +12,7 @@ def test_flatten_gives_dotted_keys():
     assert flatten({"method": {"lr": 0.1, "x": {"y": 1}}, "a": None}) == {"method.lr": 0.1, "method.x.y": 1, "a": None}
 
 
+@pytest.mark.new_store
 def test_logs_params_metrics_curves_tags_artifacts(store, tmp_path):
     result = job.run(compose("method=sgd", "problem.seed=42"))
     rec = Recorder(store, "test-exp")
@@ -33,12 +35,14 @@ def test_logs_params_metrics_curves_tags_artifacts(store, tmp_path):
     assert "W1" in open(table).read()
 
 
+@pytest.mark.new_store
 def test_a_process_shares_one_recorder_per_store_and_experiment(store):
     """Hydra's basic launcher: each job's resume check and its recording use the store opened once."""
     rec = shared_recorder(store, "shared")
     assert shared_recorder(store, "shared") is rec and shared_recorder(store, "other") is not rec
 
 
+@pytest.mark.new_store
 def test_parent_child_and_resume_lookup(store):
     rec = Recorder(store, "sweep-exp")
     parent = rec.start_parent("sweep test", {"sweep.overrides": "method=gf2,km"})

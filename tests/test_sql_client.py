@@ -10,6 +10,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import job
@@ -131,6 +132,7 @@ def sweep(tmp_path: Path, n_bits: int) -> tuple[str, ...]:
     )
 
 
+@pytest.mark.new_store
 def test_a_sweep_into_an_existing_sqlite_store_imports_no_mlflow(store, tmp_path):
     # the parent run, resume, every child run and the last line: all through sqlite3 once the store exists
     (tmp_path / "site").mkdir()

@@ -44,6 +44,7 @@ def recorder(uri: str, experiment: str, writer: str) -> Recorder:
     return rec
 
 
+@pytest.mark.new_store
 def test_a_recorder_that_creates_a_sqlite_store_writes_it_with_sqlite3(store):
     # MLflow makes the store's tables (the Recorder imports it for that); its runs then go in through sqlite3,
     # several times cheaper a run than SQLAlchemy: a sweep's first command into a new store is as fast as the next
@@ -197,6 +198,7 @@ def test_resume_without_mlflow_finds_what_mlflows_search_finds(store):
     assert without_mlflow[config_hash(configs[3])] == newer
 
 
+@pytest.mark.new_store
 def test_a_single_run_into_an_existing_sqlite_store_imports_no_mlflow(store, tmp_path):
     # a repeat check reads the store too: it must not cost MLflow's seconds of imports (the direct writer's point)
     (tmp_path / "site").mkdir()

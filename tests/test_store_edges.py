@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import made_once
 from tests.test_faults import _runs, one_line, sweep
 
 
@@ -31,17 +32,20 @@ def _plain_copy(src: Path, dst_dir: Path) -> Path:
     return dst_dir / "mlflow.db"
 
 
-@pytest.fixture(scope="module")
-def wal_store(tmp_path_factory) -> Path:
-    """A store made by a real two-job sweep (the launcher writes SQLite in WAL mode), study `demo`."""
-    d = tmp_path_factory.mktemp("wal")
+def _make_wal_store(d: Path) -> None:
     uri = f"sqlite:///{d / 'st' / 'mlflow.db'}"
     env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(d / "sp")}
     p = sweep("-m", "method=gf2", "problem.n_bits=10", "problem.seed=1,2", "mlflow.experiment=demo", env=env, cwd=d)
     assert p.returncode == 0, p.stderr
     db = d / "st" / "mlflow.db"
     assert (db.read_bytes()[18], db.read_bytes()[19]) == (2, 2)  # WAL mode
-    return db
+
+
+@pytest.fixture(scope="session")
+def wal_store() -> Path:
+    """A store made by a real two-job sweep (the launcher writes SQLite in WAL mode), study `demo`; made once for
+    every worker (tests only copy it)."""
+    return made_once("wal-store", _make_wal_store) / "st" / "mlflow.db"
 
 
 # -- the -wal counts: a healthy store is not "corrupt: truncated" ------------------------------------------

@@ -24,6 +24,7 @@ def _runs(store: str, experiment: str) -> tuple[list, list]:
     )
 
 
+@pytest.mark.new_store
 def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_failures(store, tmp_path):
     p = run_sweep("-m", SUBMITIT, "method=gf2,km", "mlflow.experiment=sub", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
