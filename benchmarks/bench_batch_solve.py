@@ -56,9 +56,7 @@ def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int
     jobs = []
     for s in seeds:
         j = job.build_job(cfg, {**config, "problem": {**config["problem"], "seed": s}})
-        if epochs is not None:
-            j.method = dataclasses.replace(j.method, max_epochs=epochs, target_accuracy=2.0)
-        jobs.append(j)
+        jobs.append(j if epochs is None else fixed_epochs(j, epochs))
     return jobs
 
 
