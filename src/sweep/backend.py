@@ -131,16 +131,19 @@ class Backend:
 
     def _one_graph(self, fn: Callable, name: str) -> Callable:
         """fullgraph=True turns a graph break into torch's multi-page error at the first call: one line instead,
-        naming the step and the break (SGD's step has data-dependent exits, e.g. no sample inside the margin)."""
-        unsupported = self._torch._dynamo.exc.Unsupported
+        naming the step and the break (SGD's step has data-dependent exits, e.g. no sample inside the margin).
+        torch raises Unsupported for code it cannot trace and UserError for a branch on a tensor's value; the
+        latter's first line is advice, its "Caused by:" line the place."""
+        exc = self._torch._dynamo.exc
+        breaks = (exc.Unsupported, exc.UserError)
 
         def run(*a: Any, **kw: Any) -> Any:
             try:
                 return fn(*a, **kw)
-            except unsupported as e:
-                raise RuntimeError(
-                    f"device.fullgraph=true: {name} has a graph break: {str(e).strip().splitlines()[0]}"
-                ) from None
+            except breaks as e:
+                lines = str(e).strip().splitlines()
+                where = next((ln.strip() for ln in lines if ln.startswith("Caused by:")), lines[0])
+                raise RuntimeError(f"device.fullgraph=true: {name} has a graph break: {where}") from None
 
         return run
 

@@ -21,6 +21,7 @@ from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
+from sweep.variants.base import relu
 
 Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 
@@ -56,7 +57,7 @@ class ForwardForward:
         """Summed goodness over layers for each row of inp (the prediction's score)."""
         total = 0.0
         for layer in net:
-            a = xp.maximum(inp @ layer["W"].T + layer["b"], 0.0)
+            a = relu(xp, inp @ layer["W"].T + layer["b"])
             total = total + xp.mean(a * a, axis=1)
             inp = self.normalise(xp, a)
         return total
@@ -66,8 +67,8 @@ class ForwardForward:
         threshold) summed, averaged over the samples (softplus(z) = logaddexp(0, z))."""
         total, pos, neg = 0.0, self.embed(xp, x, y), self.embed(xp, x, -y)
         for layer in net:
-            a_pos = xp.maximum(pos @ layer["W"].T + layer["b"], 0.0)
-            a_neg = xp.maximum(neg @ layer["W"].T + layer["b"], 0.0)
+            a_pos = relu(xp, pos @ layer["W"].T + layer["b"])
+            a_neg = relu(xp, neg @ layer["W"].T + layer["b"])
             zero = xp.zeros_like(y)
             total = total + xp.mean(
                 xp.logaddexp(zero, self.threshold - xp.mean(a_pos * a_pos, axis=1))
@@ -142,7 +143,7 @@ class ForwardForward:
                 R(f"{tag}{li}", inp)
                 R(f"W{li}", Wl)
                 R(f"b{li}", bl)
-                a = xp.maximum(inp @ Wl.T + bl, 0.0)
+                a = relu(xp, inp @ Wl.T + bl)
                 C("fma", B * n_in * H)
                 C("add", B * H)
                 C("max", B * H)

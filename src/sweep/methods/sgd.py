@@ -24,7 +24,7 @@ from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
-from sweep.variants.base import Params, Update
+from sweep.variants.base import Params, Update, relu
 
 WEIGHTS = ("W1", "W2")  # the weight matrices whose hidden progress is logged
 # Rows per forward pass when a whole data set is evaluated on numpy (SGD.predict_rows): (128, H) temporaries stay
@@ -138,7 +138,7 @@ class SGD:
     def predict(self, xp, p: Params, x):
         h_pre = x @ p["W1"].T
         h_pre += p["b1"]  # in place, as in the step's forward
-        return xp.maximum(h_pre, 0.0) @ p["W2"][0] + p["b2"]
+        return relu(xp, h_pre) @ p["W2"][0] + p["b2"]
 
     def predict_rows(self, xp, p: Params, x):
         """predict over a whole data set, on numpy EVAL_ROWS rows at a time. Equal to predict bit for bit (each

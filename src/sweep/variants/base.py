@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from sweep.trace.trace import Trace
 
 Params = dict[str, Any]
@@ -67,7 +69,7 @@ def forward(xp, p: Params, x, trace: Trace):
     trace.compute("add", B * H)
     trace.write("h_pre", h_pre)
     trace.read("h_pre", h_pre)
-    h = xp.maximum(h_pre, 0.0)
+    h = relu(xp, h_pre)
     trace.compute("max", B * H)
     trace.write("h", h)
     trace.read("h", h)
@@ -78,6 +80,33 @@ def forward(xp, p: Params, x, trace: Trace):
     trace.compute("add", B)
     trace.write("out", out)
     return h_pre, h, out
+
+
+# Floats of the zeros relu compares numpy arrays with (per dtype, one buffer); larger arrays take the scalar 0.
+RELU_ZEROS = 1 << 18
+
+
+def relu(xp, a):
+    """max(a, 0), a new array, equal bit for bit to ``xp.maximum(a, 0.0)``. numpy's maximum has no SIMD loop for
+    a scalar operand (numpy 2.4: 32 us against 10 us at (16, 32, 200) float32), so a numpy array is compared
+    with a view of a zeros buffer; a torch tensor takes its own clamp_min, without array_api_compat's wrapper
+    (~13 us a call for the scalar's promotion)."""
+    if not isinstance(a, np.ndarray):
+        return a.clamp_min(0.0)
+    if a.size > RELU_ZEROS or not a.flags.c_contiguous:
+        return np.maximum(a, 0.0)
+    return np.maximum(a, _zeros(a.dtype)[: a.size].reshape(a.shape))
+
+
+_ZEROS: dict[Any, np.ndarray] = {}
+
+
+def _zeros(dtype) -> np.ndarray:
+    if dtype not in _ZEROS:
+        z = np.zeros(RELU_ZEROS, dtype)
+        z.flags.writeable = False  # shared by every call: nothing may write into it
+        _ZEROS[dtype] = z
+    return _ZEROS[dtype]
 
 
 def hinge_dout(xp, out, y, trace: Trace, scale: float, reads: bool = True):

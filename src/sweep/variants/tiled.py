@@ -14,7 +14,7 @@ from typing import Any
 
 from sweep.errors import ConfigError
 from sweep.trace.trace import Trace
-from sweep.variants.base import Params, Update, Variant, hinge_dout
+from sweep.variants.base import Params, Update, Variant, hinge_dout, relu
 from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, relu_backward
 
 
@@ -68,7 +68,7 @@ class Tiled(Variant):
         trace.compute("add", hp)
         W(f"h_pre_tile{t}", hp)
         R(f"h_pre_tile{t}", hp)
-        h = xp.maximum(hp, 0.0)
+        h = relu(xp, hp)
         trace.compute("max", hp)
         W(f"h_tile{t}", h)
         return hp, h
