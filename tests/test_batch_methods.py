@@ -176,6 +176,29 @@ def test_orders_drawn_on_several_threads_are_each_runs_own():
     assert all((threaded[r].get_state()[1] == alone[r].get_state()[1]).all() for r in range(600))
 
 
+@pytest.mark.parametrize("device", ["cpu", "torch_cpu", *GPU])
+def test_each_runs_stopping_test_is_its_solo_test(device):
+    """batched.reached tests a run on the later chunks of its test set only while it has no error, as its solo
+    run's test does: runs right everywhere, wrong only in the last chunk, wrong at once, in one batch."""
+    from sweep.methods import batched
+    from sweep.methods.sgd import SGD
+
+    j = jobs("sgd", "sparse_parity", [(1, 0.1, 0.01)], "tracker=none", f"device={device}", "device.dtype=float64")[0]
+    be, xp, m = j.backend, j.backend.xp, j.method
+    rng = np.random.RandomState(0)
+    R, T, H, n = 5, 300, 8, 10  # 300 test samples: chunks of 64, the last one short
+    p = {"W1": rng.randn(R, H, n), "b1": rng.randn(R, H), "W2": rng.randn(R, 1, H), "b2": rng.randn(R, 1)}
+    xt = rng.choice([-1.0, 1.0], size=(R, T, n))
+    pt, xtt = {k: be.asarray(v) for k, v in p.items()}, be.asarray(xt)
+    yt = np.where(be.to_numpy(batched.forward(xp, pt, xtt)[2]) >= 0, 1.0, -1.0)  # every run right everywhere
+    yt[1, -1] *= -1  # run 1 wrong on the last sample only
+    yt[2, 0] *= -1  # run 2 wrong at once
+    yt[4, 100] *= -1  # run 4 wrong in the second chunk
+    got = batched.reached(be, pt, xtt, be.asarray(yt), 1.0)
+    solo = [SGD.reached(m, xp, batched.run_slice(pt, r), xtt[r], be.asarray(yt[r])) for r in range(R)]
+    assert list(got) == solo == [True, False, False, True, False]
+
+
 def test_a_run_kept_as_a_row_of_the_epochs_snapshot_gives_its_own_curves():
     """EpochLog.keep_row keeps a reference to row j of one copy of all runs' weights (a Snapshot), evaluated for
     every row at once when first asked; past the budget at once. Either way each run gets its own row's figures."""

@@ -185,18 +185,24 @@ def mlp_step(xp, p: Params, x, y, upd: RunsUpdate, perlayer: bool) -> None:
 
 
 def reached(be: Backend, p: Params, xt, yt, target: float, chunk: int = 64) -> np.ndarray:
-    """Each run's early-stopping test (SGD.reached): test accuracy >= target; for target 1.0 the test stops at
-    the first chunk where every run has an error."""
+    """Each run's early-stopping test (SGD.reached): test accuracy >= target; for target 1.0 a run's test ends at
+    its first chunk with an error, as its solo run's does (among thousands of runs some run is right on every
+    chunk, and testing all runs on all chunks then cost a whole test-set forward a run and epoch)."""
     xp = be.xp
     if target < 1.0:
         pred = xp.where(forward(xp, p, xt)[2] >= 0, 1.0, -1.0)
         return be.to_numpy(xp.mean(xp.astype(pred == yt, xt.dtype), axis=1)) >= target
     ok = np.ones(xt.shape[0], dtype=bool)
+    ids, q, x, y = np.arange(ok.size), p, xt, yt  # the runs with no error yet, and their weights and test set
     for s in range(0, xt.shape[1], chunk):
-        out = forward(xp, p, xt[:, s : s + chunk])[2]
-        ok &= be.to_numpy(((out >= 0) == (yt[:, s : s + chunk] > 0)).all(1))
-        if not ok.any():
-            break
+        out = forward(xp, q, x[:, s : s + chunk])[2]
+        ok[ids] = be.to_numpy(((out >= 0) == (y[:, s : s + chunk] > 0)).all(1))
+        if not ok[ids].all():  # the next chunks test only the runs still without an error, as a solo run stops
+            ids = ids[ok[ids]]
+            if ids.size == 0:
+                break
+            sel = be.index(ids)
+            q, x, y = {k: v[sel] for k, v in p.items()}, xt[sel], yt[sel]
     return ok
 
 
@@ -299,8 +305,11 @@ def flat_rows(be: Backend, perm: np.ndarray):
 
 def gather(a, rows):
     """a[r][perm[r]] for every run r: one take of whole rows along a flattened runs x samples axis (numpy's
-    two-array fancy indexing costs ~10x more here)."""
-    return a.reshape((-1,) + tuple(a.shape[2:]))[rows].reshape(tuple(a.shape))
+    two-array fancy indexing costs ~10x more here). np.take and index_select: the same copy as ``flat[rows]``,
+    4x and 1.6x faster (R=2048 runs' 1000 x 20 samples, one CPU thread)."""
+    flat = a.reshape((-1,) + tuple(a.shape[2:]))
+    out = np.take(flat, rows, axis=0) if isinstance(flat, np.ndarray) else flat.index_select(0, rows)
+    return out.reshape(tuple(a.shape))
 
 
 def compact(be: Backend, p: Params, q: Params, ids: np.ndarray, running: np.ndarray, data: tuple):
