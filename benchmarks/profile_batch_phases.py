@@ -76,9 +76,9 @@ def profile(js: list, kernels: bool) -> None:
     for phase, s in sorted(spent.items(), key=lambda kv: -kv[1]):
         print(f"    {phase:36s} {s / R * 1e6:8.1f} us a run  {s / total:6.1%}")
     if kernels and be.device.startswith("cuda"):
-        from torch.profiler import ProfilerActivity, profile as torch_profile  # noqa: PLC0415 - a GPU's table only
+        import torch.profiler as tp  # noqa: PLC0415 - a GPU's table only
 
-        with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.CUDA]) as prof:
             type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
             be.sync()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15))
