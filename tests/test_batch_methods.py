@@ -230,3 +230,27 @@ def test_a_large_gpu_batch_equals_its_solo_runs():
     for r in (0, 1, 77, 150, 299):
         (solo,) = jobs("sgd", "sparse_parity", [runs[r]], "tracker=none", "device=cuda", "device.dtype=float64")
         assert_same(outs[r], solo.method.solve(solo.ctx).finalize())
+
+
+def test_the_phase_profile_runs_and_accounts_for_the_whole_solve():
+    """benchmarks/profile_batch_phases.py is what a GPU session runs first (README, "On a GPU"): it must run, and
+    its phases must add up to the solve (the rest is the solve less the timed phases, never negative)."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    r = subprocess.run(
+        [sys.executable, "benchmarks/profile_batch_phases.py", "--runs", "3,6", "--epochs", "2", "--hidden", "8"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    for R in (3, 6):
+        block = r.stdout.split(f"R={R}:")[1].split("R=")[0]
+        shares = [float(s) for s in re.findall(r"([\d.]+)%", block)]
+        assert "steps" in block and "orders (host shuffles)" in block and len(shares) == 9
+        assert sum(shares) == pytest.approx(100, abs=0.6) and min(shares) >= 0
