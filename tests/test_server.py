@@ -552,6 +552,35 @@ def test_a_reader_compares_but_does_not_record_and_no_user_deletes_anothers_expe
     assert MlflowClient(server.uri).get_experiment(exp_id).lifecycle_stage == "active"
 
 
+def test_a_changed_password_or_a_deleted_user_is_refused_at_once_by_every_worker(server):
+    """Every worker of the server remembers checked logins (auth_cache_s); a new password and a deleted user hold
+    at once in all of them, not only in the worker that made the change (MLflow's own cache forgot the old
+    login there only, and the others accepted it until it expired)."""
+    add_user(server, "carol", "carol-password-1")
+    url = f"{server.uri}/api/2.0/mlflow/experiments/search"
+
+    def answers(password: str) -> set[int]:  # a new connection each: gunicorn hands them to its workers in turn
+        return {
+            requests.get(url, params={"max_results": 1}, auth=("carol", password), timeout=30).status_code
+            for _ in range(16)
+        }
+
+    assert answers("carol-password-1") == {200}  # now remembered by every worker that answered
+    admin = (server.username, server.password)
+    r = requests.patch(
+        f"{server.uri}/api/2.0/mlflow/users/update-password",
+        json={"username": "carol", "password": "carol-password-2"},
+        auth=admin,
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    assert answers("carol-password-1") == {401}
+    assert answers("carol-password-2") == {200}
+    r = requests.delete(f"{server.uri}/api/2.0/mlflow/users/delete", json={"username": "carol"}, auth=admin, timeout=30)
+    assert r.status_code == 200, r.text
+    assert answers("carol-password-2") == {401}
+
+
 # --- four machines at once ------------------------------------------------------------------------------------
 
 
