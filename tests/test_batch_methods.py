@@ -7,6 +7,7 @@ the same tracker figures. A divergent run's outcome is its solo outcome and leav
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 import numpy as np
@@ -176,12 +177,17 @@ def test_orders_drawn_on_several_threads_are_each_runs_own():
     assert all((threaded[r].get_state()[1] == alone[r].get_state()[1]).all() for r in range(600))
 
 
+@pytest.mark.parametrize("group", [None, 2])
 @pytest.mark.parametrize("device", ["cpu", "torch_cpu", *GPU])
-def test_each_runs_stopping_test_is_its_solo_test(device):
+def test_each_runs_stopping_test_is_its_solo_test(device, group, monkeypatch):
     """batched.reached tests a run on the later chunks of its test set only while it has no error, as its solo
-    run's test does: runs right everywhere, wrong only in the last chunk, wrong at once, in one batch."""
+    run's test does: runs right everywhere, wrong only in the last chunk, wrong at once, in one batch; all runs
+    at once or in groups of two (cache_chunk); and against a target below 1 (test accuracy >= target)."""
     from sweep.methods import batched
     from sweep.methods.sgd import SGD
+
+    if group:
+        monkeypatch.setattr(batched, "cache_chunk", lambda be, floats: group)
 
     j = jobs("sgd", "sparse_parity", [(1, 0.1, 0.01)], "tracker=none", f"device={device}", "device.dtype=float64")[0]
     be, xp, m = j.backend, j.backend.xp, j.method
@@ -197,6 +203,11 @@ def test_each_runs_stopping_test_is_its_solo_test(device):
     got = batched.reached(be, pt, xtt, be.asarray(yt), 1.0)
     solo = [SGD.reached(m, xp, batched.run_slice(pt, r), xtt[r], be.asarray(yt[r])) for r in range(R)]
     assert list(got) == solo == [True, False, False, True, False]
+    yt[3, :2] *= -1  # run 3: 298 of 300 right, below a target of 0.995; runs 1, 2 and 4 (299 of 300) reach it
+    m = dataclasses.replace(m, target_accuracy=0.995)
+    got = batched.reached(be, pt, xtt, be.asarray(yt), 0.995)
+    solo = [SGD.reached(m, xp, batched.run_slice(pt, r), xtt[r], be.asarray(yt[r])) for r in range(R)]
+    assert list(got) == solo == [True, True, True, False, True]
 
 
 def test_a_run_kept_as_a_row_of_the_epochs_snapshot_gives_its_own_curves():

@@ -98,7 +98,11 @@ def run_slice(p: Params, r: int) -> Params:
 
 
 def stack(be: Backend, arrays: list[np.ndarray]):
-    return be.asarray(np.stack(arrays))
+    """R runs' arrays as one (R, ...) array on the backend, stacked on the host straight into the backend's dtype:
+    one pass (stacked in float64 and then cast, every byte was written twice, the first time into fresh pages:
+    28-190 us against 10 us a run for 2,048 runs' 1000 x 20 samples in float32). The same values: both casts round
+    to nearest."""
+    return be.asarray(np.stack(arrays, dtype=np.dtype(be.dtype)))
 
 
 def mT(a):
@@ -187,7 +191,19 @@ def mlp_step(xp, p: Params, x, y, upd: RunsUpdate, perlayer: bool) -> None:
 def reached(be: Backend, p: Params, xt, yt, target: float, chunk: int = 64) -> np.ndarray:
     """Each run's early-stopping test (SGD.reached): test accuracy >= target; for target 1.0 a run's test ends at
     its first chunk with an error, as its solo run's does (among thousands of runs some run is right on every
-    chunk, and testing all runs on all chunks then cost a whole test-set forward a run and epoch)."""
+    chunk, and testing all runs on all chunks then cost a whole test-set forward a run and epoch). On a CPU the
+    runs are tested in cache-sized groups (cache_chunk), as they are stepped: 2,048 runs' (runs, 64, 200)
+    activations at once made the test 8% of a solve."""
+    R, T, H = xt.shape[0], xt.shape[1], p["W1"].shape[1]
+    group = cache_chunk(be, (T if target < 1.0 else chunk) * H)
+    ok = np.ones(R, dtype=bool)
+    for lo in range(0, R, group):
+        rows = slice(lo, lo + group)
+        ok[rows] = reached_group(be, {k: v[rows] for k, v in p.items()}, xt[rows], yt[rows], target, chunk)
+    return ok
+
+
+def reached_group(be: Backend, p: Params, xt, yt, target: float, chunk: int) -> np.ndarray:
     xp = be.xp
     if target < 1.0:
         pred = xp.where(forward(xp, p, xt)[2] >= 0, 1.0, -1.0)
