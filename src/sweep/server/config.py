@@ -10,8 +10,6 @@ from sweep.paths import STORE_DIR
 
 # the admin's password: from this environment variable, or from a file (--admin-password-file); never a flag
 ADMIN_PASSWORD_ENV = "SWEEP_SERVER_ADMIN_PASSWORD"
-# the tracking server's environment: seconds its login check (sweep.server.login) remembers a checked login
-LOGIN_CACHE_ENV = "SWEEP_SERVER_LOGIN_CACHE_S"
 
 
 @dataclass
@@ -29,9 +27,10 @@ class ServerConfig:
     # MLflow's default: every user reads every experiment; one edits or deletes only what it created or was given
     default_permission: str = field(default="READ", metadata={"help": "READ | EDIT | MANAGE | NO_PERMISSIONS"})
     allowed_hosts: str = field(default="", metadata={"help": "Host headers accepted (MLflow's --allowed-hosts)"})
-    # a login's password is checked once per this many seconds per worker (PBKDF2 on every request costs ~3x
-    # throughput); a changed password or a deleted user takes effect at once all the same (sweep.server.login)
-    auth_cache_s: int = field(default=60, metadata={"help": "seconds a checked login is remembered per worker"})
+    # MLflow's login cache: a login's password (scrypt, ~66 ms a check) is checked once per this many seconds per
+    # worker. A changed password or a deleted user is forgotten at once only by the worker that made the change,
+    # so the others accept the old login for up to this long: seconds, not minutes (docs/store.md)
+    auth_cache_s: int = field(default=10, metadata={"help": "seconds a checked login is remembered per worker"})
     db_user: str = field(default="sweep", metadata={"help": "the database role the tracking server uses"})
     # when run as root: the system user that runs PostgreSQL (initdb and postgres refuse to run as root)
     run_as: str = field(default="", metadata={"help": "when root: the user that runs PostgreSQL (postgres|nobody)"})

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
-from sweep.server.config import LOGIN_CACHE_ENV, ServerConfig
+from sweep.server.config import ServerConfig
 from sweep.server.postgres import ServerError
 
 DRIVER = "postgresql+psycopg"  # SQLAlchemy's name for psycopg 3
@@ -36,10 +36,8 @@ def auth_ini(cfg: ServerConfig, path: Path) -> Path:
         f"default_permission = {cfg.default_permission}\n"
         f"database_uri = {database_uri(cfg, 'mlflow_auth')}\n"
         f"admin_username = {cfg.admin_username}\n"
-        # MLflow's check behind the project's cache (sweep.server.login), which forgets a changed login in every
-        # worker; MLflow's own cache forgets it only in the worker that made the change
-        "authorization_function = sweep.server.login:authenticate\n"
-        "auth_cache_ttl_seconds = 0\n"
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+        f"auth_cache_ttl_seconds = {cfg.auth_cache_s}\n"
     )
     return path
 
@@ -82,7 +80,6 @@ def environment(cfg: ServerConfig, db_password: str, admin_password: Optional[st
         # MLflow's job runner serves GenAI jobs (scoring, trace archival): a third process the runs do not need
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
     )
-    env[LOGIN_CACHE_ENV] = str(cfg.auth_cache_s)
     env.pop("MLFLOW_AUTH_ADMIN_PASSWORD", None)
     if admin_password:  # needed only the first time, when the auth app makes the admin
         env["MLFLOW_AUTH_ADMIN_PASSWORD"] = admin_password
