@@ -200,9 +200,15 @@ def test_each_runs_stopping_test_is_its_solo_test(device, group, monkeypatch):
     yt[1, -1] *= -1  # run 1 wrong on the last sample only
     yt[2, 0] *= -1  # run 2 wrong at once
     yt[4, 100] *= -1  # run 4 wrong in the second chunk
+    tested, forward = [], batched.forward  # how many runs each chunk's forward takes
+    monkeypatch.setattr(batched, "forward", lambda xp, q, x: tested.append(x.shape[0]) or forward(xp, q, x))
     got = batched.reached(be, pt, xtt, be.asarray(yt), 1.0)
+    monkeypatch.setattr(batched, "forward", forward)
     solo = [SGD.reached(m, xp, batched.run_slice(pt, r), xtt[r], be.asarray(yt[r])) for r in range(R)]
     assert list(got) == solo == [True, False, False, True, False]
+    # chunks of 64 of 300 samples: all 5 runs, then without run 2 (its error is in the first), then without run 4
+    # (second); runs 0, 1 and 3 to the end. In groups of two: (0, 1) to the end, (2, 3) then 3 alone, (4) twice.
+    assert tested == ([5, 4, 3, 3, 3] if not group else [2] * 5 + [2, 1, 1, 1, 1] + [1, 1])
     yt[3, :2] *= -1  # run 3: 298 of 300 right, below a target of 0.995; runs 1, 2 and 4 (299 of 300) reach it
     m = dataclasses.replace(m, target_accuracy=0.995)
     got = batched.reached(be, pt, xtt, be.asarray(yt), 0.995)
@@ -262,6 +268,6 @@ def test_the_phase_profile_runs_and_accounts_for_the_whole_solve():
     assert r.returncode == 0, r.stderr
     for R in (3, 6):
         block = r.stdout.split(f"R={R}:")[1].split("R=")[0]
-        shares = [float(s) for s in re.findall(r"([\d.]+)%", block)]
+        shares = [float(s) for s in re.findall(r"(-?[\d.]+)%", block)]
         assert "steps" in block and "orders (host shuffles)" in block and len(shares) == 9
         assert sum(shares) == pytest.approx(100, abs=0.6) and min(shares) >= 0

@@ -142,7 +142,7 @@ class Backend:
                 return fn(*a, **kw)
             except breaks as e:
                 lines = str(e).strip().splitlines()
-                where = next((ln.strip() for ln in lines if ln.startswith("Caused by:")), lines[0])
+                where = next((ln.strip() for ln in lines if ln.startswith("Caused by:")), lines[0] if lines else "")
                 raise RuntimeError(f"device.fullgraph=true: {name} has a graph break: {where}") from None
 
         return run

@@ -99,9 +99,8 @@ def run_slice(p: Params, r: int) -> Params:
 
 def stack(be: Backend, arrays: list[np.ndarray]):
     """R runs' arrays as one (R, ...) array on the backend, stacked on the host straight into the backend's dtype:
-    one pass (stacked in float64 and then cast, every byte was written twice, the first time into fresh pages:
-    28-190 us against 10 us a run for 2,048 runs' 1000 x 20 samples in float32). The same values: both casts round
-    to nearest."""
+    one pass (stacked in float64 and then cast, every byte was written twice, the first time into fresh pages;
+    on a GPU the host's share of each run). The same values: both casts round to nearest."""
     return be.asarray(np.stack(arrays, dtype=np.dtype(be.dtype)))
 
 
@@ -209,16 +208,18 @@ def reached_group(be: Backend, p: Params, xt, yt, target: float, chunk: int) -> 
         pred = xp.where(forward(xp, p, xt)[2] >= 0, 1.0, -1.0)
         return be.to_numpy(xp.mean(xp.astype(pred == yt, xt.dtype), axis=1)) >= target
     ok = np.ones(xt.shape[0], dtype=bool)
-    ids, q, x, y = np.arange(ok.size), p, xt, yt  # the runs with no error yet, and their weights and test set
-    for s in range(0, xt.shape[1], chunk):
-        out = forward(xp, q, x[:, s : s + chunk])[2]
-        ok[ids] = be.to_numpy(((out >= 0) == (y[:, s : s + chunk] > 0)).all(1))
-        if not ok[ids].all():  # the next chunks test only the runs still without an error, as a solo run stops
-            ids = ids[ok[ids]]
+    ids, q, x, y = np.arange(ok.size), p, xt, yt  # the runs with no error yet: their weights and untested samples
+    while x.shape[1]:
+        out = forward(xp, q, x[:, :chunk])[2]
+        passed = be.to_numpy(((out >= 0) == (y[:, :chunk] > 0)).all(1))
+        ok[ids] = passed
+        x, y = x[:, chunk:], y[:, chunk:]
+        if not passed.all():  # the next chunks test only the runs still without an error, as a solo run stops
+            ids = ids[passed]
             if ids.size == 0:
                 break
-            sel = be.index(ids)
-            q, x, y = {k: v[sel] for k, v in p.items()}, xt[sel], yt[sel]
+            sel = be.index(np.flatnonzero(passed))
+            q, x, y = {k: v[sel] for k, v in q.items()}, x[sel], y[sel]
     return ok
 
 
@@ -294,10 +295,9 @@ def host_pool() -> ThreadPoolExecutor:
 
 def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 1 << 20) -> int:
     """How many runs a step takes at once on this backend: on a CPU, as many as keep a (runs, B, H) temporary
-    within ``budget_bytes``, about a core's L2 (past the caches a batched step slows down). Measured on a 2-core
-    AMD EPYC with 1 MiB of L2 a core (benchmarks/bench_batch_solve.py, quiet machine, R = 16, 64, 256): 512 KiB
-    to 4 MiB all beat 128 KiB, by 1.1-1.6x a run on numpy and torch alike (a step's few live temporaries
-    share L2 and the L3 behind it). On a GPU, all of them (its work is to be filled)."""
+    within ``budget_bytes``, about a core's L2 (past the caches a batched step slows down; budgets from half to
+    four times that measured alike, a quarter slower: README, "Many runs as one solve"). On a GPU, all of them
+    (its work is to be filled)."""
     if be.device.startswith("cuda"):
         return 1 << 30
     return max(1, budget_bytes // (floats_per_run * np.dtype(be.dtype).itemsize))
@@ -321,8 +321,8 @@ def flat_rows(be: Backend, perm: np.ndarray):
 
 def gather(a, rows):
     """a[r][perm[r]] for every run r: one take of whole rows along a flattened runs x samples axis (numpy's
-    two-array fancy indexing costs ~10x more here). np.take and index_select: the same copy as ``flat[rows]``,
-    4x and 1.6x faster (R=2048 runs' 1000 x 20 samples, one CPU thread)."""
+    two-array fancy indexing costs ~10x more here). np.take and index_select make the same copy as ``flat[rows]``,
+    faster (README, "Many runs as one solve")."""
     flat = a.reshape((-1,) + tuple(a.shape[2:]))
     out = np.take(flat, rows, axis=0) if isinstance(flat, np.ndarray) else flat.index_select(0, rows)
     return out.reshape(tuple(a.shape))

@@ -87,10 +87,10 @@ RELU_ZEROS = 1 << 18
 
 
 def relu(xp, a):
-    """max(a, 0), a new array, equal bit for bit to ``xp.maximum(a, 0.0)``. numpy's maximum has no SIMD loop for
-    a scalar operand (numpy 2.4: 32 us against 10 us at (16, 32, 200) float32), so a numpy array is compared
-    with a view of a zeros buffer; a torch tensor takes its own clamp_min, without array_api_compat's wrapper
-    (~13 us a call for the scalar's promotion)."""
+    """max(a, 0), a new array, equal in value to ``xp.maximum(a, 0.0)`` (on numpy bit for bit; torch's clamp_min
+    may keep a -0.0 or a NaN's payload). numpy's maximum has no SIMD loop for a scalar operand (3x slower, README
+    "Many runs as one solve"), so a numpy array is compared with a view of a zeros buffer; a torch tensor takes
+    its own clamp_min, without array_api_compat's wrapper and its scalar promotion."""
     if not isinstance(a, np.ndarray):
         return a.clamp_min(0.0)
     if a.size > RELU_ZEROS or not a.flags.c_contiguous:
