@@ -296,8 +296,8 @@ def host_pool() -> ThreadPoolExecutor:
 def cache_chunk(be: Backend, floats_per_run: int, budget_bytes: int = 1 << 20) -> int:
     """How many runs a step takes at once on this backend: on a CPU, as many as keep a (runs, B, H) temporary
     within ``budget_bytes``, about a core's L2 (past the caches a batched step slows down; budgets from half to
-    four times that measured alike, an eighth of it slower: README, "Many runs as one solve"). On a GPU, all of them
-    (its work is to be filled)."""
+    four times that measured alike, an eighth of it slower: README, "Many runs as one solve"). On a GPU, all of
+    them (its work is to be filled)."""
     if be.device.startswith("cuda"):
         return 1 << 30
     return max(1, budget_bytes // (floats_per_run * np.dtype(be.dtype).itemsize))
