@@ -145,6 +145,26 @@ def test_as_many_batches_as_workers_run_one_on_each_worker(store, tmp_path):
     assert len(set.union(*pids.values())) == 2, pids  # by two workers
 
 
+def test_no_batch_waits_behind_a_batch_while_another_worker_is_free(store, tmp_path):
+    """Three batches on two workers, the first one long: the third goes to the worker that finishes first, not
+    queued behind the long one (a worker holds a second task behind a lone job only)."""
+    p = sweep(
+        store,
+        tmp_path,
+        *LOCAL,
+        "method=gf2",
+        "method._target_=tests.worker_pid.SlowSeed0GF2",
+        "problem.seed=range(0,6)",
+        "hydra.launcher.batch=2",
+        "mlflow.experiment=three_batches",
+    )
+    assert p.returncode == 0, p.stderr
+    _, children = runs(store, "three_batches")
+    pid = {int(c.data.params["problem.seed"]): c.data.metrics["worker_pid"] for c in children}
+    assert len(pid) == 6 and pid[0] == pid[1] and pid[2] == pid[3] and pid[4] == pid[5]  # batches of 2, in order
+    assert pid[4] == pid[2] != pid[0], pid  # the third batch ran where the second did, while the first ran on
+
+
 def test_one_keys_runs_spread_over_two_workers_equal_the_same_runs_alone(store, tmp_path):
     """3 seeds at batch=64 on two workers: a batch of 2 on one worker, the third run alone on the other (one
     batch of 3 would leave a worker idle); every run equals its run alone."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from sweep.methods.base import Context, Outcome
@@ -15,3 +16,13 @@ class PidGF2(GF2):
         out = super().solve(ctx)
         out.extra["worker_pid"] = float(os.getpid())
         return out
+
+
+@dataclass
+class SlowSeed0GF2(PidGF2):
+    """PidGF2 whose seed-0 job takes 3 s: a batch holding it runs long while the others are quick."""
+
+    def solve(self, ctx: Context) -> Outcome:
+        if ctx.problem.seed == 0:
+            time.sleep(3)
+        return super().solve(ctx)

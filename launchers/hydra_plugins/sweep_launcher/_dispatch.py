@@ -133,10 +133,13 @@ class Dispatcher:
             if w.gone and not w.jobs:  # its replies all read: a fresh worker takes its place
                 self.pool.replace(w)  # type: ignore[union-attr]
         # breadth first: every worker gets a task before any gets its second, else a sweep of as many batches
-        # as 2 x workers would queue them all on the first workers and leave the others idle
+        # as 2 x workers would queue them all on the first workers and leave the others idle. A second task
+        # waits behind a lone job only, whose round trip it hides: behind a batch it would fix which worker runs
+        # the next batch before either is free, and a sweep's last batches could end on one worker while the
+        # other idles
         for depth in range(1, PER_WORKER + 1):
             for w in workers:
-                if self.local and units(w.jobs) < depth and not w.gone:
+                if self.local and units(w.jobs) < depth and len(w.jobs) < depth and not w.gone:
                     self._send(w, take(self.local))
         self.progress.running_now(len(self._busy()))
 
