@@ -123,24 +123,32 @@ def test_sixteen_sgd_seeds_batched_equal_the_same_runs_alone(store, tmp_path):
     assert_same_runs(batched, alone, 16, sizes=[8, 8])  # two workers: two batches of 8 (_batches.spread)
 
 
-def test_as_many_batches_as_workers_run_one_on_each_worker(store, tmp_path):
-    """Two batches on two workers: each worker gets one (filled breadth first), not both on the first worker while
-    the second idles (each worker holds two tasks, so a depth-first fill queued both on one)."""
+def solved_by(store, tmp_path, method: str, seeds: int, batch: int, experiment: str) -> dict[int, tuple[str, float]]:
+    """Each seed's batch and the process that solved it, from a gf2 sweep on two workers whose method logs its pid
+    (tests/worker_pid.py)."""
     p = sweep(
         store,
         tmp_path,
         *LOCAL,
         "method=gf2",
-        "method._target_=tests.worker_pid.PidGF2",
-        "problem.seed=range(0,8)",
-        "hydra.launcher.batch=4",
-        "mlflow.experiment=two_batches",
+        f"method._target_=tests.worker_pid.{method}",
+        f"problem.seed=range(0,{seeds})",
+        f"hydra.launcher.batch={batch}",
+        f"mlflow.experiment={experiment}",
     )
     assert p.returncode == 0, p.stderr
-    _, children = runs(store, "two_batches")
+    _, children = runs(store, experiment)
+    return {
+        int(c.data.params["problem.seed"]): (c.data.tags[BATCH_ID_TAG], c.data.metrics["worker_pid"]) for c in children
+    }
+
+
+def test_as_many_batches_as_workers_run_one_on_each_worker(store, tmp_path):
+    """Two batches on two workers: each worker gets one (filled breadth first), not both on the first worker while
+    the second idles (each worker holds two tasks, so a depth-first fill queued both on one)."""
     pids: dict[str, set] = {}
-    for c in children:
-        pids.setdefault(c.data.tags[BATCH_ID_TAG], set()).add(c.data.metrics["worker_pid"])
+    for batch, pid in solved_by(store, tmp_path, "PidGF2", 8, 4, "two_batches").values():
+        pids.setdefault(batch, set()).add(pid)
     assert len(pids) == 2 and all(len(p) == 1 for p in pids.values())  # two batches, each solved in one process
     assert len(set.union(*pids.values())) == 2, pids  # by two workers
 
@@ -148,19 +156,7 @@ def test_as_many_batches_as_workers_run_one_on_each_worker(store, tmp_path):
 def test_no_batch_waits_behind_a_batch_while_another_worker_is_free(store, tmp_path):
     """Three batches on two workers, the first one long: the third goes to the worker that finishes first, not
     queued behind the long one (a worker holds a second task behind a lone job only)."""
-    p = sweep(
-        store,
-        tmp_path,
-        *LOCAL,
-        "method=gf2",
-        "method._target_=tests.worker_pid.SlowSeed0GF2",
-        "problem.seed=range(0,6)",
-        "hydra.launcher.batch=2",
-        "mlflow.experiment=three_batches",
-    )
-    assert p.returncode == 0, p.stderr
-    _, children = runs(store, "three_batches")
-    pid = {int(c.data.params["problem.seed"]): c.data.metrics["worker_pid"] for c in children}
+    pid = {seed: pid for seed, (_, pid) in solved_by(store, tmp_path, "SlowSeed0GF2", 6, 2, "three_batches").items()}
     assert len(pid) == 6 and pid[0] == pid[1] and pid[2] == pid[3] and pid[4] == pid[5]  # batches of 2, in order
     assert pid[4] == pid[2] != pid[0], pid  # the third batch ran where the second did, while the first ran on
 
