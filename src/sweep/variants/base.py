@@ -12,6 +12,7 @@ no array operation that the result does not need.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,15 +99,11 @@ def relu(xp, a):
     return np.maximum(a, _zeros(a.dtype)[: a.size].reshape(a.shape))
 
 
-_ZEROS: dict[Any, np.ndarray] = {}
-
-
+@functools.cache
 def _zeros(dtype) -> np.ndarray:
-    if dtype not in _ZEROS:
-        z = np.zeros(RELU_ZEROS, dtype)
-        z.flags.writeable = False  # shared by every call: nothing may write into it
-        _ZEROS[dtype] = z
-    return _ZEROS[dtype]
+    z = np.zeros(RELU_ZEROS, dtype)
+    z.flags.writeable = False  # shared by every call: nothing may write into it
+    return z
 
 
 def hinge_dout(xp, out, y, trace: Trace, scale: float, reads: bool = True):
