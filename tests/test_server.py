@@ -555,7 +555,7 @@ def test_a_reader_compares_but_does_not_record_and_no_user_deletes_anothers_expe
 def test_a_changed_password_or_a_deleted_user_is_refused_by_every_worker_within_the_login_cache(server):
     """Each worker of the server remembers a checked login for auth_cache_s (MLflow's cache: its password hash
     takes ~66 ms to check). A new password or a deleted user is forgotten at once by the worker that made the
-    change only; the others refuse the old login within auth_cache_s, and never accept it again."""
+    change only; once auth_cache_s has passed, every worker refuses the old login."""
     from sweep.server.config import ServerConfig
 
     ttl = ServerConfig().auth_cache_s  # the session's server runs with the defaults
@@ -568,13 +568,11 @@ def test_a_changed_password_or_a_deleted_user_is_refused_by_every_worker_within_
             for _ in range(12)
         }
 
-    def refused_within(password: str) -> float:
-        start = time.monotonic()
-        while answers(password) != {401}:
-            assert time.monotonic() - start < ttl + 5, f"{password} still accepted {ttl + 5} s after the change"
-            time.sleep(0.5)
-        assert answers(password) == {401}  # and not again
-        return time.monotonic() - start
+    def refused_after_the_cache(password: str, changed: float) -> None:
+        # before, a worker that remembers the login may still let it through (to 200, or to 404 once the user is
+        # gone); a round may meet one worker only, so the bound is checked once every entry has expired
+        time.sleep(max(0.0, changed + ttl + 1 - time.monotonic()))
+        assert answers(password) == answers(password) == {401}
 
     assert answers("carol-password-1") == {200}  # now remembered by the workers that answered
     admin = (server.username, server.password)
@@ -585,11 +583,11 @@ def test_a_changed_password_or_a_deleted_user_is_refused_by_every_worker_within_
         timeout=30,
     )
     assert r.status_code == 200, r.text
-    refused_within("carol-password-1")
+    refused_after_the_cache("carol-password-1", time.monotonic())
     assert answers("carol-password-2") == {200}
     r = requests.delete(f"{server.uri}/api/2.0/mlflow/users/delete", json={"username": "carol"}, auth=admin, timeout=30)
     assert r.status_code == 200, r.text
-    refused_within("carol-password-2")
+    refused_after_the_cache("carol-password-2", time.monotonic())
 
 
 # --- four machines at once ------------------------------------------------------------------------------------
