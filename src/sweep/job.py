@@ -26,6 +26,7 @@ from sweep.result import RunResult
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
+from sweep.trackers.per_step import per_step_report
 
 
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
@@ -142,12 +143,20 @@ def solve(job: Job, device: DictConfig) -> Solved:
         # Honest timing (seed 004): a first, untraced solve pays lazy init and torch.compile; it is reported
         # as warmup_s, and the timed solve below is the steady state.
         t0 = backend.clock()
-        method.solve(dataclasses.replace(ctx, trace=NULL_TRACE))
+        warm_up(method, ctx)
         warmup = backend.clock() - t0
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
     return evaluate(job, outcome, wall, warmup, device)
+
+
+def warm_up(method: Any, ctx: Context) -> None:
+    """The untraced warm-up before a timed solve: the method's own (`warmup(ctx)`: a few steps of a long training),
+    else a whole solve."""
+    untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
+    own = getattr(method, "warmup", None)
+    own(untraced) if own is not None else method.solve(untraced)
 
 
 def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, device: DictConfig) -> Solved:
@@ -160,7 +169,12 @@ def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, devi
 def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[float]]]:
     """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
     outcome, tracker = solved.outcome, job.tracker
-    report = tracker.summarize(job.ctx.trace) if tracker is not None else TrackerReport()
+    if tracker is None:
+        report = TrackerReport()
+    elif outcome.step_traces:  # one traced step stands for each of the run's steps
+        report = per_step_report(tracker, outcome.step_traces, outcome.steps)
+    else:
+        report = tracker.summarize(job.ctx.trace)
     curves = dict(outcome.curves)
     if tracker is not None and outcome.traces:
         per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
@@ -188,6 +202,7 @@ def result(
         "cost_usd": cost_usd(solved.wall_s, device_price_per_hour(cfg.device)),
         **({"warmup_s": solved.warmup_s} if solved.warmup_s is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
+        **({"tokens_per_s": outcome.extra["tokens"] / solved.wall_s} if "tokens" in outcome.extra else {}),
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
@@ -197,7 +212,8 @@ def result(
         metrics["secret_correct"] = float(secret_ok)
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(solved.meter_tags)
-    tags["secret"] = ",".join(map(str, data.secret))
+    if data.secret:
+        tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg)}

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig
 
-from sweep.job import Job, evaluate, prepare, result, solve, summarise
+from sweep.job import Job, evaluate, prepare, result, solve, summarise, warm_up
 from sweep.methods.base import Context
 from sweep.methods.batched import gc_paused
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
@@ -100,7 +100,11 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
     warmup = None
     if backend.needs_warmup:
         t0 = backend.clock()
-        _solve(members, [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members])
+        if hasattr(type(members[0].job.method), "warmup"):  # the method's own warm-up, run by run
+            for m in members:
+                warm_up(m.job.method, m.job.ctx)
+        else:
+            _solve(members, [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members])
         warmup = backend.clock() - t0
     t0 = backend.clock()
     outcomes = _solve(members, [m.job.ctx for m in members])

@@ -70,6 +70,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "sparse_parity": "sweep.problems.sparse_parity.SparseParity",
         "sparse_and": "sweep.problems.sparse_and.SparseAnd",
         "sparse_sum": "sweep.problems.sparse_sum.SparseSum",
+        "chars": "sweep.problems.chars.Chars",
     },
     "method": {
         "sgd": "sweep.methods.sgd.SGD",
@@ -81,6 +82,9 @@ CLASSES: dict[str, dict[str, str]] = {
         "smt": "sweep.methods.smt.SMT",
         "forward_forward": "sweep.methods.forward_forward.ForwardForward",
         "ols": "sweep.methods.ols.OLS",
+        "bigram": "sweep.methods.lm.bigram.Bigram",
+        "mlp_lm": "sweep.methods.lm.mlp_lm.MLPLM",
+        "gpt": "sweep.methods.lm.gpt.GPT",
     },
     "variant": {
         "standard": "sweep.variants.standard.Standard",
