@@ -13,7 +13,8 @@ FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library
 torch's bmm) at these shapes, for R in ``--kernel-sizes``, as a fraction of the large matmul's FLOP/s. A step
 also has its elementwise passes, so no whole step can reach a larger fraction than its matmuls alone.
 (d) on a GPU (``--sections d``): R in ``--gpu-sizes`` runs at once on the GPU against the solo numpy run on
-one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-sizes``).
+one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-sizes``), for each ``--gpu-rng``
+(counter: draws on the device, cuda's default; host: numpy's draws on the host).
 Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
 GPU. cuda is added to the devices when torch sees a GPU.
 """
@@ -36,7 +37,7 @@ from sweep.paths import CONF_DIR
 N, BATCH, N_TRAIN, TEST_CHUNK = 20, 32, 1000, 64
 
 
-def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None) -> list[job.Job]:
+def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None, *extra: str) -> list[job.Job]:
     """One job per seed; with ``epochs``, each trains exactly that many epochs (its target is out of reach).
     Composed once; each seed's job is built from the resolved config with its seed (thousands of jobs on a GPU)."""
     cfg = compose(
@@ -50,6 +51,7 @@ def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int
             f"device.dtype={dtype}",
             f"device.threads={threads}",
             "tracker=none",
+            *extra,
         ],
     )
     config = job.job_config(cfg)
@@ -157,6 +159,7 @@ def main() -> None:
     ap.add_argument("--kernel-sizes", default="16,64", help="R of section (c)")
     ap.add_argument("--gpu-sizes", default="1024,4096,16384", help="R of section (d), on the GPU")
     ap.add_argument("--gpu-whole-sizes", default="1024,4096", help="R of section (d)'s whole solves")
+    ap.add_argument("--gpu-rng", default="counter,host", help="device.rng of section (d)'s GPU runs")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     devices = a.devices.split(",")
@@ -241,29 +244,38 @@ def gpu_against_numpy(a: argparse.Namespace) -> None:
             solo_whole = clock(cpu, False, 1) / 16
             fixed = [fixed_epochs(j, a.epochs) for j in cpu[:3]]
             solo = min(clock([j], False, a.repeats) for j in fixed)
-            gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None)
-            clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
-            cells = []
-            for r in sizes:
-                t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
-                cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
-            print(f"fixed {dtype:8} hidden={hidden:<4d} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells))
-            for r in whole_sizes:
-                js, now = gpu[:r], gpu[0].backend.clock
-                t0 = now()
-                outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
-                t = now() - t0  # one whole solve, each run to its own early stop
-                t0 = time.perf_counter()
-                for o in outs[:64]:
-                    o.finalize()
-                ev = (time.perf_counter() - t0) / 64
-                epochs = [o.epochs for o in outs]
-                print(
-                    f"whole {dtype:8} hidden={hidden:<4d} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
-                    f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
-                    f"curves after the clock {ev * 1e3:.1f} ms/run)",
-                    flush=True,
-                )
+            for rng in a.gpu_rng.split(","):
+                gpu_rows(a, dtype, hidden, rng, solo, solo_whole, sizes, whole_sizes)
+
+
+def gpu_rows(a, dtype: str, hidden: int, rng: str, solo: float, solo_whole: float, sizes, whole_sizes) -> None:
+    """Section (d)'s rows of one device.rng."""
+    gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None, f"device.rng={rng}")
+    clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
+    cells = []
+    for r in sizes:
+        t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
+        cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
+    print(
+        f"fixed {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells),
+        flush=True,
+    )
+    for r in whole_sizes:
+        js, now = gpu[:r], gpu[0].backend.clock
+        t0 = now()
+        outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+        t = now() - t0  # one whole solve, each run to its own early stop
+        t0 = time.perf_counter()
+        for o in outs[:64]:
+            o.finalize()
+        ev = (time.perf_counter() - t0) / 64
+        epochs = [o.epochs for o in outs]
+        print(
+            f"whole {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
+            f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
+            f"curves after the clock {ev * 1e3:.1f} ms/run)",
+            flush=True,
+        )
 
 
 def fixed_epochs(j: job.Job, epochs: int) -> job.Job:

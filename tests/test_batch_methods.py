@@ -65,11 +65,15 @@ def assert_same(batched: Outcome, solo: Outcome) -> None:
         np.testing.assert_allclose(batched.curves[k], v, rtol=1e-9, atol=0, err_msg=k)
 
 
-@pytest.mark.parametrize("device", ["cpu", "torch_cpu", *GPU])
+@pytest.mark.parametrize("device", ["cpu", "torch_cpu", "torch_cpu:counter", *GPU])
 @pytest.mark.parametrize("method", sorted(CASES))
 def test_batch_equals_solo_runs(method, device):
+    """On each device, with the draws on the host (RandomState) and on the device (device.rng=counter: cuda's
+    default; here on torch's CPU)."""
     problem, extra, runs = CASES[method]
+    device, _, rng = device.partition(":")
     on = ("tracker=none", f"device={device}", "device.dtype=float64", *extra)  # cuda's default is float32
+    on += (f"device.rng={rng}",) if rng else ()
     outs = batch(jobs(method, problem, runs, *on))
     solos = [j.method.solve(j.ctx).finalize() for j in jobs(method, problem, runs, *on)]
     assert len({o.epochs for o in solos}) > 1  # the runs stop at different epochs: each has its own early stop

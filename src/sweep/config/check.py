@@ -48,6 +48,7 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch"),
     ),
     choice("device.dtype", ("float32", "float64")),
+    choice("device.rng", ("host", "counter")),
 )
 
 
