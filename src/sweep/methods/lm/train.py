@@ -148,9 +148,9 @@ def warm_up(method: Any, ctx: Context) -> None:
 
 
 def traced_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, method: Any, data: Corpus, ctx: Context) -> list:
-    """Two training steps traced into ctx.trace on copies of the trained model and optimizer: the step that
-    writes parameters, optimizer state and batch, then the measured step. Returns the two as Traces of their own
-    ([before, measured]): their events, and their operation counts."""
+    """Two training steps traced into ctx.trace on copies of the trained model and optimizer: the one that finds
+    parameters and AdamW's moments written (the tracer writes them as it opens) and writes its batch, then the
+    measured step. Returns the two as Traces of their own ([before, measured]): events and operation counts."""
     from sweep.trace.auto import TorchTracer  # noqa: PLC0415 - the trace machinery: only for a traced run
 
     be, trace = ctx.backend, ctx.trace
@@ -161,17 +161,20 @@ def traced_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, method: Any
     for n, p in model.named_parameters():
         names.update({f"adamw.{n}.{k}": s for k, s in twin.state[p].items() if torch.is_tensor(s) and s.dim()})
     rng = np.random.RandomState(ctx.problem.seed + 2)
+    batches = [batch(data, rng, method.batch_size, be.device) for _ in range(2)]  # drawn before: not the step's
+    trace.end_step()
     out = []
-    for _ in range(2):
-        x, y = batch(data, rng, method.batch_size, be.device)
-        trace.end_step()
-        before, ops = len(trace.seq), dict(trace.compute_ops)
-        trace.write("x", x.numel())  # the batch loaded from the host
-        trace.write("y", y.numel())
-        with TorchTracer(trace, {**names, "x": x, "y": y}):
+    with TorchTracer(trace, names) as tracer:
+        for _ in range(2):
+            x, y = batches.pop(0)
+            before, ops = len(trace.seq), dict(trace.compute_ops)
+            tracer.name(x, "x")  # the batch, loaded from the host
+            tracer.name(y, "y")
             step(model, model.forward, twin, x, y, method.grad_clip)  # eager: the trace is of the ops as written
-        tpls, seq = trace.segments()
-        one = Trace([e for t in seq[before:] for e in tpls[t]])
-        one.compute_ops = {k: v - ops.get(k, 0) for k, v in trace.compute_ops.items() if v - ops.get(k, 0)}
-        out.append(one)
+            tracer.end_step()
+            del x, y  # the next batch takes their names
+            tpls, seq = trace.segments()
+            one = Trace([e for t in seq[before:] for e in tpls[t]])
+            one.compute_ops = {k: v - ops.get(k, 0) for k, v in trace.compute_ops.items() if v - ops.get(k, 0)}
+            out.append(one)
     return out
