@@ -29,6 +29,7 @@ PRESETS = (
     "smaller_models",
     "energy_proxies",
     "tune_sgd",
+    "char_lm",
 )
 
 
@@ -121,7 +122,11 @@ def test_energy_proxies_arms():
         c = _compose("sweeps=energy_proxies", f"+sweeps/energy_proxies_arm={arm}")
         seen.add((c.method.name, c.variant.name, c.variant.tile_size, c.method.get("hidden")))
     methods = {m for m, *_ in seen}
-    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"}
+    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"} | {
+        "bigram",
+        "mlp_lm",
+        "gpt",  # the character models (docs/chars.md)
+    }
     sgd = {(v, t, h) for m, v, t, h in seen if m == "sgd"}
     assert sgd == {
         (v, t, h)

@@ -160,6 +160,10 @@ class CompareConfig:
     proxies: dict[str, Any] = field(default_factory=dict)
     # the study's key metrics, in order: the terminal table's columns (the others with --wide and in the artifacts)
     metrics: list[str] = field(default_factory=list)
+    # the rows' Pareto front (sweep.report.pareto): metric -> maximize | minimize (a search preset's
+    # hydra.sweeper.objectives are its front); drawn as the first objective against the second and each of `versus`
+    front: dict[str, str] = field(default_factory=dict)
+    versus: list[str] = field(default_factory=list)
 
 
 @dataclass

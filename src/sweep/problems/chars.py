@@ -39,7 +39,7 @@ class Corpus:
 
     train: np.ndarray  # (n_train,) ids, the smallest unsigned dtype that holds them
     val: np.ndarray  # (n_val,) ids
-    vocab: str  # id -> character ("\x00"-free: an unknown validation character is the id len(vocab))
+    vocab: str  # id -> character (a validation character the training text lacks is the id len(vocab))
     source: str  # what was read: "tinyshakespeare (shipped)", a file, a directory
     block_size: int
     val_chars: int  # 0: every validation character
@@ -175,19 +175,26 @@ def split(text: str, val_fraction: float) -> tuple[str, str]:
 
 
 def encode(train: str, val: str, source: str, block_size: int, val_chars: int) -> Corpus:
-    """Both texts as ids of the training text's vocabulary (code-point order); O(characters), no sort of the text."""
-    codes = np.frombuffer(train.encode("utf-32-le"), dtype=np.uint32)
-    vcodes = np.frombuffer(val.encode("utf-32-le"), dtype=np.uint32)
-    if len(codes) < block_size + 1 or len(vcodes) < block_size + 1:
+    """Both texts as ids of the training text's vocabulary (code-point order): two passes over chunks of the text
+    (count the code points, then look them up), so WikiText-103's 540 M characters never stand as int64 at once."""
+    if len(train) < block_size + 1 or len(val) < block_size + 1:
         raise ConfigError(
-            f"problem.block_size={block_size} is not allowed: {source} has {len(codes)} training and {len(vcodes)} "
+            f"problem.block_size={block_size} is not allowed: {source} has {len(train)} training and {len(val)} "
             f"validation characters, and each needs at least block_size + 1"
         )
-    top = int(max(codes.max(), vcodes.max())) + 1
-    present = np.flatnonzero(np.bincount(codes, minlength=top))
-    lookup = np.full(top, len(present), dtype=np.int64)  # anything not in training: <unk>
+    seen = np.zeros(0x110000, dtype=bool)  # every Unicode code point
+    for codes in _code_points(train):
+        seen[codes] = True
+    present = np.flatnonzero(seen)
+    lookup = np.full(0x110000, len(present), dtype=np.uint32)  # anything not in the training text: <unk>
     lookup[present] = np.arange(len(present))
     dtype = np.uint8 if len(present) < 256 else np.uint16 if len(present) < 65536 else np.uint32
-    ids, vids = lookup[codes].astype(dtype), lookup[vcodes].astype(dtype)
+    ids, vids = (np.concatenate([lookup[c].astype(dtype) for c in _code_points(t)]) for t in (train, val))
     vocab = "".join(map(chr, present.tolist()))
     return Corpus(ids, vids, vocab, source, block_size, val_chars, unknown=int((vids == len(present)).sum()))
+
+
+def _code_points(text: str, chunk: int = 1 << 24):
+    """The text's code points, a chunk (16 M characters, 64 MB) at a time."""
+    for i in range(0, len(text), chunk):
+        yield np.frombuffer(text[i : i + chunk].encode("utf-32-le"), dtype=np.uint32)

@@ -14,7 +14,8 @@ from sweep.report.table import Comparison
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 # Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
-CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
+# eval_step: the training step of each point, where a run's points are evaluations rather than epochs (problem=chars)
+CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress", "eval_step")
 
 
 def find_parent(client: Any, ref: str):

@@ -33,8 +33,6 @@ class GPT(Training):
     )
 
     name: str = "gpt"
-    lr: float = 1e-2  # a small model takes a large rate (measured on the shipped corpus: docs/chars.md)
-    min_lr: float = 1e-3
     n_layer: int = 2
     n_head: int = 4
     n_embd: int = 64

@@ -36,7 +36,7 @@ def train(method: Any, ctx: Context) -> Outcome:
     forward = be.compiled(model.forward)  # torch.compile / autocast as device.compile / device.autocast say
     val = [torch.from_numpy(a).to(be.device) for a in data.val_blocks()]
     rng = np.random.RandomState(ctx.problem.seed)  # the batches' order, drawn on the host like every method's data
-    curves: dict[str, list[float]] = {"train_loss": [], "test_accuracy": [], "test_loss": []}
+    curves: dict[str, list[float]] = {"train_loss": [], "test_accuracy": [], "test_loss": [], "eval_step": []}
     loss_sum, losses, steps, acc, bpc = torch.zeros((), device=be.device), 0, 0, 0.0, math.inf
     t0 = be.clock()
     while steps < method.max_steps:
@@ -51,6 +51,7 @@ def train(method: Any, ctx: Context) -> Outcome:
             curves["train_loss"].append(float(loss_sum) / losses)
             curves["test_accuracy"].append(acc)
             curves["test_loss"].append(bpc)
+            curves["eval_step"].append(steps)  # the training step each point is at (the plots' x axis)
             loss_sum.zero_()
             losses = 0
             if acc >= method.target_accuracy:
