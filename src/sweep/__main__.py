@@ -6,7 +6,6 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import ConfigCompositionException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
@@ -14,6 +13,7 @@ from sweep.config.schema import register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR
 from sweep.preflight.command import check_command
+from sweep.preflight.composition import composed, composition_refused
 from sweep.preflight.refusal import Refusal
 from sweep.record.tags import REPEAT_OF_TAG
 from sweep.result import RunResult
@@ -23,6 +23,7 @@ register_configs()
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def task(cfg: DictConfig) -> RunResult | None:
+    composed()  # the config is made: from here Hydra reports a failure its own way
     from sweep import job  # noqa: PLC0415 - the job's modules: when Hydra runs the task, after composition
 
     # after Hydra's plugin scan, which executes the launcher plugin's modules afresh: imported before it, the
@@ -57,17 +58,10 @@ def task(cfg: DictConfig) -> RunResult | None:
 def main() -> None:
     try:
         sys.argv[1:] = check_command(sys.argv[1:])
+        with composition_refused():
+            task()
     except Refusal as e:
         e.exit()
-    try:
-        task()
-    except SystemExit as e:
-        # Hydra reports a bad override, a wrong type or a missing group option in a few lines (the field, and
-        # for a group its options) and exits 1; bad input exits 2 here, like every other config error. (A store
-        # that cannot be written is reported the same way by Hydra but is not bad input: it stays 1.)
-        if e.code == 1 and isinstance(e.__context__, (ConfigCompositionException, OverrideParseException)):
-            sys.exit(2)
-        raise
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.naming import Namer
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.job import job_config
+from sweep.preflight.composition import explain
 from sweep.preflight.refusal import Refusal
 from sweep.record.session import is_sweep_job
 
@@ -57,7 +59,10 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
         )
     namer = Namer.for_multirun(config.hydra)
     for idx, job in enumerate(itertools.product(*grid.values())):
-        cfg = loader.load_sweep_config(config, list(job))
+        try:
+            cfg = loader.load_sweep_config(config, list(job))
+        except CompactHydraException as e:  # an option or key that does not exist, a wrong type
+            raise explain(e) or e from None
         if not is_sweep_job(cfg):
             return
         # the job named as the project's launcher names it: by what the sweep varies
