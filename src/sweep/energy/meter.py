@@ -31,7 +31,7 @@ POWERCAP = Path("/sys/class/powercap")
 IDLE_S = 1.0  # idle power: the counter over this long with nothing running
 PROBE_S = 1.0  # the calibration probe's length
 CALIBRATION_TOL = 0.10  # |counter J / integral of power dt - 1| allowed (H200: 0.4-1% measured, docs/results)
-MIN_PERIODS = 20  # a window spans at least this many counter updates (NVML: 2 s)
+MIN_PERIODS = 10  # a window spans at least this many counter updates (NVML: 1 s; its reads are aligned to them)
 BASELINE_TTL_S = 60.0  # idle power and calibration are measured again after this long
 POLL_S = 0.0005  # between reads while waiting for the counter's next update
 

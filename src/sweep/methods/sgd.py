@@ -329,18 +329,25 @@ class SGD:
                 "W2": be.asarray(counter_rng.randn_of(be, rngs, 1, first.hidden) * np.sqrt(2.0 / first.hidden)),
                 "b2": be.asarray(np.zeros((len(ctxs), 1))),
             }
-            inits = [(batched.run_slice(p, r), rngs[r]) for r in runs]
+            start = lambda r: batched.run_slice(p, r)  # noqa: E731 - views, made only for a run traced from its start
         else:
             inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+            rngs = [i[1] for i in inits]
             p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+            start = lambda r: inits[r][0]  # noqa: E731
         started = batched.each(
-            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1])
+            list(runs),
+            lambda r: (
+                methods[r].trace_start(ctxs[r], start(r), ctxs[r].data.x_train[:1])
+                if ctxs[r].traces(Scope.INIT_SAMPLE0)
+                else None
+            ),
         )
         data = tuple(
             batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train", "x_test", "y_test")
         )
         logs = [EpochLog() for _ in runs]
-        epochs = first.train_runs(methods, ctxs, p, data, [i[1] for i in inits], logs, started)
+        epochs = first.train_runs(methods, ctxs, p, data, rngs, logs, started)
         return batched.each(
             list(runs),
             lambda r: methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r]),
