@@ -212,8 +212,8 @@ def test_the_three_models_record_their_figures_in_one_command(store, tmp_path):
     proc = run_sweep("-m", "problem=chars", "method=bigram,mlp_lm,gpt", "device=torch_cpu", *small, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(store)
-    runs = {r.data.params["method.name"]: r for r in client.search_runs(client.search_experiments()[0].experiment_id)
-            if "method.name" in r.data.params}  # fmt: skip
+    exp = client.get_experiment_by_name("sweep").experiment_id
+    runs = {r.data.params["method.name"]: r for r in client.search_runs([exp]) if "method.name" in r.data.params}
     assert set(runs) == {"bigram", "mlp_lm", "gpt"}
     figures = ("accuracy", "bits_per_char", "steps", "tokens_per_s", "wall_clock_s", "cost_usd", "ard", "reads")
     for name, r in runs.items():
@@ -245,3 +245,12 @@ def test_char_lm_runs_and_compares_with_its_front(store, tmp_path):
     assert {"char_lm.png", "char_lm-curves.png", "front.md"} <= {f.name for f in files}
     gpt = cmp.rows[1]
     assert gpt.curves["eval_step"][0] == [50.0, 100.0, 150.0, 200.0, 250.0, 300.0]  # the curves' x: training steps
+
+
+def test_the_gpt_compiles_and_runs_under_autocast():
+    pytest.importorskip("torch")
+    base = ("problem=chars", "method=gpt", *DEVICE, *SMALL_VAL, *TINY["gpt"], "tracker=none")
+    for knobs in (("device.compile=true", "device.compile_backend=aot_eager"), ("device.autocast=bfloat16",)):
+        r = job.run(compose(*base, *knobs))
+        assert r.metrics["steps"] == 30 and 0 < r.metrics["accuracy"] < 1 and math.isfinite(r.metrics["bits_per_char"])
+        assert r.metrics["warmup_s"] > 0, knobs

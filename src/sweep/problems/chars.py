@@ -27,10 +27,10 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.errors import ConfigError
+from sweep.problems.base import SEED_RULE
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
 WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (its wiki.test.raw is not read)
-SEED_MAX = 2**32 - 2  # numpy's RandomState takes seed and seed + 1 (the batch order, the weights)
 
 
 @dataclass
@@ -100,11 +100,7 @@ class Chars:
             lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
         ),
         Rule("problem.val_chars", "an integer >= 0 (0: every validation character)", nonneg_int),
-        Rule(
-            "problem.seed",
-            f"an integer with 0 <= seed <= {SEED_MAX} (numpy's RandomState takes seed and seed + 1)",
-            lambda v, c: nonneg_int(v) and v <= SEED_MAX,
-        ),
+        SEED_RULE,  # the batches' order from RandomState(seed), the weights from seed + 1
     )
 
     name: str = "chars"
