@@ -134,15 +134,21 @@ def simulate(state: Stack, ops: list[Operation], after: dict[str, tuple[int, Spa
     for (reads, writes), fut in zip(ops, fut_after):
         moved: dict[str, int] = {}  # buffer -> its elements 0..moved-1 are inputs of this operation
         if reads:
+            # the inputs' runs, with the elements above each, in one walk of the stack before the operation
+            where: dict[str, list[tuple[int, int, int]]] = {name: [] for name, _, _ in reads}
+            above = 0
+            for b, lo, hi in stack:
+                if b in where:
+                    where[b].append((lo, hi, above))
+                above += hi - lo
             chunks = []
-            for name, size, pos in reads:  # priced against the stack before the operation
-                above = found = 0
-                for b, lo, hi in stack:
-                    if b == name and lo < size:
+            for name, size, pos in reads:  # all priced against that stack
+                found = 0
+                for lo, hi, above in where[name]:
+                    if lo < size:
                         top = hi if hi < size else size
                         rows.append((pos, above + hi - top + 1, top - lo))
                         found += top - lo
-                    above += hi - lo
                 if found != size:  # every read element is live by construction (inputs are loaded at the start)
                     raise AssertionError(f"ByteDMD: {size - found} element(s) of {name!r} read but not on the stack")
                 m = moved.get(name, 0)

@@ -48,7 +48,9 @@ class TrackerBase:
         raise NotImplementedError
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
-        """The metrics of each trace on its own (all_steps: one per epoch); trackers may batch this."""
+        """The metrics of each trace (all_steps: one per epoch), each on its own, or, for a tracker whose state
+        carries from one piece of a run to the next (energy's and ByteDMD's stacks), as consecutive pieces of one
+        run, so that they add up to the whole; trackers may batch this."""
         return [self.summarize(t).metrics for t in traces]
 
     def figures(self, trace: Trace, pieces: list[Trace]) -> tuple[TrackerReport, dict[str, list[float]]]:
