@@ -28,6 +28,7 @@ PRESETS = (
     "torch_overhead",
     "smaller_models",
     "energy_proxies",
+    "energy_joules",
     "tune_sgd",
 )
 
@@ -128,6 +129,26 @@ def test_energy_proxies_arms():
         for h in (100, 200)
         for v, t in (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))
     }
+
+
+def test_energy_joules_measures_each_arm_alone_on_the_gpu():
+    """The proxies against measured Joules: every arm on cuda with the energy tracker on the GPU hierarchy, each
+    solve traced whole, one job at a time (jobs sharing the GPU would share its counter)."""
+    e = _compose("sweeps=energy_joules")
+    assert (e.tracker.name, e.tracker.scope, e.tracker.hierarchy, e.tracker.meter) == (
+        "energy",
+        "all_steps",
+        "gpu",
+        "auto",
+    )
+    assert e.device.name == "cuda" and e.hydra.launcher.n_workers == 1
+    assert list(e.compare.proxies.target) == ["energy_measured_j"]
+    seen = set()
+    for arm in e.hydra.sweeper.params["+sweeps/energy_joules_arm"].split(","):
+        c = _compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm={arm}")
+        seen.add((c.method.name, c.variant.name, c.method.get("hidden")))
+    assert {h for m, v, h in seen if v == "standard"} == {50, 200, 500, 1000, 2000}
+    assert {v for m, v, h in seen} == {"standard", "fused", "perlayer", "tiled"}
 
 
 @pytest.mark.slow

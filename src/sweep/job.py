@@ -152,10 +152,18 @@ def solve(job: Job, device: DictConfig) -> Solved:
     return evaluate(job, outcome, wall, warmup, device)
 
 
-def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, device: DictConfig) -> Solved:
-    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve)."""
+def evaluate(
+    job: Job,
+    outcome: Any,
+    wall_s: float,
+    warmup_s: float | None,
+    device: DictConfig,
+    metered: tuple[dict[str, float], dict[str, str]] | None = None,
+) -> Solved:
+    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve;
+    ``metered``: measured already, a batch's share)."""
     outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
-    measured, meter_tags = measure_solve(job.tracker, job.method, job.ctx, device)
+    measured, meter_tags = metered if metered is not None else measure_solve(job.tracker, job.method, job.ctx, device)
     return Solved(outcome, wall_s, warmup_s, measured, meter_tags)
 
 

@@ -29,6 +29,7 @@ from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import available_bytes, check_fits
 from sweep.config.prices import gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
+from sweep.config.suggest import expected
 from sweep.config.view import ConfigView
 from sweep.errors import ConfigError
 
@@ -48,6 +49,7 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch"),
     ),
     choice("device.dtype", ("float32", "float64")),
+    choice("device.rng", ("host", "counter")),
 )
 
 
@@ -85,10 +87,9 @@ def check_known_keys(cfg: ConfigView) -> None:
         known = _fields(group, node.get("name"), node.get("_target_"))
         unknown = [k for k in node if k not in known] if known is not None else []
         if unknown:
-            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))  # type: ignore[union-attr]
-            raise ConfigError(
-                f"{group}.{min(unknown)} is not a key of {group}={node.get('name', '?')}: expected one of {keys}"
-            )
+            keys = [k for k in known if k not in ("_target_", "name")]  # type: ignore[union-attr]
+            key = min(unknown)
+            raise ConfigError(f"{group}.{key} is not a key of {group}={node.get('name', '?')}: {expected(key, keys)}")
 
 
 def check_options(view: ConfigView) -> None:
