@@ -22,7 +22,9 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
+from sweep.record.tags import TRACKER_VERSION_TAG
 from sweep.result import RunResult
+from sweep.trace import stored
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
@@ -178,17 +180,11 @@ def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[f
     """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
     outcome, tracker = solved.outcome, job.tracker
     if tracker is None:
-        report = TrackerReport()
-    elif outcome.step_traces:  # one traced step stands for each of the run's steps
-        report = per_step_report(tracker, outcome.step_traces, outcome.steps)
-    else:
-        report = tracker.summarize(job.ctx.trace)
-    curves = dict(outcome.curves)
-    if tracker is not None and outcome.traces:
-        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
-        for key in per_epoch[0] if per_epoch else []:
-            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
-    return report, curves
+        return TrackerReport(), dict(outcome.curves)
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return per_step_report(tracker, outcome.step_traces, outcome.steps), dict(outcome.curves)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(outcome.traces.values()))
+    return report, {**outcome.curves, **per_epoch}
 
 
 def result(
@@ -225,6 +221,10 @@ def result(
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg)}
+    if job.tracker is not None:
+        tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
+        # the trace itself, so that a tracker defined later scores this run without solving it again
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, outcome.traces)
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

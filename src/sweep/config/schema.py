@@ -98,6 +98,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "ard": "sweep.trackers.ard.ARDTracker",
         "cache": "sweep.trackers.cache.CacheTracker",
         "dmd": "sweep.trackers.dmd.DMDTracker",
+        "bytedmd": "sweep.trackers.bytedmd.ByteDMDTracker",
         "energy": "sweep.trackers.energy.EnergyTracker",
     },
 }
