@@ -24,6 +24,7 @@ from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
 from sweep.result import RunResult
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 
@@ -130,6 +131,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
+        source=Source(config["tracker"].get("source", Source.HAND)),
     )
     return Job(data, backend, build(config["method"]), ctx, tracker)
 

@@ -84,6 +84,11 @@ class Trace:
             count if count.__class__ is int else count.size if count.__class__ is _ndarray else _size(count)
         )
 
+    def rename_open(self, old: str, new: str) -> None:
+        """Call buffer ``old`` ``new`` in the events not closed into a segment yet: an automatic tracer names a
+        result after the fact (a method's new weight matrix that takes over the name of the one it replaces)."""
+        self._open[:] = [(op, new if name == old else name, size) for op, name, size in self._open]
+
     def end_step(self) -> None:
         """Close the events recorded since the last call as one segment (a no-op if there are none)."""
         ev = self._open
@@ -193,6 +198,9 @@ class NullTrace(Trace):
         pass
 
     def end_step(self) -> None:  # noqa: D102
+        pass
+
+    def rename_open(self, old: str, new: str) -> None:  # noqa: D102
         pass
 
     def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:  # noqa: D102

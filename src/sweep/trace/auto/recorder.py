@@ -54,6 +54,17 @@ class Recorder:
             self._refs[key] = weakref.ref(memory, partial(self._gone, key))
         return name
 
+    def rename(self, memory: Any, name: str) -> None:
+        """The buffer of ``memory`` takes the name ``name`` from whichever buffer holds it (that one is no
+        longer the name's: a new weight matrix replacing the old), in the events of the open step too."""
+        old = self._names.get(id(memory))
+        holder = self._keys.get(name)
+        if holder is not None and holder != id(memory):
+            self.forget(holder)
+        self.track(memory, name)
+        if old is not None and old != name:
+            self.trace.rename_open(old, name)
+
     def _gone(self, key: int, ref: weakref.ref) -> None:
         if self._refs.get(key) is ref:
             del self._refs[key]

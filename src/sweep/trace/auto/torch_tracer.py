@@ -111,6 +111,10 @@ class TorchTracer(TorchDispatchMode):
             self.trace.write(name, tensor.numel())
         return name
 
+    def rename(self, tensor: torch.Tensor, name: str) -> None:
+        """``tensor``'s storage takes the name ``name`` (see NumpyTracer.rename)."""
+        self.rec.rename(_storage(tensor), name)
+
     def end_step(self) -> None:
         """Close one step of the trace and name the next step's temporaries from position 0 again."""
         self.rec.end_step()
