@@ -193,6 +193,8 @@ def result(
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    if job.tracker is not None and job.ctx.source is Source.AUTO:
+        metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)

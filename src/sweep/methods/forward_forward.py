@@ -20,6 +20,7 @@ from sweep.config.fields import METHOD_RULES, Rule, positive_int
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import relu
 
@@ -29,6 +30,8 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 @dataclass
 class ForwardForward:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
+    # tracker.source's default: its hand trace is the published protocol (docs/traces.md)
+    trace_source: ClassVar[str] = Source.HAND.value
     field_rules: ClassVar[tuple[Rule, ...]] = (*METHOD_RULES, Rule("method.layers", "an integer >= 1", positive_int))
 
     name: str = "forward_forward"

@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.source import Source
 from sweep.trace.trace import Trace
 
 
@@ -29,6 +30,8 @@ from sweep.trace.trace import Trace
 class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
+    trace_source: ClassVar[str] = Source.AUTO.value
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_subsets", "an integer >= 1", positive_int),
         Rule("method.chunk", "an integer >= 1", positive_int),

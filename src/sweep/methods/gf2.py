@@ -17,7 +17,7 @@ import numpy as np
 from sweep.config.fields import Rule, nonneg_int
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 from sweep.trace.auto.packed import WORD_BITS, load_rows
-from sweep.trace.source import Recording
+from sweep.trace.source import Recording, Source
 from sweep.trace.trace import Trace
 
 # as int8, +1 is the byte 0x01 and -1 the byte 0xff: a cast and a byte translation turn the rows into digit
@@ -99,6 +99,8 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
+    trace_source: ClassVar[str] = Source.AUTO.value
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
     )

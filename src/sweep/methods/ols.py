@@ -13,12 +13,15 @@ from typing import ClassVar
 import numpy as np
 
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome
+from sweep.trace.source import Source
 
 
 @dataclass
 class OLS:
     problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
+    trace_source: ClassVar[str] = Source.AUTO.value
 
     name: str = "ols"
 

@@ -23,6 +23,7 @@ from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update, relu
 
@@ -73,7 +74,7 @@ class StepTemplates:
     replay: ClassVar[bool] = True  # False: record every step (the reference the tests compare replay with)
 
     def __init__(self, ctx: Context) -> None:
-        self.steps: dict[tuple, tuple[tuple, dict[str, int]]] = {}  # key -> (events, operation counts)
+        self.steps: dict[tuple, tuple[tuple, dict[str, int], int]] = {}  # key -> (events, op counts, escaped)
         self.ctx = ctx  # its source (hand or auto) records a step
 
     def step(self, step: Callable, xp, p: Params, xb, yb, update: Update, trace: Trace) -> None:
@@ -88,7 +89,7 @@ class StepTemplates:
 
     def record(
         self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
-    ) -> tuple[tuple, dict[str, int]]:
+    ) -> tuple[tuple, dict[str, int], int]:
         rec = Trace()
         with self.ctx.recording(held=p, loaded={"x": xb, "y": yb}, trace=rec) as r:
             r.trace.write("x", xb)
@@ -97,8 +98,8 @@ class StepTemplates:
                 step = self.ctx.variant.step
             active = bool(step(xp, {k: r[k] for k in p}, r["x"], r["y"], update, r.trace))
         (tpl,), _ = rec.segments()
-        self.steps[shapes, active] = tpl, rec.compute_ops
-        return tpl, rec.compute_ops
+        self.steps[shapes, active] = tpl, rec.compute_ops, rec.escaped
+        return tpl, rec.compute_ops, rec.escaped
 
 
 @dataclass
@@ -106,6 +107,8 @@ class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
+    # tracker.source's default: its hand trace is the published protocol (docs/traces.md)
+    trace_source: ClassVar[str] = Source.HAND.value
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES

@@ -18,12 +18,15 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.source import Source
 
 
 @dataclass
 class SMT:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
+    trace_source: ClassVar[str] = Source.AUTO.value
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.screen_rows", "an integer >= 0 (0: 2 log2 C(n_bits, k_sparse) + 16)", nonneg_int),
         Rule("method.pair_block", "an integer >= 1", positive_int),

@@ -51,6 +51,9 @@ class Trace:
     def __init__(self, events: Iterable[Event] = (), enabled: bool = True) -> None:
         self.enabled = enabled
         self.compute_ops: dict[str, int] = {}  # operation kind -> count
+        # values that left the arrays as Python values while an automatic tracer recorded (sweep.trace.auto): work
+        # done outside the traced arrays; 0 for a hand trace, which does not look
+        self.escaped = 0
         self.templates: list[tuple[Event, ...]] = []  # distinct segments
         self.seq: list[int] = []  # template ids, in order
         self._ids: dict[tuple[Event, ...], int] = {}
@@ -102,12 +105,13 @@ class Trace:
             self._last, self._last_tpl = (tid, ev[:]), self.templates[tid]
         ev.clear()
 
-    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int], escaped: int = 0) -> None:
         """Append a whole step recorded before: its events ``tpl`` (an interned template of another trace, see
-        ``segments()``) as one segment and its operation counts ``ops``, exactly as if its calls were made
+        ``segments()``), its operation counts ``ops`` and its escaped values, exactly as if its calls were made
         again. The recording loop uses it for a step whose events it knows already (sgd.train_epochs), so a
         repeated step costs one call instead of one per event."""
         self.end_step()
+        self.escaped += escaped
         if tpl is self._last_tpl:  # the same step as the previous one: no hashing
             self.seq.append(self._last[0])
         else:
@@ -151,6 +155,7 @@ class Trace:
         self.seq.extend([ids[t] for t in seq])
         for kind, n in other.compute_ops.items():
             self.compute_ops[kind] = self.compute_ops.get(kind, 0) + n
+        self.escaped += other.escaped
 
     def columns(self) -> tuple[list[int], list[str], list[int]]:
         """(ops, names, sizes), one entry per event."""
@@ -203,7 +208,7 @@ class NullTrace(Trace):
     def rename_open(self, old: str, new: str) -> None:  # noqa: D102
         pass
 
-    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:  # noqa: D102
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int], escaped: int = 0) -> None:  # noqa: D102
         pass
 
 

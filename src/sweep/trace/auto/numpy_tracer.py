@@ -354,13 +354,12 @@ class NumpyTracer:
             self.trace.write(name, 1)
             return res.view(TracedArray)
         if res.__class__ in (bool, int, float, complex):
-            self.rec.escaped += 1
+            self.rec.escaped_values(1)
         return res
 
     def escape(self, a: np.ndarray, count: int) -> None:
         """``count`` elements of ``a`` leave the arrays as Python values."""
-        self._read(a, "escape", 0)
-        self.rec.escaped += count
+        self.rec.escape(self.buffer(a, "escape"), count, a.size)
 
     # -- operations --
     def ufunc(self, ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, res: Any) -> Any:

@@ -69,9 +69,7 @@ def _escaping(method: Callable) -> Callable:
     """A way for the value to leave as a plain Python value: a read of its words, counted in escaped."""
 
     def run(self: PackedInt, *args: Any) -> Any:
-        t = self.tracer
-        t.trace.read(self.name, words(self))
-        t.rec.escaped += 1
+        self.tracer.rec.escape(self.name, 1, words(self))
         return method(int.__int__(self), *(int.__int__(a) if isinstance(a, PackedInt) else a for a in args))
 
     run.__name__ = run.__qualname__ = method.__name__
