@@ -20,33 +20,10 @@ from sweep.trace.scope import Scope
 from sweep.trace.source import Source, recording
 from sweep.trace.trace import OP_KINDS, READ, Trace
 from tests.conftest import compose
-from tests.test_method_traces import ARMS, BASE, SMALL, cold_reads
+from tests.test_method_traces import ARMS, BASE, cold_reads, solve_with
 from tests.test_trace_templates import TRACKERS, assert_same
 
 METHOD_PROBLEMS = sorted({(m, p) for m, p, _ in ARMS})
-
-
-def solve(method: str, problem: str, source: str, scope: str, device: str, *overrides: str) -> tuple[Trace, object]:
-    cfg = compose(
-        f"method={method}",
-        f"problem={problem}",
-        f"device={device}",
-        f"tracker.scope={scope}",
-        *BASE,
-        *SMALL.get(method, ()),
-        *overrides,
-    )
-    prob = job.build(cfg.problem)
-    ctx = Context(
-        problem=prob,
-        data=prob.generate(),
-        backend=job.make_backend(cfg.device),
-        trace=Trace(),
-        scope=Scope(scope),
-        variant=job.build(cfg.variant),
-        source=Source(source),
-    )
-    return ctx.trace, job.build(cfg.method).solve(ctx).finalize()
 
 
 @pytest.mark.parametrize("device", ["cpu", "torch_cpu"])
@@ -55,8 +32,8 @@ def test_every_method_and_problem_traces_itself(method, problem, device):
     """The whole solve (all_steps) and the published step: the answer of the hand-traced run, a trace whose reads
     all follow a write, that reads every input it names, counts known operations, and is larger than nothing."""
     for scope in ("all_steps", "published"):
-        auto, got = solve(method, problem, "auto", scope, device)
-        hand, ref = solve(method, problem, "hand", scope, device)
+        auto, got = solve_with(method, problem, scope=scope, device=device, source="auto")
+        hand, ref = solve_with(method, problem, scope=scope, device=device)
         assert (got.secret_found, got.accuracy, got.epochs) == (ref.secret_found, ref.accuracy, ref.epochs)
         assert cold_reads(auto) == set(), (method, scope)
         assert set(auto.compute_ops) <= set(OP_KINDS) and sum(auto.compute_ops.values()) > 0
