@@ -26,6 +26,7 @@ from sweep.record.tags import TRACKER_VERSION_TAG
 from sweep.result import RunResult
 from sweep.trace import stored
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 from sweep.trackers.per_step import per_step_report
@@ -133,6 +134,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
+        source=Source(config["tracker"].get("source", Source.HAND)),
     )
     return Job(data, backend, build(config["method"]), ctx, tracker)
 
@@ -210,6 +212,8 @@ def result(
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    if job.tracker is not None and job.ctx.source is Source.AUTO:
+        metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)

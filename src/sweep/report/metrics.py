@@ -42,6 +42,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("dmc", "dmc", "{:,.0f}"),
     Metric("dmd", "dmd", "{:,.0f}"),
     Metric("bytedmd", "ByteDMD", "{:,.0f}"),
+    # tracker.source=auto: values that left the traced arrays as Python values (work done outside the arrays)
+    Metric("escaped", "escaped values", "{:,.0f}"),
     Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
     Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
