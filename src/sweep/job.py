@@ -22,9 +22,10 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
+from sweep.record.tags import TRACE_SOURCE_TAG
 from sweep.result import RunResult
 from sweep.trace.scope import Scope
-from sweep.trace.source import Source
+from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 
@@ -124,6 +125,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     backend = make_backend(config["device"])
     tracker = build(config["tracker"]) if config["tracker"].get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
+    method = build(config["method"])
     ctx = Context(
         problem=problem,
         data=data,
@@ -131,9 +133,9 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
-        source=Source(config["tracker"].get("source", Source.HAND)),
+        source=resolve(config["tracker"].get("source", METHOD), method),
     )
-    return Job(data, backend, build(config["method"]), ctx, tracker)
+    return Job(data, backend, method, ctx, tracker)
 
 
 def solve(job: Job, device: DictConfig) -> Solved:
@@ -202,6 +204,8 @@ def result(
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(solved.meter_tags)
     tags["secret"] = ",".join(map(str, data.secret))
+    if job.tracker is not None:
+        tags[TRACE_SOURCE_TAG] = job.ctx.source.value  # tracker.source=method: which one the method's is
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg)}

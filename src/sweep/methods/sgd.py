@@ -94,9 +94,8 @@ class StepTemplates:
         with self.ctx.recording(held=p, loaded={"x": xb, "y": yb}, trace=rec) as r:
             r.trace.write("x", xb)
             r.trace.write("y", yb)
-            if r.tracer is not None:  # auto: the step's own operations, uncompiled (a tracer sees eager ops)
-                step = self.ctx.variant.step
-            active = bool(step(xp, {k: r[k] for k in p}, r["x"], r["y"], update, r.trace))
+            run = step if r.tracer is None else self.ctx.variant.step  # a tracer sees eager ops, not a graph
+            active = bool(run(xp, {k: r[k] for k in p}, r["x"], r["y"], update, r.trace))
         (tpl,), _ = rec.segments()
         self.steps[shapes, active] = tpl, rec.compute_ops, rec.escaped
         return tpl, rec.compute_ops, rec.escaped
@@ -107,8 +106,7 @@ class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
-    # tracker.source's default: its hand trace is the published protocol (docs/traces.md)
-    trace_source: ClassVar[str] = Source.HAND.value
+    trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
