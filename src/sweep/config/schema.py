@@ -70,6 +70,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "sparse_parity": "sweep.problems.sparse_parity.SparseParity",
         "sparse_and": "sweep.problems.sparse_and.SparseAnd",
         "sparse_sum": "sweep.problems.sparse_sum.SparseSum",
+        "chars": "sweep.problems.chars.Chars",
     },
     "method": {
         "sgd": "sweep.methods.sgd.SGD",
@@ -81,6 +82,9 @@ CLASSES: dict[str, dict[str, str]] = {
         "smt": "sweep.methods.smt.SMT",
         "forward_forward": "sweep.methods.forward_forward.ForwardForward",
         "ols": "sweep.methods.ols.OLS",
+        "bigram": "sweep.methods.lm.bigram.Bigram",
+        "mlp_lm": "sweep.methods.lm.mlp_lm.MLPLM",
+        "gpt": "sweep.methods.lm.gpt.GPT",
     },
     "variant": {
         "standard": "sweep.variants.standard.Standard",
@@ -94,6 +98,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "ard": "sweep.trackers.ard.ARDTracker",
         "cache": "sweep.trackers.cache.CacheTracker",
         "dmd": "sweep.trackers.dmd.DMDTracker",
+        "bytedmd": "sweep.trackers.bytedmd.ByteDMDTracker",
         "energy": "sweep.trackers.energy.EnergyTracker",
     },
 }
@@ -156,6 +161,10 @@ class CompareConfig:
     proxies: dict[str, Any] = field(default_factory=dict)
     # the study's key metrics, in order: the terminal table's columns (the others with --wide and in the artifacts)
     metrics: list[str] = field(default_factory=list)
+    # the rows' Pareto front (sweep.report.pareto): metric -> maximize | minimize (a search preset's
+    # hydra.sweeper.objectives are its front); drawn as the first objective against the second and each of `versus`
+    front: dict[str, str] = field(default_factory=dict)
+    versus: list[str] = field(default_factory=list)
 
 
 @dataclass

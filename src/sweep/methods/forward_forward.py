@@ -18,6 +18,7 @@ import numpy as np
 
 from sweep.config.fields import METHOD_RULES, Rule, positive_int
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trace.scope import Scope
 from sweep.trace.source import Source
@@ -42,8 +43,8 @@ class ForwardForward:
     max_epochs: int = 200
     target_accuracy: float = 1.0
 
-    def init_layers(self, n_in: int, seed: int) -> tuple[list[dict[str, np.ndarray]], np.random.RandomState]:
-        rng = np.random.RandomState(seed + 1)
+    def init_layers(self, n_in: int, seed: int, be: Any = None) -> tuple[list[dict[str, Any]], Any]:
+        rng = method_rng(be, seed)
         sizes = [n_in] + [self.hidden] * self.layers
         return [{"W": rng.randn(o, i) * np.sqrt(2.0 / i), "b": np.zeros(o)} for i, o in zip(sizes[:-1], sizes[1:])], rng
 
@@ -204,7 +205,7 @@ class ForwardForward:
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
-        net_np, rng = self.init_layers(prob.n_bits + 1, prob.seed)
+        net_np, rng = self.init_layers(prob.n_bits + 1, prob.seed, be)
         net = [{k: be.asarray(v) for k, v in layer.items()} for layer in net_np]
         x, y, xt, yt = (be.asarray(a) for a in (d.x_train, d.y_train, d.x_test, d.y_test))
         traced_all = ctx.traces(Scope.ALL_STEPS)

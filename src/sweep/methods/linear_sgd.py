@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, hidden_progress, per_row
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
@@ -133,7 +134,7 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
     """Train the linear model with sgd's hyper-parameters (hidden and the variant do not apply)."""
     be, run = ctx.backend, LinearRun(sgd, ctx)
     n = run.prob.n_bits
-    rng = np.random.RandomState(run.prob.seed + 1)  # the batch order, seeded as the MLP's
+    rng = method_rng(be, run.prob.seed)  # the batch order, seeded as the MLP's
     p, x, y = run.init(), run.x, run.y
     if ctx.traces(Scope.INIT_SAMPLE0):
         run.single_step(p, 0)
@@ -217,7 +218,7 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
         per_row(lambda r: runs[r].measure),
         p,
         (x, y, xt, yt),
-        [np.random.RandomState(c.problem.seed + 1) for c in ctxs],
+        [method_rng(be, c.problem.seed) for c in ctxs],
         np.array([s is None for s in started]),
         batched.cache_chunk(be, first.batch_size * runs[0].prob.n_bits),
     )

@@ -18,8 +18,9 @@ from hydra.utils import get_class
 from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
-from sweep.methods import batched
+from sweep.methods import batched, counter_rng
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
@@ -34,9 +35,10 @@ EVAL_ROWS = 128
 EVAL_BYTES = 256 << 20  # torch's curves (measure_rows): a group of runs' (runs, samples, hidden) activations
 
 
-def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
-    """He-style init drawn like the group's harness: RandomState(seed + 1) (docs/traces.md)."""
-    rng = np.random.RandomState(seed + 1)
+def init_params(n: int, hidden: int, seed: int, be: Backend | None = None) -> tuple[dict[str, Any], Any]:
+    """He-style init drawn like the group's harness: RandomState(seed + 1) (docs/traces.md), or on the device
+    under device.rng=counter (method_rng); also returns the generator, which then draws the batch orders."""
+    rng = method_rng(be, seed)
     W1 = rng.randn(hidden, n) * np.sqrt(2.0 / n)
     W2 = rng.randn(1, hidden) * np.sqrt(2.0 / hidden)
     return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
@@ -287,7 +289,7 @@ class SGD:
 
     def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
-        p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
+        p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed, be)
         self.trace_start(ctx, p_np, d.x_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
@@ -325,16 +327,34 @@ class SGD:
     def solve_mlp_runs(methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
         first, be = methods[0], ctxs[0].backend
         runs = range(len(ctxs))
-        inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+        if be.rng == "counter":  # every run's initial weights in one draw on the device
+            rngs: list = [method_rng(be, c.problem.seed) for c in ctxs]
+            n = ctxs[0].problem.n_bits
+            p = {
+                "W1": be.asarray(counter_rng.randn_of(be, rngs, first.hidden, n) * np.sqrt(2.0 / n)),
+                "b1": be.asarray(np.zeros((len(ctxs), first.hidden))),
+                "W2": be.asarray(counter_rng.randn_of(be, rngs, 1, first.hidden) * np.sqrt(2.0 / first.hidden)),
+                "b2": be.asarray(np.zeros((len(ctxs), 1))),
+            }
+            start = lambda r: batched.run_slice(p, r)  # noqa: E731 - views, made only for a run traced from its start
+        else:
+            inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+            rngs = [i[1] for i in inits]
+            p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+            start = lambda r: inits[r][0]  # noqa: E731
         started = batched.each(
-            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1])
+            list(runs),
+            lambda r: (
+                methods[r].trace_start(ctxs[r], start(r), ctxs[r].data.x_train[:1])
+                if ctxs[r].traces(Scope.INIT_SAMPLE0)
+                else None
+            ),
         )
-        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
         data = tuple(
             batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train", "x_test", "y_test")
         )
         logs = [EpochLog() for _ in runs]
-        epochs = first.train_runs(methods, ctxs, p, data, [i[1] for i in inits], logs, started)
+        epochs = first.train_runs(methods, ctxs, p, data, rngs, logs, started)
         return batched.each(
             list(runs),
             lambda r: methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r]),

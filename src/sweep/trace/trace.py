@@ -122,6 +122,22 @@ class Trace:
         for kind, n in ops.items():
             c[kind] = c.get(kind, 0) + n
 
+    @classmethod
+    def from_segments(
+        cls, templates: list[tuple[Event, ...]], seq: Iterable[int], compute_ops: dict[str, int]
+    ) -> "Trace":
+        """The trace templates[seq[0]] + templates[seq[1]] + ... with these operation counts (a stored trace,
+        sweep.trace.stored), segmented as it was recorded."""
+        t = cls()
+        ids = {}
+        for i in seq:
+            tid = ids.get(i)
+            if tid is None:
+                tid = ids[i] = t._intern(templates[i])
+            t.seq.append(tid)
+        t.compute_ops = dict(compute_ops)
+        return t
+
     def _intern(self, tpl: tuple[Event, ...]) -> int:
         tid = self._ids.get(tpl)
         if tid is None:
