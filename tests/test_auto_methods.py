@@ -13,7 +13,7 @@ from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.methods.gf2 import pack_rows, packed_rows
-from sweep.methods.sgd import StepTemplates
+from sweep.methods.step_templates import StepTemplates
 from sweep.record.tags import TRACE_SOURCE_TAG
 from sweep.trace.auto import NumpyTracer, TorchTracer
 from sweep.trace.auto.packed import PackedInt
