@@ -22,11 +22,11 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
-from sweep.record.tags import TRACKER_VERSION_TAG
+from sweep.record.tags import TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
 from sweep.trace import stored
 from sweep.trace.scope import Scope
-from sweep.trace.source import Source
+from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 from sweep.trackers.per_step import per_step_report
@@ -127,6 +127,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     backend = make_backend(config["device"])
     tracker = build(config["tracker"]) if config["tracker"].get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
+    method = build(config["method"])
     ctx = Context(
         problem=problem,
         data=data,
@@ -134,9 +135,9 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
-        source=Source(config["tracker"].get("source", Source.HAND)),
+        source=resolve(config["tracker"].get("source", METHOD), method),
     )
-    return Job(data, backend, build(config["method"]), ctx, tracker)
+    return Job(data, backend, method, ctx, tracker)
 
 
 def solve(job: Job, device: DictConfig) -> Solved:
@@ -222,6 +223,8 @@ def result(
     tags.update(solved.meter_tags)
     if data.secret:
         tags["secret"] = ",".join(map(str, data.secret))
+    if job.tracker is not None:
+        tags[TRACE_SOURCE_TAG] = job.ctx.source.value  # tracker.source=method: which one the method's is
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg)}

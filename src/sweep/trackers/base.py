@@ -7,7 +7,7 @@ from typing import Any, Callable, ClassVar
 
 from sweep.config.fields import Rule, choice, positive_int
 from sweep.trace.scope import SCOPES
-from sweep.trace.source import METHOD_DEFAULT, SOURCES
+from sweep.trace.source import METHOD, SOURCES
 from sweep.trace.trace import Trace
 
 
@@ -35,9 +35,9 @@ class TrackerBase:
     # (seed 001); init_sample0: one step on sample 0 at the initial weights (seed 003); all_steps: every step
     scope: str = "published"
     # hand: the trace.read/write calls placed beside the arithmetic (the published protocols); auto: every array
-    # operation the code does, recorded by sweep.trace.auto (docs/traces.md, "Automatic traces"); by default the
+    # operation the code does, recorded by sweep.trace.auto (docs/traces.md, "Automatic traces"); method: the
     # method's own (its class's trace_source)
-    source: str = METHOD_DEFAULT
+    source: str = METHOD
     cache_size_floats: int = 16384
 
     # the version of the tracker's definition: bumped when the figures it gives for the same trace change, so a

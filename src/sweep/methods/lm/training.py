@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from sweep.config.fields import Rule, positive_finite, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.base import Context, Outcome
+from sweep.trace.source import Source
 
 _unit = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
 _nonneg = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0  # noqa: E731
@@ -39,6 +40,7 @@ class Training:
 
     problems: ClassVar[tuple[str, ...]] = ("chars",)
     field_rules: ClassVar[tuple[Rule, ...]] = TRAIN_RULES
+    trace_source: ClassVar[str] = Source.AUTO.value  # its traced steps are TorchTracer's (train.traced_steps)
 
     name: str = "training"
     batch_size: int = 32  # windows of problem.block_size characters a step
