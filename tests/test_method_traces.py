@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,9 +15,10 @@ from hydra.utils import get_class
 from sweep import job
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
-from sweep.methods.base import Context
+from sweep.methods.base import Context, Outcome
 from sweep.methods.sgd import SGD
 from sweep.paths import CONF_DIR
+from sweep.trace.source import Source
 from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
 from sweep.trackers.ard import ard_report
 from sweep.variants.standard import Standard
@@ -75,16 +77,23 @@ def arms() -> list[tuple[str, str, str]]:
 ARMS = arms()
 
 
+def solve_traced(*args: Any, **kwargs: Any) -> Trace:
+    """The trace of one real solve (solve_with's arguments)."""
+    return solve_with(*args, **kwargs)[0]
+
+
 @functools.lru_cache(maxsize=None)  # the tests below read the same solves: each is traced once
-def solve_traced(
+def solve_with(
     method: str,
     problem: str,
     variant: str = "standard",
     scope: str = "all_steps",
     device: str = "cpu",
     overrides: tuple[str, ...] = (),
-) -> Trace:
-    """The trace of one real solve (the whole solve with scope all_steps); overrides after BASE and SMALL."""
+    source: str = "hand",
+) -> tuple[Trace, Outcome]:
+    """One real solve traced from ``source`` (tracker.source), the whole solve with scope all_steps (overrides after
+    BASE and SMALL): its trace and its (evaluated) outcome."""
     cfg = compose(
         f"method={method}",
         f"problem={problem}",
@@ -104,9 +113,9 @@ def solve_traced(
         trace=Trace(),
         scope=scope,
         variant=job.build(cfg.variant),
+        source=Source(source),
     )
-    job.build(cfg.method).solve(ctx)
-    return ctx.trace
+    return ctx.trace, job.build(cfg.method).solve(ctx).finalize()
 
 
 # tiled writes dh whole and reads it tile by tile under dh_tile{t}, as in the group's measurement (seed 003)

@@ -22,8 +22,11 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
+from sweep.record.tags import TRACKER_VERSION_TAG
 from sweep.result import RunResult
+from sweep.trace import stored
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 from sweep.trackers.per_step import per_step_report
@@ -131,6 +134,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
+        source=Source(config["tracker"].get("source", Source.HAND)),
     )
     return Job(data, backend, build(config["method"]), ctx, tracker)
 
@@ -178,17 +182,11 @@ def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[f
     """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
     outcome, tracker = solved.outcome, job.tracker
     if tracker is None:
-        report = TrackerReport()
-    elif outcome.step_traces:  # one traced step stands for each of the run's steps
-        report = per_step_report(tracker, outcome.step_traces, outcome.steps)
-    else:
-        report = tracker.summarize(job.ctx.trace)
-    curves = dict(outcome.curves)
-    if tracker is not None and outcome.traces:
-        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
-        for key in per_epoch[0] if per_epoch else []:
-            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
-    return report, curves
+        return TrackerReport(), dict(outcome.curves)
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return per_step_report(tracker, outcome.step_traces, outcome.steps), dict(outcome.curves)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(outcome.traces.values()))
+    return report, {**outcome.curves, **per_epoch}
 
 
 def result(
@@ -214,6 +212,8 @@ def result(
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    if job.tracker is not None and job.ctx.source is Source.AUTO:
+        metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)
@@ -225,6 +225,10 @@ def result(
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg)}
+    if job.tracker is not None:
+        tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
+        # the trace itself, so that a tracker defined later scores this run without solving it again
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, outcome.traces)
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

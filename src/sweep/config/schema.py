@@ -21,6 +21,7 @@ from omegaconf import MISSING, OmegaConf
 
 from sweep.backend import KNOBS, Backend
 from sweep.paths import store_sibling
+from sweep.trace.source import method_default
 
 
 @dataclass
@@ -98,6 +99,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "ard": "sweep.trackers.ard.ARDTracker",
         "cache": "sweep.trackers.cache.CacheTracker",
         "dmd": "sweep.trackers.dmd.DMDTracker",
+        "bytedmd": "sweep.trackers.bytedmd.ByteDMDTracker",
         "energy": "sweep.trackers.energy.EnergyTracker",
     },
 }
@@ -191,6 +193,9 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "tracker": _derived("tracker"),
 }
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
+# tracker.source's default names the method's own source (sweep.trace.source.METHOD_DEFAULT): registered on import,
+# as every process that resolves a job's config (the launcher's workers too) imports this module first
+OmegaConf.register_new_resolver("trace_source", method_default, replace=True)
 
 
 def register_configs() -> None:

@@ -24,6 +24,7 @@ from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update, relu
 
@@ -74,8 +75,9 @@ class StepTemplates:
 
     replay: ClassVar[bool] = True  # False: record every step (the reference the tests compare replay with)
 
-    def __init__(self) -> None:
-        self.steps: dict[tuple, tuple[tuple, dict[str, int]]] = {}  # key -> (events, operation counts)
+    def __init__(self, ctx: Context) -> None:
+        self.steps: dict[tuple, tuple[tuple, dict[str, int], int]] = {}  # key -> (events, op counts, escaped)
+        self.ctx = ctx  # its source (hand or auto) records a step
 
     def step(self, step: Callable, xp, p: Params, xb, yb, update: Update, trace: Trace) -> None:
         shapes = (xb.shape[0],) + tuple(v.shape for v in p.values())
@@ -89,14 +91,17 @@ class StepTemplates:
 
     def record(
         self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
-    ) -> tuple[tuple, dict[str, int]]:
+    ) -> tuple[tuple, dict[str, int], int]:
         rec = Trace()
-        rec.write("x", xb)
-        rec.write("y", yb)
-        active = bool(step(xp, p, xb, yb, update, rec))
+        with self.ctx.recording(held=p, loaded={"x": xb, "y": yb}, trace=rec) as r:
+            r.trace.write("x", xb)
+            r.trace.write("y", yb)
+            if r.tracer is not None:  # auto: the step's own operations, uncompiled (a tracer sees eager ops)
+                step = self.ctx.variant.step
+            active = bool(step(xp, {k: r[k] for k in p}, r["x"], r["y"], update, r.trace))
         (tpl,), _ = rec.segments()
-        self.steps[shapes, active] = tpl, rec.compute_ops
-        return tpl, rec.compute_ops
+        self.steps[shapes, active] = tpl, rec.compute_ops, rec.escaped
+        return tpl, rec.compute_ops, rec.escaped
 
 
 @dataclass
@@ -104,6 +109,8 @@ class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
+    # tracker.source's default: its hand trace is the published protocol (docs/traces.md)
+    trace_source: ClassVar[str] = Source.HAND.value
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
@@ -225,13 +232,14 @@ class SGD:
         step = ctx.backend.compiled(ctx.variant.step)
         all_steps = ctx.traces(Scope.ALL_STEPS)
         n, bs = x.shape[0], self.batch_size
-        known = StepTemplates()
+        known = StepTemplates(ctx)
         for epoch in range(n_epochs):
             perm = be.index(rng.permutation(n))
             xs, ys = x[perm], y[perm]  # one gather per epoch: the batches below are views
             epoch_trace = Trace() if all_steps else NULL_TRACE
             if all_steps and epoch == 0 and first:
-                ctx.variant.init_trace(epoch_trace, p)
+                with ctx.recording(loaded=p, trace=epoch_trace) as r:
+                    ctx.variant.init_trace(r.trace, p)
             for s in range(0, n, bs):
                 xb, yb = xs[s : s + bs], ys[s : s + bs]
                 if all_steps:
@@ -258,10 +266,11 @@ class SGD:
     def trace_single_step(self, ctx: Context, p: Params, x1: np.ndarray, y1: np.ndarray) -> None:
         be = ctx.backend
         q = {k: v * 1.0 for k, v in p.items()}  # the traced step must not change the trained weights
-        ctx.variant.init_trace(ctx.trace, q)
-        ctx.trace.write("x", x1.size)
-        ctx.trace.write("y", y1.size)
-        ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
+        with ctx.recording(loaded={**q, "x": be.asarray(x1), "y": be.asarray(y1)}) as r:
+            ctx.variant.init_trace(r.trace, q)
+            r.trace.write("x", x1.size)
+            r.trace.write("y", y1.size)
+            ctx.variant.step(be.xp, {k: r[k] for k in q}, r["x"], r["y"], self.make_update(be.xp), r.trace)
 
     def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
         """The trained net's outcome; its test accuracy, curves and train accuracy are evaluated after the

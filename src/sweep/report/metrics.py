@@ -21,7 +21,7 @@ class Metric:
     key: bool = False  # a study's key metric when its preset names none (compare's terminal table)
 
 
-# Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside
+# Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, ByteDMD, energy) beside
 # accuracy, time and cost.
 REGISTRY: tuple[Metric, ...] = (
     Metric("accuracy", "test accuracy", "{:.3f}", line="{:.3f}", plot=True, ui=True, key=True),
@@ -41,6 +41,9 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("total_floats", "total_floats", "{:,.0f}"),
     Metric("dmc", "dmc", "{:,.0f}"),
     Metric("dmd", "dmd", "{:,.0f}"),
+    Metric("bytedmd", "ByteDMD", "{:,.0f}"),
+    # tracker.source=auto: values that left the traced arrays as Python values (work done outside the arrays)
+    Metric("escaped", "escaped values", "{:,.0f}"),
     Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
     Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),

@@ -292,6 +292,21 @@ class NumpyTracer:
             self.trace.write(name, a.size)
         return a if isinstance(a, TracedArray) else a.view(TracedArray)
 
+    def buffer(self, a: np.ndarray, op: str = "buffer", j: int = 0) -> str:
+        """The name of ``a``'s buffer. Memory the trace has not seen (an input made outside it) is named as
+        argument ``j`` of the operation ``op`` at this position and written here, where it is first used, so that
+        every read follows a write."""
+        name = self.rec.name_of(id(owner(a)))
+        if name is None:
+            name = self._register(a, self.rec.temp_name(op, j, "in"))
+            self.trace.write(name, a.size)
+        return name
+
+    def rename(self, a: np.ndarray, name: str) -> None:
+        """``a``'s buffer takes the name ``name`` (from the buffer that held it), in the open step's events too:
+        a result that replaces a named input (a widened weight matrix) is named after the fact."""
+        self.rec.rename(owner(a), name)
+
     def unwrap(self, x: Any) -> Any:
         """``x`` with every TracedArray replaced by a plain ndarray view (nested tuples, lists, dicts too)."""
         return plain(x)
@@ -308,11 +323,7 @@ class NumpyTracer:
         """A read of ``count`` elements of ``a`` (default: all of them). A gather reads more elements than its
         source holds when it repeats some: that is several reads of the source (an event never runs past its
         buffer's end, where the element trackers would see elements never written)."""
-        name = self.rec.name_of(id(owner(a)))
-        size = a.size
-        if name is None:  # memory the trace has not seen: an input made outside it, written where first read
-            name = self._register(a, self.rec.temp_name(op, j, "in"))
-            self.trace.write(name, size)
+        name, size = self.buffer(a, op, j), a.size
         if count is None or count == size:
             self.trace.read(name, size)
             return
@@ -343,13 +354,12 @@ class NumpyTracer:
             self.trace.write(name, 1)
             return res.view(TracedArray)
         if res.__class__ in (bool, int, float, complex):
-            self.rec.escaped += 1
+            self.rec.escaped_values(1)
         return res
 
     def escape(self, a: np.ndarray, count: int) -> None:
         """``count`` elements of ``a`` leave the arrays as Python values."""
-        self._read(a, "escape", 0)
-        self.rec.escaped += count
+        self.rec.escape(self.buffer(a, "escape"), count, a.size)
 
     # -- operations --
     def ufunc(self, ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, res: Any) -> Any:
