@@ -152,8 +152,12 @@ def test_energy_joules_measures_each_arm_alone_on_the_gpu():
     for arm in e.hydra.sweeper.params["+sweeps/energy_joules_arm"].split(","):
         c = _compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm={arm}")
         seen.add((c.method.name, c.variant.name, c.method.get("hidden")))
-    assert {h for m, v, h in seen if v == "standard"} == {50, 200, 500, 1000, 2000}
-    assert {v for m, v, h in seen} == {"standard", "fused", "perlayer", "tiled"}
+    assert {h for m, v, h in seen if m == "sgd" and v == "standard"} == {50, 200, 500, 1000, 2000}
+    assert {v for m, v, h in seen if m == "sgd"} == {"standard", "fused", "perlayer", "tiled"}
+    gpts = [_compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm=gpt{w}") for w in (64, 128, 256)]
+    assert [(c.problem.name, c.method.n_embd, c.device.name) for c in gpts] == [
+        ("chars", w, "cuda") for w in (64, 128, 256)
+    ]
 
 
 @pytest.mark.slow
