@@ -29,7 +29,6 @@ from sweep.trace.scope import Scope
 from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
-from sweep.trackers.per_step import per_step_report
 
 
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
@@ -184,10 +183,16 @@ def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[f
     outcome, tracker = solved.outcome, job.tracker
     if tracker is None:
         return TrackerReport(), dict(outcome.curves)
-    if outcome.step_traces:  # one traced step stands for each of the run's steps
-        return per_step_report(tracker, outcome.step_traces, outcome.steps), dict(outcome.curves)
-    report, per_epoch = tracker.figures(job.ctx.trace, list(outcome.traces.values()))
+    pieces, steps = _pieces(outcome)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(pieces.values()), steps)
     return report, {**outcome.curves, **per_epoch}
+
+
+def _pieces(outcome: Any) -> tuple[dict[str, Trace], int]:
+    """The trace's pieces and, for a run measured by one traced step, its steps (0: the pieces are epochs)."""
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return outcome.step_traces, outcome.steps
+    return outcome.traces, 0
 
 
 def result(
@@ -231,7 +236,7 @@ def result(
     if job.tracker is not None:
         tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
         # the trace itself, so that a tracker defined later scores this run without solving it again
-        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, outcome.traces)
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, *_pieces(outcome))
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(
