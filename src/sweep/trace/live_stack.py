@@ -26,7 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
-from sweep.trace.trace import READ, Event, Trace
+from sweep.trace.trace import READ, WRITE, Event, Trace
 
 Run = tuple[str, int, int]  # (buffer, lo, hi): elements lo..hi-1, hi-1 on top
 Stack = tuple[Run, ...]  # top first
@@ -132,7 +132,7 @@ def simulate(
     for i in range(len(ops) - 1, -1, -1):
         reads, writes = ops[i]
         fut_after[i] = {name: future.get(name, (0, ())) for name, _, _ in (*reads, *writes)}
-        _back(future, ((1, n, s) for n, s, _ in reversed(writes)))
+        _back(future, ((WRITE, n, s) for n, s, _ in reversed(writes)))
         _back(future, ((READ, n, s) for n, s, _ in reversed(reads)))
     stack = list(state)
     rows: list[tuple[int, int, int]] = []
@@ -259,7 +259,7 @@ class LiveReplay:
                 names = self._buffers[tids[i]]
                 restricted = tuple((b, *future[b]) for b in names if b in future)
                 _back(future, reversed(self.templates[tids[i]]))
-                before = tuple(sorted((b, t, s) for b, (t, s) in future.items()))
+                before: Future = tuple(sorted((b, t, s) for b, (t, s) in future.items()))
                 hit = self._back[(tids[i], fid)] = (self._id(("future", before)), self._id(("after", restricted)))
             fid, keys[i] = hit
         sid = self._id(("stack", inputs(self.templates, tids)))
