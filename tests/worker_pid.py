@@ -26,3 +26,13 @@ class SlowSeed0GF2(PidGF2):
         if ctx.problem.seed == 0:
             time.sleep(3)
         return super().solve(ctx)
+
+
+@dataclass
+class StuckSeed0GF2(PidGF2):
+    """PidGF2 whose seed-0 job never ends by itself (it sleeps for ten minutes): only a time limit stops it."""
+
+    def solve(self, ctx: Context) -> Outcome:
+        if ctx.problem.seed == 0:
+            time.sleep(600)
+        return super().solve(ctx)

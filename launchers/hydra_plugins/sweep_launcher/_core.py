@@ -49,6 +49,7 @@ class Reply:
     cpu_s: float = 0.0  # the task function's CPU seconds (all threads of the worker process)
     files: dict[str, str] = field(default_factory=dict)  # output-dir files, for jobs run in a container
     output_dir: Optional[str] = None  # the job's hydra.runtime.output_dir
+    time_limit_s: Optional[float] = None  # the limit the job ran past (the launcher killed its worker)
 
 
 _restored: Optional[int] = None  # id of the Session whose Hydra globals this process holds

@@ -39,6 +39,7 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, co
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher._time_limit import begin, overdue, stop, wait_s
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
@@ -68,6 +69,7 @@ class Dispatcher:
         hooks: Sequence[LaunchHooks],
         tally: Tally,
         offline: bool,
+        time_limit: Optional[float] = None,
     ) -> None:
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
@@ -76,6 +78,7 @@ class Dispatcher:
         self.tally = tally
         self.pool = pool
         self.offline = offline
+        self.time_limit = time_limit  # seconds a job may run on a local worker (_time_limit.py); None: no limit
         self.isolate = bool(hooks)  # with hooks, a failure does not stop the sweeper (see hooks.py)
         self.session = Session(
             hydra_context=launcher.hydra_context,
@@ -156,9 +159,12 @@ class Dispatcher:
             w.gone = True
             self.local.extendleft(reversed(jobs))
             return
+        idle = not w.jobs
         w.jobs.extend(jobs)
         for job in jobs:
             job.started = time.perf_counter()
+        if idle:
+            begin(w, self.time_limit)
 
     def _composed(self, job: Job) -> Any:
         """The job's config, composed just before it goes out and kept only while the job is in flight: the
@@ -223,7 +229,7 @@ class Dispatcher:
         waitables: list[Any] = [w.conn for w in busy] + [w.proc.sentinel for w in busy]
         if self.remote_conn is not None and self.n_remote_left:
             waitables.append(self.remote_conn)
-        ready = set(wait(waitables, timeout=1.0))
+        ready = set(wait(waitables, timeout=wait_s(busy, 1.0)))
         arrived: list[tuple[Job, Reply]] = []
         if self.remote_conn is not None and self.remote_conn in ready:
             idx, data = pickle.loads(self.remote_conn.recv_bytes())
@@ -241,12 +247,19 @@ class Dispatcher:
             job = w.jobs.popleft()
             if data is not None:
                 arrived.append((job, load_reply(data, job.idx)))
+                if job.batch is None or not w.jobs or w.jobs[0].batch != job.batch:  # its task is over
+                    begin(w, self.time_limit)
                 continue
             # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)
             why = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode}) while running the job"
             arrived.append((job, Reply(idx=job.idx, job_return=None, error=why + "\n", reason=why)))
             self.local.extendleft(reversed(w.jobs))
+            w.deadline = None
+            assert self.pool is not None
+            self.pool.replace(w)
+        for w in overdue(busy) if self.time_limit is not None else []:
+            arrived += stop(w, self.time_limit, self.local)
             assert self.pool is not None
             self.pool.replace(w)
         return arrived
@@ -274,6 +287,7 @@ class Dispatcher:
             wall_s=reply.wall_s,
             cpu_s=reply.cpu_s,
             offline=self.offline and job.where == "modal",
+            time_limit_s=reply.time_limit_s,
         )
         self._tell(job, outcome)
         if ok:

@@ -170,6 +170,9 @@ class Config:
     # the most runs solved together in one worker task under the project's launcher, where hydra.launcher.batch is
     # not set (the presets turn batching on here: other launchers know no `batch`); null: each job alone
     batch: Optional[int] = None
+    # the most seconds a run may take under the project's launcher, where hydra.launcher.time_limit_s is not set (a
+    # preset's rule, as `batch`): past it its worker is killed and the run recorded FAILED; null: no limit
+    time_limit_s: Optional[float] = None
     extra: dict[str, Any] = field(default_factory=dict)
     compare: CompareConfig = field(default_factory=CompareConfig)
 

@@ -26,6 +26,8 @@ MODAL_GPU_TAG, MODAL_OFFLINE_TAG = "modal.gpu", "modal.offline"
 REPEAT_OF_TAG = "sweep.repeat_of"  # on a single run recorded again (mlflow.force=true): the run it repeats
 ORDER_TAG = "sweep.order"  # a run's name with its numbers zero-padded: the MLflow UI's runs table sorts on it
 MIGRATED_TAG = "sweep.migrated_from"  # on a run copied by `sweep.store migrate`: "<source run id> <source store>"
+# on a run FAILED for running past the launcher's time limit (hydra.launcher.time_limit_s): the limit, in seconds
+TIME_LIMIT_TAG = "sweep.time_limit_s"
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
 
