@@ -36,3 +36,12 @@ class StuckSeed0GF2(PidGF2):
         if ctx.problem.seed == 0:
             time.sleep(600)
         return super().solve(ctx)
+
+
+@dataclass
+class StuckSeed0BatchGF2(StuckSeed0GF2):
+    """StuckSeed0GF2 solved by a `solve_batch` of its own, which says nothing of which run it is solving."""
+
+    @classmethod
+    def solve_batch(cls, methods: list[GF2], ctxs: list[Context]) -> list[Outcome]:
+        return [m.solve(c) for m, c in zip(methods, ctxs)]

@@ -16,12 +16,15 @@ import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.sweep_launcher import timer
 from sweep.backend import KNOBS, Backend
+from sweep.challenge.scorer import this_scorer
 from sweep.config.check import check_job
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
+from sweep.record.tags import SCORER_TAG
 from sweep.result import RunResult
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
@@ -134,8 +137,9 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     return Job(data, backend, build(config["method"]), ctx, tracker)
 
 
-def solve(job: Job, device: DictConfig) -> Solved:
-    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy."""
+def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
+    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy. A time
+    limit on the job (the launcher's) covers the timed solve: `place` is the job's place in its worker's task."""
     backend, method, ctx = job.backend, job.method, job.ctx
     warmup = None
     if backend.needs_warmup:
@@ -144,9 +148,11 @@ def solve(job: Job, device: DictConfig) -> Solved:
         t0 = backend.clock()
         method.solve(dataclasses.replace(ctx, trace=NULL_TRACE))
         warmup = backend.clock() - t0
+    timer.begin(place)
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
+    timer.end()
     return evaluate(job, outcome, wall, warmup, device)
 
 
@@ -197,10 +203,12 @@ def result(
         metrics["secret_correct"] = float(secret_ok)
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(solved.meter_tags)
+    tags.update(outcome.tags)
+    tags[SCORER_TAG] = this_scorer()  # which scorer measured it: a leaderboard ranks one scorer's runs
     tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
-    artifacts = {"config.yaml": config_yaml(cfg)}
+    artifacts = {"config.yaml": config_yaml(cfg), **outcome.artifacts}
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

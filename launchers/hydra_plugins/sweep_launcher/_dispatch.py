@@ -39,9 +39,10 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, co
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
-from hydra_plugins.sweep_launcher._time_limit import begin, overdue, stop, wait_s
+from hydra_plugins.sweep_launcher._time_limit import begin, clock, overdue, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
+from hydra_plugins.sweep_launcher.timer import MARK
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
@@ -244,11 +245,13 @@ class Dispatcher:
                 data = w.conn.recv_bytes() if w.conn.poll() else None
             except (EOFError, OSError):
                 data = None
+            if data is not None and data.startswith(MARK):  # the app says what the time limit covers now
+                clock(w, data, self.time_limit)
+                continue
             job = w.jobs.popleft()
             if data is not None:
                 arrived.append((job, load_reply(data, job.idx)))
-                if job.batch is None or not w.jobs or w.jobs[0].batch != job.batch:  # its task is over
-                    begin(w, self.time_limit)
+                taken(w, job, self.time_limit)
                 continue
             # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)

@@ -51,6 +51,7 @@ class Worker:
     jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
     gone: bool = False  # a send found its pipe closed: it takes no more jobs, and is replaced once drained
     deadline: Optional[float] = None  # when its front task must end (perf_counter; _time_limit.py); None: no limit
+    timed: Optional[int] = None  # the job of its front task the deadline is for (its place), where the app said
 
 
 class Pool:

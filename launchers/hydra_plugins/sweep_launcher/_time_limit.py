@@ -1,11 +1,13 @@
 """The time limit of a job on a local worker (`hydra.launcher.time_limit_s`): past it the worker is killed.
 
 A worker's clock starts when the task at the front of its queue begins: when it is sent to an idle worker, or
-when the reply of the task before it is read (a second task waits in the pipe behind a lone job). A task of R
-jobs solved together (a batch) may take R times the limit. A job alone past its limit becomes FAILED with the
-reason, and its worker is replaced; a batch past its limit cannot say which of its jobs was slow, so its jobs go
-back to the front of the queue to run one at a time, each under the limit: only the slow one fails. The jobs
-queued behind a killed task go back to the queue as they were.
+when the reply of the task before it is read (a second task waits in the pipe behind a lone job). Unless the app
+says more, a task of R jobs solved together (a batch) may take R times the limit, and past it, since nothing says
+which of its jobs was slow, its jobs go back to the front of the queue to run one at a time, each under the
+limit. An app that says what the limit covers (`timer.begin(i)`, `timer.end()`) gives each job of a batch its own
+deadline: the job past it is the one that FAILED, and the rest of its batch goes back to the queue as a batch. A
+job alone past its limit is FAILED with the reason. The jobs queued behind a killed task go back as they were;
+the caller replaces the worker.
 """
 
 from __future__ import annotations
@@ -17,14 +19,28 @@ from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher._batches import leading
 from hydra_plugins.sweep_launcher._core import Reply, load_reply
+from hydra_plugins.sweep_launcher.timer import END, MARK
 
 
-def begin(w: Any, limit: Optional[float], now: Optional[float] = None) -> None:
+def begin(w: Any, limit: Optional[float]) -> None:
     """The task at the front of `w`'s jobs begins now: its deadline (None: no limit, or nothing to run)."""
-    if limit is None or not w.jobs:
-        w.deadline = None
-        return
-    w.deadline = (time.perf_counter() if now is None else now) + limit * len(leading(w.jobs))
+    w.timed = None
+    w.deadline = time.perf_counter() + limit * len(leading(w.jobs)) if limit is not None and w.jobs else None
+
+
+def taken(w: Any, job: Any, limit: Optional[float]) -> None:
+    """`job`'s reply was read off `w`: where it was the last of its task, the next task begins."""
+    if job.batch is None or not w.jobs or w.jobs[0].batch != job.batch:
+        begin(w, limit)
+
+
+def clock(w: Any, message: bytes, limit: Optional[float]) -> None:
+    """The app's word from inside the task (timer.py): job i's timed work begins now, or it is over."""
+    said = message[len(MARK) :]
+    if limit is None or said == END:
+        w.deadline = w.timed = None
+    else:
+        w.deadline, w.timed = time.perf_counter() + limit, int(said)
 
 
 def wait_s(workers: Sequence[Any], cap: float) -> float:
@@ -34,24 +50,24 @@ def wait_s(workers: Sequence[Any], cap: float) -> float:
 
 
 def overdue(workers: Sequence[Any]) -> list[Any]:
-    """The workers whose front task ran past its deadline, with no reply waiting to be read."""
+    """The workers whose front task ran past its deadline, with nothing waiting to be read."""
     now = time.perf_counter()
     return [w for w in workers if w.deadline is not None and now >= w.deadline and w.jobs and not w.conn.poll()]
 
 
 def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
-    """Kill overdue worker `w` (SIGKILL: nothing of its task may go on) and settle its jobs: the replies it sent
-    before it died, the job alone FAILED with the reason, a batch's jobs and the jobs queued behind back to the
-    front of `queue`. The caller replaces the worker."""
-    pid = w.proc.pid
+    """Kill overdue worker `w` (SIGKILL: nothing of its task may go on) and settle its jobs (see the module's
+    docstring); returns the replies to hand over."""
+    pid, timed = w.proc.pid, w.timed
     w.proc.kill()
     w.proc.join(timeout=5)
     arrived: list[tuple[Any, Reply]] = []
     try:
         while w.jobs and w.conn.poll():  # replies sent between the deadline and the kill (then end-of-file)
             data = w.conn.recv_bytes()
-            job = w.jobs.popleft()
-            arrived.append((job, load_reply(data, job.idx)))
+            if not data.startswith(MARK):
+                job = w.jobs.popleft()
+                arrived.append((job, load_reply(data, job.idx)))
     except (EOFError, OSError):
         pass
     lead = leading(w.jobs)
@@ -59,8 +75,9 @@ def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
         w.jobs.popleft()
     queue.extendleft(reversed(w.jobs))
     w.jobs.clear()
-    w.deadline = None
-    if len(lead) > 1:
+    w.deadline = w.timed = None
+    late = lead[timed] if timed is not None and timed < len(lead) else lead[0] if len(lead) == 1 else None
+    if late is None:  # a batch that said nothing: which job was slow is not known
         for job in lead:
             job.batch = None
         queue.extendleft(reversed(lead))
@@ -70,9 +87,8 @@ def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
             file=sys.stderr,
             flush=True,
         )
-    elif lead:
-        why = f"ran past the time limit of {limit:g} s (worker process {pid} killed)"
-        arrived.append(
-            (lead[0], Reply(idx=lead[0].idx, job_return=None, error=why + "\n", reason=why, time_limit_s=limit))
-        )
+        return arrived
+    queue.extendleft(reversed([j for j in lead if j is not late]))  # the rest of its batch, as a batch
+    why = f"ran past the time limit of {limit:g} s (worker process {pid} killed)"
+    arrived.append((late, Reply(idx=late.idx, job_return=None, error=why + "\n", reason=why, time_limit_s=limit)))
     return arrived

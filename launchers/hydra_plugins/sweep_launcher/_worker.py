@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
+from hydra_plugins.sweep_launcher import timer
 from hydra_plugins.sweep_launcher._core import (
     Pickled,
     Session,
@@ -77,6 +78,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
+    timer._send = conn.send_bytes  # the app's clock messages (timer.py), on the replies' pipe, from this thread
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
     templates: dict[int, Any] = {}  # template id -> its _template.Template (sent once)
     inbox: queue.SimpleQueue = queue.SimpleQueue()

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig
 
+from hydra_plugins.sweep_launcher import timer
 from sweep.job import Job, evaluate, prepare, result, solve, summarise
 from sweep.methods.base import Context
 from sweep.methods.batched import gc_paused
@@ -67,7 +68,7 @@ def batchable(job: Job) -> bool:
 
 def _alone(m: Member, started: float) -> RunResult | BaseException:
     try:
-        solved = solve(m.job, m.cfg.device)
+        solved = solve(m.job, m.cfg.device, place=m.i)
         report, curves = summarise(m.job, solved)
         return result(m.cfg, m.config, m.job, solved, report, curves, started)
     except Exception as e:  # noqa: BLE001 - this job's fault alone
@@ -84,7 +85,8 @@ def _solve(members: list[Member], ctxs: list[Context]) -> list[Any]:
         except Exception as e:  # noqa: BLE001 - the batched solve as a whole failed: every run reports it
             return [e] * len(members)
     outcomes: list[Any] = []
-    for method, ctx in zip(methods, ctxs):
+    for m, method, ctx in zip(members, methods, ctxs):
+        timer.begin(m.i)  # the launcher's time limit (if any) is this run's own
         try:
             outcomes.append(method.solve(ctx))
         except Exception as e:  # noqa: BLE001 - this run's fault alone
@@ -105,6 +107,7 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
     t0 = backend.clock()
     outcomes = _solve(members, [m.job.ctx for m in members])
     wall = backend.clock() - t0
+    timer.end()  # what follows (each run's figures) is the project's, not the runs': no time limit
     bid = uuid.uuid4().hex[:12]
     out: list[RunResult | BaseException] = []
     for m, outcome in zip(members, outcomes):

@@ -54,6 +54,8 @@ class Outcome:
     curves: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # further scalar metrics
     traces: dict[str, Trace] = field(default_factory=dict)  # extra named traces, e.g. per-epoch (all_steps)
+    tags: dict[str, str] = field(default_factory=dict)  # further run tags (a user's solver's source hash)
+    artifacts: dict[str, str] = field(default_factory=dict)  # further run files: name -> text (its source)
     evaluate: Optional[Callable[["Outcome"], None]] = None  # fills in the figures above, after the clock
 
     def finalize(self) -> "Outcome":
