@@ -29,6 +29,7 @@ PRESETS = (
     "smaller_models",
     "energy_proxies",
     "tune_sgd",
+    "parity_challenge",
 )
 
 

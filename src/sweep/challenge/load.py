@@ -1,6 +1,7 @@
 """`method.path`: where a user's solver is, as `<file.py>:<function>` or `<package.module>:<function>`.
 
-A file is read relative to the directory the command runs in (the workers run there too). The function must
+A relative file is looked for in the directory the command runs in (the workers run there too), then in the
+project's root (where `examples/solvers/` is, so the preset's paths hold from any directory). The function must
 take the challenge's four arguments, `solve(x, y, n_bits, k_sparse)`. Everything that can be wrong with the path
 (its form, a missing file or module, a module that fails to import, a missing function, a signature that cannot
 take those four) is one `ConfigError` naming `method.path`, raised by the check before any job starts. A file is
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sweep.errors import ConfigError
+from sweep.paths import PROJECT_ROOT
 
 FORM = "<file.py>:<function> or <package.module>:<function>"
 ARGS = ("x", "y", "n_bits", "k_sparse")  # what the challenge passes, in this order
@@ -80,11 +82,13 @@ def _signature(fn: Any) -> str:
 
 def _file_module(path: str, where: str) -> Any:
     file = Path(where)
+    if not file.is_file() and not file.is_absolute() and (PROJECT_ROOT / file).is_file():
+        file = PROJECT_ROOT / file
     if not file.is_file():
         folder = file.parent if file.parent.is_dir() else None
         near = difflib.get_close_matches(file.name, [p.name for p in folder.glob("*.py")], n=1) if folder else []
         hint = f" (did you mean {file.parent / near[0]}?)" if near else ""
-        raise ConfigError(f"method.path={path}: no file {where} (relative to {Path.cwd()}){hint}")
+        raise ConfigError(f"method.path={path}: no file {where} (in {Path.cwd()} or {PROJECT_ROOT}){hint}")
     resolved = file.resolve()
     stat = resolved.stat()
     return _import_file(str(resolved), stat.st_mtime_ns, stat.st_size, path)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from typing import Any, Iterable
 
 from sweep.problems.base import SEED_MAX
+
+PLAIN = re.compile(r"[\w./:-]+")  # a path Hydra's override grammar reads as it is
 
 
 @functools.lru_cache(maxsize=None)
@@ -25,8 +28,9 @@ def fresh_seeds(count: int) -> str:
 
 
 def entrants(*lists: Iterable[Any]) -> str:
-    """The items of `lists` (the solvers, then the references), each once, quoted: one sweep's values."""
+    """The items of `lists` (the solvers, then the references), each once: one sweep's values (quoted where Hydra's
+    override grammar would read them otherwise: a space, a comma, a quote, ...)."""
     items = list(dict.fromkeys(str(v) for values in lists for v in (values or ())))
     if not items:
         raise ValueError("challenge.solvers and challenge.references are both empty: a round needs an entrant")
-    return ",".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in items)
+    return ",".join(v if PLAIN.fullmatch(v) else "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in items)

@@ -82,6 +82,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "smt": "sweep.methods.smt.SMT",
         "forward_forward": "sweep.methods.forward_forward.ForwardForward",
         "ols": "sweep.methods.ols.OLS",
+        "solver": "sweep.methods.solver.Solver",
     },
     "variant": {
         "standard": "sweep.variants.standard.Standard",

@@ -69,7 +69,12 @@ class Solver:
         found = indices(answer, n)
         allowed = n if self.max_escaped is None else self.max_escaped
         outcome = subset_outcome(
-            ctx.problem, ctx.data, found, escaped=float(t.escaped), outside_numpy=float(t.escaped > allowed)
+            ctx.problem,
+            ctx.data,
+            found,
+            escaped=float(t.escaped),
+            escaped_allowed=float(allowed),
+            outside_numpy=float(t.escaped > allowed),
         )
         outcome.tags[SOLVER_SHA_TAG] = solver.sha
         outcome.artifacts[SOURCE_ARTIFACT] = solver.source

@@ -39,6 +39,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
     Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
+    # method=solver: values its solve took out of arrays into Python (sweep.methods.solver)
+    Metric("escaped", "values out of arrays", "{:,.0f}"),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}
 DEFAULT_FMT = "{:.4g}"  # a metric outside the registry
