@@ -24,11 +24,14 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
-from sweep.record.tags import SCORER_TAG
+from sweep.record.tags import SCORER_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
+from sweep.trace import stored
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
+from sweep.trackers.per_step import per_step_report
 
 
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
@@ -133,6 +136,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
+        source=Source(config["tracker"].get("source", Source.HAND)),
     )
     return Job(data, backend, build(config["method"]), ctx, tracker)
 
@@ -146,7 +150,7 @@ def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
         # Honest timing (seed 004): a first, untraced solve pays lazy init and torch.compile; it is reported
         # as warmup_s, and the timed solve below is the steady state.
         t0 = backend.clock()
-        method.solve(dataclasses.replace(ctx, trace=NULL_TRACE))
+        warm_up(method, ctx)
         warmup = backend.clock() - t0
     timer.begin(place)
     t0 = backend.clock()
@@ -156,23 +160,38 @@ def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
     return evaluate(job, outcome, wall, warmup, device)
 
 
-def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, device: DictConfig) -> Solved:
-    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve)."""
+def warm_up(method: Any, ctx: Context) -> None:
+    """The untraced warm-up before a timed solve: the method's own (`warmup(ctx)`: a few steps of a long training),
+    else a whole solve."""
+    untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
+    own = getattr(method, "warmup", None)
+    own(untraced) if own is not None else method.solve(untraced)
+
+
+def evaluate(
+    job: Job,
+    outcome: Any,
+    wall_s: float,
+    warmup_s: float | None,
+    device: DictConfig,
+    metered: tuple[dict[str, float], dict[str, str]] | None = None,
+) -> Solved:
+    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve;
+    ``metered``: measured already, a batch's share)."""
     outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
-    measured, meter_tags = measure_solve(job.tracker, job.method, job.ctx, device)
+    measured, meter_tags = metered if metered is not None else measure_solve(job.tracker, job.method, job.ctx, device)
     return Solved(outcome, wall_s, warmup_s, measured, meter_tags)
 
 
 def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[float]]]:
     """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
     outcome, tracker = solved.outcome, job.tracker
-    report = tracker.summarize(job.ctx.trace) if tracker is not None else TrackerReport()
-    curves = dict(outcome.curves)
-    if tracker is not None and outcome.traces:
-        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
-        for key in per_epoch[0] if per_epoch else []:
-            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
-    return report, curves
+    if tracker is None:
+        return TrackerReport(), dict(outcome.curves)
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return per_step_report(tracker, outcome.step_traces, outcome.steps), dict(outcome.curves)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(outcome.traces.values()))
+    return report, {**outcome.curves, **per_epoch}
 
 
 def result(
@@ -194,9 +213,12 @@ def result(
         "cost_usd": cost_usd(solved.wall_s, device_price_per_hour(cfg.device)),
         **({"warmup_s": solved.warmup_s} if solved.warmup_s is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
+        **({"tokens_per_s": outcome.extra["tokens"] / solved.wall_s} if "tokens" in outcome.extra else {}),
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    if job.tracker is not None and job.ctx.source is Source.AUTO:
+        metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)
@@ -205,10 +227,15 @@ def result(
     tags.update(solved.meter_tags)
     tags.update(outcome.tags)
     tags[SCORER_TAG] = this_scorer()  # which scorer measured it: a leaderboard ranks one scorer's runs
-    tags["secret"] = ",".join(map(str, data.secret))
+    if data.secret:
+        tags["secret"] = ",".join(map(str, data.secret))
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg), **outcome.artifacts}
+    if job.tracker is not None:
+        tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
+        # the trace itself, so that a tracker defined later scores this run without solving it again
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, outcome.traces)
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

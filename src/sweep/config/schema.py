@@ -22,6 +22,7 @@ from omegaconf import MISSING, OmegaConf
 from sweep.backend import KNOBS, Backend
 from sweep.challenge.round import entrants, fresh_seeds
 from sweep.paths import store_sibling
+from sweep.trace.source import method_default
 
 
 @dataclass
@@ -71,6 +72,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "sparse_parity": "sweep.problems.sparse_parity.SparseParity",
         "sparse_and": "sweep.problems.sparse_and.SparseAnd",
         "sparse_sum": "sweep.problems.sparse_sum.SparseSum",
+        "chars": "sweep.problems.chars.Chars",
     },
     "method": {
         "sgd": "sweep.methods.sgd.SGD",
@@ -82,6 +84,9 @@ CLASSES: dict[str, dict[str, str]] = {
         "smt": "sweep.methods.smt.SMT",
         "forward_forward": "sweep.methods.forward_forward.ForwardForward",
         "ols": "sweep.methods.ols.OLS",
+        "bigram": "sweep.methods.lm.bigram.Bigram",
+        "mlp_lm": "sweep.methods.lm.mlp_lm.MLPLM",
+        "gpt": "sweep.methods.lm.gpt.GPT",
         "solver": "sweep.methods.solver.Solver",
     },
     "variant": {
@@ -96,6 +101,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "ard": "sweep.trackers.ard.ARDTracker",
         "cache": "sweep.trackers.cache.CacheTracker",
         "dmd": "sweep.trackers.dmd.DMDTracker",
+        "bytedmd": "sweep.trackers.bytedmd.ByteDMDTracker",
         "energy": "sweep.trackers.energy.EnergyTracker",
     },
 }
@@ -158,6 +164,10 @@ class CompareConfig:
     proxies: dict[str, Any] = field(default_factory=dict)
     # the study's key metrics, in order: the terminal table's columns (the others with --wide and in the artifacts)
     metrics: list[str] = field(default_factory=list)
+    # the rows' Pareto front (sweep.report.pareto): metric -> maximize | minimize (a search preset's
+    # hydra.sweeper.objectives are its front); drawn as the first objective against the second and each of `versus`
+    front: dict[str, str] = field(default_factory=dict)
+    versus: list[str] = field(default_factory=list)
     # a challenge's ranking instead of the table (sweep.report.leaderboard): {accuracy: the least mean accuracy that
     # passes, time_limit_s: the most seconds a finished run may have taken}
     leaderboard: dict[str, Any] = field(default_factory=dict)
@@ -202,6 +212,9 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "tracker": _derived("tracker"),
 }
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
+# tracker.source's default names the method's own source (sweep.trace.source.METHOD_DEFAULT): registered on import,
+# as every process that resolves a job's config (the launcher's workers too) imports this module first
+OmegaConf.register_new_resolver("trace_source", method_default, replace=True)
 
 
 def register_configs() -> None:

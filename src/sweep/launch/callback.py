@@ -12,13 +12,12 @@ process closes the parent with the totals of the children the store holds, the s
 launcher writes. Re-running such a sweep skips jobs whose resolved config already has a FINISHED run
 (`already_done`; mlflow.force=true re-runs them), as the project's launcher does; each skip is a tag on the
 parent (`sweep.skipped.<job num>`), written by the job's process. A grid is checked before any job starts
-(`refuse_bad_jobs`); a search's job is checked where it runs, and if refused it is a tag on the parent too
+(`sweep.preflight`); a search's job is checked where it runs, and if refused it is a tag on the parent too
 (`sweep.refused.<job num>`), listed with the sweep's failures."""
 
 from __future__ import annotations
 
 import atexit
-import itertools
 import logging
 import os
 import sys
@@ -35,14 +34,16 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.sweep_launcher.commands import this_command
 from hydra_plugins.sweep_launcher.hooks import Tally
 from hydra_plugins.sweep_launcher.naming import Namer
-from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
-from sweep.record import remote, spool, store
+from sweep.preflight.jobs import check_grid, check_single_run
+from sweep.preflight.refusal import Refusal
+from sweep.preflight.store import check_store
+from sweep.record import spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
-from sweep.record.store import StoreError, experiment_name_problem, kind_of
+from sweep.record.store import StoreError, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
 from sweep.report.ui import run_hint
 from sweep.result import RunResult
@@ -56,61 +57,6 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
         return False
     target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
     return str(target).startswith(OWN_LAUNCHER_PREFIX)
-
-
-def refuse_bad_experiment(config: DictConfig) -> None:
-    """mlflow.experiment is bad input when MLflow would refuse it: exit 2 before any job, whatever launches."""
-
-    if not config.mlflow.enabled:
-        return
-    problem = experiment_name_problem(config.mlflow.experiment) or remote.timeout_problem(config.mlflow)
-    if problem:
-        print(f"sweep: config error: {problem}", file=sys.stderr, flush=True)
-        sys.exit(2)
-
-
-def refuse_unusable_server(config: DictConfig) -> None:
-    """A tracking server that does not answer or refuses the login: one line, exit 1, before any job."""
-    if config.mlflow.enabled:
-        try:
-            remote.require(config.mlflow.tracking_uri or default_tracking_uri(), config.mlflow.connect_timeout_s)
-        except StoreError as e:
-            print(f"sweep: {e}", file=sys.stderr, flush=True)
-            sys.exit(1)
-
-
-def refuse_bad_jobs(config: DictConfig) -> None:
-    """Under Hydra's basic sweeper on a launcher other than the project's: every job of the grid composed and
-    checked before any starts, as the project's launcher does (a bad one: one line naming the field, exit 2).
-    The grid is the basic sweeper's: hydra.sweeper.params, then the command line, one value list per key."""
-    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
-        return  # other sweepers (optuna) make jobs as they go: those are checked where they run
-
-    from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only under Hydra's basic sweeper on another launcher
-    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-    loader = GlobalHydra.instance().config_loader()
-    grid: dict[str, list[str]] = {}
-    for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
-        key = o.get_key_element()
-        grid[key] = (
-            [f"{key}={v}" for v in o.sweep_string_iterator()]
-            if o.is_sweep_override()
-            else [f"{key}={o.get_value_element_as_str()}"]
-        )
-    namer = Namer.for_multirun(config.hydra)
-    here = "slurm" not in launcher_name(config)  # basic and submitit_local run the jobs on this machine
-    for idx, job in enumerate(itertools.product(*grid.values())):
-        cfg = loader.load_sweep_config(config, list(job))
-        if not is_sweep_job(cfg):
-            return
-        try:
-            check_job(job_config(cfg), runs_here=here)
-        except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
-            print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr, flush=True)
-            sys.exit(2)
 
 
 def already_done(cfg: DictConfig) -> str | None:
@@ -140,7 +86,7 @@ def resume_single_run(cfg: DictConfig) -> str | None:
     if not cfg.mlflow.enabled or not is_sweep_job(cfg):
         return ""
     config = job_config(cfg)
-    check_job(config, runs_here=True)  # bad input is refused before the store is opened (or made)
+    check_single_run(config)  # bad input is refused before the store is opened (or made)
     try:
         session = SweepSession()
         recorder = session.store(cfg)
@@ -188,8 +134,10 @@ class MLflowCallback(Callback):
         return dict(self.__dict__)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        refuse_bad_experiment(config)
-        refuse_unusable_server(config)
+        try:
+            check_store(config, write=False)  # a single run keeps a result its store refuses in the spool
+        except Refusal as e:
+            e.exit()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway, recording nothing: an
@@ -205,18 +153,17 @@ class MLflowCallback(Callback):
             sys.exit(1)
 
     def _start(self, config: DictConfig, **kwargs: Any) -> None:
-        refuse_bad_experiment(config)
-        refuse_unusable_server(config)
-        if config.mlflow.enabled:
-            try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
-                store.check(config.mlflow.tracking_uri or default_tracking_uri(), write=True)
-            except store.StoreError as e:
-                print(f"sweep: {e}", file=sys.stderr, flush=True)
-                sys.exit(1)
+        try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
+            check_store(config, write=True)
+        except Refusal as e:
+            e.exit()
         self.hooks.on_multirun_start(config, **kwargs)  # offers the hooks to the project's launcher
         if launched_by_own_launcher(config):
-            return
-        refuse_bad_jobs(config)
+            return  # the project's launcher checks every job in its plan (SweepLaunchHooks.plan)
+        try:  # basic and submitit_local run the jobs on this machine
+            check_grid(config, runs_here="slurm" not in launcher_name(config))
+        except Refusal as e:
+            e.exit()
         if not config.mlflow.enabled:
             return
 

@@ -1,7 +1,7 @@
 """The project's launcher's seam (`LaunchHooks`), held by the Hydra callback and driven by the launcher.
 
 Under the project's launcher (`hydra/launcher=sweep|local|modal`) these run in the launching process: where a
-job runs (its device), every job checked before any starts (`check_job`, exit 2), the MLflow parent run, resume
+job runs (its device), every job checked before any starts (`sweep.preflight`, exit 2), the MLflow parent run, resume
 (jobs with a FINISHED run are skipped), each job's child run with its cost as it arrives, and at the end the
 parent's totals, the summary and the exit code. The recording itself is the session's (`record.session`).
 """
@@ -18,13 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
 from sweep.batch.key import batch_key
-from sweep.config.check import check_job
 from sweep.config.memory import available_bytes
 from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
-from sweep.errors import ConfigError
 from sweep.job import job_config
+from sweep.preflight.jobs import check_planned
+from sweep.preflight.refusal import Refusal
 from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
@@ -89,11 +89,9 @@ class SweepLaunchHooks(LaunchHooks):
             if first is None:
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
                 prices = self._prices(first)
-            try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                runs_here = job.where == "local" or offline
-                check_job(config, job.where, job.gpu, prices, runs_here=runs_here, available=available)
-            except ConfigError as e:
-                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
+            runs_here = job.where == "local" or offline  # a local worker or Modal offline: its device must be here
+            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            refused(check_planned, config, job.label(), **placed, available=available)
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
             job.data[RECORD_KEY] = (
                 OmegaConf.select(job.cfg, "run_name", default=None),
@@ -228,9 +226,13 @@ def check_batches(
     for k, n in alike.items():
         if min(batch, n) > 1:
             job, config, runs_here = first_of[k]
-            try:
-                check_job(
-                    config, job.where, job.gpu, prices, runs_here=runs_here, runs=min(batch, n), available=available
-                )
-            except ConfigError as e:
-                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
+            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            refused(check_planned, config, job.label(), **placed, runs=min(batch, n), available=available)
+
+
+def refused(check: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """A preflight check (sweep.preflight) in the launcher's plan: its refusal as the launcher's `Refused`."""
+    try:
+        check(*args, **kwargs)
+    except Refusal as e:
+        raise Refused(f"sweep: {e.line}", code=e.code) from None

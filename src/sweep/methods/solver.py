@@ -5,13 +5,14 @@ The group's challenge's interface: the function gets the training rows (x: (n_tr
 accuracy is the project's to evaluate, on the test set, after the clock. `method.path` names the function
 (`sweep.challenge.load`: a file or a module; checked before any job starts).
 
-It runs under the automatic numpy trace (`sweep.trace.auto.NumpyTracer`): every numpy operation on the data, or
-on what is made from it, is a read and a write of its buffers; a value taken out of an array into Python
-(`.item()`, `float()`, `int()`, `tolist()`, iterating, `tobytes()`) is a read too, and counted. What Python then
-does with such values is out of the trace's sight, so a run that takes more than `method.max_escaped` of them (by
-default n_bits: a decision per bit, or the answer as a list; not the rows a Python-side elimination needs) is
-flagged as work outside numpy (metric `outside_numpy` = 1), not ranked as cheap. The whole solve is one traced
-step, whatever `tracker.scope`.
+It runs under the automatic numpy trace (`tracker.source=auto`, the only source it has: sweep.trace.auto's
+NumpyTracer): every numpy operation on the data, or on what is made from it, is a read and a write of its
+buffers; a value taken out of an array into Python (`.item()`, `float()`, `int()`, `tolist()`, iterating,
+`tobytes()`) is a read too, and counted (metric `escaped`). What Python then does with such values is out of the
+trace's sight, so a run that takes more than `method.max_escaped` of them (by default n_bits: a decision per bit,
+or the answer as a list; not the rows a Python-side elimination needs) is flagged as work outside numpy (metric
+`outside_numpy` = 1), not ranked as cheap. The whole solve is one traced step, whatever `tracker.scope`; with
+tracker=none nothing is traced, and nothing counted.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 from sweep.record.tags import SOLVER_SHA_TAG
-from sweep.trace.auto import NumpyTracer
+from sweep.trace.source import Source, recording
 
 SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
 
@@ -35,6 +36,7 @@ SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
 @dataclass
 class Solver:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # the challenge's problem: labels are parities
+    trace_source: ClassVar[str] = Source.AUTO.value  # its only source: a user's code has no hand-placed trace
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule(
@@ -53,6 +55,11 @@ class Solver:
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:
+        if cfg.select("tracker.source", Source.AUTO.value) != Source.AUTO.value:
+            raise ConfigError(
+                f"tracker.source={cfg.select('tracker.source')!r} is not allowed for method=solver: expected auto "
+                "(a user's solver has no hand-placed trace)"
+            )
         if cfg.select("device.backend", "numpy") != "numpy":
             raise ConfigError(
                 f"device.backend={cfg.select('device.backend')!r} is not allowed for method=solver: expected numpy "
@@ -64,18 +71,13 @@ class Solver:
         solver = load(self.path)
         n, k = ctx.problem.n_bits, ctx.problem.k_sparse
         x, y = ctx.data.x_train.copy(), ctx.data.y_train.copy()  # the solver's own: it may write them
-        with NumpyTracer(ctx.trace) as t:
-            answer = t.unwrap(solver.fn(t.wrap(x, "x"), t.wrap(y, "y"), n, k))
+        # the automatic numpy trace whatever the run's source and backend: a user's code has no other
+        with recording(ctx.trace, Source.AUTO, "numpy", loaded={"x": x, "y": y}) as rec:
+            answer = rec.unwrap(solver.fn(rec["x"], rec["y"], n, k))
         found = indices(answer, n)
         allowed = n if self.max_escaped is None else self.max_escaped
-        outcome = subset_outcome(
-            ctx.problem,
-            ctx.data,
-            found,
-            escaped=float(t.escaped),
-            escaped_allowed=float(allowed),
-            outside_numpy=float(t.escaped > allowed),
-        )
+        judged = {"escaped_allowed": allowed, "outside_numpy": rec.escaped > allowed} if rec.tracer else {}
+        outcome = subset_outcome(ctx.problem, ctx.data, found, **{k: float(v) for k, v in judged.items()})
         outcome.tags[SOLVER_SHA_TAG] = solver.sha
         outcome.artifacts[SOURCE_ARTIFACT] = solver.source
         return outcome

@@ -26,6 +26,9 @@ MODAL_GPU_TAG, MODAL_OFFLINE_TAG = "modal.gpu", "modal.offline"
 REPEAT_OF_TAG = "sweep.repeat_of"  # on a single run recorded again (mlflow.force=true): the run it repeats
 ORDER_TAG = "sweep.order"  # a run's name with its numbers zero-padded: the MLflow UI's runs table sorts on it
 MIGRATED_TAG = "sweep.migrated_from"  # on a run copied by `sweep.store migrate`: "<source run id> <source store>"
+# + a tracker's name: the version of that tracker's definition (TrackerBase.version) its figures on the run were
+# computed with, on the run it was run with and on each run `sweep-rescore` scored with it later
+TRACKER_VERSION_TAG = "sweep.tracker_version."
 # on a run FAILED for running past the launcher's time limit (hydra.launcher.time_limit_s): the limit, in seconds
 TIME_LIMIT_TAG = "sweep.time_limit_s"
 # the scorer's code (sweep.challenge.scorer), on every run; a user's solver's source (method=solver), on its runs

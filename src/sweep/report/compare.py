@@ -79,8 +79,9 @@ def compare(
         if log:
             log_files(client, uri, board.parent_id, files)
         return board, files
-    objectives = settings.get("objectives")
-    runs = study_runs(client, parent, study) if objectives else sweep_runs(client, parent)
+    search = settings.get("objectives")  # a search's front: its runs are every sweep of the study
+    objectives = search or settings.get("front")
+    runs = study_runs(client, parent, study) if search else sweep_runs(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(
@@ -109,7 +110,9 @@ def compare(
     if plot:
         png = out_dir / f"{safe_name(study)}.png"
         files.append(
-            plot_front(cmp, cmp.front, objectives, png) if cmp.front is not None else plot_comparison(cmp, png)
+            plot_front(cmp, cmp.front, objectives, png, settings.get("versus", ()))
+            if cmp.front is not None
+            else plot_comparison(cmp, png)
         )
         if any(r.curves for r in cmp.rows):
             files.append(plot_curves(cmp, out_dir / f"{safe_name(study)}-curves.png"))

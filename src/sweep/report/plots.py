@@ -320,11 +320,12 @@ DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (
 
 def plot_curves(cmp: "Comparison", path: Path) -> Path:
     names = [n for n in CURVE_LABELS if any(n in r.curves for r in cmp.rows)]
+    per = "evaluation" if any("eval_step" in r.curves for r in cmp.rows) else "epoch"
     fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), squeeze=False)
     for ax, name in zip(axes[0], names):
         for i, row in enumerate(r for r in cmp.rows if name in r.curves):
             mean, std = row.curves[name]
-            epochs = range(1, len(mean) + 1)
+            epochs = row.curves["eval_step"][0][: len(mean)] if "eval_step" in row.curves else range(1, len(mean) + 1)
             ax.plot(epochs, mean, color=f"C{i % 10}", label=" ".join(row.key.values()) or "all")
             ax.fill_between(
                 epochs,
@@ -335,12 +336,12 @@ def plot_curves(cmp: "Comparison", path: Path) -> Path:
             )
             if DASHED.get(name) in row.curves:
                 ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=f"C{i % 10}", ls="--", lw=0.8)
-        ax.set_xlabel("epoch")
+        ax.set_xlabel("training step" if per == "evaluation" else "epoch")
         ax.set_ylabel(CURVE_LABELS[name])
         if name == "hidden_progress":
             ax.set_yscale("log")
     axes[0][0].legend(fontsize=7, title=" ".join(cmp.keys) or None, title_fontsize=7)
-    fig.suptitle(f"{cmp.study}: per-epoch curves, mean ± std over seeds (a run that stopped keeps its last value)")
+    fig.suptitle(f"{cmp.study}: per-{per} curves, mean ± std over seeds (a run that stopped keeps its last value)")
     return save(fig, path)
 
 

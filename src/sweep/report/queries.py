@@ -14,7 +14,8 @@ from sweep.report.table import Comparison
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 # Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
-CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
+# eval_step: the training step of each point, where a run's points are evaluations rather than epochs (problem=chars)
+CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress", "eval_step")
 
 
 def find_parent(client: Any, ref: str):
@@ -68,10 +69,10 @@ def children_filter(parent_run_id: str) -> str:
 
 
 def _search(client: Any, exp_ids: list[str], filt: str) -> list:
-    return list(_pages(client, exp_ids, filt))
+    return list(pages(client, exp_ids, filt))
 
 
-def _pages(client: Any, exp_ids: list[str], filt: str) -> Iterator[Any]:
+def pages(client: Any, exp_ids: list[str], filt: str) -> Iterator[Any]:
     """The runs found, a page at a time: a caller that keeps little of each holds one page, not every run."""
     token = None
     while True:
@@ -110,7 +111,7 @@ def sweep_runs(client: Any, parent: Any, keep: Callable[[Any], Any] = lambda r: 
     latest: dict[str, tuple[tuple[int, int], int, Any]] = {}
     seen = 0
     for p in parents or [parent]:
-        for r in _pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
+        for r in pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
             job, start, seen = r.data.tags.get(HASH_TAG) or r.info.run_id, r.info.start_time, seen + 1
             first, last, _ = latest.get(job, ((start, seen), start, None))
             if job not in latest or start >= last:
