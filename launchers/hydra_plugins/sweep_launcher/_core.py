@@ -37,6 +37,7 @@ class Session:
     singleton_state: dict[Any, Any]
     fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
     batcher: Any = None  # the hooks whose run_batch solves a batch (hydra.launcher.batch > 1)
+    time_limited: bool = False  # a time limit holds: the worker passes on what the app says it covers (timer.py)
 
 
 @dataclass

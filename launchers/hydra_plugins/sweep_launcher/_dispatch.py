@@ -39,10 +39,9 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, co
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
-from hydra_plugins.sweep_launcher._time_limit import begin, clock, overdue, stop, taken, wait_s
+from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
-from hydra_plugins.sweep_launcher.timer import MARK
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
@@ -87,6 +86,7 @@ class Dispatcher:
             singleton_state=Singleton.get_state(),
             fast=launcher.fast,
             batcher=next((h for h in hooks if type(h).run_batch is not LaunchHooks.run_batch), None),
+            time_limited=time_limit is not None,
         )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)

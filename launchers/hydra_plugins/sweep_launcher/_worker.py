@@ -78,7 +78,6 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
-    timer._send = conn.send_bytes  # the app's clock messages (timer.py), on the replies' pipe, from this thread
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
     templates: dict[int, Any] = {}  # template id -> its _template.Template (sent once)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -92,6 +91,8 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             return
         if kind == "session":
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
+            # under a time limit, the app's clock messages (timer.py) go on the replies' pipe, from this thread
+            timer._send = conn.send_bytes if sessions[sid][0].time_limited else None
             continue
         if kind == "batch":
             items = [(idx, config, _template(templates, tpl)) for idx, config, tpl in rest[0]]
