@@ -77,7 +77,7 @@ def test_default_source_is_the_methods_own():
     override wins, and a wrong value is refused before any job."""
     defaults = {m: job.build_job(compose(f"method={m}", f"problem={p}")).ctx.source for m, p in METHOD_PROBLEMS}
     assert {m for m, s in defaults.items() if s == "hand"} == {"sgd", "sign_sgd", "curriculum", "forward_forward"}
-    assert {m for m, s in defaults.items() if s == "auto"} == {"gf2", "km", "fourier", "smt", "ols"}
+    assert {m for m, s in defaults.items() if s == "auto"} == {"gf2", "km", "fourier", "smt", "ols", "solver"}
     assert job.build_job(compose("method=gf2", "tracker.source=hand")).ctx.source is Source.HAND
     assert job.build_job(compose("method=sgd", "tracker.source=auto")).ctx.source is Source.AUTO
     allowed = r"tracker.source='automatic' is not allowed: expected one of method, hand, auto"

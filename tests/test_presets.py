@@ -31,6 +31,7 @@ PRESETS = (
     "energy_joules",
     "tune_sgd",
     "char_lm",
+    "parity_challenge",
 )
 
 

@@ -16,13 +16,15 @@ import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.sweep_launcher import timer
 from sweep.backend import KNOBS, Backend
+from sweep.challenge.scorer import this_scorer
 from sweep.config.check import check_job
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
-from sweep.record.tags import TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
+from sweep.record.tags import SCORER_TAG, TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
 from sweep.trace import stored
 from sweep.trace.scope import Scope
@@ -139,8 +141,9 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     return Job(data, backend, method, ctx, tracker)
 
 
-def solve(job: Job, device: DictConfig) -> Solved:
-    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy."""
+def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
+    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy. A time
+    limit on the job (the launcher's) covers the timed solve: `place` is the job's place in its worker's task."""
     backend, method, ctx = job.backend, job.method, job.ctx
     warmup = None
     if backend.needs_warmup:
@@ -149,9 +152,11 @@ def solve(job: Job, device: DictConfig) -> Solved:
         t0 = backend.clock()
         warm_up(method, ctx)
         warmup = backend.clock() - t0
+    timer.begin(place)
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
+    timer.end()
     return evaluate(job, outcome, wall, warmup, device)
 
 
@@ -226,13 +231,15 @@ def result(
         metrics["secret_correct"] = float(secret_ok)
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(solved.meter_tags)
+    tags.update(outcome.tags)
+    tags[SCORER_TAG] = this_scorer()  # which scorer measured it: a leaderboard ranks one scorer's runs
     if data.secret:
         tags["secret"] = ",".join(map(str, data.secret))
     if job.tracker is not None:
         tags[TRACE_SOURCE_TAG] = job.ctx.source.value  # tracker.source=method: which one the method's is
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
-    artifacts = {"config.yaml": config_yaml(cfg)}
+    artifacts = {"config.yaml": config_yaml(cfg), **outcome.artifacts}
     if job.tracker is not None:
         tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
         # the trace itself, so that a tracker defined later scores this run without solving it again

@@ -74,6 +74,8 @@ class Outcome:
     # and the steps the run took; its figures are the step's times `steps` (sweep.trackers.per_step)
     step_traces: dict[str, Trace] = field(default_factory=dict)
     steps: int = 0
+    tags: dict[str, str] = field(default_factory=dict)  # further run tags (a user's solver's source hash)
+    artifacts: dict[str, str] = field(default_factory=dict)  # further run files: name -> text (its source)
     evaluate: Optional[Callable[["Outcome"], None]] = None  # fills in the figures above, after the clock
 
     def finalize(self) -> "Outcome":

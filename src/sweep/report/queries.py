@@ -133,6 +133,28 @@ def study_runs(client: Any, parent: Any, study: str) -> list:
     return [r for p in parents or [parent] for r in load_children(client, p)]
 
 
+def rounds(client: Any, parent: Any, study: str) -> list[tuple[Any, list]]:
+    """Every sweep of `study` in the parent's experiment up to `parent`, with its child runs, the latest first: a
+    challenge's rounds (sweep.report.leaderboard)."""
+    experiment = client.get_experiment(parent.info.experiment_id).name
+    parents = [
+        p
+        for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+        if study_of(p, experiment) == study and p.info.start_time <= parent.info.start_time
+    ]
+    parents.sort(key=lambda p: (p.info.run_id != parent.info.run_id, -p.info.start_time))
+    return [(p, kids) for p in parents or [parent] if (kids := load_children(client, p))]
+
+
+def last_line(client: Any, run: Any) -> str:
+    """The last line of a failed run's traceback artifact (its status where it has none)."""
+    try:
+        lines = Path(client.download_artifacts(run.info.run_id, "traceback.txt")).read_text().strip().splitlines()
+    except Exception:  # noqa: BLE001 - no traceback artifact: the status says what is known
+        lines = []
+    return lines[-1] if lines else run.info.status
+
+
 def failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:
     """For groups with no finished run, the last line of a child's traceback artifact: the reason, in the
     table's notes (e.g. 'no CUDA GPU on this machine')."""
