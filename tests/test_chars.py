@@ -91,6 +91,8 @@ def test_same_seed_same_metrics_on_cpu(method):
         k: v for k, v in b.metrics.items() if k not in timed
     }
     assert a.curves == b.curves and len(a.curves["test_accuracy"]) == 3  # an evaluation every 10 of 30 steps
+    step = a.curves["train_loss_step"]  # every step's loss; the evaluations' train_loss is its mean since the last
+    assert len(step) == 30 and a.curves["train_loss"][-1] == pytest.approx(sum(step[20:]) / 10, rel=1e-5)
     other = job.run(compose("problem=chars", f"method={method}", *DEVICE, *SMALL_VAL, *TINY[method], "problem.seed=7"))
     assert other.metrics["train_loss"] != a.metrics["train_loss"]
 

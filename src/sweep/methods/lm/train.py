@@ -37,23 +37,23 @@ def train(method: Any, ctx: Context) -> Outcome:
     val = [torch.from_numpy(a).to(be.device) for a in data.val_blocks()]
     rng = np.random.RandomState(ctx.problem.seed)  # the batches' order, drawn on the host like every method's data
     curves: dict[str, list[float]] = {"train_loss": [], "test_accuracy": [], "test_loss": [], "eval_step": []}
-    loss_sum, losses, steps, acc, bpc = torch.zeros((), device=be.device), 0, 0, 0.0, math.inf
+    step_losses: list[torch.Tensor] = []  # each step's loss, left on the device: read at evaluations
+    steps, acc, bpc = 0, 0.0, math.inf
     t0 = be.clock()
     while steps < method.max_steps:
         for group in opt.param_groups:
             group["lr"] = method.lr_at(steps)
         x, y = batch(data, rng, method.batch_size, be.device)
-        loss_sum += step(model, forward, opt, x, y, method.grad_clip).detach()  # no sync: read at evaluations
-        losses, steps = losses + 1, steps + 1
+        step_losses.append(step(model, forward, opt, x, y, method.grad_clip).detach())
+        steps += 1
         out_of_time = time.perf_counter() - t0 >= method.time_budget_s
         if steps % method.eval_interval == 0 or steps == method.max_steps or out_of_time:
             acc, bpc = scores(model, forward, *val)
-            curves["train_loss"].append(float(loss_sum) / losses)
+            since = int(curves["eval_step"][-1]) if curves["eval_step"] else 0  # the steps since the last evaluation
+            curves["train_loss"].append(float(torch.stack(step_losses[since:]).mean()))
             curves["test_accuracy"].append(acc)
             curves["test_loss"].append(bpc)
             curves["eval_step"].append(steps)  # the training step each point is at (the plots' x axis)
-            loss_sum.zero_()
-            losses = 0
             if acc >= method.target_accuracy:
                 break
         if out_of_time:
@@ -61,6 +61,7 @@ def train(method: Any, ctx: Context) -> Outcome:
     tokens = steps * method.batch_size * data.block_size
 
     def evaluate(o: Outcome) -> None:
+        o.curves["train_loss_step"] = torch.stack(step_losses).tolist()  # every step's (MLflow's step: the step's)
         o.train_accuracy = scores(model, forward, *(torch.from_numpy(a).to(be.device) for a in data.train_blocks()))[0]
         if ctx.trace.enabled:
             o.step_traces = traced_steps(model, opt, method, data, ctx)
