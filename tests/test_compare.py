@@ -304,6 +304,7 @@ def _ends(spec: str) -> list[str]:
 
 
 # a problem's settings for a small, quick job (the sparse problems': fewer samples)
+GPU = __import__("torch").cuda.is_available()
 SHRUNK = {"chars": ["problem.block_size=8", "problem.val_chars=64"]}
 
 
@@ -327,6 +328,8 @@ def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_
                 overrides.append("method.max_epochs=2")
             if "max_steps" in composed.method:  # the character models
                 overrides += ["method.max_steps=2", "method.eval_interval=2"]
+            if composed.device.name == "cuda" and "device" not in params and not GPU:
+                overrides.append("device=torch_cpu")  # a preset all on the GPU (energy_joules): its table here
             cfg = compose(*overrides)
             try:
                 results.append(job.run(cfg))
