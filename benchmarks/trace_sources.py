@@ -4,7 +4,7 @@ figures from both sources side by side, as docs/traces.md's table ("Hand and aut
     .venv/bin/python benchmarks/trace_sources.py [--device cpu|torch_cpu] [--methods sgd,gf2,...] [k=v ...]
 
 Each row is one real job (sweep.job.run, tracker=energy: ard, dmd and the modelled energy on the CPU hierarchy
-beside the counts), on the method's first problem among sparse_parity, sparse_and, sparse_sum; ``ratio`` is
+beside the counts, and bytedmd), on the method's first problem among sparse_parity, sparse_and, sparse_sum; ``ratio`` is
 auto / hand.
 """
 
@@ -17,7 +17,7 @@ from hydra.utils import get_class
 from sweep import job
 from sweep.config.schema import CLASSES, register_configs
 
-COLUMNS = ("reads", "writes", "total_floats", "ard", "dmd", "energy_pj")
+COLUMNS = ("reads", "writes", "total_floats", "ard", "dmd", "bytedmd", "energy_pj")
 PROBLEMS = ("sparse_parity", "sparse_and", "sparse_sum")
 
 
@@ -39,7 +39,9 @@ def main() -> None:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         for method in args.methods.split(","):
             applies = get_class(CLASSES["method"][method]).problems
-            problem = next(p for p in PROBLEMS if p in applies)
+            problem = next((p for p in PROBLEMS if p in applies), None)
+            if problem is None:  # the character models: one source only (TorchTracer), docs/chars.md
+                continue
             figures = {}
             for source in ("hand", "auto"):
                 cfg = compose(

@@ -95,6 +95,10 @@ def test_numpy_gather_and_setitem():
         ("R", "getitem#0", 2), ("W", "x", 2),
     ]  # fmt: skip
     assert t.unwrap(x).tolist() == [0.0, 0.0, 0.0, 3.0, 4.0]
+    tr = Trace()  # torch's index operator reads as numpy's gather does
+    with TorchTracer(tr, {"x": torch.as_tensor(x0), "idx": torch.as_tensor(idx0)}) as t:
+        t.names["x"][t.names["idx"]]
+    assert events(tr)[2:] == [("R", "x", 5), ("R", "x", 5), ("R", "x", 1), ("R", "idx", 11), ("W", "index#0", 11)]
 
 
 def sgd_step_numpy(steps: int = 1) -> tuple[Trace, NumpyTracer]:

@@ -11,10 +11,10 @@ both sources, and both feed every tracker.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator, Mapping
+from typing import Any, ContextManager, Iterator, Mapping
 
 from sweep.trace.trace import NULL_TRACE, Trace
 
@@ -75,20 +75,24 @@ class Recording:
         return 0 if self.tracer is None else self.tracer.escaped
 
 
-@contextmanager
 def recording(
     trace: Trace,
     source: "Source | str",
     backend: str,
     held: Mapping[str, Any] = {},
     loaded: Mapping[str, Any] = {},
-) -> Iterator[Recording]:
+) -> ContextManager[Recording]:
     """Trace the code run in the ``with`` block into ``trace`` from ``source``, on the array library ``backend``
     (numpy | torch). ``held``: arrays already in memory (a step's weights), named; ``loaded``: arrays put in memory
-    now (a batch), named and written in order. A trace that is off (NullTrace) records nothing either way."""
-    if not trace.enabled or Source(source) is Source.HAND:
-        yield Recording(trace, {**held, **loaded})
-        return
+    now (a batch), named and written in order. A trace that is off (NullTrace) records nothing either way, and
+    costs the untraced solve no more than a nullcontext."""
+    if not trace.enabled or source == Source.HAND:
+        return nullcontext(Recording(trace, {**held, **loaded}))
+    return _auto(trace, backend, held, loaded)
+
+
+@contextmanager
+def _auto(trace: Trace, backend: str, held: Mapping[str, Any], loaded: Mapping[str, Any]) -> Iterator[Recording]:
     if backend == "numpy":
         from sweep.trace.auto import NumpyTracer  # noqa: PLC0415 - the tracer only where a run asks for it
 

@@ -27,6 +27,7 @@ array is counted as that many elements of it.
 
 from __future__ import annotations
 
+import sys
 import threading
 from math import isqrt
 from types import TracebackType
@@ -133,18 +134,8 @@ class NumpyTracer:
         return self.rec.track(owner(a), name)
 
     def _read(self, a: np.ndarray, op: str, j: int, count: int | None = None) -> None:
-        """A read of ``count`` elements of ``a`` (default: all of them). A gather reads more elements than its
-        source holds when it repeats some: that is several reads of the source (an event never runs past its
-        buffer's end, where the element trackers would see elements never written)."""
-        name, size = self.buffer(a, op, j), a.size
-        if count is None or count == size:
-            self.trace.read(name, size)
-            return
-        whole, rest = divmod(count, size) if size else (0, 0)
-        for _ in range(whole):
-            self.trace.read(name, size)
-        if rest:
-            self.trace.read(name, rest)
+        """A read of ``count`` elements of ``a`` (default: all of them; more for a gather, Recorder.read)."""
+        self.rec.read(self.buffer(a, op, j), a.size, a.size if count is None else count)
 
     def _written(self, a: np.ndarray, op: str, j: int) -> None:
         name = self.rec.name_of(id(owner(a)))
@@ -280,31 +271,33 @@ class NumpyTracer:
 # -- numpy's creation and coercion functions, replaced while a tracer is open --
 COERCE = ("asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray", "frombuffer", "fromiter")
 CREATE = ("zeros", "ones", "empty", "full", "arange", "eye", "identity")
+# functions of other libraries that compute on numpy's internals, where an internal asarray strips the subclass
+# (array_api_compat's linalg.solve calls numpy's solve gufunc on plain copies): each recorded as one operation of
+# all its array arguments, like a numpy function through __array_function__
+LIBRARY: dict[str, tuple[str, ...]] = {"array_api_compat.numpy.linalg": ("solve",)}
 _ORIG: dict[str, Callable] = {name: getattr(np, name) for name in COERCE + CREATE}
-_patched = [0]  # open tracers, all threads
+_patched: list[Any] = [0, []]  # open tracers (all threads), and the (module, name, original) replaced
 _patch_lock = threading.Lock()
 
 
-def _coercion(name: str) -> Callable:
-    orig = _ORIG[name]
+def _recorded(orig: Callable, name: str) -> Callable:
+    """``orig`` computing on plain arrays, recorded as the operation ``name`` of its arguments and results: a
+    coercion that returns its argument's memory is a view (no event), a new array is a write."""
 
-    def coerce(a: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
         t = active()
         if t is None:
-            return orig(a, *args, **kwargs)
+            return orig(*args, **kwargs)
         t.busy = True
         try:
-            res = orig(plain(a), *args, **kwargs)
+            res = orig(*plain(args), **plain(kwargs))
         finally:
             t.busy = False
-        if not isinstance(res, _ndarray):
-            return res
-        # the same memory as an argument (asarray of an array): a view, no event; else a new array is a write
-        return t.function(name, (a,), {}, res)
+        return t.function(name, args, kwargs, res)
 
-    coerce.__name__ = coerce.__qualname__ = name
-    coerce.__doc__ = orig.__doc__
-    return coerce
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = orig.__doc__
+    return run
 
 
 def _creation(name: str) -> Callable:
@@ -326,20 +319,27 @@ def _creation(name: str) -> Callable:
     return create
 
 
-_REPLACEMENTS = {**{n: _coercion(n) for n in COERCE}, **{n: _creation(n) for n in CREATE}}
+_REPLACEMENTS = {**{n: _recorded(_ORIG[n], n) for n in COERCE}, **{n: _creation(n) for n in CREATE}}
 
 
 def _patch() -> None:
     with _patch_lock:
         _patched[0] += 1
-        if _patched[0] == 1:
-            for name, fn in _REPLACEMENTS.items():
-                setattr(np, name, fn)
+        if _patched[0] > 1:
+            return
+        targets = [(np, name, fn) for name, fn in _REPLACEMENTS.items()]
+        for module_name, names in LIBRARY.items():
+            module = sys.modules.get(module_name)  # a library not imported yet is not in use
+            targets += [(module, n, _recorded(getattr(module, n), n)) for n in names] if module else []
+        for module, name, fn in targets:
+            _patched[1].append((module, name, getattr(module, name)))
+            setattr(module, name, fn)
 
 
 def _unpatch() -> None:
     with _patch_lock:
         _patched[0] -= 1
         if _patched[0] == 0:
-            for name, fn in _ORIG.items():
-                setattr(np, name, fn)
+            for module, name, fn in reversed(_patched[1]):
+                setattr(module, name, fn)
+            _patched[1].clear()

@@ -81,6 +81,19 @@ class Recorder:
         or of its argument ``j`` in a ``role`` (``maximum#3.in1``: an input the trace had not seen)."""
         return f"{op}#{self.pos}.{role}{j}" if role else f"{op}#{self.pos}.{j}" if j else f"{op}#{self.pos}"
 
+    def read(self, name: str, size: int, count: int) -> None:
+        """A read of ``count`` elements of the buffer ``name`` of ``size`` elements. A gather reads more elements than
+        its source holds when it repeats some: that is several whole reads of the source and a part (an event never
+        runs past its buffer's end, where the element trackers would see elements never written)."""
+        if count == size:
+            self.trace.read(name, size)
+            return
+        whole, rest = divmod(count, size) if size else (0, 0)
+        for _ in range(whole):
+            self.trace.read(name, size)
+        if rest:
+            self.trace.read(name, rest)
+
     def escape(self, name: str, count: int, read: int | None = None) -> None:
         """``count`` elements of buffer ``name`` left the arrays as Python values: a read (of ``read`` elements,
         default ``count``), and counted in ``escaped`` (the tracer's and the trace's own, Trace.escaped)."""

@@ -42,6 +42,8 @@ OVERWRITES = frozenset(
 )
 # operators that move nothing, run no arithmetic and are not the algorithm's (profiler markers, metadata)
 IGNORED = frozenset(("_record_function_enter_new", "_record_function_exit", "sym_size", "sym_stride", "sym_numel"))
+# operators that gather elements of their first input: it is read as many elements as they return (as numpy's)
+GATHERS = frozenset(("index", "index_select", "gather", "embedding", "take", "take_along_dim", "_unsafe_index"))
 # operators that allocate without writing (the operator that fills the memory writes it)
 EMPTY = frozenset(("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"))
 _state = threading.local()  # .stack: the open TorchTracers of this thread
@@ -123,12 +125,13 @@ class TorchTracer(TorchDispatchMode):
     def _register(self, t: torch.Tensor, name: str) -> str:
         return self.rec.track(_storage(t), name)
 
-    def _read(self, t: torch.Tensor, op: str, j: int) -> None:
+    def _read(self, t: torch.Tensor, op: str, j: int, count: int | None = None) -> None:
+        """A read of ``count`` elements of ``t`` (default: all; more for a gather, Recorder.read)."""
         name = self.rec.name_of(id(_storage(t)))
         if name is None:  # a tensor made outside the trace: written where it is first read
             name = self._register(t, self.rec.temp_name(op, j, "in"))
             self.trace.write(name, t.numel())
-        self.trace.read(name, t.numel())
+        self.rec.read(name, t.numel(), t.numel() if count is None else count)
 
     def _written(self, t: torch.Tensor, op: str, j: int) -> None:
         name = self.rec.name_of(id(_storage(t))) or self._register(t, self.rec.temp_name(op, j, "out"))
@@ -168,8 +171,9 @@ class TorchTracer(TorchDispatchMode):
             return out
         if not results and not written:  # a view (t, expand, slice, detach): moves nothing
             return out
+        gathered = sum(t.numel() for t in results) if op in GATHERS else None
         for j, t in enumerate(reads):
-            self._read(t, op, j)
+            self._read(t, op, j, gathered if j == 0 else None)  # a gather reads its source once per element taken
         for j, t in enumerate(written):
             self._written(t, op, j)
         for j, t in enumerate(results):

@@ -96,6 +96,22 @@ class TracedArray(np.ndarray):
             if t is not None and owner(self) is not owner(obj):
                 t.function("copy", (obj,), {}, self.view(_ndarray))
 
+    def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        # numpy code that took this array's data through an internal asarray and computed on it unseen hands the
+        # result back here (numpy.linalg's _makearray): at least a read of this array and a write of the result
+        t = active()
+        if t is not None:
+            t.busy = True
+        try:
+            res = _ndarray.__array_wrap__(self, arr, context, return_scalar)
+        finally:
+            if t is not None:
+                t.busy = False
+        if t is None or not isinstance(arr, _ndarray) or owner(arr) is owner(self):
+            return res
+        t.function("wrap", (self,), {}, arr)
+        return res
+
     def __getitem__(self, key: Any) -> Any:
         t = active()
         p, k = self.view(_ndarray), plain(key)
