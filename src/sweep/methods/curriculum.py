@@ -52,11 +52,14 @@ class Curriculum(SGD):
         order = np.argsort(np.concatenate([old, added]), kind="stable")  # back to the stage's column order
         # part of the training only when every step is traced (else the trace is one step's, by itself)
         trace = ctx.trace if ctx.traces(Scope.ALL_STEPS) else NULL_TRACE
-        for name, size in ctx.variant.w1_buffers(H, old.size):
-            trace.read(name, size)
-        p["W1"] = xp.take(xp.concat([p["W1"], fresh], axis=1), be.index(order), axis=1)
-        for name, size in ctx.variant.w1_buffers(H, new.size):
-            trace.write(name, size)
+        with ctx.recording(held={"W1": p["W1"]}, loaded={"W1_new": fresh}, trace=trace) as r:
+            for name, size in ctx.variant.w1_buffers(H, old.size):
+                r.trace.read(name, size)
+            widened = xp.take(xp.concat([r["W1"], r["W1_new"]], axis=1), be.index(order), axis=1)
+            r.rename(widened, "W1")  # auto: the widened matrix is W1 from its write on
+            for name, size in ctx.variant.w1_buffers(H, new.size):
+                r.trace.write(name, size)
+        p["W1"] = r.unwrap(widened)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem

@@ -23,7 +23,9 @@ from sweep.methods.base import Context, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
+from sweep.methods.step_templates import StepTemplates
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update, relu
 
@@ -61,49 +63,12 @@ class SGDUpdate:
         trace.compute("add", size)
 
 
-class StepTemplates:
-    """Records each kind of training step once and replays it after (tracker.scope=all_steps).
-
-    A step's events and operation counts are fixed by the batch size, the parameters' shapes and whether any
-    margin was active (the step's return value): the variants branch on nothing else (variants/base.py). So
-    once a (batch size, shapes, active) step has been recorded, a later one runs untraced and appends the
-    recorded step (Trace.add_step), one call instead of ~60. The outcome is only known after the step, so:
-    while no active step of this batch size and shapes has been recorded, steps are recorded; after that they
-    run untraced, and an inactive step not seen before is run again, recorded -- it changed no parameter
-    (Variant.step), so the second run repeats the first."""
-
-    replay: ClassVar[bool] = True  # False: record every step (the reference the tests compare replay with)
-
-    def __init__(self) -> None:
-        self.steps: dict[tuple, tuple[tuple, dict[str, int]]] = {}  # key -> (events, operation counts)
-
-    def step(self, step: Callable, xp, p: Params, xb, yb, update: Update, trace: Trace) -> None:
-        shapes = (xb.shape[0],) + tuple(v.shape for v in p.values())
-        if self.replay and (shapes, True) in self.steps:
-            active = bool(step(xp, p, xb, yb, update, NULL_TRACE))
-            if (shapes, active) in self.steps:
-                trace.add_step(*self.steps[shapes, active])
-                return
-            assert not active  # an active step of these shapes is known
-        trace.add_step(*self.record(step, xp, p, xb, yb, update, shapes))
-
-    def record(
-        self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
-    ) -> tuple[tuple, dict[str, int]]:
-        rec = Trace()
-        rec.write("x", xb)
-        rec.write("y", yb)
-        active = bool(step(xp, p, xb, yb, update, rec))
-        (tpl,), _ = rec.segments()
-        self.steps[shapes, active] = tpl, rec.compute_ops
-        return tpl, rec.compute_ops
-
-
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
+    trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
@@ -225,13 +190,14 @@ class SGD:
         step = ctx.backend.compiled(ctx.variant.step)
         all_steps = ctx.traces(Scope.ALL_STEPS)
         n, bs = x.shape[0], self.batch_size
-        known = StepTemplates()
+        known = StepTemplates(ctx)
         for epoch in range(n_epochs):
             perm = be.index(rng.permutation(n))
             xs, ys = x[perm], y[perm]  # one gather per epoch: the batches below are views
             epoch_trace = Trace() if all_steps else NULL_TRACE
             if all_steps and epoch == 0 and first:
-                ctx.variant.init_trace(epoch_trace, p)
+                with ctx.recording(loaded=p, trace=epoch_trace) as r:
+                    ctx.variant.init_trace(r.trace, p)
             for s in range(0, n, bs):
                 xb, yb = xs[s : s + bs], ys[s : s + bs]
                 if all_steps:
@@ -258,10 +224,11 @@ class SGD:
     def trace_single_step(self, ctx: Context, p: Params, x1: np.ndarray, y1: np.ndarray) -> None:
         be = ctx.backend
         q = {k: v * 1.0 for k, v in p.items()}  # the traced step must not change the trained weights
-        ctx.variant.init_trace(ctx.trace, q)
-        ctx.trace.write("x", x1.size)
-        ctx.trace.write("y", y1.size)
-        ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
+        with ctx.recording(loaded={**q, "x": be.asarray(x1), "y": be.asarray(y1)}) as r:
+            ctx.variant.init_trace(r.trace, q)
+            r.trace.write("x", x1.size)
+            r.trace.write("y", y1.size)
+            ctx.variant.step(be.xp, {k: r[k] for k in q}, r["x"], r["y"], self.make_update(be.xp), r.trace)
 
     def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
         """The trained net's outcome; its test accuracy, curves and train accuracy are evaluated after the

@@ -54,6 +54,17 @@ class Recorder:
             self._refs[key] = weakref.ref(memory, partial(self._gone, key))
         return name
 
+    def rename(self, memory: Any, name: str) -> None:
+        """The buffer of ``memory`` takes the name ``name`` from whichever buffer holds it (that one is no
+        longer the name's: a new weight matrix replacing the old), in the events of the open step too."""
+        old = self._names.get(id(memory))
+        holder = self._keys.get(name)
+        if holder is not None and holder != id(memory):
+            self.forget(holder)
+        self.track(memory, name)
+        if old is not None and old != name:
+            self.trace.rename_open(old, name)
+
     def _gone(self, key: int, ref: weakref.ref) -> None:
         if self._refs.get(key) is ref:
             del self._refs[key]
@@ -70,10 +81,16 @@ class Recorder:
         or of its argument ``j`` in a ``role`` (``maximum#3.in1``: an input the trace had not seen)."""
         return f"{op}#{self.pos}.{role}{j}" if role else f"{op}#{self.pos}.{j}" if j else f"{op}#{self.pos}"
 
-    def escape(self, name: str, count: int) -> None:
-        """``count`` elements of ``name`` left the arrays as Python values: a read, and counted in ``escaped``."""
-        self.trace.read(name, count)
+    def escape(self, name: str, count: int, read: int | None = None) -> None:
+        """``count`` elements of buffer ``name`` left the arrays as Python values: a read (of ``read`` elements,
+        default ``count``), and counted in ``escaped`` (the tracer's and the trace's own, Trace.escaped)."""
+        self.trace.read(name, count if read is None else read)
+        self.escaped_values(count)
+
+    def escaped_values(self, count: int) -> None:
+        """``count`` values left the arrays (their reads recorded by the caller)."""
         self.escaped += count
+        self.trace.escaped += count
 
     def end_step(self) -> None:
         """Close one step (Trace.end_step) and start naming temporaries from position 0 again, so that the next

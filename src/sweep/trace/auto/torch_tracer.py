@@ -111,6 +111,10 @@ class TorchTracer(TorchDispatchMode):
             self.trace.write(name, tensor.numel())
         return name
 
+    def rename(self, tensor: torch.Tensor, name: str) -> None:
+        """``tensor``'s storage takes the name ``name`` (see NumpyTracer.rename)."""
+        self.rec.rename(_storage(tensor), name)
+
     def end_step(self) -> None:
         """Close one step of the trace and name the next step's temporaries from position 0 again."""
         self.rec.end_step()
@@ -133,7 +137,7 @@ class TorchTracer(TorchDispatchMode):
     def escape(self, t: torch.Tensor, count: int) -> None:
         """``count`` elements of ``t`` leave the tensors as Python values."""
         self._read(t, "escape", 0)
-        self.rec.escaped += count
+        self.rec.escaped_values(count)
 
     # -- operators --
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -175,7 +179,7 @@ class TorchTracer(TorchDispatchMode):
         if op in ("_to_copy", "copy_") and reads and reads[-1].device.type != "cpu":
             targets = results or written
             if targets and targets[0].device.type == "cpu":  # .cpu() of a device tensor: the values leave it
-                self.rec.escaped += reads[-1].numel()
+                self.rec.escaped_values(reads[-1].numel())
         self._count(op, args, reads, results or written)
         self.rec.pos += 1
         return out
