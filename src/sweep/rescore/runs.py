@@ -29,6 +29,7 @@ from sweep.trackers.base import TrackerReport
 
 TABLE = "rescore/{tracker}/tracker_buffers.csv"  # a rescored run's per-buffer table (its own is tracker_buffers.csv)
 BATCH = 1000  # MLflow's most metrics in one log_batch
+RECORDED = ("tracker.scope", "tracker.source")  # what was traced: fixed by the stored trace
 
 
 def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
@@ -46,10 +47,8 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
     keys = [f.name for f in dataclasses.fields(SCHEMAS["tracker"][name]) if f.name not in ("_target_", "name")]
     for key in given:
         field_name = key.partition(".")[2]
-        if key == "tracker.scope":
-            raise ConfigError(
-                "tracker.scope: a recorded run's trace is of the scope it was run with; scoring it again keeps it"
-            )
+        if key in RECORDED:
+            raise ConfigError(f"{key}: a recorded run's trace is what it was run with; scoring it again keeps it")
         if field_name and field_name not in keys:
             raise ConfigError(f"{key} is not a key of tracker={name}: expected one of {_one_of(field_name, keys)}")
     from hydra import compose, initialize_config_dir  # noqa: PLC0415 - Hydra's composition: only where a command asks
