@@ -26,6 +26,7 @@ STUDY = [
     (*SMALL, "problem.seed=43", "tracker.scope=all_steps", "method.max_epochs=3", "method.target_accuracy=2.0"),
     ("method=km", "problem.n_bits=12"),
     ("method=gf2", "problem.n_bits=12"),
+    (*SMALL, "problem.seed=46", "tracker.source=auto"),  # a trace recorded from the array operations themselves
 ]
 BATCHED = [(*SMALL, f"problem.seed={s}") for s in (44, 45)]  # solved together (sweep.batch.run)
 FIGURES = ("ard", "reads", "writes", "total_floats", "dmc", "bytedmd")
@@ -116,7 +117,8 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         ),
         (["tracker=bytedmd", "tracker.bytes_per_elemnt=2"], "did you mean bytes_per_element?"),
         (["tracker=bytedmd", "tracker.bytes_per_element=0"], "tracker.bytes_per_element=0 is not allowed"),
-        (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is of the scope"),
+        (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is what it was run with"),
+        (["tracker=dmd", "tracker.source=auto"], "tracker.source: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "method=km"], "takes tracker=<name> and tracker.<key>=<value> only"),
     ):
         assert main(["mixed", *args, "--tracking-uri", store]) == 2

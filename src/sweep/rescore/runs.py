@@ -29,6 +29,7 @@ from sweep.trackers.base import TrackerReport
 
 TABLE = "rescore/{tracker}/tracker_buffers.csv"  # a rescored run's per-buffer table (its own is tracker_buffers.csv)
 BATCH = 1000  # MLflow's most metrics in one log_batch
+RECORDED = ("tracker.scope", "tracker.source")  # what was traced: fixed by the stored trace
 
 
 def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
@@ -46,22 +47,26 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
     keys = [f.name for f in dataclasses.fields(SCHEMAS["tracker"][name]) if f.name not in ("_target_", "name")]
     for key in given:
         field_name = key.partition(".")[2]
-        if key == "tracker.scope":
-            raise ConfigError(
-                "tracker.scope: a recorded run's trace is of the scope it was run with; scoring it again keeps it"
-            )
+        if key in RECORDED:
+            raise ConfigError(f"{key}: a recorded run's trace is what it was run with; scoring it again keeps it")
         if field_name and field_name not in keys:
             raise ConfigError(f"{key} is not a key of tracker={name}: expected one of {_one_of(field_name, keys)}")
     from hydra import compose, initialize_config_dir  # noqa: PLC0415 - Hydra's composition: only where a command asks
     from hydra.errors import HydraException  # noqa: PLC0415
+    from hydra.version import VersionBase  # noqa: PLC0415
 
     register_configs()
+    # initialize_config_dir sets Hydra's process-global version_base: put back what was there, for a Hydra app
+    # that calls this in its own process (1.3 changes the default of hydra.job.chdir)
+    saved = VersionBase.instance().getbase()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=list(overrides))
     except HydraException as e:  # a value of the wrong type: Hydra's line, and its cause's first (what was wrong)
         cause = str(e.__cause__ or "").strip().splitlines()
         raise ConfigError(str(e).strip().splitlines()[0] + (f": {cause[0]}" if cause else "")) from None
+    finally:
+        VersionBase.instance().version_base = saved
     check_job(cfg)  # the tracker's field rules and its own check (an energy hierarchy that must load)
     return job_config(cfg)["tracker"]
 
