@@ -140,7 +140,8 @@ def test_the_solver_gets_the_training_data_and_the_sizes_and_nothing_else(tmp_pa
 @pytest.mark.parametrize(
     "answer, why",
     [("None", "expected the secret's indices"), ("[0, 99, 1]", "expected distinct indices in 0..19"),
-     ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices")],
+     ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices"),
+     ("[True, 2, 3]", "expected the secret's indices"), ("[1.5, 2, 3]", "expected the secret's indices")],
 )  # fmt: skip
 def test_an_answer_that_is_not_indices_fails_the_run(tmp_path, answer, why):
     bad = solver_file(tmp_path, f"def solve(x, y, n_bits, k_sparse):\n    return {answer}\n")
