@@ -73,7 +73,9 @@ def per_element(trace: Trace) -> int:
                 made.append(n_values)
                 n_values += 1
         writes.append(made)
-    final = set(current.values())
+    # a value never touched again after its write stays where the trace reads its buffer somewhere (a result)
+    read = {name for rs, _ in ops for name, _, _ in rs}
+    final = {v for (name, _), v in current.items() if name in read}
     # pass 2: the stack as slots in a Fenwick tree
     slots = len(start) + sum(map(len, reads)) + n_values
     tree, slot, top = Fenwick(slots), {}, 0

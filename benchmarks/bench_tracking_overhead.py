@@ -5,7 +5,7 @@ run (tracker=none) of the same job. Target: <= 1.25x.
 
 Tracking costs twice: recording events inside the solve, and summarising the traces after it (the whole run
 and every epoch). Both are kept small by the trace's step templates (sweep.trace.trace): each kind of SGD step
-is recorded once and replayed as a template id (sgd.StepTemplates), and the passes run per (state, template).
+is recorded once and replayed as a template id (sweep.methods.step_templates), and the passes run per (state, template).
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
 solve_none. Runs are interleaved and each figure is the minimum over the repeats, because

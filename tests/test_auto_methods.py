@@ -13,7 +13,8 @@ from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.methods.gf2 import pack_rows, packed_rows
-from sweep.methods.sgd import StepTemplates
+from sweep.methods.step_templates import StepTemplates
+from sweep.record.tags import TRACE_SOURCE_TAG
 from sweep.trace.auto import NumpyTracer, TorchTracer
 from sweep.trace.auto.packed import PackedInt
 from sweep.trace.scope import Scope
@@ -74,21 +75,22 @@ def test_replayed_auto_steps_equal_recorded_steps(overrides, monkeypatch):
 def test_default_source_is_the_methods_own():
     """Methods with a published trace protocol keep the hand trace; the exact solvers default to auto; an
     override wins, and a wrong value is refused before any job."""
-    defaults = {
-        m: job.job_config(compose(f"method={m}", f"problem={p}"))["tracker"]["source"] for m, p in METHOD_PROBLEMS
-    }
+    defaults = {m: job.build_job(compose(f"method={m}", f"problem={p}")).ctx.source for m, p in METHOD_PROBLEMS}
     assert {m for m, s in defaults.items() if s == "hand"} == {"sgd", "sign_sgd", "curriculum", "forward_forward"}
     assert {m for m, s in defaults.items() if s == "auto"} == {"gf2", "km", "fourier", "smt", "ols", "solver"}
-    assert job.job_config(compose("method=gf2", "tracker.source=hand"))["tracker"]["source"] == "hand"
-    with pytest.raises(ConfigError, match=r"tracker.source='automatic' is not allowed: expected one of hand, auto"):
+    assert job.build_job(compose("method=gf2", "tracker.source=hand")).ctx.source is Source.HAND
+    assert job.build_job(compose("method=sgd", "tracker.source=auto")).ctx.source is Source.AUTO
+    allowed = r"tracker.source='automatic' is not allowed: expected one of method, hand, auto"
+    with pytest.raises(ConfigError, match=allowed):
         check_job(job.job_config(compose("tracker.source=automatic")))
 
 
 def test_auto_run_logs_its_escapes():
     """A run under auto logs how many values left the arrays; a hand run has nothing to say about it."""
     r = job.run(compose("method=gf2", *BASE, "tracker=ard"))
-    assert r.metrics["escaped"] > 0 and r.metrics["ard"] > 0
-    assert "escaped" not in job.run(compose("method=gf2", *BASE, "tracker=ard", "tracker.source=hand")).metrics
+    assert r.metrics["escaped"] > 0 and r.metrics["ard"] > 0 and r.tags[TRACE_SOURCE_TAG] == "auto"
+    hand = job.run(compose("method=gf2", *BASE, "tracker=ard", "tracker.source=hand"))
+    assert "escaped" not in hand.metrics and hand.tags[TRACE_SOURCE_TAG] == "hand"
 
 
 def test_gf2_packed_rows_are_pack_rows_and_their_xors_are_traced():

@@ -208,7 +208,7 @@ def test_the_three_models_record_their_figures_in_one_command(store, tmp_path):
     """The issue's command, on short contexts: three runs, each with the figures a character model records."""
     from mlflow.tracking import MlflowClient
 
-    small = ("problem.block_size=16", "problem.val_chars=1024", "device.dtype=float32", "device.threads=1")
+    small = ("problem.block_size=8", "problem.val_chars=512", "device.dtype=float32", "device.threads=1")
     proc = run_sweep("-m", "problem=chars", "method=bigram,mlp_lm,gpt", "device=torch_cpu", *small, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(store)

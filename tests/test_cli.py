@@ -1,11 +1,14 @@
 """`python -m sweep` as a user runs it: help, composed config, an end-to-end run, and bad input."""
 
+import os
+import subprocess
+
 import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep import job
 from sweep.errors import ConfigError
-from tests.conftest import compose, run_sweep
+from tests.conftest import ROOT, compose, run_sweep
 
 
 def _runs(store):
@@ -178,7 +181,7 @@ NO_GPU = pytest.mark.skipif(not _no_gpu(), reason="this machine has a GPU: cuda 
         (["-m", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
         (["-m", "hydra/launcher=basic", "+method.lrr=0.1", "method=sgd,km"], "method.lrr is not a key of method=sgd"),
         # cuda jobs placed on Modal without a token: Modal's token message, once
-        (["-m", "method=sgd,km", "device=cuda"], "Modal has no API token"),
+        (["-m", "method=sgd,km", "device=cuda"], "2 job(s) placed on Modal, which has no API token on this machine"),
         pytest.param(
             ["-m", "method=sgd,km", "device=cuda", "hydra.launcher.modal.offline=true"],
             "needs a CUDA GPU",
@@ -196,6 +199,28 @@ def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_tok
     assert len(lines) == 1 and said in lines[0], p.stdout + p.stderr
     assert "Traceback" not in p.stderr and "[FAILED]" not in p.stdout + p.stderr
     assert _runs(store) == []
+
+
+@NO_GPU
+@pytest.mark.parametrize("form", ["-m last", "-m first", "single run"])
+def test_a_cuda_job_without_a_gpu_or_a_token_says_what_runs_here_first(store, tmp_path, no_modal_token, form):
+    """The README's command on a machine with no GPU and no Modal token: the line names what works here first
+    (device=torch_cpu, as a command that runs when pasted), then the way to a GPU (Modal's token); never offline
+    mode, which needs a GPU here."""
+    args = {
+        "-m last": ["method=km,gf2", "device=cuda", "-m"],
+        "-m first": ["-m", "method=km,gf2", "device=cuda"],
+        "single run": ["method=km", "device=cuda"],
+    }[form]
+    p = run_sweep(*args, cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    line = p.stderr.strip()
+    assert "offline" not in line and line.index("device=torch_cpu runs the same torch code") < line.index("token new")
+    pasted = line.split("on this CPU: ", 1)[1].split("; ", 1)[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(["bash", "-c", pasted], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {r.data.params.get("device.name") for r in _runs(store)} - {None} == {"torch_cpu"}  # None: a parent
 
 
 def test_a_repeated_single_run_shows_the_recorded_one_unless_forced(store, tmp_path):

@@ -192,9 +192,12 @@ def test_rapl_meter_end_to_end_on_a_powercap_tree(tmp_path):
 def test_no_counter_says_why(tmp_path):
     counter, reason = open_counter(ConfigView({"backend": "numpy"}), powercap=tmp_path)
     assert counter is None and "no RAPL counter" in reason
-    # cuda on a machine without a GPU: NVML cannot start (no driver), and the reason names NVML
+    # cuda on a machine without a GPU: NVML cannot start (no driver), and the reason names NVML; with one, it opens
     counter, reason = open_counter(ConfigView({"backend": "torch", "torch_device": "cuda"}), powercap=tmp_path)
-    assert counter is None and "NVML" in reason
+    if __import__("torch").cuda.is_available():
+        assert counter is not None and counter.name == "nvml" and counter.read_j() > 0
+    else:
+        assert counter is None and "NVML" in reason
 
 
 def test_run_without_a_counter_is_tagged_none():

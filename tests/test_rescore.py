@@ -90,7 +90,8 @@ def test_the_stored_trace_is_the_runs_trace():
     cfg = compose("tracker=dmd", *STUDY[1])
     config, j = job.prepare(cfg)
     solved = job.solve(j, cfg.device)
-    trace, pieces = stored.loads(stored.dumps(j.ctx.trace, solved.outcome.traces))
+    trace, pieces, steps = stored.loads(stored.dumps(j.ctx.trace, solved.outcome.traces))
+    assert steps == 0  # the pieces are epochs (a character model's run keeps its steps: tests/test_chars.py)
     assert (trace.templates, trace.seq, trace.compute_ops) == (
         j.ctx.trace.templates,
         j.ctx.trace.seq,
@@ -157,3 +158,17 @@ def test_rescore_through_a_tracking_server(server):
     client = MlflowClient(server.uri)
     assert client.get_run(r.run_id).data.metrics["bytedmd"] == fresh.metrics["bytedmd"]
     assert history(client, r.run_id, "bytedmd_per_epoch") == fresh.curves["bytedmd_per_epoch"]
+
+
+def test_a_sweeps_parent_run_names_its_children(store, capsys):
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import record_small_sweep
+
+    rec, parent, results = record_small_sweep(store, "study", "s1", "tracker=ard", "problem.n_bits=12")
+    rec.end_parent(parent, "FINISHED", results)
+    assert main([parent, "tracker=dmd", "--tracking-uri", store]) == 0
+    assert "4 of 4 run(s) scored with tracker=dmd" in capsys.readouterr().out
+    client = MlflowClient(store)
+    assert all("dmd" in client.get_run(r.run_id).data.metrics for r in results)
+    assert "dmd" not in client.get_run(parent).data.metrics  # the parent has no trace of its own

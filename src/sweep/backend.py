@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from sweep.errors import ConfigError
+from sweep.errors import NoDeviceHere
 
 # torch.compile's modes (torch.compile(mode=...)); "default" is torch's own default
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -34,11 +34,9 @@ def require_device(backend: str, device: str) -> None:
     import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
     if not torch.cuda.is_available():
-        raise ConfigError(
-            f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "
-            f"(torch {torch.__version__}, torch.cuda.is_available() is False). Run device=cuda jobs through "
-            "the sweep launcher on Modal (device.local_gpu=false, device.gpu=L4|A10G|A100|H100), or use "
-            "device=torch_cpu to run the same torch code path on this CPU."
+        raise NoDeviceHere(
+            f"device.torch_device={device!r} needs a CUDA GPU and this machine has none (torch {torch.__version__} "
+            "sees no CUDA device)"
         )
 
 

@@ -24,14 +24,13 @@ from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.methods.base import Context
-from sweep.record.tags import SCORER_TAG, TRACKER_VERSION_TAG
+from sweep.record.tags import SCORER_TAG, TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
 from sweep.trace import stored
 from sweep.trace.scope import Scope
-from sweep.trace.source import Source
+from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
-from sweep.trackers.per_step import per_step_report
 
 
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
@@ -129,6 +128,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     backend = make_backend(config["device"])
     tracker = build(config["tracker"]) if config["tracker"].get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
+    method = build(config["method"])
     ctx = Context(
         problem=problem,
         data=data,
@@ -136,9 +136,9 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
-        source=Source(config["tracker"].get("source", Source.HAND)),
+        source=resolve(config["tracker"].get("source", METHOD), method),
     )
-    return Job(data, backend, build(config["method"]), ctx, tracker)
+    return Job(data, backend, method, ctx, tracker)
 
 
 def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
@@ -188,10 +188,16 @@ def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[f
     outcome, tracker = solved.outcome, job.tracker
     if tracker is None:
         return TrackerReport(), dict(outcome.curves)
-    if outcome.step_traces:  # one traced step stands for each of the run's steps
-        return per_step_report(tracker, outcome.step_traces, outcome.steps), dict(outcome.curves)
-    report, per_epoch = tracker.figures(job.ctx.trace, list(outcome.traces.values()))
+    pieces, steps = _pieces(outcome)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(pieces.values()), steps)
     return report, {**outcome.curves, **per_epoch}
+
+
+def _pieces(outcome: Any) -> tuple[dict[str, Trace], int]:
+    """The trace's pieces and, for a run measured by one traced step, its steps (0: the pieces are epochs)."""
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return outcome.step_traces, outcome.steps
+    return outcome.traces, 0
 
 
 def result(
@@ -229,13 +235,15 @@ def result(
     tags[SCORER_TAG] = this_scorer()  # which scorer measured it: a leaderboard ranks one scorer's runs
     if data.secret:
         tags["secret"] = ",".join(map(str, data.secret))
+    if job.tracker is not None:
+        tags[TRACE_SOURCE_TAG] = job.ctx.source.value  # tracker.source=method: which one the method's is
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
     artifacts = {"config.yaml": config_yaml(cfg), **outcome.artifacts}
     if job.tracker is not None:
         tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
         # the trace itself, so that a tracker defined later scores this run without solving it again
-        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, outcome.traces)
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, *_pieces(outcome))
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

@@ -28,6 +28,7 @@ from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
 
@@ -141,19 +142,22 @@ class Multirun:
 
 class Stream:
     """The batch's jobs one at a time, each composed while it is the current one. The first pass also places
-    each job and, at the first job placed on Modal, checks Modal's token (before the hooks have seen every job,
-    so before they open the app's records)."""
+    each job and, at the first job placed on Modal, looks for Modal's token. Without one, the jobs placed on Modal
+    are left out when others run here (`Job.left_out`: one line says which, and how to run them), and the batch
+    is refused when none would: at the end of the pass, before the hooks' plan is over (the app opens its records
+    once it has seen every job)."""
 
     def __init__(self, launcher: Any, run: "Multirun", jobs: list[Job]) -> None:
         self.launcher, self.run, self.jobs = launcher, run, jobs
         self.placed = False
-        self.token_checked = False
+        self.no_token: Optional[bool] = None  # unknown until a job is placed on Modal
 
     def __iter__(self) -> Iterator[Job]:
         place = not self.placed
         master = self.launcher.config
         take_planned = getattr(self.launcher.hydra_context.config_loader, "take_planned", None)  # FastComposer's
         name = str(master.hydra.job.name)
+        instead: Optional[str] = None  # what the app says runs the first left-out job here instead
         for job in self.jobs:
             planned = take_planned(master, job.overrides, job_id(name, job.idx), job.idx) if take_planned else None
             if planned is not None:
@@ -163,13 +167,18 @@ class Stream:
             if place:
                 where, gpu = self.run.placement(job, self.launcher.route)
                 job.where, job.gpu = where, (gpu if where == "modal" else None)
-                if where == "modal" and not self.token_checked:
-                    self.token_checked = True
-                    refuse_without_token(self.run)
+                if where == "modal" and self.no_token is None:
+                    self.no_token = modal_without_token(self.run)
+                if where == "modal" and self.no_token:
+                    job.left_out = True
+                    if instead is None:
+                        instead = next((m for h in self.run.hooks if (m := h.instead_of_modal(job))), "")
             try:
                 yield job
             finally:
                 job.cfg = job.resolved = None
+        if place and self.jobs and all(j.left_out for j in self.jobs):
+            refuse_without_token(self.run, self.jobs, instead or "")
         self.placed = True
 
 
@@ -179,20 +188,44 @@ def drain(it: Iterator[Job]) -> None:
         pass
 
 
-def refuse_without_token(run: Multirun) -> None:
-    """Jobs placed on Modal need Modal's token: without one, one line and exit 2, before any job starts and
-    before the hooks' plan is over (the app opens its records once it has seen every job)."""
+def modal_without_token(run: Multirun) -> bool:
+    """Whether jobs placed on Modal cannot go there for want of Modal's token (offline mode needs none; without
+    the modal package each such job fails with how to install it)."""
     from hydra_plugins.sweep_launcher._dispatch import modal_missing  # noqa: PLC0415 - the dispatcher: on the first launch
 
     if run.offline or modal_missing():
-        return  # without the modal package each such job fails with how to install it
+        return False
     from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
-    problem = _modal_app.token_problem()
-    if problem:
-        run.tally.close()  # nothing runs: no worker may stay
-        print(f"sweep: {problem}", file=sys.stderr, flush=True)
-        raise SystemExit(2)
+    return _modal_app.token_problem() is not None
+
+
+def refuse_without_token(run: Multirun, jobs: list[Job], instead: str) -> None:
+    """Every job is placed on Modal, which has no token: one line, exit 2, before any job starts. What runs them
+    on this machine comes first (`instead`: the app's word, else offline mode), then how to set Modal up."""
+    from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
+
+    here = instead or "run them on this machine's GPU without the network: hydra.launcher.modal.offline=true"
+    run.tally.close()  # nothing runs: no worker may stay
+    print(
+        f"sweep: {len(jobs)} job(s) placed on Modal, which has no API token on this machine: {here}; or set Modal "
+        f"up ({_modal_app.token_setup()}) and run this command again",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(2)
+
+
+def left_out_arms(jobs: list[Job]) -> str:
+    """Which jobs were left out: by the overrides only they have (`device=cuda`; a preset's cuda arms)."""
+    kept = {o for j in jobs if not j.left_out for o in j.overrides}
+    arms: dict[str, list[str]] = {}
+    for j in jobs:
+        for o in j.overrides if j.left_out else ():
+            key, _, value = o.partition("=")
+            if o not in kept and value not in arms.setdefault(key, []):
+                arms[key].append(value)
+    return " ".join(f"{k}={','.join(v)}" for k, v in arms.items() if v) or "placed on Modal"
 
 
 def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> set[int]:
@@ -247,6 +280,18 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         run.tally.skipped += len(skip)
         print(
             f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True
+        )
+    left = [j for j in jobs if j.left_out and j.idx not in returns]
+    if left:
+        task_name = str(cfg.hydra.job.name)
+        for j in left:
+            returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
+        run.tally.left_out += len(left)
+        run.tally.left_out_note = f"{left_out_arms(jobs)}: Modal has no API token here"
+        print(
+            f"sweep: leaving out {len(left)} job(s), {run.tally.left_out_note}; to run them, give Modal a token "
+            f"(`{command('modal', 'token', 'new')}`) and run this command again (what is done is skipped)",
+            flush=True,
         )
     todo = [j for j in jobs if j.idx not in returns]
     if run.batch > 1:

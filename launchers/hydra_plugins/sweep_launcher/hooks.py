@@ -16,6 +16,7 @@ then calls, in the launching process:
                                 read it, do not change it: the next job of its shape is made on it), with
                                 `resolved` where the launcher has it (plain data, read faster);
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
+    instead_of_modal(job)       a job placed on Modal, which has no token here: what runs it here instead, or None
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
     time_limit(cfg)             where hydra.launcher.time_limit_s is null: the app's own setting for it, or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
@@ -106,6 +107,8 @@ class Tally:
     done: int = 0
     skipped: int = 0
     killed: int = 0
+    left_out: int = 0  # jobs placed on Modal, which has no token here, in a sweep whose other jobs ran
+    left_out_note: str = ""  # which they were and how to run them
     failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
     launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
     force_key: str = "hydra.launcher.force"  # the setting that re-runs jobs skipped as already done
@@ -155,6 +158,11 @@ class LaunchHooks(Callback):
         and the rest of its batch goes on."""
         raise NotImplementedError(f"{type(self).__name__} keys jobs into batches but has no run_batch")
 
+    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
+        """A job placed on Modal when Modal has no token here: what runs it on this machine instead (the app
+        knows what its job needs), said first in the refusal; None: the launcher's own advice (offline mode)."""
+        return None
+
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         pass
 
@@ -170,6 +178,7 @@ class LaunchHooks(Callback):
             f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
             + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
             + (f", {tally.killed} killed" if tally.killed else "")
+            + (f", {tally.left_out} left out ({tally.left_out_note})" if tally.left_out else "")
             + note
         )
         print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)

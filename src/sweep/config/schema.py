@@ -22,7 +22,6 @@ from omegaconf import MISSING, OmegaConf
 from sweep.backend import KNOBS, Backend
 from sweep.challenge.round import entrants, fresh_seeds
 from sweep.paths import store_sibling
-from sweep.trace.source import method_default
 
 
 @dataclass
@@ -212,9 +211,6 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "tracker": _derived("tracker"),
 }
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
-# tracker.source's default names the method's own source (sweep.trace.source.METHOD_DEFAULT): registered on import,
-# as every process that resolves a job's config (the launcher's workers too) imports this module first
-OmegaConf.register_new_resolver("trace_source", method_default, replace=True)
 
 
 def register_configs() -> None:

@@ -45,7 +45,7 @@ from sweep.record import spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
-from sweep.report.ui import run_hint
+from sweep.report.ui import recorded_line, run_hint
 from sweep.result import RunResult
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
@@ -206,8 +206,8 @@ class MLflowCallback(Callback):
             tags = None
             if parent is not None:  # a sweep's job: tagged as the project's launcher tags it
                 tags = {ROUTE_TAG: launcher_name(config), JOB_NUM_TAG: str(num)}
-                if result.status == "FINISHED":
-                    bill_cpu(result, config, cpu_s)
+            if result.status == "FINISHED":
+                bill_cpu(result, config, cpu_s)
             self._record(config, result, name, tags)
 
     def _record(
@@ -239,6 +239,9 @@ class MLflowCallback(Callback):
                 sys.exit(1)
             return
         print(result.summary(run_name), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+        recorder = self.session.recorder
+        if tags is None and recorder is not None and result.run_id:  # a single run: where it went, how to look
+            print(recorded_line(recorder.tracking_uri, config.mlflow.experiment, recorder.experiment_id, result.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.hooks.tally is not None:  # the project's launcher drove the hooks: they close the sweep

@@ -24,6 +24,7 @@ from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.job import job_config
 from sweep.preflight.jobs import check_planned
+from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
 from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
@@ -60,6 +61,12 @@ class SweepLaunchHooks(LaunchHooks):
         plain = job.resolved
         assert job.cfg is not None
         return placement(plain if plain is not None and "device" in plain else job.cfg)
+
+    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
+        """A cuda job Modal cannot take (no token): this machine's GPU offline, else device=torch_cpu."""
+        plain = job.resolved if job.resolved is not None and "device" in job.resolved else None
+        device = plain["device"] if plain is not None else OmegaConf.to_container(job.cfg.device, resolve=True)
+        return instead_of_modal(device)
 
     def title(self, cfg: DictConfig) -> Optional[str]:
         """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
@@ -186,6 +193,7 @@ class SweepLaunchHooks(LaunchHooks):
                     "workers_cpu_s": workers.ru_utime + workers.ru_stime,
                     "jobs_skipped": float(tally.skipped),
                     "jobs_killed": float(tally.killed),
+                    "jobs_left_out": float(tally.left_out),
                 },
             )
         parent, session.parent = session.parent, None

@@ -70,9 +70,9 @@ class Outcome:
     curves: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # further scalar metrics
     traces: dict[str, Trace] = field(default_factory=dict)  # extra named traces, e.g. per-epoch (all_steps)
-    # A run measured by one traced step (the character models): [the step before it, the step], and the steps the
-    # run took; its figures are the step's times `steps` (sweep.trackers.per_step)
-    step_traces: list[Trace] = field(default_factory=list)
+    # A run measured by one traced step (the character models): {"before": the step before it, "step": the step},
+    # and the steps the run took; its figures are the step's times `steps` (sweep.trackers.per_step)
+    step_traces: dict[str, Trace] = field(default_factory=dict)
     steps: int = 0
     tags: dict[str, str] = field(default_factory=dict)  # further run tags (a user's solver's source hash)
     artifacts: dict[str, str] = field(default_factory=dict)  # further run files: name -> text (its source)

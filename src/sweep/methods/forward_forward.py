@@ -31,8 +31,7 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 @dataclass
 class ForwardForward:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
-    # tracker.source's default: its hand trace is the published protocol (docs/traces.md)
-    trace_source: ClassVar[str] = Source.HAND.value
+    trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     field_rules: ClassVar[tuple[Rule, ...]] = (*METHOD_RULES, Rule("method.layers", "an integer >= 1", positive_int))
 
     name: str = "forward_forward"

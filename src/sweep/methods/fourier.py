@@ -30,8 +30,7 @@ from sweep.trace.trace import Trace
 class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
-    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
-    trace_source: ClassVar[str] = Source.AUTO.value
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_subsets", "an integer >= 1", positive_int),
         Rule("method.chunk", "an integer >= 1", positive_int),

@@ -99,8 +99,7 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
-    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
-    trace_source: ClassVar[str] = Source.AUTO.value
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
     )

@@ -26,8 +26,7 @@ class KM:
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
-    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
-    trace_source: ClassVar[str] = Source.AUTO.value
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.influence_samples", "an integer >= 1", positive_int),)
 
     name: str = "km"

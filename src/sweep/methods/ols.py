@@ -20,8 +20,7 @@ from sweep.trace.source import Source
 class OLS:
     problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
-    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
-    trace_source: ClassVar[str] = Source.AUTO.value
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
 
     name: str = "ols"
 

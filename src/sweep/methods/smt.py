@@ -25,8 +25,7 @@ from sweep.trace.source import Source
 class SMT:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
-    # tracker.source's default: its hand trace misses real reads (docs/traces.md, "Hand and automatic traces")
-    trace_source: ClassVar[str] = Source.AUTO.value
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.screen_rows", "an integer >= 0 (0: 2 log2 C(n_bits, k_sparse) + 16)", nonneg_int),
         Rule("method.pair_block", "an integer >= 1", positive_int),

@@ -11,9 +11,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.naming import Namer
 from sweep.config.check import check_job
-from sweep.errors import ConfigError
+from sweep.errors import ConfigError, NoDeviceHere
 from sweep.job import job_config
 from sweep.preflight.composition import explain
+from sweep.preflight.placement import without_gpu
 from sweep.preflight.refusal import Refusal
 from sweep.record.session import is_sweep_job
 
@@ -23,6 +24,8 @@ def check_planned(config: "dict[str, Any] | DictConfig", label: str, **placed: A
     (where it runs, its GPU, the price table, runs_here, the runs of its batch, the memory left)."""
     try:
         check_job(config, **placed)
+    except NoDeviceHere as e:
+        raise Refusal(f"config error in job {label}: {e}: {without_gpu(sweep=True)}") from None
     except ConfigError as e:
         raise Refusal(f"config error in job {label}: {e}") from None
 
@@ -31,6 +34,8 @@ def check_single_run(config: "dict[str, Any]") -> None:
     """A single run: it runs on this machine, so its device must be here."""
     try:
         check_job(config, runs_here=True)
+    except NoDeviceHere as e:
+        raise Refusal.config_error(f"{e}: {without_gpu(sweep=False)}") from None
     except ConfigError as e:
         raise Refusal.config_error(str(e)) from None
 

@@ -53,10 +53,11 @@ def failed_result(
 
 
 def bill(result: RunResult, seconds_key: str, seconds: float, price_per_hour: float) -> None:
-    """What a job cost, where the sweep knows more than the job did: the seconds it was billed for (a CPU host's
-    CPU seconds, `cpu_s`; Modal's container seconds, `billed_s`) at their hourly price."""
+    """What the job's whole task cost, known where it ran (the job's `cost_usd` prices its solve alone): the seconds
+    it was billed for (a CPU host's CPU seconds, `cpu_s`; Modal's container seconds, `billed_s`) at their hourly
+    price, as `task_cost_usd` (sweep.report.metrics)."""
     result.metrics[seconds_key] = seconds
-    result.metrics["cost_usd"] = cost_usd(seconds, price_per_hour)
+    result.metrics["task_cost_usd"] = cost_usd(seconds, price_per_hour)
 
 
 def bill_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:

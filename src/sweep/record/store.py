@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import sqlite3
 import sys
@@ -289,6 +290,8 @@ def create(uri: str) -> None:
     try:
         from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store
 
+        # its "Creating initial MLflow database tables" lines: the first run says where it recorded instead
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         engine = create_sqlalchemy_engine(f"sqlite:///{aside}")
         try:
             _initialize_tables(engine)  # what MLflow's SqlAlchemyStore does to a database without its tables

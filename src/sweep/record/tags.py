@@ -14,6 +14,7 @@ ROUTE_TAG = "sweep.route"  # where a job ran (local, modal, or another launcher'
 JOB_NUM_TAG = "hydra.job.num"  # a job's number in its sweep (compare keeps the sweep's order)
 PARENT_RUN_TAG = "mlflow.parentRunId"  # MLflow's own: a child run's parent
 GIT_TAG = "git_commit"
+TRACE_SOURCE_TAG = "sweep.trace_source"  # where a tracked run's trace came from: hand | auto (sweep.trace.source)
 TRUNCATED_TAG = "sweep.params_truncated"  # params MLflow cut to its length limit (config.yaml has them whole)
 KILLED_REASON_TAG = "sweep.killed_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (sweep.record.abandoned)

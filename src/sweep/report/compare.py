@@ -186,9 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
         for table in tables:
             console.print(table)
-        for r in cmp.rows:
-            if r.failure:
-                console.print(f"[red]{r.label(cmp.keys)}[/red]: {r.failure}")
+        for note in cmp.notes():  # the batch mark's meaning, the groups with no finished run
+            console.print(note, markup=False, style="red" if note.endswith("(no finished run)") else None)
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())

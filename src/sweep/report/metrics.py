@@ -46,7 +46,12 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("escaped", "escaped values", "{:,.0f}"),
     Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
     Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
+    # the solve's price: wall_clock_s x the device's hourly price (cuda: Modal's rate for device.gpu), the same
+    # under every launcher
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
+    # the whole task's price: the seconds it was billed (cpu_s, its process's CPU seconds on a CPU host; billed_s,
+    # Modal's container seconds) x the same price; start-up and recording included
+    Metric("task_cost_usd", "task cost (USD)", "{:.3g}"),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}
 DEFAULT_FMT = "{:.4g}"  # a metric outside the registry

@@ -116,8 +116,8 @@ def score(client: Any, run: Any, tracker_node: dict[str, Any]) -> Scored:
             if stored.ARTIFACT in {f.path for f in client.list_artifacts(run.info.run_id)}:
                 raise
             return Scored(run, missing=f"no {stored.ARTIFACT} (recorded with tracker=none, or before runs kept traces)")
-        trace, pieces = stored.loads(Path(path).read_text())
-    report, curves = build(tracker_node).figures(trace, list(pieces.values()))
+        trace, pieces, steps = stored.loads(Path(path).read_text())
+    report, curves = build(tracker_node).figures(trace, list(pieces.values()), steps)
     return Scored(run, report, curves)
 
 

@@ -5,17 +5,19 @@ reads and the writes that follow it, within one step (segment). Every element (b
 operation is priced at its depth in the stack as it was before the operation; then the operation's distinct
 input elements move to the top in the order they were first read, and its outputs are pushed on top. An element
 whose next touch is a write, or that is never touched again after a read, is dead and leaves the stack at once
-(liveness); a value never touched again after it was written is a result of the trace and stays to the end. The
-elements whose first touch is a read are the trace's inputs: all of them are on the stack from the start, in
-the order of their first reads (the first one read on top).
+(liveness); a value never touched again after it was written is a result of the trace and stays to the end if
+its buffer is one the trace reads (state, like the weights a step updates), and leaves at once if the trace
+never reads that buffer (an unused temporary). The elements whose first touch is a read are the trace's
+inputs: all of them are on the stack from the start, in the order of their first reads (the first one read on
+top).
 
 As in sweep.trace.stack the stack is kept as *runs* of elements (buffer, lo, hi), top first, with the higher
 indices on top (an event touches 0..size-1 in order), so a read of a run with A elements above it sees the
 consecutive depths A + 1 .. A + (hi - lo). Liveness needs the future: what an element's next touch is. That is
 a per-buffer summary of the rest of the trace (``Future``: the indices touched again, and those whose next touch
 is a read), computed backwards over the segments; a segment's simulation is a function of (the stack before it,
-its template, the summary after it restricted to its own buffers), so it is memoised on that triple and a
-whole-solve trace costs one simulation per distinct triple, not one per step.
+its template, the summary after it restricted to its own buffers, which of them the trace reads), so it is
+memoised on those and a whole-solve trace costs one simulation per distinct combination, not one per step.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
-from sweep.trace.trace import READ, Event, Trace
+from sweep.trace.trace import READ, WRITE, Event, Trace
 
 Run = tuple[str, int, int]  # (buffer, lo, hi): elements lo..hi-1, hi-1 on top
 Stack = tuple[Run, ...]  # top first
@@ -117,17 +119,20 @@ def _merge(stack: Iterable[Run]) -> Stack:
     return tuple(out)
 
 
-def simulate(state: Stack, ops: list[Operation], after: dict[str, tuple[int, Spans]]) -> tuple[Stack, np.ndarray]:
+def simulate(
+    state: Stack, ops: list[Operation], after: dict[str, tuple[int, Spans]], kept: frozenset[str]
+) -> tuple[Stack, np.ndarray]:
     """One segment's operations from stack ``state``, with ``after`` the future after the segment (its buffers at
-    least): the next stack and the priced reads as rows (position in the segment, first depth, count): the
-    read's elements have the depths first, first + 1, ..., first + count - 1."""
+    least) and ``kept`` the buffers whose values never touched again stay (those the trace reads somewhere): the
+    next stack and the priced reads as rows (position in the segment, first depth, count): the read's elements
+    have the depths first, first + 1, ..., first + count - 1."""
     # each operation's future, for the buffers it touches (the others keep what they were)
     future = dict(after)
     fut_after: list[dict[str, tuple[int, Spans]]] = [{}] * len(ops)
     for i in range(len(ops) - 1, -1, -1):
         reads, writes = ops[i]
         fut_after[i] = {name: future.get(name, (0, ())) for name, _, _ in (*reads, *writes)}
-        _back(future, ((1, n, s) for n, s, _ in reversed(writes)))
+        _back(future, ((WRITE, n, s) for n, s, _ in reversed(writes)))
         _back(future, ((READ, n, s) for n, s, _ in reversed(reads)))
     stack = list(state)
     rows: list[tuple[int, int, int]] = []
@@ -161,12 +166,13 @@ def simulate(state: Stack, ops: list[Operation], after: dict[str, tuple[int, Spa
             stack = [(name, 0, size)] + _cut(stack, {name: size})
             written[name] = max(written.get(name, 0), size)
         # liveness of what the operation touched: a value read here stays if its next touch is a read; a value
-        # written here stays if its next touch is a read or there is none (a result of the trace)
+        # written here stays if its next touch is a read, or if there is none and its buffer is one the trace
+        # reads (a result of the trace: state such as the weights a step updates)
         rule = {}
         for name in {*moved, *written}:
             t, spans = fut[name]
             w = written.get(name, 0)
-            keep = _with_span(spans, t, w) if w > t else spans
+            keep = _with_span(spans, t, w) if w > t and name in kept else spans
             rule[name] = (max(moved.get(name, 0), w), keep)
         stack = [piece for run in stack for piece in _pieces(run, rule)]
     return _merge(stack), np.array(rows, dtype=np.int64).reshape(-1, 3)
@@ -214,7 +220,8 @@ class LiveReplay:
         self._ids: dict = {}  # interned states and futures
         self._values: list = []
         self._back: dict[tuple[int, int], tuple[int, int]] = {}  # (template, future after) -> (before, restricted)
-        self._memo: dict[tuple[int, int, int], tuple[int, int]] = {}  # (stack, template, restricted) -> (next, result)
+        # (stack, template, restricted future, kept buffers) -> (next stack, result)
+        self._memo: dict[tuple[int, int, int, int], tuple[int, int]] = {}
 
     def _id(self, value) -> int:
         i = self._ids.get(value)
@@ -252,17 +259,20 @@ class LiveReplay:
                 names = self._buffers[tids[i]]
                 restricted = tuple((b, *future[b]) for b in names if b in future)
                 _back(future, reversed(self.templates[tids[i]]))
-                before = tuple(sorted((b, t, s) for b, (t, s) in future.items()))
+                before: Future = tuple(sorted((b, t, s) for b, (t, s) in future.items()))
                 hit = self._back[(tids[i], fid)] = (self._id(("future", before)), self._id(("after", restricted)))
             fid, keys[i] = hit
         sid = self._id(("stack", inputs(self.templates, tids)))
+        distinct = list(dict.fromkeys(tids))
+        read = {e[1] for tid in distinct for e in self.templates[tid] if e[0] == READ and e[2] > 0}
+        kept = {tid: self._id(("kept", frozenset(b for b in self._buffers[tid] if b in read))) for tid in distinct}
         out: list[int] = []
         for tid, key in zip(tids, keys):
-            hit = self._memo.get((sid, tid, key))
+            hit = self._memo.get((sid, tid, key, kept[tid]))
             if hit is None:
                 after = {b: (t, s) for b, t, s in self._values[key][1]}
-                nxt, rows = simulate(self._values[sid][1], self._ops[tid], after)
-                hit = self._memo[(sid, tid, key)] = (self._id(("stack", nxt)), len(self.results))
+                nxt, rows = simulate(self._values[sid][1], self._ops[tid], after, self._values[kept[tid]][1])
+                hit = self._memo[(sid, tid, key, kept[tid])] = (self._id(("stack", nxt)), len(self.results))
                 self.results.append(rows)
                 self.result_template.append(tid)
             sid = hit[0]

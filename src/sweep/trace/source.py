@@ -24,19 +24,18 @@ class Source(str, Enum):
     AUTO = "auto"  # every array operation, recorded by sweep.trace.auto's tracers
 
 
-SOURCES: tuple[str, ...] = tuple(s.value for s in Source)
-# tracker.source's default: the source the method's class declares as ``trace_source`` (a method with a published
-# trace protocol, the SGD family's and forward-forward's step, keeps its hand trace; the exact solvers, whose hand
-# traces miss real reads, default to auto: docs/traces.md "Hand and automatic traces"); resolved when a job's
-# config is, so a run's params record the source it used
-METHOD_DEFAULT = "${trace_source:${method._target_}}"
+# tracker.source's default: the source the method's class declares as ``trace_source``. A method with a published
+# trace protocol (the SGD family's step, forward-forward's) keeps its hand trace; the exact solvers, whose hand
+# traces miss real reads, default to auto (docs/traces.md, "Hand and automatic traces"). A run records the source
+# it used as a tag (TRACE_SOURCE_TAG).
+METHOD = "method"
+SOURCES: tuple[str, ...] = (METHOD, *(s.value for s in Source))  # tracker.source's values
 
 
-def method_default(target: str) -> str:
-    """The trace source the method class ``target`` declares (``trace_source``; hand where it declares none)."""
-    from hydra.utils import get_class  # noqa: PLC0415 - hydra's import helper, only when a config is resolved
-
-    return Source(getattr(get_class(target), "trace_source", Source.HAND)).value
+def resolve(value: str, method: Any) -> Source:
+    """The source a job traces from: ``value`` (tracker.source), or the method's own where it says ``method``
+    (its class's ``trace_source``; hand where it declares none)."""
+    return Source(getattr(method, "trace_source", Source.HAND) if value == METHOD else value)
 
 
 @dataclass

@@ -30,8 +30,9 @@ def _runs(seq: list[int]) -> list[int]:
     return out
 
 
-def dumps(trace: Trace, pieces: Mapping[str, Trace] | None = None) -> str:
-    """The trace (and its named pieces, e.g. per epoch) as the artifact's text."""
+def dumps(trace: Trace, pieces: Mapping[str, Trace] | None = None, steps: int = 0) -> str:
+    """The trace (and its named pieces, e.g. per epoch) as the artifact's text; ``steps``: the run is measured by
+    one traced step, its pieces are [the step before it, the step] and the run took ``steps`` (TrackerBase.figures)."""
     names: dict[str, int] = {}
     templates: list[list[int]] = []
     ids: dict[tuple[Event, ...], int] = {}
@@ -50,11 +51,13 @@ def dumps(trace: Trace, pieces: Mapping[str, Trace] | None = None) -> str:
     whole = entry(trace)
     parts = [[k, entry(p)] for k, p in (pieces or {}).items()]
     doc = {"format": FORMAT, "buffers": list(names), "templates": templates, "trace": whole, "pieces": parts}
+    if steps:
+        doc["steps"] = steps
     return json.dumps(doc, separators=(",", ":"))
 
 
-def loads(text: str) -> tuple[Trace, dict[str, Trace]]:
-    """(the trace, its pieces by name) from the artifact's text."""
+def loads(text: str) -> tuple[Trace, dict[str, Trace], int]:
+    """(the trace, its pieces by name, the steps one traced step stands for: 0 for none) from the artifact's text."""
     doc = json.loads(text)
     if doc.get("format") != FORMAT:
         raise ValueError(f"{ARTIFACT}: format {doc.get('format')!r}, this version of sweep reads format {FORMAT}")
@@ -69,4 +72,4 @@ def loads(text: str) -> tuple[Trace, dict[str, Trace]]:
         seq = [t for i in range(0, len(runs), 2) for t in [runs[i]] * runs[i + 1]]
         return Trace.from_segments(templates, seq, entry["compute"])
 
-    return trace(doc["trace"]), {k: trace(e) for k, e in doc["pieces"]}
+    return trace(doc["trace"]), {k: trace(e) for k, e in doc["pieces"]}, int(doc.get("steps", 0))

@@ -20,7 +20,7 @@ import numpy as np
 from sweep.config.fields import Rule, positive_int
 from sweep.trace.live_stack import LiveReplay
 from sweep.trace.replay import PerResult
-from sweep.trace.trace import Trace
+from sweep.trace.trace import READ, Trace
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 
@@ -86,7 +86,7 @@ def bytedmd_report(trace: Trace, bytes_per_element: int = 1, p: PerResult | None
     rids = p.replay.run([trace])[0]
     total = float(p.sums([rids])[0, 0])
     tpls, seq = trace.segments()
-    per = {e[1]: 0.0 for t in dict.fromkeys(seq) for e in tpls[t] if e[0] == 0}
+    per = {e[1]: 0.0 for t in dict.fromkeys(seq) for e in tpls[t] if e[0] == READ}
     occ = np.bincount(np.asarray(rids, dtype=np.int64), minlength=len(p.replay.results))
     for r in np.flatnonzero(occ).tolist():  # a few distinct results
         for name, cost in _buffer_costs(p, bytes_per_element, r).items():

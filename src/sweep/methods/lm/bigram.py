@@ -15,12 +15,14 @@ import numpy as np
 from sweep.config.fields import Rule, positive_finite
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome
 from sweep.problems.chars import Corpus
+from sweep.trace.source import Source
 
 
 @dataclass
 class Bigram:
     problems: ClassVar[tuple[str, ...]] = ("chars",)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # exact: a seed changes nothing, its runs share a task
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source's default, as the other exact methods'
     field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.smoothing", "a finite number > 0", positive_finite),)
 
     name: str = "bigram"
@@ -28,14 +30,16 @@ class Bigram:
 
     def solve(self, ctx: Context) -> Outcome:
         d: Corpus = ctx.data
-        v, trace = d.vocab_size, ctx.trace
-        text = d.train.astype(np.int64)
-        counts = np.bincount(text[:-1] * v + text[1:], minlength=v * v).reshape(v, v)
-        trace.write("text", len(text))  # the training text loaded; each character read once and counted
-        trace.read("text", len(text))
-        trace.compute("add", len(text) - 1)
-        trace.write("counts", v * v)
-        trace.end_step()
+        v = d.vocab_size
+        with ctx.recording(loaded={"text": d.train.astype(np.int64)}, backend="numpy") as r:
+            trace, text = r.trace, r["text"]
+            trace.write("text", len(text))  # the training text loaded; each character read once and counted
+            trace.read("text", len(text))
+            counts = np.bincount(text[:-1] * v + text[1:], minlength=v * v).reshape(v, v)
+            trace.compute("add", len(text) - 1)
+            trace.write("counts", v * v)
+            counts = r.unwrap(counts)
+        ctx.trace.end_step()
         best = counts.argmax(axis=1)
 
         def evaluate(o: Outcome) -> None:

@@ -148,10 +148,12 @@ def warm_up(method: Any, ctx: Context) -> None:
     scores(model, forward, *(torch.from_numpy(a).to(be.device) for a in data.val_blocks()))
 
 
-def traced_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, method: Any, data: Corpus, ctx: Context) -> list:
+def traced_steps(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, method: Any, data: Corpus, ctx: Context
+) -> dict[str, Trace]:
     """Two training steps traced into ctx.trace on copies of the trained model and optimizer: the one that finds
     parameters and AdamW's moments written (the tracer writes them as it opens) and writes its batch, then the
-    measured step. Returns the two as Traces of their own ([before, measured]): events and operation counts."""
+    measured step. Returns the two as Traces of their own ({"before", "step"}): events and operation counts."""
     from sweep.trace.auto import TorchTracer  # noqa: PLC0415 - the trace machinery: only for a traced run
 
     be, trace = ctx.backend, ctx.trace
@@ -178,4 +180,4 @@ def traced_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, method: Any
             one = Trace([e for t in seq[before:] for e in tpls[t]])
             one.compute_ops = {k: v - ops.get(k, 0) for k, v in trace.compute_ops.items() if v - ops.get(k, 0)}
             out.append(one)
-    return out
+    return dict(zip(("before", "step"), out))

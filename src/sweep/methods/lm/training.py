@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from sweep.config.fields import Rule, positive_finite, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.base import Context, Outcome
+from sweep.trace.source import Source
 
 _unit = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
 _nonneg = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0  # noqa: E731
@@ -39,6 +40,8 @@ class Training:
 
     problems: ClassVar[tuple[str, ...]] = ("chars",)
     field_rules: ClassVar[tuple[Rule, ...]] = TRAIN_RULES
+    # the traced step is torch's own operations, recorded by TorchTracer: there is no hand trace of a transformer
+    trace_source: ClassVar[str] = Source.AUTO.value
 
     name: str = "training"
     batch_size: int = 32  # windows of problem.block_size characters a step
@@ -56,11 +59,16 @@ class Training:
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:
-        """torch on a CPU or a GPU trains these models; numpy does not."""
+        """torch on a CPU or a GPU trains these models; numpy does not. Their trace is the automatic one."""
         if cfg.select("device.backend") != "torch":
             raise ConfigError(
                 f"method={cfg.method.name} trains with torch: device={cfg.select('device.name')} is numpy; "
                 "use device=torch_cpu or device=cuda"
+            )
+        if cfg.select("tracker._target_") and cfg.select("tracker.source") == Source.HAND.value:
+            raise ConfigError(
+                f"tracker.source=hand is not allowed for method={cfg.method.name}: its step is traced by torch's "
+                "own operations (tracker.source=auto, its default)"
             )
 
     def lr_at(self, step: int) -> float:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweep.trace.auto.numpy_tracer import NumpyTracer, TracedArray
+from sweep.trace.auto.numpy_tracer import NumpyTracer
+from sweep.trace.auto.traced_array import TracedArray
 
 __all__ = ["NumpyTracer", "TorchTracer", "TracedArray"]
 
