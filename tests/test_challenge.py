@@ -63,6 +63,9 @@ def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     assert refusal(f"{honest}:solve", "device=torch_cpu").startswith(
         "device.backend='torch' is not allowed for method=solver: expected numpy"
     )
+    assert refusal(f"{honest}:solve", "tracker.source=hand").startswith(
+        "tracker.source='hand' is not allowed for method=solver: expected auto"
+    )
     check_job(job.job_config(compose("method=solver", f"method.path={honest}:solve")))  # a good one passes
 
 

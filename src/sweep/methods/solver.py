@@ -28,7 +28,7 @@ from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 from sweep.record.tags import SOLVER_SHA_TAG
-from sweep.trace.source import Source, recording
+from sweep.trace.source import METHOD, Source, recording
 
 SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
 
@@ -55,7 +55,7 @@ class Solver:
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:
-        if cfg.select("tracker.source", Source.AUTO.value) != Source.AUTO.value:
+        if cfg.select("tracker.source", METHOD) not in (METHOD, Source.AUTO.value):
             raise ConfigError(
                 f"tracker.source={cfg.select('tracker.source')!r} is not allowed for method=solver: expected auto "
                 "(a user's solver has no hand-placed trace)"
