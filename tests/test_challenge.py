@@ -63,6 +63,9 @@ def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     assert refusal(f"{honest}:solve", "device=torch_cpu").startswith(
         "device.backend='torch' is not allowed for method=solver: expected numpy"
     )
+    assert refusal(f"{honest}:solve", "tracker.source=hand").startswith(
+        "tracker.source='hand' is not allowed for method=solver: expected auto"
+    )
     check_job(job.job_config(compose("method=solver", f"method.path={honest}:solve")))  # a good one passes
 
 
@@ -140,7 +143,8 @@ def test_the_solver_gets_the_training_data_and_the_sizes_and_nothing_else(tmp_pa
 @pytest.mark.parametrize(
     "answer, why",
     [("None", "expected the secret's indices"), ("[0, 99, 1]", "expected distinct indices in 0..19"),
-     ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices")],
+     ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices"),
+     ("[True, 2, 3]", "expected the secret's indices"), ("[1.5, 2, 3]", "expected the secret's indices")],
 )  # fmt: skip
 def test_an_answer_that_is_not_indices_fails_the_run(tmp_path, answer, why):
     bad = solver_file(tmp_path, f"def solve(x, y, n_bits, k_sparse):\n    return {answer}\n")

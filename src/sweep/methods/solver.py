@@ -28,7 +28,7 @@ from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
 from sweep.record.tags import SOLVER_SHA_TAG
-from sweep.trace.source import Source, recording
+from sweep.trace.source import METHOD, Source, recording
 
 SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
 
@@ -55,7 +55,7 @@ class Solver:
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:
-        if cfg.select("tracker.source", Source.AUTO.value) != Source.AUTO.value:
+        if cfg.select("tracker.source", METHOD) not in (METHOD, Source.AUTO.value):
             raise ConfigError(
                 f"tracker.source={cfg.select('tracker.source')!r} is not allowed for method=solver: expected auto "
                 "(a user's solver has no hand-placed trace)"
@@ -77,7 +77,7 @@ class Solver:
         found = indices(answer, n)
         allowed = n if self.max_escaped is None else self.max_escaped
         judged = {"escaped_allowed": allowed, "outside_numpy": rec.escaped > allowed} if rec.tracer else {}
-        outcome = subset_outcome(ctx.problem, ctx.data, found, **{k: float(v) for k, v in judged.items()})
+        outcome = subset_outcome(ctx.problem, ctx.data, found, **{name: float(v) for name, v in judged.items()})
         outcome.tags[SOLVER_SHA_TAG] = solver.sha
         outcome.artifacts[SOURCE_ARTIFACT] = solver.source
         return outcome
@@ -86,7 +86,9 @@ class Solver:
 def indices(answer: Any, n_bits: int) -> tuple[int, ...]:
     """The answer as the sorted secret: distinct integers in [0, n_bits); ValueError (the run FAILED) otherwise."""
     values = np.asarray(answer, dtype=object).ravel().tolist() if answer is not None else None
-    if values is None or not all(isinstance(v, numbers.Number) and float(v).is_integer() for v in values):
+    if values is None or not all(
+        isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and float(v).is_integer() for v in values
+    ):
         raise ValueError(f"solve returned {answer!r}: expected the secret's indices, a sequence of integers")
     out = sorted(int(v) for v in values)
     if any(not 0 <= v < n_bits for v in out) or len(set(out)) != len(out):

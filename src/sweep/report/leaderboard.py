@@ -195,22 +195,22 @@ def leaderboard(
     """The leaderboard of `rounds` ((parent run, its child runs), the latest first): see the module's docstring."""
     latest, latest_runs = rounds[0]
     scorer, rules = scorer_of(latest_runs), rules_of(latest_runs)
-    taken: dict[str, Entry] = {}
+    seen: set[str] = set()  # the entrants whose latest round was taken (or left out)
+    entries: list[Entry] = []
     notes: list[str] = []
     for parent, runs in rounds:
         by_path: dict[str, list] = {}
         for r in runs:
             by_path.setdefault(r.data.params.get(PATH, r.data.params.get("method.name", "?")), []).append(r)
+        other = "another scorer" if scorer_of(runs) != scorer else "another problem" if rules_of(runs) != rules else ""
         for path, mine in by_path.items():
-            if path in taken:
+            if path in seen:
                 continue
-            if scorer_of(runs) != scorer or rules_of(runs) != rules:
-                why = "another scorer" if scorer_of(runs) != scorer else "another problem"
-                notes.append(f"{path}: left out, its latest round (parent run {parent.info.run_id}) had {why}")
-                taken[path] = None  # type: ignore[assignment]
-                continue
-            taken[path] = Entry(path, mine)
-    entries = [e for e in taken.values() if e is not None]
+            seen.add(path)
+            if other:
+                notes.append(f"{path}: left out, its latest round (parent run {parent.info.run_id}) had {other}")
+            else:
+                entries.append(Entry(path, mine))
     # the latest round's own limit (the launcher's, recorded on its parent), else the preset's
     limit = latest.data.params.get(LIMIT_PARAM) or settings.get("time_limit_s")
     accuracy = float(settings.get("accuracy", 0.95))
