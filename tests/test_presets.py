@@ -28,7 +28,10 @@ PRESETS = (
     "torch_overhead",
     "smaller_models",
     "energy_proxies",
+    "energy_joules",
     "tune_sgd",
+    "char_lm",
+    "parity_challenge",
 )
 
 
@@ -121,13 +124,41 @@ def test_energy_proxies_arms():
         c = _compose("sweeps=energy_proxies", f"+sweeps/energy_proxies_arm={arm}")
         seen.add((c.method.name, c.variant.name, c.variant.tile_size, c.method.get("hidden")))
     methods = {m for m, *_ in seen}
-    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"}
+    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"} | {
+        "bigram",
+        "mlp_lm",
+        "gpt",  # the character models (docs/chars.md)
+    }
     sgd = {(v, t, h) for m, v, t, h in seen if m == "sgd"}
     assert sgd == {
         (v, t, h)
         for h in (100, 200)
         for v, t in (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))
     }
+
+
+def test_energy_joules_measures_each_arm_alone_on_the_gpu():
+    """The proxies against measured Joules: every arm on cuda with the energy tracker on the GPU hierarchy, each
+    solve traced whole, one job at a time (jobs sharing the GPU would share its counter)."""
+    e = _compose("sweeps=energy_joules")
+    assert (e.tracker.name, e.tracker.scope, e.tracker.hierarchy, e.tracker.meter) == (
+        "energy",
+        "all_steps",
+        "gpu",
+        "auto",
+    )
+    assert e.device.name == "cuda" and e.hydra.launcher.n_workers == 1
+    assert list(e.compare.proxies.target) == ["energy_measured_j"]
+    seen = set()
+    for arm in e.hydra.sweeper.params["+sweeps/energy_joules_arm"].split(","):
+        c = _compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm={arm}")
+        seen.add((c.method.name, c.variant.name, c.method.get("hidden")))
+    assert {h for m, v, h in seen if m == "sgd" and v == "standard"} == {50, 200, 500, 1000, 2000}
+    assert {v for m, v, h in seen if m == "sgd"} == {"standard", "fused", "perlayer", "tiled"}
+    gpts = [_compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm=gpt{w}") for w in (64, 128, 256)]
+    assert [(c.problem.name, c.method.n_embd, c.device.name) for c in gpts] == [
+        ("chars", w, "cuda") for w in (64, 128, 256)
+    ]
 
 
 @pytest.mark.slow

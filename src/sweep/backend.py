@@ -1,8 +1,9 @@
 """Array backends: one method implementation runs on numpy (CPU) and PyTorch (CPU or CUDA).
 
 Methods get ``backend.xp``, an array-API namespace (``array_api_compat``), and never import numpy or torch
-themselves. Random draws always happen on the host with numpy, so a seed gives the same data and initial
-weights on every backend.
+themselves. The data is always drawn on the host with numpy; a method's own draws (initial weights, batch
+orders) are too under ``rng=host``, so a seed gives the same run on every backend, or on the device under
+``rng=counter`` (sweep.methods.counter_rng: cuda's default, where host draws dominated a large batch).
 
 Timing (seed 004): ``clock()`` synchronises the device before reading the time, and torch backends
 ``needs_warmup``: job.run times a first, untimed-for-the-result solve (CUDA context, kernel caches,
@@ -53,6 +54,9 @@ class Backend:
     fullgraph: bool = False  # torch.compile(fullgraph=True): a graph break is an error, not a Python fallback
     # mixed precision for the hot step: one of AUTOCAST_DTYPES (torch.autocast; seed 004's fp16 matmuls)
     autocast: str = "none"
+    # where a method's random draws are made: host (numpy's RandomState, the same run on every backend) or counter
+    # (a counter-based hash on the device, sweep.methods.counter_rng: a run equals itself batched or alone)
+    rng: str = "host"
     threads: int = 0  # CPU threads of torch's intra-op pool and numpy's BLAS; 0 leaves the libraries' defaults
     _compiled: dict = field(default_factory=dict, repr=False)
 
@@ -86,12 +90,16 @@ class Backend:
     def asarray(self, a: np.ndarray):
         if self.name == "numpy":
             return np.asarray(a, dtype=self._dtype)
+        if isinstance(a, self._torch.Tensor):  # drawn on the device (rng=counter)
+            return a.to(device=self.device, dtype=self._dtype)
         return self._torch.as_tensor(np.asarray(a), dtype=self._dtype, device=self.device)
 
     def index(self, a: np.ndarray):
         """An integer index array (e.g. a permutation drawn on the host) on this backend's device."""
         if self.name == "numpy":
             return np.asarray(a, dtype=np.intp)
+        if isinstance(a, self._torch.Tensor):  # drawn on the device (rng=counter)
+            return a.to(device=self.device, dtype=self._torch.long)
         return self._torch.as_tensor(np.asarray(a), dtype=self._torch.long, device=self.device)
 
     def to_numpy(self, a) -> np.ndarray:

@@ -56,12 +56,28 @@ def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
     return at_least_one(key, requested, meaning)
 
 
+def time_limit(requested: Any, key: str = "hydra.launcher.time_limit_s") -> Optional[float]:
+    """The setting `key` (hydra.launcher.time_limit_s, or the app's own that its hooks name): seconds > 0, or null."""
+    if requested is None:
+        return None
+    if isinstance(requested, bool) or not isinstance(requested, (int, float)) or not 0 < requested < float("inf"):
+        print(
+            f"sweep: {key}={requested!r} is not allowed: expected a number of seconds > 0 (the most a job may run), "
+            "or null (no limit)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2)
+    return float(requested)
+
+
 class Multirun:
     def __init__(self, launcher: Any) -> None:
         cfg: DictConfig = launcher.config
         self.n_workers = worker_count(launcher.n_workers)
         self.hooks: list[LaunchHooks] = hooks_mod.take()
         self.batch = self.batch_setting(launcher.batch, cfg)
+        self.time_limit = self.limit_setting(launcher.time_limit_s, cfg)
         self.tally = Tally()
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
@@ -72,6 +88,7 @@ class Multirun:
             "force": launcher.force,
             "batch": self.batch,
             "modal.offline": self.offline,
+            "time_limit_s": self.time_limit,
         }
         self.tally.closers.append(self.close_pool)
         for h in self.hooks:
@@ -93,6 +110,16 @@ class Multirun:
             if said is not None:
                 return batch_size(said[1], said[0])
         return 1
+
+    def limit_setting(self, requested: Any, cfg: DictConfig) -> Optional[float]:
+        """hydra.launcher.time_limit_s; where it is null, what the hooks say (the app's own setting), else None."""
+        if requested is not None:
+            return time_limit(requested)
+        for h in self.hooks:
+            said = h.time_limit(cfg)
+            if said is not None:
+                return time_limit(said[1], said[0])
+        return None
 
     def batch_key(self, job: Job) -> Optional[Hashable]:
         """What a job may share a batch under (the first of the hooks' keys, where it runs: one local worker or one
@@ -270,5 +297,5 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     if run.batch > 1:
         todo = batched(todo, run.batch_key, run.batch, run.n_workers)
     if todo:
-        returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline).run())
+        returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit).run())
     return [returns[j.idx] for j in jobs]

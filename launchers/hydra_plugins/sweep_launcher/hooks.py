@@ -18,6 +18,7 @@ then calls, in the launching process:
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
     instead_of_modal(job)       a job placed on Modal, which has no token here: what runs it here instead, or None
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
+    time_limit(cfg)             where hydra.launcher.time_limit_s is null: the app's own setting for it, or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
                                 equal keys, up to `batch` of them, go to one worker together); None: alone
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
@@ -91,6 +92,7 @@ class Outcome:
     wall_s: float = 0.0  # the task's wall-clock where it ran (Modal: what is billed)
     cpu_s: float = 0.0  # the task's CPU seconds
     offline: bool = False  # a Modal job run through Function.local()
+    time_limit_s: Optional[float] = None  # FAILED for running past this limit (its worker killed); None: it did not
 
     @property
     def value(self) -> Any:
@@ -139,6 +141,11 @@ class LaunchHooks(Callback):
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """Where hydra.launcher.batch is null: (the app's setting's name, its value), the most jobs solved together;
         None (default): 1, each job alone."""
+        return None
+
+    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """Where hydra.launcher.time_limit_s is null: (the app's setting's name, its value), the most seconds a job
+        may run on a local worker; None (default): no limit."""
         return None
 
     def batch_key(self, job: PlannedJob) -> Optional[Hashable]:

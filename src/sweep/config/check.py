@@ -5,9 +5,10 @@ In this order, so that the error names the most basic fault first:
 1. fields: each field's value rule (type and range), declared by the class that owns the field
    (`field_rules`: Problem, the methods, the trackers; the device's here); then every key is one its option
    takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
-2. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
+2. method x problem: the method's declared `problems` (sweep.config.applicability), before the options' own
+   checks, which read the fields of the problems their method applies to (sgd on problem=chars has no loss);
+3. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
-3. method x problem: the method's declared `problems` (sweep.config.applicability);
 4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
 5. where it runs: a job run on this machine needs its device here (a CUDA GPU for device=cuda); a job placed on
    Modal needs a price for its GPU (sweep.config.prices).
@@ -49,6 +50,7 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch"),
     ),
     choice("device.dtype", ("float32", "float64")),
+    choice("device.rng", ("host", "counter")),
 )
 
 
@@ -92,7 +94,7 @@ def check_known_keys(cfg: ConfigView) -> None:
 
 
 def check_options(view: ConfigView) -> None:
-    """Stage 2: each option class's own `check_config(view)`."""
+    """Stage 3: each option class's own `check_config(view)`."""
     for group in JOB_GROUPS:
         check = getattr(option_class(view, group), "check_config", None)
         if check is not None:
@@ -132,8 +134,8 @@ def check_job(
     jobs). Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
-    check_options(view)
     check_method_applies(view)
+    check_options(view)
     check_fits(view, runs, available)
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)

@@ -30,12 +30,14 @@ from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
-from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
+from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG, TIME_LIMIT_TAG
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
-PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
+# the launcher's settings the parent run records
+PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline", "time_limit_s")
 BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
+TIME_LIMIT_SETTING = "time_limit_s"  # the app's own time limit a run (sweep.config.schema.Config.time_limit_s)
 HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
 RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
 BATCH_KEY = "batch_key"  # job.data: what the job may share a batch under (None: alone)
@@ -114,7 +116,7 @@ class SweepLaunchHooks(LaunchHooks):
                 first,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS},
+                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS and v is not None},
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
@@ -129,6 +131,11 @@ class SweepLaunchHooks(LaunchHooks):
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
         value = OmegaConf.select(cfg, BATCH_SETTING, default=None)
         return None if value is None else (BATCH_SETTING, value)
+
+    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """The sweep's own `time_limit_s` (a preset's), used where hydra.launcher.time_limit_s is not set."""
+        value = OmegaConf.select(cfg, TIME_LIMIT_SETTING, default=None)
+        return None if value is None else (TIME_LIMIT_SETTING, value)
 
     def batch_key(self, job: PlannedJob) -> Optional[str]:
         """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
@@ -154,6 +161,8 @@ class SweepLaunchHooks(LaunchHooks):
         else:  # FAILED, or KILLED for a job cut short by a signal
             result = failed_result(job.cfg, None, status=outcome.status, error=outcome.error or "unknown failure")
         tags = {ROUTE_TAG: job.where, JOB_NUM_TAG: str(job.idx)}
+        if outcome.time_limit_s is not None:  # killed by the launcher for its time: the reports say so, not "error"
+            tags[TIME_LIMIT_TAG] = f"{outcome.time_limit_s:g}"
         run_name, price = job.data[RECORD_KEY]  # noted at plan: a finished local job needs no job.cfg here
         if job.where == "modal":
             # Modal bills the container's seconds at the GPU's rate (the job's own seconds: a lower bound,

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from sweep.challenge.scorer import this_scorer
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
@@ -25,7 +26,7 @@ from sweep.record.recorder import Recorder, config_hash, shared_recorder
 from sweep.record.remote import is_remote
 from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.store import StoreError, kind_of, sqlite_path
-from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SWEEP_DIR_TAG
+from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
 
 # re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
@@ -47,6 +48,7 @@ def failed_result(
 
     tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_GROUPS}
+    tags[SCORER_TAG] = this_scorer()  # a run that failed is judged too (a challenge's leaderboard)
     return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
 
 

@@ -385,6 +385,7 @@ def curves_figure(cmp: "Comparison"):
     """Per-epoch curves, one line per arm whose curves differ (`alike`), each arm its own colour and marker, the
     legend beside the panels when it is long."""
     names = [n for n in CURVE_LABELS if any(n in r.curves for r in cmp.rows)]
+    per = "evaluation" if any("eval_step" in r.curves for r in cmp.rows) else "epoch"
     fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), squeeze=False)
     arms = alike(cmp, names)
     for ax, name in zip(axes[0], names):
@@ -392,7 +393,7 @@ def curves_figure(cmp: "Comparison"):
             if name not in row.curves:
                 continue
             mean, std = row.curves[name]
-            epochs = range(1, len(mean) + 1)
+            epochs = row.curves["eval_step"][0][: len(mean)] if "eval_step" in row.curves else range(1, len(mean) + 1)
             look = style(i)
             every = max(len(mean) // 8, 1)
             ax.plot(epochs, mean, label=label, markevery=every, ms=4, **look)
@@ -405,12 +406,12 @@ def curves_figure(cmp: "Comparison"):
             )
             if DASHED.get(name) in row.curves:
                 ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=look["color"], ls="--", lw=0.8)
-        ax.set_xlabel("epoch")
+        ax.set_xlabel("training step" if per == "evaluation" else "epoch")
         ax.set_ylabel(CURVE_LABELS[name])
         if name == "hidden_progress":
             ax.set_yscale("log")
     legend(axes[0][-1], title=" ".join(cmp.keys) or None)
-    fig.suptitle(f"{cmp.study}: per-epoch curves, mean ± std over seeds (a run that stopped keeps its last value)")
+    fig.suptitle(f"{cmp.study}: per-{per} curves, mean ± std over seeds (a run that stopped keeps its last value)")
     return fig
 
 
