@@ -255,8 +255,9 @@ def test_a_large_gpu_batch_equals_its_solo_runs():
 
 @pytest.mark.parametrize("rng", ["host", "counter"])
 def test_the_phase_profile_runs_and_accounts_for_the_whole_solve(rng):
-    """benchmarks/profile_batch_phases.py is what a GPU session runs first (README, "On a GPU"): it must run, and
-    its phases must add up to the solve (the rest is the solve less the timed phases, never negative)."""
+    """benchmarks/profile_batch_phases.py is what a GPU session runs first (docs/results/batching.md, "On a GPU"):
+    it must run, and its phases must add up to the solve (the rest is the solve less the timed phases, never
+    negative)."""
     import re
     import subprocess
     import sys

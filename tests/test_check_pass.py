@@ -183,7 +183,7 @@ def test_a_bad_seed_at_the_40000th_job_is_refused_before_any_job(tmp_path):
         p.stderr.strip()
         .splitlines()[-1]
         .startswith(
-            "sweep: config error in job problem.seed=4294967295: problem.seed=4294967295 is not allowed: expected an "
+            "sweep: config error in job seed=4294967295: problem.seed=4294967295 is not allowed: expected an "
             "integer with 0 <= seed <= 4294967294"
         )
     )

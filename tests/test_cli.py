@@ -204,7 +204,7 @@ def test_a_sweep_refuses_what_a_single_run_refuses(store, tmp_path, no_modal_tok
 @NO_GPU
 @pytest.mark.parametrize("form", ["-m last", "-m first", "single run"])
 def test_a_cuda_job_without_a_gpu_or_a_token_says_what_runs_here_first(store, tmp_path, no_modal_token, form):
-    """The README's command on a machine with no GPU and no Modal token: the line names what works here first
+    """The README's GPU command on a machine with no GPU and no Modal token: the line names what works here first
     (device=torch_cpu, as a command that runs when pasted), then the way to a GPU (Modal's token); never offline
     mode, which needs a GPU here."""
     args = {
@@ -249,3 +249,18 @@ def test_a_repeated_single_run_shows_the_recorded_one_unless_forced(store, tmp_p
     assert [r.data.params.get("extra.repeat") for r in runs] == [None, "1", "2"]
     assert {r.data.tags.get("sweep.repeat_of") for r in runs[1:]} == {run.info.run_id}
     assert runs[1].data.metrics["accuracy"] == run.data.metrics["accuracy"]
+
+
+def test_hydras_job_directories_land_where_the_readme_says(store, tmp_path):
+    """outputs/ (a single run's job directory) and multirun/ (a sweep's) follow the working directory, the store
+    does not: the README's "Where things land" says so."""
+    readme = (ROOT / "README.md").read_text()
+    assert "| `outputs/<date>/<time>/` under the directory you run from |" in readme
+    assert "| `multirun/<date>/<time>/<job>/` under the directory you run from |" in readme
+    here = tmp_path / "here"
+    here.mkdir()
+    assert run_sweep("method=gf2", "problem.n_bits=10", cwd=here).returncode == 0
+    assert run_sweep("-m", "method=gf2", "problem.n_bits=10", "problem.seed=1,2", cwd=here).returncode == 0
+    assert [p.parent.name for p in (here / "outputs").glob("*/*/.hydra")]  # outputs/<date>/<time>/.hydra
+    assert sorted(p.parent.name for p in (here / "multirun").glob("*/*/*/.hydra")) == ["0", "1"]
+    assert not (here / "mlruns").exists() and len(_runs(store)) == 4  # the store: where the settings say

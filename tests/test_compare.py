@@ -368,7 +368,7 @@ def _curves_comparison(n: int, alike: int):
 def test_curves_with_many_arms_stay_readable(tmp_path):
     """26 arms (13 of them learning alike, as tiled_w1's): the arms whose curves coincide are one line, no two
     lines share a colour and marker, and the legend sits beside the panels, covering none."""
-    from sweep.report.plots import curves_figure, plot_curves
+    from sweep.report.curves import curves_figure, plot_curves
 
     fig = curves_figure(_curves_comparison(26, alike=13))
     ax = fig.axes[-1]

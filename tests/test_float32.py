@@ -14,7 +14,7 @@ from tests.test_devices import CASES, METHOD
 torch = pytest.importorskip("torch")
 
 # float32 rounding moves the hinge-loss MLP's trajectory a little: on some seeds it stops one epoch earlier or
-# later (README, "float32 on CPU"); accuracy does not move
+# later (docs/configuration.md, "Devices and precision"); accuracy does not move
 EPOCHS_MAY_MOVE = {"sgd", "sign_sgd"}
 # every method on a problem it applies to, at the default sizes (n=20, k=3, hidden=200); forward_forward
 # (several seconds a run on 2 cores) is left to benchmarks/bench_methods.py --sections c

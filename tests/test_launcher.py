@@ -95,14 +95,14 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     # every job is named by what varies (seed, chunk): in the failure list, the per-job lines, the run names
     failed_lines = p.stderr.split("failed jobs:\n")[1].splitlines()
     assert sorted(ln.split(":")[0] for ln in failed_lines) == [
-        "  problem.seed=1 method.chunk=13",
-        "  problem.seed=2 method.chunk=13",
+        "  seed=1 chunk=13",
+        "  seed=2 chunk=13",
     ]
     assert all("ValueError" in ln for ln in failed_lines)
-    assert "[FINISHED] problem.seed=2 method.chunk=2048 accuracy=" in p.stdout
+    assert "[FINISHED] seed=2 chunk=2048 accuracy=" in p.stdout
     (parent,), children = runs(store, "isolation")
     assert sorted(c.info.run_name for c in children) == sorted(
-        f"problem.seed={s} method.chunk={d}" for s in (1, 2) for d in ("2048", "13")
+        f"seed={s} chunk={d}" for s in (1, 2) for d in ("2048", "13")
     )
     assert parent.info.status == "FAILED" and parent.data.tags["launcher"] == "local"
     assert "problem.seed=1,2" in parent.data.tags["sweep.overrides"]

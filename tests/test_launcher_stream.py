@@ -146,7 +146,7 @@ def test_a_bad_job_after_thousands_of_good_ones_is_refused_before_any_job_starts
     )
     assert p.returncode == 2, p.stderr[-2000:]
     assert p.stderr.strip().splitlines()[-1] == (
-        "sweep: config error in job problem.k_sparse=25 problem.seed=0: "
+        "sweep: config error in job k_sparse=25 seed=0: "
         "problem.k_sparse=25 is not allowed: expected an integer with 1 <= k_sparse <= problem.n_bits"
     )
     assert "[FINISHED]" not in p.stdout

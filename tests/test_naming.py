@@ -13,7 +13,7 @@ def test_names_keep_only_what_varies_and_stay_unique():
         for s in (42, 44)
     ]
     names = Namer().names(jobs, range(len(jobs)))
-    assert names[0] == "variant.tile_size=50 method.hidden=1000 problem.seed=42"
+    assert names[0] == "tile_size=50 hidden=1000 seed=42"
     assert len(set(names)) == len(jobs)
 
 
@@ -45,4 +45,23 @@ def test_keys_the_sweep_sweeps_name_even_a_first_batch_where_they_do_not_vary_ye
     )
     assert swept_keys(sweep_overrides(hydra)) == {"problem.seed", "sweeps/arm", "lr"}
     names = Namer.for_multirun(hydra).names([["problem.seed=1", "method=gf2", "+sweeps/arm=a", "lr=0.5"]], [0])
-    assert names == ["problem.seed=1 sweeps/arm=a lr=0.5"]
+    assert names == ["seed=1 a lr=0.5"]
+
+
+def test_names_are_short_and_clear_where_a_chart_cuts_them():
+    """tiled_w1's names began with the same 38 characters (`method.hidden=500 sweeps/tiled_w1_arm=`), all a
+    chart's label showed: a key by its last part, an arm by its name; a last part two keys share stays whole."""
+    jobs = [
+        [f"method.hidden={h}", f"+sweeps/tiled_w1_arm={a}", f"problem.seed={s}"]
+        for h in (500, 1000)
+        for a in ("t50", "w2_t100")
+        for s in (42, 43)
+    ]
+    assert Namer().names(jobs, range(8))[:4] == [
+        "hidden=500 t50 seed=42",
+        "hidden=500 t50 seed=43",
+        "hidden=500 w2_t100 seed=42",
+        "hidden=500 w2_t100 seed=43",
+    ]
+    both = Namer().names([["method.lr=0.1", "optim.lr=1"], ["method.lr=0.2", "optim.lr=2"]], [0, 1])
+    assert both == ["method.lr=0.1 optim.lr=1", "method.lr=0.2 optim.lr=2"]

@@ -61,8 +61,50 @@ def test_every_cited_document_is_in_the_repository():
         for doc in re.findall(r"\bdocs/([\w./-]+\.(?:md|png))", text):
             if not (ROOT / "docs" / doc).is_file():
                 bad.append(f"{where}: docs/{doc} does not exist")
-    for f in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:  # relative Markdown links resolve
+    for f in docs_pages():  # relative Markdown links resolve
         for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", f.read_text()):
             if not re.match(r"\w+://", link) and not (f.parent / link).exists():
                 bad.append(f"{f.relative_to(ROOT)}: link {link} does not resolve")
     assert not bad, "\n".join(bad)
+
+
+# a path of the repository written in a document: `src/sweep/job.py`, `docs/results/`, `examples/solvers/x.py:solve`
+# (placeholders such as `sweeps/<name>.yaml` are not paths)
+FILE_PATH = re.compile(r"(?<![\w/.])((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples)/[\w./-]*\w\.\w+)")
+REPO_PATH = re.compile(r"`((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples|\.ci)/[^`\s<>*{}]*)`")
+
+
+def docs_pages() -> list[Path]:
+    """The README and every page under docs/ (docs/results/ too)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_every_path_the_docs_name_exists():
+    """A document that names a file or folder of the repository names one that is there (moved text kept its
+    pointers to files that had gone: `src/sweep/cost.py`, `sql_run_writer.py`)."""
+    missing = [
+        f"{f.relative_to(ROOT)}: {path}"
+        for f in docs_pages()
+        for path in REPO_PATH.findall(f.read_text())
+        if "..." not in path and not (ROOT / path.split(":")[0].rstrip("/")).exists()
+    ]
+    # a file named in a config's or the package's comments (`read by src/sweep/config/prices.py`)
+    configs = [*(ROOT / "conf").rglob("*.yaml"), *(ROOT / "sweeps").rglob("*.yaml"), ROOT / "pyproject.toml"]
+    missing += [
+        f"{f.relative_to(ROOT)}: {path}"
+        for f in configs
+        for path in FILE_PATH.findall(f.read_text())
+        if not (ROOT / path).exists()
+    ]
+    assert not missing, "named but not in the repository:\n" + "\n".join(missing)
+
+
+def test_the_readme_is_a_map():
+    """A page a newcomer reads in ten minutes: what it is, the two commands, the main uses, the concepts, the code,
+    links to docs/; measurements and internals live in docs/."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    for heading in ("## Two commands", "## The main uses", "## Where things land", "## The code", "## The docs"):
+        assert heading in readme, heading
+    for page in (ROOT / "docs").glob("*.md"):  # every concept page is on the map
+        assert f"docs/{page.name}" in readme or f"]({page.name})" in readme, page.name

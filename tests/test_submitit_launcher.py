@@ -71,12 +71,12 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
         "-m", SUBMITIT, *FAULTY, "tracker=none", "method.chunk=2048,13", "mlflow.experiment=bad", cwd=tmp_path
     )
     assert p.returncode == 1
-    assert "1 job(s) finished, 1 failed" in p.stderr and "  method.chunk=13: FAILED" in p.stderr
+    assert "1 job(s) finished, 1 failed" in p.stderr and "  chunk=13: FAILED" in p.stderr
     (parent,), children = _runs(store, "bad")
     assert parent.info.status == "FAILED" and parent.data.metrics["jobs_failed"] == 1
     assert sorted((c.info.run_name, c.info.status) for c in children) == [
-        ("method.chunk=13", "FAILED"),
-        ("method.chunk=2048", "FINISHED"),
+        ("chunk=13", "FAILED"),
+        ("chunk=2048", "FINISHED"),
     ]
     failed = [c for c in children if c.info.status == "FAILED"][0]
     tb = MlflowClient(store).download_artifacts(failed.info.run_id, "traceback.txt", str(tmp_path))
@@ -90,7 +90,7 @@ def test_bad_input_under_another_launcher_is_refused_before_any_job_or_listed_as
     )
     assert p.returncode == 2
     assert p.stderr.strip().splitlines()[-1] == (
-        "sweep: config error in job problem.k_sparse=25: "
+        "sweep: config error in job k_sparse=25: "
         "problem.k_sparse=25 is not allowed: expected an integer with "
         "1 <= k_sparse <= problem.n_bits"
     )

@@ -197,3 +197,21 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     assert ui.main(["no_such_study", "--tracking-uri", uri]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.ui")]  # MLflow logs too
     assert len(err) == 1 and err[0].startswith("sweep.ui: study: no sweep parent run found for 'no_such_study'")
+
+
+def test_a_study_opens_on_its_key_metrics_as_columns_and_first_charts(tmp_path):
+    """tiled_w1's key metric cache_hit_rate was no column, and the chart view opened on 42 charts sorted by name
+    (a tracker's all-zero DRAM_* levels first): the view selects the study's key metrics, then the usual columns,
+    and sets the chart view to them first (MLflow appends the other metrics' charts after them)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rec, parent, results = record_small_sweep(uri, "tiled_w1", "tiled_w1", "problem.n_bits=10", "tracker=energy")
+    rec.end_parent(parent, "FINISHED", results)
+    ui.study_view(rec.client, rec.client.get_run(parent))
+    view = json.loads(MlflowClient(uri).get_experiment(rec.experiment_id).tags[ui.VIEW_TAG_PREFIX + ui.VIEW_KEY])
+    first = ["ard", "cache_hit_rate", "energy_pj", "accuracy"]  # sweeps/tiled_w1.yaml's compare.metrics
+    assert view["selectedColumns"][:4] == [f"metrics.`{m}`" for m in first]
+    assert {"metrics.`wall_clock_s`", "metrics.`cost_usd`"} <= set(view["selectedColumns"])
+    assert [c["metricKey"] for c in view["compareRunCharts"]][:4] == first
+    (section,) = view["compareRunSections"]
+    assert section["name"] == "Model metrics" and section["isReordered"] is True
+    assert all(c["metricSectionId"] == section["uuid"] for c in view["compareRunCharts"])

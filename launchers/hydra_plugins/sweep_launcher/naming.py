@@ -1,14 +1,17 @@
-"""A job's name is what it varies: the overrides whose values differ between the jobs of one multirun.
+"""A job's name is what it varies: the overrides whose values differ between the jobs of one multirun, each as
+short as it stays clear.
 
-`method.hidden=1000 +arm=t50 problem.seed=44` in a sweep over widths, arms and seeds is named
-`method.hidden=1000 arm=t50 problem.seed=44`; the overrides every job shares (the preset's fixed values) are
-left out. Only the override lists are needed, so any Hydra app gets the same names: in the per-job console
-line, the run names and the failure list.
+`method.hidden=1000 +sweeps/tiled_w1_arm=t50 problem.seed=44` in a sweep over widths, arms and seeds is named
+`hidden=1000 t50 seed=44`: the overrides every job shares (the preset's fixed values) are left out, a key is
+named by its last part (its whole name where two varying keys share that part), and an option of a nested
+config group (an arm) by its name alone. A name so is read whole where a list or a chart cuts it short. Only the
+override lists are needed, so any Hydra app gets the same names: in the per-job console line, the run names and
+the failure list.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 _ABSENT = "\0"  # the value of a key a job does not override: a key some jobs lack varies too
 
@@ -39,6 +42,19 @@ def sweep_overrides(hydra_cfg: Any) -> list[str]:
     return out + [f"{k}={v}" for k, v in params.items()]
 
 
+def shortened(keys: Sequence[str]) -> dict[str, Optional[str]]:
+    """Each key as a name shows it: its last dotted part where no other key of `keys` ends alike; None for an
+    option of a nested config group (`sweeps/tiled_w1_arm`), shown by its value alone."""
+    last = {k: k.rsplit(".", 1)[-1] for k in keys}
+    out: dict[str, Optional[str]] = {}
+    for k in keys:
+        if "/" in k:
+            out[k] = None
+        else:
+            out[k] = last[k] if sum(v == last[k] for v in last.values()) == 1 else k
+    return out
+
+
 class Namer:
     """Names the jobs of one multirun, batch after batch (a sweeper may launch several): a key varies if the
     sweep's overrides sweep it or once two jobs seen so far disagree on it; a name already given gets the
@@ -65,9 +81,10 @@ class Namer:
                 seen.add(job.get(key, _ABSENT))
         self.n_jobs += len(parsed)
         varying = [k for k, seen in self.values.items() if len(seen) > 1 or k in self.swept]
+        short = shortened(varying)
         out = []
         for idx, job in zip(indices, parsed):
-            name = " ".join(f"{k}={job[k]}" for k in varying if k in job)
+            name = " ".join(job[k] if short[k] is None else f"{short[k]}={job[k]}" for k in varying if k in job)
             if not name:  # nothing varies (a one-job multirun): all its overrides, or its number
                 name = " ".join(f"{k}={v}" for k, v in job.items()) or f"#{idx}"
             if name in self.used:

@@ -4,11 +4,14 @@ missing but is not input, such as a store that cannot be written):
 
 - the command line, before Hydra composes anything (`command.check_command`, from `python -m sweep`'s main):
   `-m` anywhere, unknown presets, `+key=value` that no job reads;
+- Hydra's composition errors (`composition.composition_refused`, around Hydra's main): an option or key that does
+  not exist, with the closest names, a value of the wrong type, an override Hydra cannot read;
 - the store the runs go to (`store.check_store`), at a single run's start and a multirun's start, whatever
   launcher runs it: the experiment's name, the server's answer, a store that can be written;
 - each job (`jobs.check_planned`): `sweep.config.check.check_job`, the one check of a job's config, named as the
   sweep names the job; called by the project's launcher's plan, by the Hydra callback for another launcher's
-  grid (`jobs.check_grid`) and by a single run (`jobs.check_single_run`).
+  grid (`jobs.check_grid`) and by a single run (`jobs.check_single_run`); a job that needs a GPU this machine
+  lacks is told what runs here instead (`placement`), as is a sweep whose GPU jobs Modal cannot take.
 
 A check raises `Refusal`; the caller that owns the exit says it (`Refusal.exit`, or the launcher's `Refused`).
 """

@@ -19,10 +19,11 @@ from rich.console import Console
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import remote, store
+from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
 from sweep.report.pareto import front, plot_front
-from sweep.report.plots import plot_comparison, plot_curves
+from sweep.report.plots import plot_comparison
 from sweep.report.queries import (
     RUN_ID,
     failure_reasons,

@@ -7,12 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Callable, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: CI and ssh sessions have no display
-import matplotlib.pyplot as plt  # noqa: E402
-
 from sweep.energy.proxies import Ranking, finite
+from sweep.report.figure import integer_ticks, legend, plt, save, style
 from sweep.report.metrics import PLOT
 from sweep.report.metrics import label as metric_label
 from sweep.report.table import Comparison, Row
@@ -23,38 +19,6 @@ def _num(v: str) -> float | None:
         return float(v)
     except ValueError:
         return None
-
-
-# An arm's style: ten colours, then the same colours with another marker, so that no two arms of a study share
-# one (matplotlib's cycle repeats after ten).
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LEGEND_INSIDE = 6  # more entries than this: the legend goes beside the panels, where it covers none
-
-
-def style(i: int) -> dict:
-    """The i-th arm's colour and marker."""
-    return {"color": f"C{i % 10}", "marker": MARKERS[(i // 10) % len(MARKERS)]}
-
-
-def legend(ax, title: str | None = None) -> None:
-    """The panel's legend: inside when short; else to its right, in columns of at most 20 entries."""
-    n = len(ax.get_legend_handles_labels()[1])
-    if n == 0:
-        return
-    if n <= LEGEND_INSIDE:
-        ax.legend(fontsize=7, title=title, title_fontsize=7)
-    else:
-        ax.legend(
-            fontsize=7, title=title, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-n // 20)
-        )
-
-
-def integer_ticks(ax, xs: Sequence[float | None]) -> None:
-    """A key with integer values (k, n, a width) is ticked at its values, never between them (k = 3.5)."""
-    values = sorted({x for x in xs if x is not None})
-    if values and all(float(x).is_integer() for x in values) and len(values) <= 12:
-        ax.set_xticks(values, [f"{x:g}" for x in values])
-        ax.minorticks_off()
 
 
 def _annotate_failures(ax, cmp: "Comparison") -> None:
@@ -350,76 +314,6 @@ def _arm_label(row: "Row", keys: list[str]) -> str:
 
 def plot_overhead(cmp: "Comparison", path: Path) -> Path:
     return plot_default(cmp, path, metrics=["wall_clock_s", "warmup_s"], log=True, label=_arm_label)
-
-
-# -- per-epoch learning curves (seed 002): one line per arm, mean ± std band over seeds -------------
-CURVE_LABELS = {
-    "test_accuracy": "accuracy (test; train dashed)",
-    "train_loss": "train loss",
-    "test_loss": "test loss",
-    "hidden_progress": "hidden progress ||w_t - w_0||_1",
-}
-DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (grokking: train fits first)
-
-
-def plot_curves(cmp: "Comparison", path: Path) -> Path:
-    return save(curves_figure(cmp), path)
-
-
-def alike(cmp: "Comparison", names: Sequence[str]) -> list[tuple[str, "Row"]]:
-    """The arms whose curves differ, each with its label: arms with the very same curves (tiling does not change
-    the math: every tiled arm learns as the untiled one) are one line, named by its first arm and their count."""
-    groups: dict[tuple, list["Row"]] = {}
-    for row in cmp.rows:
-        if any(n in row.curves for n in names):
-            same = tuple((n, tuple(row.curves[n][0]), tuple(row.curves[n][1])) for n in names if n in row.curves)
-            groups.setdefault(same, []).append(row)
-    out = []
-    for rows in groups.values():
-        label = " ".join(rows[0].key.values()) or "all"
-        out.append((label if len(rows) == 1 else f"{label} and {len(rows) - 1} more alike", rows[0]))
-    return out
-
-
-def curves_figure(cmp: "Comparison"):
-    """Per-epoch curves, one line per arm whose curves differ (`alike`), each arm its own colour and marker, the
-    legend beside the panels when it is long."""
-    names = [n for n in CURVE_LABELS if any(n in r.curves for r in cmp.rows)]
-    per = "evaluation" if any("eval_step" in r.curves for r in cmp.rows) else "epoch"
-    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), squeeze=False)
-    arms = alike(cmp, names)
-    for ax, name in zip(axes[0], names):
-        for i, (label, row) in enumerate(arms):
-            if name not in row.curves:
-                continue
-            mean, std = row.curves[name]
-            epochs = row.curves["eval_step"][0][: len(mean)] if "eval_step" in row.curves else range(1, len(mean) + 1)
-            look = style(i)
-            every = max(len(mean) // 8, 1)
-            ax.plot(epochs, mean, label=label, markevery=every, ms=4, **look)
-            ax.fill_between(
-                epochs,
-                [m - s for m, s in zip(mean, std)],
-                [m + s for m, s in zip(mean, std)],
-                color=look["color"],
-                alpha=0.2,
-            )
-            if DASHED.get(name) in row.curves:
-                ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=look["color"], ls="--", lw=0.8)
-        ax.set_xlabel("training step" if per == "evaluation" else "epoch")
-        ax.set_ylabel(CURVE_LABELS[name])
-        if name == "hidden_progress":
-            ax.set_yscale("log")
-    legend(axes[0][-1], title=" ".join(cmp.keys) or None)
-    fig.suptitle(f"{cmp.study}: per-{per} curves, mean ± std over seeds (a run that stopped keeps its last value)")
-    return fig
-
-
-def save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # a legend beside the panels is kept whole
-    plt.close(fig)
-    return path
 
 
 STUDY_PLOTS: dict[str, Callable[["Comparison", Path], Path]] = {

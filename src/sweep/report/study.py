@@ -8,10 +8,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from sweep.energy import proxies as px
 from sweep.paths import SWEEPS_DIR, safe_name
 from sweep.report.metrics import KEY
-from sweep.report.plots import plot_proxies
 from sweep.report.table import Comparison
 
 
@@ -31,6 +29,9 @@ def study_settings(study: str) -> dict[str, Any]:
 def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Path, plot: bool = True) -> list[Path]:
     """The preset's `compare.proxies`: each proxy's rank correlation with the target(s) (sweep.energy.proxies), kept on
     `cmp.proxies` (Markdown) and written as proxies.md (+ the scatter grid <study>-proxies.png)."""
+    from sweep.energy import proxies as px  # noqa: PLC0415 - scipy: only for a study that ranks proxies (the UI's view reads this module)
+    from sweep.report.plots import plot_proxies  # noqa: PLC0415 - matplotlib: only for a study that ranks proxies
+
     targets = spec.get("target", ["energy_pj"])
     targets = [targets] if isinstance(targets, str) else list(targets)
     by, metrics = spec.get("by", ""), list(spec.get("metrics", []))

@@ -44,6 +44,7 @@ from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TA
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
+from sweep.report.study import key_metrics, study_settings
 from sweep.report.ui_wait import wait_until_serving
 
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
@@ -126,14 +127,41 @@ class Named(NamedTuple):
         return cls(r.info.run_id, r.info.run_name or "", tags.get(ORDER_TAG), tags.get(PARENT_RUN_TAG))
 
 
+def study_columns(study: str) -> list[str]:
+    """The runs table's metric columns: the study's key metrics (its preset's `compare.metrics`: tiled_w1's cache
+    hit rate), then the registry's UI columns (accuracy, ard, energy_pj, wall-clock, cost)."""
+    return list(dict.fromkeys([*key_metrics(study_settings(study)), *COLUMNS]))
+
+
+# MLflow's chart view (its runs-compare state, shareable as the table's is): its "Model metrics" section marked
+# reordered, so the charts given here come first and MLflow appends one for each other metric after them (not
+# sorted by name, where a tracker's all-zero `DRAM_*` levels come first)
+CHART_SECTION = "Model metrics"  # MLflow's section of a run's own metrics
+
+
+def charts(metrics: Sequence[str]) -> dict[str, Any]:
+    """The chart view's state: a bar chart per metric of `metrics`, in that order, first."""
+    section = "sweep-model-metrics"
+    card = {"type": "BAR", "runsCountToCompare": 10, "metricSectionId": section, "deleted": False, "isGenerated": True}
+    return {
+        "compareRunSections": [
+            {"uuid": section, "name": CHART_SECTION, "display": True, "isReordered": True, "deleted": False}
+        ],
+        "compareRunCharts": [{**card, "uuid": f"sweep-{m}", "metricKey": m, "displayName": m} for m in metrics],
+        "isAccordionReordered": False,
+    }
+
+
 def study_view(client: Any, parent: Any) -> None:
     """Write the study's view onto the experiment of sweep `parent` (a parent run): the model-training kind, the
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent, keep=Named.of)
+    columns = study_columns(study_of(parent, client.get_experiment(parent.info.experiment_id).name))
     state: dict[str, Any] = {
-        "selectedColumns": [f"metrics.`{m}`" for m in COLUMNS],
+        "selectedColumns": [f"metrics.`{m}`" for m in columns],
         "searchFilter": children_filter(parent.info.run_id),
+        **charts(columns),
     }
     # the name column wide enough for the jobs' names (what each varies), not cut to "method=gf2 probl…"
     width = min(600, max(180, 7 * max((len(r.run_name) for r in runs), default=0) + 60))

@@ -10,7 +10,12 @@ anywhere in MLflow's UI (its home page, its experiments list) opens the study's 
 - each study's runs table (localStorage `MLflowLocalStorage-1.1-ExperimentPage-["<id>"]-ReactComponentState`,
   where MLflow keeps an experiment's columns, sort and search): the view `sweep.ui` wrote on the experiment
   (its shared view tag), written again only when that view changed, so what the user changes in the table stays
-  until the study's next sweep.
+  until the study's next sweep;
+- MLflow's assistant panel, which opens by itself on a browser's first visit and leaves the runs table the width
+  of one metric column: marked as opened once already (`mlflow.assistant.fab.autoOpenedOnFirstLoad`), so it
+  opens only when asked;
+- and, as the page draws them, metric values in the runs table rounded to 4 significant digits (whole numbers
+  from 1,000 up), the value as logged in the cell's tooltip: 17976.402734 reads 17976.
 
 The page is served only where MLflow serves it (same origin, same routes); the script runs before MLflow's
 bundle reads the storage.
@@ -18,6 +23,7 @@ bundle reads the storage.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from typing import Any
@@ -25,14 +31,24 @@ from typing import Any
 from sweep.report.ui import VIEW_KEY, VIEW_TAG_PREFIX
 
 WORKFLOW_KEY, MODEL_TRAINING_WORKFLOW = "mlflow.workflowType_v1", "machine_learning"
+ASSISTANT_KEY = "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1"  # MLflow's `<key>_v<version>`, JSON values
 TABLE_KEY = "MLflowLocalStorage-1.1-ExperimentPage-{ids}-ReactComponentState"  # MLflow's per-experiment state
 APPLIED_KEY = "sweep.appliedView-{id}"  # the view last written into this browser's table state
 
 _SCRIPT = """<script>(function(){try{var s=window.localStorage,views=%s;
-s.setItem(%s,%s);
+s.setItem(%s,%s);if(s.getItem(%s)===null)s.setItem(%s,"true");
 for(var id in views){var mark=%s.replace("{id}",id);if(s.getItem(mark)===views[id])continue;
 s.setItem(%s.replace("{ids}",JSON.stringify([id])),views[id]);s.setItem(mark,views[id]);}
-}catch(e){}})();</script>"""
+}catch(e){}
+function fix(n){var el=n.parentElement,t=n.nodeValue;if(!el||!el.closest('[col-id^="metrics."]'))return;
+if(!/^-?[0-9.]+(e[-+]?[0-9]+)?$/.test(t))return;var v=parseFloat(t);if(!isFinite(v))return;
+var r=Math.abs(v)>=1000?String(Math.round(v)):String(Number(v.toPrecision(4)));
+if(r.length<t.length){el.title=t;n.nodeValue=r;}}
+function walk(x){if(x.nodeType===3){fix(x);return;}if(x.nodeType!==1)return;
+var w=document.createTreeWalker(x,NodeFilter.SHOW_TEXT),n;while((n=w.nextNode()))fix(n);}
+new MutationObserver(function(ms){ms.forEach(function(m){if(m.type==="characterData")fix(m.target);
+else m.addedNodes.forEach(walk);});}).observe(document.documentElement,
+{childList:true,subtree:true,characterData:true});})();</script>"""
 
 
 def _views() -> dict[str, str]:
@@ -61,6 +77,8 @@ def page_script(views: dict[str, str]) -> str:
         js(views),
         js(WORKFLOW_KEY),
         js(json.dumps(MODEL_TRAINING_WORKFLOW)),
+        js(ASSISTANT_KEY),
+        js(ASSISTANT_KEY),
         js(APPLIED_KEY),
         js(TABLE_KEY),
     )
@@ -100,6 +118,13 @@ def create_auth_app() -> Any:
     from mlflow.server import app as flask_app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
     from mlflow.server.auth import create_app as basic_auth  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
 
-    app = basic_auth(flask_app)  # the Flask app under gunicorn (sweep-server's), FastAPI's under uvicorn
+    # each worker sets up the logins' database (its migrations, the admin) as it loads the app, as `mlflow server
+    # --app-name basic-auth` does only once, before the workers: one worker at a time, or two migrating at once
+    # fail one worker's boot, and gunicorn then stops the server
+    config = os.environ.get("MLFLOW_AUTH_CONFIG_PATH")
+    with open(f"{config}.lock" if config else os.devnull, "w") as lock:
+        if config:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        app = basic_auth(flask_app)  # the Flask app under gunicorn (sweep-server's), FastAPI's under uvicorn
     serve_views(flask_app)
     return app
