@@ -40,7 +40,7 @@ from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
-from sweep.record import remote, spool, store
+from sweep.record import address, remote, spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError, experiment_name_problem, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
@@ -63,17 +63,22 @@ def refuse_bad_experiment(config: DictConfig) -> None:
 
     if not config.mlflow.enabled:
         return
-    problem = experiment_name_problem(config.mlflow.experiment) or remote.timeout_problem(config.mlflow)
+    problem = (
+        experiment_name_problem(config.mlflow.experiment)
+        or remote.timeout_problem(config.mlflow)
+        or address.setting_problem(config.mlflow.tracking_uri)
+    )
     if problem:
         print(f"sweep: config error: {problem}", file=sys.stderr, flush=True)
         sys.exit(2)
 
 
 def refuse_unusable_server(config: DictConfig) -> None:
-    """A tracking server that does not answer or refuses the login: one line, exit 1, before any job."""
+    """A tracking server or database that does not answer, a server that refuses the login, an SQLite journal
+    without its database: one line, exit 1, before any job."""
     if config.mlflow.enabled:
         try:
-            remote.require(config.mlflow.tracking_uri or default_tracking_uri(), config.mlflow.connect_timeout_s)
+            address.check(config.mlflow.tracking_uri or default_tracking_uri(), config.mlflow.connect_timeout_s)
         except StoreError as e:
             print(f"sweep: {e}", file=sys.stderr, flush=True)
             sys.exit(1)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import remote, spool, store
+from sweep.record import address, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
@@ -97,8 +97,11 @@ class Recorder:
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
+        try:  # an address no run is kept at, a server or database that does not answer: where MLflow would
+            address.check(self.tracking_uri)  # keep nothing, fail after the job or retry for minutes
+        except address.BadAddress as e:
+            raise store.StoreError(self.tracking_uri, str(e)) from None
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
-        remote.require(self.tracking_uri)  # a tracking server: seconds, where MLflow would retry for minutes
 
         self._client: Any = None
         # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)

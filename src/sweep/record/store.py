@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
+from urllib.parse import urlsplit
 
 from hydra.errors import CompactHydraException
 
@@ -56,9 +57,39 @@ class StoreError(CompactHydraException):
     line and exits 1 instead of a traceback."""
 
     def __init__(self, uri: str, cause: str) -> None:
-        super().__init__(f"store {uri}: {cause}")
+        super().__init__(f"store {redacted(uri)}: {cause}")
         self.uri = uri
         self.cause = cause
+
+
+def redacted(uri: str) -> str:
+    """`uri` as a line may show it: a password in it (a database's address) as `***`."""
+    parts = urlsplit(uri)
+    try:
+        password = parts.password
+    except ValueError:
+        return uri
+    return uri if password is None else uri.replace(f":{password}@", ":***@", 1)
+
+
+JOURNALS = ("-wal", "-shm", "-journal")  # SQLite's files beside a database while it is written
+
+
+def orphan_journal(path: Path) -> Optional[str]:
+    """Why the store file at `path` must not be made (one line), or None: a journal of SQLite's is there without
+    its database (the file was deleted or moved, its -wal left). SQLite would replay that journal onto a new store
+    made under the same name, which then fails every command (duplicate rows); the journal may also hold the last
+    runs of the store it belonged to."""
+    if path.exists() or path.is_symlink():
+        return None
+    left = [f"{path.name}{s}" for s in JOURNALS if Path(f"{path}{s}").exists()]
+    if not left:
+        return None
+    return (
+        f"{' and '.join(left)} {'is' if len(left) == 1 else 'are'} there without the database {path.name} "
+        f"(deleted or moved?): put the database back, or move {' and '.join(left)} aside (they may hold its "
+        "last runs), then run again; no store is made under an old journal"
+    )
 
 
 def sqlite_path(uri: str) -> Optional[Path]:
@@ -85,6 +116,8 @@ def check(uri: str, write: bool) -> None:
     path = sqlite_path(uri)
     if path is None:
         return
+    if journal := orphan_journal(path):
+        raise StoreError(uri, journal)
     if not path.exists():
         if not write:
             raise StoreError(uri, "no store there (nothing has been recorded into it)")
@@ -285,6 +318,10 @@ def create(uri: str) -> None:
         stale.unlink(missing_ok=True)
     if path.exists():
         return
+    if path.is_symlink():  # a link to nothing (a disk not mounted): the rename below would replace the link
+        raise StoreError(uri, f"{path} is a symlink to {os.readlink(path)}, which does not exist: nothing made")
+    if journal := orphan_journal(path):
+        raise StoreError(uri, journal)
     aside = path.parent / f".{path.name}.creating-{os.getpid()}"
     try:
         from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store

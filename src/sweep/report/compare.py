@@ -17,7 +17,7 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
-from sweep.record import remote, store
+from sweep.record import address, store
 from sweep.report.grouping import summarize
 from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison, plot_curves
@@ -39,8 +39,8 @@ def compare(
     """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
     `settings` (baseline, relative) default to the preset's `compare:` node."""
     uri = tracking_uri or default_tracking_uri()
+    address.check(uri)  # an address no store is at (exit 2); a server or database that does not answer: seconds
     store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
-    remote.require(uri)  # a tracking server that does not answer: one line in seconds
     if log:
         try:
             store.check(uri, write=True)
@@ -69,38 +69,49 @@ def compare(
     )
     failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
+    if objectives:
+        cmp.front = front(cmp, objectives)
 
     # the study name is data: a safe file name (`../x` stays inside outputs/compare/)
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / "table.csv", out_dir / "table.md"]
-    files[0].write_text(cmp.csv())
-    files[1].write_text(
-        f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
-        f"over seeds/repeats.\n\n" + cmp.markdown()
-    )
-    if objectives:
-        cmp.front = front(cmp, objectives)
-        files.append(out_dir / "front.md")
-        files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
-    if plot:
-        png = out_dir / f"{safe_name(study)}.png"
-        files.append(
-            plot_front(cmp, cmp.front, objectives, png) if cmp.front is not None else plot_comparison(cmp, png)
-        )
-        if any(r.curves for r in cmp.rows):
-            files.append(plot_curves(cmp, out_dir / f"{safe_name(study)}-curves.png"))
-    if settings.get("proxies"):
-        files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
+    try:
+        files = write_files(cmp, runs, settings, out_dir, plot)
+    except OSError as e:  # a directory this user cannot write: the table is shown, the line says what was not written
+        cmp.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
+        return cmp, []
     if log:
         try:
             for f in files:
                 client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
+            cmp.logged = True
         except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
             print(
                 f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr
             )
     return cmp, files
+
+
+def write_files(cmp: Comparison, runs: list, settings: dict[str, Any], out_dir: Path, plot: bool) -> list[Path]:
+    """The table (CSV, Markdown), a search's front, the plot(s) and a proxy ranking, in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / "table.csv", out_dir / "table.md"]
+    files[0].write_text(cmp.csv())
+    files[1].write_text(
+        f"# {cmp.study}\n\nParent run `{cmp.parent_id}` (experiment `{cmp.experiment}`), mean ± std "
+        f"over seeds/repeats.\n\n" + cmp.markdown()
+    )
+    if cmp.front is not None:
+        files.append(out_dir / "front.md")
+        files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
+    if plot:
+        png = out_dir / f"{safe_name(cmp.study)}.png"
+        front_ = cmp.front
+        files.append(plot_front(cmp, front_, settings["objectives"], png) if front_ else plot_comparison(cmp, png))
+        if any(r.curves for r in cmp.rows):
+            files.append(plot_curves(cmp, out_dir / f"{safe_name(cmp.study)}-curves.png"))
+    if settings.get("proxies"):
+        files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
+    return files
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
+    except address.BadAddress as e:
+        print(f"sweep.compare: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
+        return 2
     except store.StoreError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
@@ -156,11 +170,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
-        console.print(
-            "wrote "
-            + ", ".join(str(f) for f in files)
-            + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)")
+        if files:
+            console.print(
+                "wrote "
+                + ", ".join(str(f) for f in files)
+                + (f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)" if cmp.logged else "")
+            )
+    if cmp.unwritten:
+        print(
+            f"sweep.compare: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",
+            file=sys.stderr,
         )
+        return 1
     return 0
 
 
