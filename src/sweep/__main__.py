@@ -11,6 +11,7 @@ from hydra.errors import ConfigCompositionException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from hydra_plugins.sweep_launcher._signals import as_interrupted, check_pending, listen
 from sweep.config.schema import Config, register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR
@@ -95,10 +96,18 @@ def refuse_unused_additions(argv: list[str]) -> None:
 
 
 def main() -> None:
+    # Ctrl-C, SIGTERM, SIGHUP: one line and 128+signal wherever they come (composition, the store's making), not
+    # a traceback, and not lost; the project's launcher takes them over for its jobs (`_signals`)
+    listen()
     refuse_unknown_preset(sys.argv[1:])
     refuse_unused_additions(sys.argv[1:])
     try:
         task()
+        check_pending()
+    except KeyboardInterrupt as e:
+        stopped = as_interrupted(e)
+        print(f"sweep: interrupted by {stopped.name}", file=sys.stderr, flush=True)
+        sys.exit(stopped.exit_code)
     except SystemExit as e:
         # Hydra reports a bad override, a wrong type or a missing group option in a few lines (the field, and
         # for a group its options) and exits 1; bad input exits 2 here, like every other config error. (A store

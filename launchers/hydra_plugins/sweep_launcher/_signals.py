@@ -1,15 +1,25 @@
 """Ctrl-C, SIGTERM and SIGHUP stop a sweep the same way: the launcher raises `Interrupted` in its main loop
 (never in the middle of recording a result), kills the running jobs, records them KILLED and exits 128+signal
-(130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal."""
+(130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal.
+
+Before the loop and after it the launching process listens too, so a signal is never lost: before any job
+(`listen`: an app's composition, the check of every job, the making of its records) it raises `Interrupted`
+where the process is, and the launcher ends the sweep before any job starts; a signal that a callback swallowed
+there (Python prints "Exception ignored in ..." for an exception raised inside a weakref callback or `__del__`)
+is still noted, and acted on at the next step (`check_pending`). After the loop (`hold`: the workers stopped, the
+app's records closed) it waits: the sweep ends as it would have, then the command stops with the signal's exit
+code (`exit_if_signalled`)."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+_pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
 
 
 class Interrupted(KeyboardInterrupt):
@@ -39,12 +49,15 @@ class Interrupt:
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 self.previous[s] = signal.signal(s, self._handler)
+        check_pending()  # one that came before the loop and was held (between a search's batches)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         for s, h in self.previous.items():
             signal.signal(s, h)
         self.previous = {}
+        if exc_type is None:  # the loop is over: a signal now waits until the sweep is closed
+            hold()
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested:
@@ -63,3 +76,61 @@ class Interrupt:
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
+
+
+def _note(signum: int) -> None:
+    if not _pending:
+        _pending.append(signum)
+
+
+def _listening(signum: int, frame: Any) -> None:
+    _note(signum)
+    raise Interrupted(signum)
+
+
+def _holding(signum: int, frame: Any) -> None:
+    _note(signum)
+
+
+def _install(handler: Any) -> None:
+    if threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            signal.signal(s, handler)
+
+
+def listen() -> None:
+    """From here the three signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
+    _install(_listening)
+
+
+def hold() -> None:
+    """From here the three signals are noted and wait (`exit_if_signalled`)."""
+    _install(_holding)
+
+
+def take() -> "Interrupted | None":
+    """The signal noted and not acted on yet, as the exception that acts on it (now forgotten), or None."""
+    return Interrupted(_pending.pop()) if _pending else None
+
+
+def check_pending() -> None:
+    """Raise `Interrupted` for a signal noted and not acted on (one whose exception a callback swallowed)."""
+    e = take()
+    if e is not None:
+        raise e
+
+
+def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
+    """A KeyboardInterrupt as the signal it stands for (Python's own SIGINT handler raises a plain one)."""
+    if isinstance(e, Interrupted):
+        return e
+    noted = take()
+    return noted if noted is not None else Interrupted(signal.SIGINT)
+
+
+def exit_if_signalled(where: str) -> None:
+    """A signal held until now stops the command: one line (`where` it came), exit 128+signal."""
+    e = take()
+    if e is not None:
+        print(f"sweep: interrupted by {e.name} {where}", file=sys.stderr, flush=True)
+        raise SystemExit(e.exit_code)

@@ -7,7 +7,8 @@ In this order, so that the error names the most basic fault first:
    takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
 2. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
-3. method x problem: the method's declared `problems` (sweep.config.applicability);
+3. method x problem: the method's declared `problems`, and method x variant: a variant other than standard
+   only for a method whose step is a variant's (`takes_variant`) (sweep.config.applicability);
 4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
 5. where it runs: a job run on this machine needs its device here (a CUDA GPU for device=cuda); a job placed on
    Modal needs a price for its GPU (sweep.config.prices).
@@ -24,7 +25,7 @@ from typing import Any, Callable, Optional
 from omegaconf import DictConfig
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
-from sweep.config.applicability import check_method_applies, option_class
+from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import available_bytes, check_fits
 from sweep.config.prices import gpu_price_per_hour
@@ -134,6 +135,7 @@ def check_job(
     check_fields(view)
     check_options(view)
     check_method_applies(view)
+    check_variant_applies(view)
     check_fits(view, runs, available)
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)

@@ -84,6 +84,28 @@ def refuse_unusable_server(config: DictConfig) -> None:
             sys.exit(1)
 
 
+def refuse_empty_sweep(config: DictConfig) -> None:
+    """Under Hydra's basic sweeper, a key swept over no value (`problem.seed=range(0)`, `range(5,1)`) makes a sweep
+    of no job, which would end at once reporting success: bad input, one line naming the key, exit 2."""
+    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
+
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    params = OmegaConf.to_container(params, resolve=False) if params else {}
+    written = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    lines = [f"{k}={v}" for k, v in params.items()] + list(written)
+    for o in OverridesParser.create().parse_overrides(lines):
+        if o.is_sweep_override() and next(iter(o.sweep_string_iterator()), None) is None:
+            print(
+                f"sweep: config error: {o.input_line} sweeps over no value, so the sweep has no job: expected at "
+                "least one value (e.g. range(0,5): 0 to 4)",
+                file=sys.stderr,
+                flush=True,
+            )
+            sys.exit(2)
+
+
 def refuse_bad_jobs(config: DictConfig) -> None:
     """Under Hydra's basic sweeper on a launcher other than the project's: every job of the grid composed and
     checked before any starts, as the project's launcher does (a bad one: one line naming the field, exit 2).
@@ -95,7 +117,8 @@ def refuse_bad_jobs(config: DictConfig) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
 
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+    written = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)  # `x=${oops}`: the job's to resolve
+    lines = [f"{k}={v}" for k, v in params.items()] + list(written)
     loader = GlobalHydra.instance().config_loader()
     grid: dict[str, list[str]] = {}
     for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
@@ -211,6 +234,7 @@ class MLflowCallback(Callback):
 
     def _start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_bad_experiment(config)
+        refuse_empty_sweep(config)
         refuse_unusable_server(config)
         if config.mlflow.enabled:
             try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job

@@ -67,9 +67,10 @@ class SweepLaunchHooks(LaunchHooks):
         value = outcome.job_return.return_value if outcome.job_return is not None else None
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
-    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
+    def plan(self, jobs: Iterator[PlannedJob]) -> dict[int, Optional[str]]:
         """Every job checked before any starts (a bad one: Refused, exit 2), one at a time: only its config's
-        hash is kept; then the parent run opened and the jobs already done returned, to be skipped."""
+        hash is kept; then the parent run opened, and the jobs to skip returned: those already done (None), and
+        those another sweep running now has claimed (`sweep.record.claims`: why)."""
         first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
         launcher = self.tally.launcher if self.tally is not None else {}
         offline = bool(launcher.get("modal.offline"))
@@ -81,7 +82,10 @@ class SweepLaunchHooks(LaunchHooks):
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
         for job in jobs:
-            config = planned_config(job)
+            try:
+                config = planned_config(job)
+            except ConfigError as e:  # a value whose interpolation cannot be resolved
+                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
             if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
@@ -103,7 +107,7 @@ class SweepLaunchHooks(LaunchHooks):
                 first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
         check_batches(alike, first_of, batch, prices, available)
         if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
-            return set()
+            return {}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
                 first,
@@ -113,12 +117,14 @@ class SweepLaunchHooks(LaunchHooks):
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
-            if launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False):
-                return set()
-            done = self.session.done_hashes(first, set(hashes.values()))
+            force = launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False)
+            done = {} if force else self.session.done_hashes(first, set(hashes.values()))
+            held = self.session.claim(first, set(hashes.values()) - set(done))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
-        return {idx for idx, h in hashes.items() if h in done}
+        skip: dict[int, Optional[str]] = {idx: None for idx, h in hashes.items() if h in done}
+        skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
+        return skip
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
@@ -178,6 +184,7 @@ class SweepLaunchHooks(LaunchHooks):
                     "launcher_cpu_s": own.ru_utime + own.ru_stime,
                     "workers_cpu_s": workers.ru_utime + workers.ru_stime,
                     "jobs_skipped": float(tally.skipped),
+                    "jobs_claimed_elsewhere": float(sum(tally.skipped_for.values())),
                     "jobs_killed": float(tally.killed),
                 },
             )
@@ -193,6 +200,11 @@ class SweepLaunchHooks(LaunchHooks):
                 print(next_steps(r.store_client, r.tracking_uri, r.experiment_id, parent), flush=True)
         if refused and status != "KILLED":
             raise SystemExit(1)
+
+
+def running_elsewhere(parent_run_id: str) -> str:
+    """Why a job claimed by another sweep is skipped (said once per sweep that holds claims)."""
+    return f"another sweep is running them (parent run {parent_run_id}; a later sweep runs what it leaves)"
 
 
 def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:

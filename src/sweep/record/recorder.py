@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, remote, spool, store
+from sweep.record import address, claims, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
@@ -313,6 +313,7 @@ class Recorder:
     ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
+        claims.release(self, run_id)  # a closed parent holds no config (on SQLite its claim tags go)
         now = int(time.time() * 1000)
         totals = {**(extra or {}), **parent_totals(results)}
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]

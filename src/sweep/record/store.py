@@ -26,11 +26,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 from urllib.parse import urlsplit
 
 from hydra.errors import CompactHydraException
@@ -305,6 +307,20 @@ def creation_lock(uri: str) -> Iterator[None]:
         os.close(fd)
 
 
+def _on_signals(cut: list[int]) -> dict[int, Any]:
+    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut` and raised as KeyboardInterrupt (SIGTERM
+    and SIGHUP would otherwise end the process with no line). Returns the handlers they replace (main thread)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if not cut:
+            cut.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+
 def create(uri: str) -> None:
     """Make the SQLite store at `uri` if it is not there, whole or not at all: MLflow makes its tables in a file
     beside it (`.<name>.creating-<pid>`), which is synced and renamed into place. A signal at any moment leaves
@@ -323,6 +339,8 @@ def create(uri: str) -> None:
     if journal := orphan_journal(path):
         raise StoreError(uri, journal)
     aside = path.parent / f".{path.name}.creating-{os.getpid()}"
+    cut: list[int] = []  # the signal that stops the making (Ctrl-C, SIGTERM, SIGHUP), noted where it came
+    previous = _on_signals(cut)
     try:
         from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store
 
@@ -341,15 +359,28 @@ def create(uri: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if cut:  # its KeyboardInterrupt raised inside a callback SQLAlchemy ran, which Python only printed
+            raise KeyboardInterrupt
         os.rename(aside, path)
         fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(fd)  # the rename itself on disk
         finally:
             os.close(fd)
-    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of the migration it cut short
-        print(f"sweep: interrupted by SIGINT while making the store {uri}: nothing made", file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
+    except BaseException as e:
+        if not (cut or isinstance(e, KeyboardInterrupt)):
+            raise
+        # one line, not the traceback of the migration it cut short (nor the error of one SQLAlchemy invalidated)
+        signum = cut[0] if cut else signal.SIGINT
+        made = "the store is made" if path.exists() and not aside.exists() else "nothing made"
+        print(
+            f"sweep: interrupted by {signal.Signals(signum).name} while making the store {uri}: {made}",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(128 + signum) from None
     finally:
+        for s, h in previous.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
         for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
             leftover.unlink(missing_ok=True)

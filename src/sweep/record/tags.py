@@ -28,6 +28,9 @@ ORDER_TAG = "sweep.order"  # a run's name with its numbers zero-padded: the MLfl
 MIGRATED_TAG = "sweep.migrated_from"  # on a run copied by `sweep.store migrate`: "<source run id> <source store>"
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
+# which sweep runs a config (sweep.record.claims): a RUNNING parent's claim on a config hash (+ the hash; SQLite),
+# the bookkeeping run holding the claims as params (other stores), and the tag naming that run on its pointer
+CLAIM_TAG, CLAIMS_TAG, CLAIMS_RUN_TAG = "sweep.claim.", "sweep.claims", "sweep.claims_run"
 
 
 def order_key(name: str) -> str:

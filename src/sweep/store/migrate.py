@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sweep.record import store
 from sweep.record.recorder import artifact_location
-from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
+from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
 USER_TAG = "mlflow.user"  # MLflow's own
@@ -102,7 +102,8 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
     runs: list[tuple[str, Any]] = []
     copies: dict[str, Any] = {}
     for name in names:
-        runs += [(name, r) for r in _pages(source.search_runs, experiment_ids=[exps[name].experiment_id])]
+        found = _pages(source.search_runs, experiment_ids=[exps[name].experiment_id])
+        runs += [(name, r) for r in found if r.data.tags.get(CLAIMS_TAG) != "true"]  # bookkeeping of the source's
         dst = target.get_experiment_by_name(name) if target is not None else None
         if dst is not None:
             found = _pages(target.search_runs, experiment_ids=[dst.experiment_id], filter_string=_MIGRATED_FILTER)
