@@ -95,8 +95,12 @@ def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(ove
     assert str(e.value).startswith(line), str(e.value)
 
 
-# checked by the option class's own check_config rather than a field rule (the hierarchy file must load with them)
-CHECKED_WHOLE = {("tracker", "energy"): {"hierarchy", "levels", "ops_pj", "bytes_per_float"}}
+# checked by the option class's own check_config rather than a field rule: the hierarchy file must load with them;
+# a tile size must divide method.hidden (the line lists the divisors)
+CHECKED_WHOLE = {
+    ("tracker", "energy"): {"hierarchy", "levels", "ops_pj", "bytes_per_float"},
+    **{("variant", tiled): {"tile_size"} for tiled in ("tiled", "tiled_fused", "tiled_w2")},
+}
 
 
 def test_every_value_field_has_a_rule():

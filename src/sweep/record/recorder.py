@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, remote, spool, store
+from sweep.record import address, claims, creation, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
@@ -104,10 +104,18 @@ class Recorder:
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
 
         self._client: Any = None
-        # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
         path = store.sqlite_path(self.tracking_uri)
-        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
-        if self.sql is None and path is not None and path.exists() and not store.experiment_name_problem(experiment):
+        if path is not None and not path.exists():
+            try:
+                with creation.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                    creation.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
+            except store.StoreError:
+                raise
+            except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
+                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
+        # an SQLite store at the known schema: written without importing MLflow (seconds saved)
+        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None else None
+        if self.sql is None and path is not None and not store.experiment_name_problem(experiment):
             location = artifact_location(self.tracking_uri)
             assert location is not None  # an SQLite store's
             self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
@@ -115,9 +123,7 @@ class Recorder:
             self.experiment_id = self.sql.experiment_id
         else:
             try:
-                with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
-                    store.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
-                    self.experiment_id = self._experiment(experiment)
+                self.experiment_id = self._experiment(experiment)
             except store.StoreError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback

@@ -22,17 +22,12 @@ Only SQLite URIs (``sqlite:///path``) are checked here; a server or another data
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
-import signal
 import sqlite3
-import sys
 import tempfile
-import threading
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Optional
 from urllib.parse import urlsplit
 
 from hydra.errors import CompactHydraException
@@ -286,101 +281,3 @@ def experiment_name_problem(name: object) -> Optional[str]:
             "characters (MLflow's limit)"
         )
     return None
-
-
-@contextlib.contextmanager
-def creation_lock(uri: str) -> Iterator[None]:
-    """Hold an exclusive lock beside the store while it may be created (no-op for non-SQLite stores)."""
-    path = sqlite_path(uri)
-    if path is None:
-        yield
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise StoreError(uri, f"read-only: cannot create the store's directory or lock ({e.strerror})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _on_signals(cut: list[int]) -> dict[int, Any]:
-    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut` and raised as KeyboardInterrupt (SIGTERM
-    and SIGHUP would otherwise end the process with no line). Returns the handlers they replace (main thread)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        if not cut:
-            cut.append(signum)
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-
-
-def create(uri: str) -> None:
-    """Make the SQLite store at `uri` if it is not there, whole or not at all: MLflow makes its tables in a file
-    beside it (`.<name>.creating-<pid>`), which is synced and renamed into place. A signal at any moment leaves
-    no store, or a whole one (MLflow's creation, some 60 schema migrations, takes a second or more and leaves
-    its half-done tables behind when cut short). Call under `creation_lock`: a creating file found then is one
-    a killed process left, and is removed."""
-    path = sqlite_path(uri)
-    if path is None:
-        return
-    for stale in path.parent.glob(f".{path.name}.creating-*"):
-        stale.unlink(missing_ok=True)
-    if path.exists():
-        return
-    if path.is_symlink():  # a link to nothing (a disk not mounted): the rename below would replace the link
-        raise StoreError(uri, f"{path} is a symlink to {os.readlink(path)}, which does not exist: nothing made")
-    if journal := orphan_journal(path):
-        raise StoreError(uri, journal)
-    aside = path.parent / f".{path.name}.creating-{os.getpid()}"
-    cut: list[int] = []  # the signal that stops the making (Ctrl-C, SIGTERM, SIGHUP), noted where it came
-    previous = _on_signals(cut)
-    try:
-        from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store
-
-        engine = create_sqlalchemy_engine(f"sqlite:///{aside}")
-        try:
-            _initialize_tables(engine)  # what MLflow's SqlAlchemyStore does to a database without its tables
-        finally:
-            engine.dispose()
-        conn = sqlite3.connect(aside)
-        try:  # the last connection: a write-ahead log (a WAL-mode engine) is copied in and removed
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
-        fd = os.open(aside, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if cut:  # its KeyboardInterrupt raised inside a callback SQLAlchemy ran, which Python only printed
-            raise KeyboardInterrupt
-        os.rename(aside, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself on disk
-        finally:
-            os.close(fd)
-    except BaseException as e:
-        if not (cut or isinstance(e, KeyboardInterrupt)):
-            raise
-        # one line, not the traceback of the migration it cut short (nor the error of one SQLAlchemy invalidated)
-        signum = cut[0] if cut else signal.SIGINT
-        made = "the store is made" if path.exists() and not aside.exists() else "nothing made"
-        print(
-            f"sweep: interrupted by {signal.Signals(signum).name} while making the store {uri}: {made}",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(128 + signum) from None
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
-        for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
-            leftover.unlink(missing_ok=True)

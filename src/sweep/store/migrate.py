@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from sweep.record import store
+from sweep.record.creation import creation_lock
 from sweep.record.recorder import artifact_location
 from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
@@ -93,7 +94,7 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
     if not dry_run:
         store.check(target_uri, write=True)
         target = MlflowClient(target_uri)
-        with store.creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
+        with creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
             target.search_experiments(max_results=1)
     elif path is None or path.exists():
         store.check(target_uri, write=False)

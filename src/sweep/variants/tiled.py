@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sweep.config.fields import Rule, positive_int
+from sweep.config.fields import Rule
 from sweep.errors import ConfigError
 from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update, Variant, hinge_dout, relu
@@ -22,7 +22,7 @@ from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, rel
 @dataclass
 class Tiled(Variant):
     name: str = "tiled"
-    field_rules: ClassVar[tuple[Rule, ...]] = (Rule("variant.tile_size", "an integer >= 1", positive_int),)
+    field_rules: ClassVar[tuple[Rule, ...]] = ()  # tile_size: check_config, against method.hidden
 
     tile_size: int = 100
 
