@@ -24,19 +24,16 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from sweep.record.store import StoreError, orphan_journal, sqlite_path
+from sweep.record.store import StoreError, artifact_location, orphan_journal, sqlite_path
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-# the child: MLflow makes its tables in the file given, the last connection folds the -wal in, the file is synced
+# the child: MLflow's SQL store opened on the file given makes its tables and its Default experiment (artifacts
+# beside the store), the last connection folds the -wal in, the file is synced
 MAKE = """
 import os, sqlite3, sys
-from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine
-aside = sys.argv[1]
-engine = create_sqlalchemy_engine(f"sqlite:///{aside}")
-try:
-    _initialize_tables(engine)  # what MLflow's SqlAlchemyStore does to a database without its tables
-finally:
-    engine.dispose()
+from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+aside, artifacts = sys.argv[1], sys.argv[2]
+SqlAlchemyStore(f"sqlite:///{aside}", artifacts).engine.dispose()
 conn = sqlite3.connect(aside)
 try:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -98,7 +95,7 @@ def create(uri: str) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
             child = subprocess.Popen(
-                [sys.executable, "-c", MAKE, str(aside)],
+                [sys.executable, "-c", MAKE, str(aside), str(artifact_location(uri))],
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -74,13 +74,6 @@ def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
     }
 
 
-def artifact_location(tracking_uri: str) -> str | None:
-    """Where a new experiment keeps its artifacts: beside an SQLite store's file (MLflow's default is ./mlruns of
-    whichever directory the command ran in); a server's own default elsewhere (None)."""
-    db = store.sqlite_path(tracking_uri)
-    return None if db is None else (db.parent / "artifacts").resolve().as_uri()
-
-
 @functools.cache
 def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
     """This process's one Recorder for a store and experiment: under Hydra's basic launcher and submitit a job's
@@ -116,7 +109,7 @@ class Recorder:
         # an SQLite store at the known schema: written without importing MLflow (seconds saved)
         self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None else None
         if self.sql is None and path is not None and not store.experiment_name_problem(experiment):
-            location = artifact_location(self.tracking_uri)
+            location = store.artifact_location(self.tracking_uri)
             assert location is not None  # an SQLite store's
             self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
         if self.sql is not None:
@@ -160,7 +153,7 @@ class Recorder:
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
-        location = artifact_location(self.tracking_uri)
+        location = store.artifact_location(self.tracking_uri)
         try:
             return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
         except Exception:  # noqa: BLE001 - two machines' first sweeps at once: the other one made it first

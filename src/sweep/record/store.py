@@ -97,6 +97,13 @@ def sqlite_path(uri: str) -> Optional[Path]:
     return Path(path) if path and path != ":memory:" else None
 
 
+def artifact_location(tracking_uri: str) -> Optional[str]:
+    """Where a new experiment keeps its artifacts: beside an SQLite store's file (MLflow's default is ./mlruns of
+    whichever directory the command ran in); a server's own default elsewhere (None)."""
+    db = sqlite_path(tracking_uri)
+    return None if db is None else (db.parent / "artifacts").resolve().as_uri()
+
+
 def absolute_uri(uri: str) -> str:
     """`uri` with a relative SQLite path made absolute against the working directory (other URIs unchanged): what
     names the store wherever a later command runs (`sqlite:///mlflow.db` means another file in another directory)."""

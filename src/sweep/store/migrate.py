@@ -19,7 +19,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sweep.record import store
 from sweep.record.creation import creation_lock
-from sweep.record.recorder import artifact_location
 from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -203,7 +202,7 @@ def _experiment(p: Plan, name: str, source_id: str) -> str:
     if found is not None:
         return found.experiment_id
     tags = p.source.get_experiment(source_id).tags
-    return p.target.create_experiment(name, artifact_location=artifact_location(p.target_uri), tags=tags)
+    return p.target.create_experiment(name, artifact_location=store.artifact_location(p.target_uri), tags=tags)
 
 
 def _parents_first(runs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
