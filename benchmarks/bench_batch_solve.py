@@ -13,7 +13,11 @@ FLOP/s of the batch as a fraction of a large matmul's FLOP/s in the same library
 torch's bmm) at these shapes, for R in ``--kernel-sizes``, as a fraction of the large matmul's FLOP/s. A step
 also has its elementwise passes, so no whole step can reach a larger fraction than its matmuls alone.
 (d) on a GPU (``--sections d``): R in ``--gpu-sizes`` runs at once on the GPU against the solo numpy run on
-one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-sizes``).
+one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-sizes``), for each ``--gpu-rng``
+(counter: draws on the device, cuda's default; host: numpy's draws on the host).
+(e) on a GPU: the measured energy of a run (sweep.energy.meter: NVML, idle subtracted, calibrated) when R runs
+are solved at once, R in ``--energy-sizes``, at fixed epochs: a run's trace, and every proxy, is the same at
+every R; its Joules are not.
 Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
 GPU. cuda is added to the devices when torch sees a GPU.
 """
@@ -36,7 +40,7 @@ from sweep.paths import CONF_DIR
 N, BATCH, N_TRAIN, TEST_CHUNK = 20, 32, 1000, 64
 
 
-def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None) -> list[job.Job]:
+def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int | None, *extra: str) -> list[job.Job]:
     """One job per seed; with ``epochs``, each trains exactly that many epochs (its target is out of reach).
     Composed once; each seed's job is built from the resolved config with its seed (thousands of jobs on a GPU)."""
     cfg = compose(
@@ -50,6 +54,7 @@ def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int
             f"device.dtype={dtype}",
             f"device.threads={threads}",
             "tracker=none",
+            *extra,
         ],
     )
     config = job.job_config(cfg)
@@ -157,6 +162,8 @@ def main() -> None:
     ap.add_argument("--kernel-sizes", default="16,64", help="R of section (c)")
     ap.add_argument("--gpu-sizes", default="1024,4096,16384", help="R of section (d), on the GPU")
     ap.add_argument("--gpu-whole-sizes", default="1024,4096", help="R of section (d)'s whole solves")
+    ap.add_argument("--gpu-rng", default="counter,host", help="device.rng of section (d)'s GPU runs")
+    ap.add_argument("--energy-sizes", default="1,16,256,4096", help="R of section (e)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     devices = a.devices.split(",")
@@ -209,6 +216,8 @@ def main() -> None:
                         )
         if "d" in a.sections and "cuda" in devices:
             gpu_against_numpy(a)
+        if "e" in a.sections and "cuda" in devices:
+            energy_per_run(a)
         if "b" in a.sections:
             print("(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16")
             for device in devices:
@@ -241,27 +250,68 @@ def gpu_against_numpy(a: argparse.Namespace) -> None:
             solo_whole = clock(cpu, False, 1) / 16
             fixed = [fixed_epochs(j, a.epochs) for j in cpu[:3]]
             solo = min(clock([j], False, a.repeats) for j in fixed)
-            gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None)
-            clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
-            cells = []
+            for rng in a.gpu_rng.split(","):
+                gpu_rows(a, dtype, hidden, rng, solo, solo_whole, sizes, whole_sizes)
+
+
+def gpu_rows(a, dtype: str, hidden: int, rng: str, solo: float, solo_whole: float, sizes, whole_sizes) -> None:
+    """Section (d)'s rows of one device.rng."""
+    gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None, f"device.rng={rng}")
+    clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
+    cells = []
+    for r in sizes:
+        t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
+        cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
+    print(
+        f"fixed {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells),
+        flush=True,
+    )
+    for r in whole_sizes:
+        js, now = gpu[:r], gpu[0].backend.clock
+        t0 = now()
+        outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+        t = now() - t0  # one whole solve, each run to its own early stop
+        t0 = time.perf_counter()
+        for o in outs[:64]:
+            o.finalize()
+        ev = (time.perf_counter() - t0) / 64
+        epochs = [o.epochs for o in outs]
+        print(
+            f"whole {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
+            f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
+            f"curves after the clock {ev * 1e3:.1f} ms/run)",
+            flush=True,
+        )
+
+
+def energy_per_run(a: argparse.Namespace) -> None:
+    """(e) measured Joules per run of a batch of R, at fixed epochs, with the per-run proxies beside them."""
+    from sweep.energy.meter import meter_solve  # noqa: PLC0415 - section (e) only
+
+    sizes = [int(r) for r in a.energy_sizes.split(",")]
+    print(f"(e) measured energy per run, R runs at once on the GPU ({a.epochs} epochs a run)")
+    for dtype in a.dtypes.split(","):
+        for hidden in (int(h) for h in a.hidden.split(",")):
+            # the per-run proxies: one run's whole traced solve on the GPU hierarchy, as sweeps=energy_joules traces
+            on = ("tracker=energy", "tracker.hierarchy=gpu", "tracker.scope=all_steps")
+            (traced,) = build("cpu", "float64", hidden, 1, [0], a.epochs, *on)
+            traced.method.solve(traced.ctx)
+            proxies = traced.tracker.summarize(traced.ctx.trace).metrics
+            gpu = [fixed_epochs(j, a.epochs) for j in build("cuda", dtype, hidden, 1, range(max(sizes)), None)]
+            device = compose("config", overrides=["device=cuda"]).device
             for r in sizes:
-                t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
-                cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
-            print(f"fixed {dtype:8} hidden={hidden:<4d} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells))
-            for r in whole_sizes:
-                js, now = gpu[:r], gpu[0].backend.clock
-                t0 = now()
-                outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
-                t = now() - t0  # one whole solve, each run to its own early stop
-                t0 = time.perf_counter()
-                for o in outs[:64]:
-                    o.finalize()
-                ev = (time.perf_counter() - t0) / 64
-                epochs = [o.epochs for o in outs]
+                js = gpu[:r]
+                solve = lambda: type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])  # noqa: E731
+                solve()  # warm-up
+                m, tags = meter_solve(solve, device, js[0].backend.clock, 2.0)
+                if not m:
+                    print(f"R={r}: no measurement: {tags.get('energy.meter_reason')}", flush=True)
+                    continue
                 print(
-                    f"whole {dtype:8} hidden={hidden:<4d} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
-                    f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
-                    f"curves after the clock {ev * 1e3:.1f} ms/run)",
+                    f"{dtype:8} hidden={hidden:<4d} R={r:<5d} {m['energy_measured_j'] / r * 1e3:9.3f} mJ/run net "
+                    f"({m['energy_measured_gross_j'] / r * 1e3:9.3f} gross, idle {m['energy_idle_w']:.0f} W, "
+                    f"{int(m['energy_measure_repeats'])} repeats, calibration {m['energy_calibration_ratio']:.3f}) | "
+                    f"per-run proxies: dmd {proxies['dmd']:.4g} energy_pj {proxies['energy_pj']:.4g}",
                     flush=True,
                 )
 

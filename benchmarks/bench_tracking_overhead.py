@@ -1,11 +1,11 @@
 """What tracker.scope=all_steps (every training step traced; per-epoch curves + totals) costs over an untracked
 run (tracker=none) of the same job. Target: <= 1.25x.
 
-    .venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,cache,dmd,energy] [k=v ...]
+    .venv/bin/python benchmarks/bench_tracking_overhead.py [--repeats 9] [--trackers ard,dmd,bytedmd,...] [k=v ...]
 
 Tracking costs twice: recording events inside the solve, and summarising the traces after it (the whole run
 and every epoch). Both are kept small by the trace's step templates (sweep.trace.trace): each kind of SGD step
-is recorded once and replayed as a template id (sgd.StepTemplates), and the passes run per (state, template).
+is recorded once and replayed as a template id (sweep.methods.step_templates), and the passes run per (state, template).
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
 solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
@@ -68,7 +68,9 @@ def measure(cfg) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--trackers", default="ard,cache,dmd,energy", help="comma-separated trackers to compare with none")
+    ap.add_argument(
+        "--trackers", default="ard,cache,dmd,bytedmd,energy", help="comma-separated trackers to compare with none"
+    )
     ap.add_argument(
         "--cpu",
         action="store_true",

@@ -30,14 +30,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_batch_solve import build  # noqa: E402 - the benchmark's jobs, composed the same way
 
 from sweep.config.schema import register_configs  # noqa: E402
-from sweep.methods import batched, sgd  # noqa: E402
+from sweep.methods import batched, counter_rng, sgd  # noqa: E402
 from sweep.paths import CONF_DIR  # noqa: E402
 
 # (module, function name, phase): the functions a batched SGD solve calls for each phase
 PHASES = (
     (sgd, "init_params", "initial weights (host)"),
     (batched, "stack", "data stacked, on the device"),
-    (batched, "orders", "orders (host shuffles)"),
+    (counter_rng, "randn_of", "initial weights (device draws)"),
+    (batched, "orders", "orders (drawn)"),
     (batched, "flat_rows", "orders to the device"),
     (batched, "gather", "gather in order"),
     (batched, "mlp_step", "steps"),
@@ -92,13 +93,15 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--kernels", action="store_true")
+    ap.add_argument("--rng", default=None, help="device.rng: host | counter (default: the device's)")
     a = ap.parse_args()
     sizes = [int(r) for r in a.runs.split(",")]
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        js = build(a.device, a.dtype, a.hidden, 1, range(max(sizes)), a.epochs)
+        extra = (f"device.rng={a.rng}",) if a.rng else ()
+        js = build(a.device, a.dtype, a.hidden, 1, range(max(sizes)), a.epochs, *extra)
         type(js[0].method).solve_batch([j.method for j in js[:64]], [j.ctx for j in js[:64]])  # warm-up
-        print(f"{a.device} {a.dtype} hidden={a.hidden}, {a.epochs} epochs a run")
+        print(f"{a.device} {a.dtype} hidden={a.hidden} rng={js[0].backend.rng}, {a.epochs} epochs a run")
         for r in sizes:
             profile(js[:r], a.kernels)
 

@@ -65,11 +65,15 @@ def assert_same(batched: Outcome, solo: Outcome) -> None:
         np.testing.assert_allclose(batched.curves[k], v, rtol=1e-9, atol=0, err_msg=k)
 
 
-@pytest.mark.parametrize("device", ["cpu", "torch_cpu", *GPU])
+@pytest.mark.parametrize("device", ["cpu", "torch_cpu", "torch_cpu:counter", *GPU])
 @pytest.mark.parametrize("method", sorted(CASES))
 def test_batch_equals_solo_runs(method, device):
+    """On each device, with the draws on the host (RandomState) and on the device (device.rng=counter: cuda's
+    default; here on torch's CPU)."""
     problem, extra, runs = CASES[method]
+    device, _, rng = device.partition(":")
     on = ("tracker=none", f"device={device}", "device.dtype=float64", *extra)  # cuda's default is float32
+    on += (f"device.rng={rng}",) if rng else ()
     outs = batch(jobs(method, problem, runs, *on))
     solos = [j.method.solve(j.ctx).finalize() for j in jobs(method, problem, runs, *on)]
     assert len({o.epochs for o in solos}) > 1  # the runs stop at different epochs: each has its own early stop
@@ -249,7 +253,8 @@ def test_a_large_gpu_batch_equals_its_solo_runs():
         assert_same(outs[r], solo.method.solve(solo.ctx).finalize())
 
 
-def test_the_phase_profile_runs_and_accounts_for_the_whole_solve():
+@pytest.mark.parametrize("rng", ["host", "counter"])
+def test_the_phase_profile_runs_and_accounts_for_the_whole_solve(rng):
     """benchmarks/profile_batch_phases.py is what a GPU session runs first (README, "On a GPU"): it must run, and
     its phases must add up to the solve (the rest is the solve less the timed phases, never negative)."""
     import re
@@ -259,7 +264,8 @@ def test_the_phase_profile_runs_and_accounts_for_the_whole_solve():
     from tests.conftest import ROOT
 
     r = subprocess.run(
-        [sys.executable, "benchmarks/profile_batch_phases.py", "--runs", "3,6", "--epochs", "2", "--hidden", "8"],
+        [sys.executable, "benchmarks/profile_batch_phases.py", "--runs", "3,6", "--epochs", "2", "--hidden", "8"]
+        + ["--rng", rng],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -269,5 +275,6 @@ def test_the_phase_profile_runs_and_accounts_for_the_whole_solve():
     for R in (3, 6):
         block = r.stdout.split(f"R={R}:")[1].split("R=")[0]
         shares = [float(s) for s in re.findall(r"(-?[\d.]+)%", block)]
-        assert "steps" in block and "orders (host shuffles)" in block and len(shares) == 9
+        weights = "initial weights (host)" if rng == "host" else "initial weights (device draws)"
+        assert "steps" in block and "orders (drawn)" in block and weights in block and len(shares) == 9
         assert sum(shares) == pytest.approx(100, abs=0.6) and min(shares) >= 0

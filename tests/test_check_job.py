@@ -21,12 +21,15 @@ def test_a_fields_rule_comes_before_an_option_classes_own_check():
         check_job(compose("method.hidden=1000", "variant=tiled", "variant.tile_size=7"))
 
 
-def test_an_option_classes_own_check_comes_before_method_x_problem():
-    cfg = compose("method=gf2", "problem=sparse_sum", "variant=tiled")
-    with pytest.raises(ConfigError, match=r"^variant=tiled needs a method with hidden units"):
-        check_job(cfg)
+def test_method_x_problem_comes_before_an_option_classes_own_check():
+    """An option's own check reads the fields of the problems its method applies to (sgd's reads the problem's
+    loss, which problem=chars has not), so a method that does not apply is refused first."""
     with pytest.raises(ConfigError, match=r"^method=gf2 does not apply to problem=sparse_sum"):
-        check_job(compose("method=gf2", "problem=sparse_sum"))
+        check_job(compose("method=gf2", "problem=sparse_sum", "variant=tiled"))
+    with pytest.raises(ConfigError, match=r"^variant=tiled does not apply to method=gf2: a variant orders the MLP"):
+        check_job(compose("method=gf2", "variant=tiled"))  # method x variant, before the variant's own check
+    with pytest.raises(ConfigError, match=r"^method=sgd does not apply to problem=chars"):
+        check_job(compose("method=sgd", "problem=chars"))
 
 
 def test_method_x_problem_comes_before_memory():
@@ -96,9 +99,10 @@ def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(ove
 
 
 # checked by the option class's own check_config rather than a field rule: the hierarchy file must load with them;
-# a tile size must divide method.hidden (the line lists the divisors)
+# a tile size must divide method.hidden (the line lists the divisors); a corpus's path must hold a corpus
 CHECKED_WHOLE = {
     ("tracker", "energy"): {"hierarchy", "levels", "ops_pj", "bytes_per_float"},
+    ("problem", "chars"): {"path"},  # the corpus must be there
     **{("variant", tiled): {"tile_size"} for tiled in ("tiled", "tiled_fused", "tiled_w2")},
 }
 

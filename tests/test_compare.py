@@ -13,6 +13,7 @@ from sweep.record.recorder import Recorder
 from sweep.record.session import failed_result
 from sweep.report import compare as cmpmod
 from sweep.report import grouping, queries, study
+from sweep.report.leaderboard import Leaderboard
 from tests.conftest import compose, record_small_sweep, run_sweep
 from tests.test_presets import PRESETS
 
@@ -145,7 +146,7 @@ def test_group_columns_baseline_and_learning_curves(sweep_store, tmp_path):
     last = [r.curves["test_loss"][-1] for r in runs]
     assert mean[-1] == pytest.approx(statistics.fmean(last)) and std[-1] == pytest.approx(statistics.pstdev(last))
     assert mean[0] == pytest.approx(statistics.fmean(r.curves["test_loss"][0] for r in runs))
-    assert set(sgd.curves) == set(queries.CURVES)
+    assert set(sgd.curves) == set(queries.CURVES) - {"eval_step"}  # eval_step: the character models' x axis
     assert [f.name for f in files][-2:] == ["curves.png", "curves-curves.png"]
     assert files[-1].stat().st_size > 10000
 
@@ -302,6 +303,10 @@ def _ends(spec: str) -> list[str]:
     return [values[0], values[-1]]
 
 
+# a problem's settings for a small, quick job (the sparse problems': fewer samples)
+SHRUNK = {"chars": ["problem.block_size=8", "problem.val_chars=64"]}
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_path, capsys, monkeypatch):
     # a small real sweep of the preset: its grid's first and its last point, over its first and last seed, each job
@@ -315,9 +320,13 @@ def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_
     results = []
     for point in points:
         for seed in seeds:
-            overrides = [f"sweeps={preset}", *point, f"problem.seed={seed}", "problem.n_train=40", "problem.n_test=20"]
-            if "max_epochs" in compose(*overrides).method:
+            overrides = [f"sweeps={preset}", *point, f"problem.seed={seed}"]
+            composed = compose(*overrides)
+            overrides += SHRUNK.get(composed.problem.name, ["problem.n_train=40", "problem.n_test=20"])
+            if "max_epochs" in composed.method:
                 overrides.append("method.max_epochs=2")
+            if "max_steps" in composed.method:  # the character models
+                overrides += ["method.max_steps=2", "method.eval_interval=2"]
             cfg = compose(*overrides)
             try:
                 results.append(job.run(cfg))
@@ -331,6 +340,71 @@ def test_every_presets_terminal_table_fits_120_columns(preset, sweep_store, tmp_
     table = lines[: lines.index(next(ln for ln in lines if ln.startswith("wrote")))]
     assert max(len(ln) for ln in table) <= 120, "\n".join(table)
     cmp, _ = cmpmod.compare(preset, store, tmp_path / "o", log=False, plot=False)
+    if isinstance(cmp, Leaderboard):  # a challenge: its columns are the leaderboard's figures, not key metrics
+        assert cmp.figures()[:2] == ["accuracy", "dmd"]
+        return
     key = study.key_metrics(study.study_settings(preset))
     shown = [c.split(" ")[0] for c in cmp.terminal_columns()]
     assert shown and set(shown) <= set(key), (shown, key)
+
+
+def _curves_comparison(n: int, alike: int):
+    """n arms of a study with per-epoch curves, the first `alike` of them with the very same curves."""
+    from sweep.report.table import Comparison, Row, Stat
+
+    rows = []
+    for i in range(n):
+        shift = 0 if i < alike else i
+        curve = ([0.5 + 0.01 * (e + shift) for e in range(10)], [0.01] * 10)
+        row = Row({"variant.name": f"v{i}"}, 3, 3, {"accuracy": Stat(1.0, 0.0, 3)})
+        row.curves = {"test_accuracy": curve, "train_loss": curve}
+        rows.append(row)
+    return Comparison("many", "p", "many", ["variant.name"], ["accuracy"], rows)
+
+
+def test_curves_with_many_arms_stay_readable(tmp_path):
+    """26 arms (13 of them learning alike, as tiled_w1's): the arms whose curves coincide are one line, no two
+    lines share a colour and marker, and the legend sits beside the panels, covering none."""
+    from sweep.report.plots import curves_figure, plot_curves
+
+    fig = curves_figure(_curves_comparison(26, alike=13))
+    ax = fig.axes[-1]
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) == 14 and labels[0] == "v0 and 12 more alike"
+    looks = {(ln.get_color(), ln.get_marker()) for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert len(looks) == 14
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent()
+    assert not any(box.overlaps(a.get_window_extent()) for a in fig.axes)
+    assert plot_curves(_curves_comparison(26, alike=13), tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_an_integer_key_is_ticked_at_its_values():
+    """sign_vs_sgd's k = 3, 4, 5: no tick at 3.5 or 4.5."""
+    from sweep.report.plots import default_figure
+    from sweep.report.table import Comparison, Row, Stat
+
+    rows = [
+        Row({"method.name": m, "problem.k_sparse": k}, 3, 3, {"epochs": Stat(10.0 * int(k), 1.0, 3)})
+        for m in ("sgd", "sign_sgd")
+        for k in ("3", "4", "5")
+    ]
+    fig = default_figure(Comparison("k", "p", "k", ["method.name", "problem.k_sparse"], ["epochs"], rows))
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["3", "4", "5"]
+
+
+def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(store, tmp_path):
+    """A batched run's wall-clock is its batch's share (marked, with a note); an arm that stopped at its epoch cap
+    short of its target is marked, not given a speed-up (weight_decay's wd=0 was "0.412x")."""
+    args = ["method=sgd", "problem.n_bits=10", "tracker=none", "method.max_epochs=1,100", "problem.seed=1,2"]
+    p = run_sweep("-m", *args, "hydra.launcher.batch=4", "mlflow.experiment=capped", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    client = MlflowClient(store)
+    runs = queries.sweep_runs(client, queries.find_parent(client, "capped"))
+    cmp = grouping.summarize(runs, baseline={"method.max_epochs": 100}, relative={"epochs": "speedup"})
+    capped = next(r for r in cmp.rows if r.key["method.max_epochs"] == "1")
+    assert capped.batched and capped.converged is False
+    assert capped.relative["epochs speed-up"] == "not converged (0/2)"
+    md = cmp.markdown()
+    assert "(b)" in cmp.cells(capped)[cmp.header().index("wall_clock_s")]
+    assert "(b): runs solved together in batches" in md

@@ -23,19 +23,27 @@ def _hint(out: str, prefix: str) -> str:
     return next(ln for ln in out.splitlines() if ln.startswith(prefix))
 
 
-@pytest.mark.parametrize("where", ["project root", "elsewhere"])
-def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where):
-    """A sweep from the project root (`.venv/bin/...` hints) or another directory (absolute paths), with a PATH
-    that has no project interpreter: its `next:` commands, and the re-run command of the resumed sweep, run
-    from the same directory through bash."""
-    cwd = ROOT if where == "project root" else tmp_path
-    env = {
+def _without_venv() -> dict:
+    return {
         **os.environ,
         "PATH": os.pathsep.join(
             p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != VENV_BIN.resolve()
         ),
     }
-    sweep = ("-m", "method=gf2,km", f"hydra.sweep.dir={tmp_path / 'multirun'}")
+
+
+@pytest.mark.parametrize(
+    "where, form", [("project root", "-m first"), ("elsewhere", "-m first"), ("elsewhere", "-m last")]
+)
+def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where, form):
+    """A sweep from the project root (`.venv/bin/...` hints) or another directory (absolute paths), with a PATH
+    that has no project interpreter, written with `-m` first or last (the README's form): its `next:` commands,
+    and the re-run command of the resumed sweep, run from the same directory through bash; so does an override
+    appended to the command as written (what every hint does)."""
+    cwd = ROOT if where == "project root" else tmp_path
+    env = _without_venv()
+    args = ("method=gf2,km", f"hydra.sweep.dir={tmp_path / 'multirun'}")
+    sweep = ("-m", *args) if form == "-m first" else (*args, "-m")
     p = run_sweep(*sweep, cwd=cwd, env=env)
     assert p.returncode == 0, p.stderr
     compare, ui = _hint(p.stdout, "next: ")[len("next: ") :].split("  →  ")[0].split("  ·  ")
@@ -51,6 +59,25 @@ def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where):
     rerun = rerun.split("); parent run")[0]
     done = _shell(rerun, cwd, env)
     assert done.returncode == 0 and "sweep: 2 job(s) finished, 0 failed, 0 skipped" in done.stdout, done.stderr
+    appended = run_sweep(*sweep, "mlflow.force=true", "hydra.launcher.n_workers=1", cwd=cwd, env=env)
+    assert appended.returncode == 0 and "sweep: 2 job(s) finished" in appended.stdout, appended.stderr[-2000:]
+
+
+def test_a_single_runs_lines_say_where_it_went_and_work_pasted(store, tmp_path):
+    """The first run says where it was recorded and how to look at it; its repeat, how to record another: each
+    command runs pasted from another directory without the venv."""
+    env = _without_venv()
+    first = run_sweep("method=gf2", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "INFO" not in first.stderr  # MLflow's lines as it makes the store: the line below says it
+    recorded = _hint(first.stdout, "recorded in ")
+    assert recorded.startswith("recorded in experiment 'sweep' of mlruns/mlflow.db; see it: ")  # (from its directory)
+    ui = recorded.split("see it: ")[1].split("  →  ")[0]
+    assert "python -m" not in ui and _shell(f"{ui} --help", tmp_path, env).returncode == 0
+    again = run_sweep("method=gf2", cwd=tmp_path, env=env)
+    repeat = _hint(again.stdout, "sweep: already recorded").split("records a repeat: ")[1].rstrip(")")
+    done = _shell(repeat, tmp_path, env)
+    assert done.returncode == 0 and "[FINISHED] gf2-standard-cpu-seed42-repeat1 " in done.stdout, done.stderr
 
 
 def test_a_script_on_path_is_named_bare_and_a_module_without_one_by_this_interpreter(monkeypatch, tmp_path):

@@ -51,6 +51,34 @@ def runs(store: str, experiment: str) -> tuple[list, list]:
     )
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["method=km"],  # a single run
+        ["-m", "method=km", "problem.seed=2"],  # the project's launcher
+        ["-m", "hydra/launcher=local", "hydra.launcher.batch=2", "method=km", "problem.seed=3,4"],  # batched
+        ["-m", "hydra/launcher=basic", "method=km", "problem.seed=5"],  # Hydra's own launcher
+    ],
+    ids=["single", "sweep", "batched", "basic"],
+)
+def test_cost_usd_prices_the_solve_and_task_cost_usd_the_task_under_every_launcher(store, tmp_path, args):
+    """One definition each, whatever ran the job: cost_usd = wall_clock_s x the device's price (the solve), and
+    task_cost_usd = the task's billed seconds (cpu_s here) x the same price."""
+    env = {"MLFLOW_TRACKING_URI": store}
+    p = run_sweep(*args, "mlflow.experiment=cost", f"hydra.sweep.dir={tmp_path / 'm'}", cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    children = [
+        r
+        for r in MlflowClient(store).search_runs([MlflowClient(store).get_experiment_by_name("cost").experiment_id])
+        if "device.name" in r.data.params
+    ]
+    assert children
+    for c in children:
+        m = c.data.metrics
+        assert m["cost_usd"] == pytest.approx(m["wall_clock_s"] * 0.08925 / 3600)
+        assert m["task_cost_usd"] == pytest.approx(m["cpu_s"] * 0.08925 / 3600) and m["cpu_s"] > 0
+
+
 def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path):
     # chunk=13 raises inside the job (tests/faulty.py); batches of 2 put a failure in each batch
     args = [
@@ -85,11 +113,13 @@ def test_failure_isolation_across_batches_then_resume_and_force(store, tmp_path)
     client = MlflowClient(store)
     tb = client.download_artifacts(by_status["FAILED"][0].info.run_id, "traceback.txt", str(tmp_path))
     assert "ValueError" in Path(tb).read_text()
-    # cost: CPU seconds x device.price_per_hour; the parent sums cost and wall-clock
+    # cost: the solve's seconds x device.price_per_hour, the task's CPU seconds x the same; the parent sums them
     fin = by_status["FINISHED"]
     for c in fin:
-        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
-    assert parent.data.metrics["cost_usd"] == pytest.approx(sum(c.data.metrics["cost_usd"] for c in fin))
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["wall_clock_s"] * 0.08925 / 3600)
+        assert c.data.metrics["task_cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
+    for m in ("cost_usd", "task_cost_usd"):
+        assert parent.data.metrics[m] == pytest.approx(sum(c.data.metrics[m] for c in fin))
     assert parent.data.metrics["wall_clock_s"] == pytest.approx(sum(c.data.metrics["wall_clock_s"] for c in fin))
     assert parent.data.metrics["jobs_failed"] == 2
 
@@ -227,7 +257,8 @@ def test_same_seed_same_metrics_under_local_basic_and_modal_offline_without_leak
     children = runs(store, "det_modal")[1]
     assert {c.data.tags["sweep.route"] for c in children} == {"modal"}
     for c in children:  # a CPU container on Modal: billed seconds x the CPU row of the price table
-        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["billed_s"] * 0.04716 / 3600)
+        assert c.data.metrics["task_cost_usd"] == pytest.approx(c.data.metrics["billed_s"] * 0.04716 / 3600)
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["wall_clock_s"] * 0.08925 / 3600)
 
     texts = [p_modal.stdout, p_modal.stderr]
     for c in children + runs(store, "det_modal")[0]:
@@ -262,7 +293,8 @@ def test_routing_cuda_jobs_go_to_modal_offline_and_cpu_jobs_stay_local(store, tm
     assert cuda.data.tags["sweep.route"] == "modal" and cuda.data.tags["modal.gpu"] == "L4"
     assert cuda.data.tags["modal.offline"] == "true"
     assert cuda.info.status == "FINISHED" and p.returncode == 0  # a GPU machine runs the offline cuda job for real
-    assert cuda.data.metrics["cost_usd"] == pytest.approx(cuda.data.metrics["billed_s"] * 0.7992 / 3600)
+    assert cuda.data.metrics["task_cost_usd"] == pytest.approx(cuda.data.metrics["billed_s"] * 0.7992 / 3600)
+    assert cuda.data.metrics["cost_usd"] == pytest.approx(cuda.data.metrics["wall_clock_s"] * 0.7992 / 3600)
 
 
 def test_modal_without_token_is_refused_at_once_with_setup_help(store, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,16 +15,19 @@ from hydra.utils import get_class
 from sweep import job
 from sweep.config.check import check_job
 from sweep.errors import ConfigError
-from sweep.methods.base import Context
+from sweep.methods.base import Context, Outcome
 from sweep.methods.sgd import SGD
 from sweep.paths import CONF_DIR
+from sweep.trace.source import Source
 from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
 from sweep.trackers.ard import ard_report
 from sweep.variants.standard import Standard
 from tests.conftest import compose
 
-METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml"))
-PROBLEMS = sorted(p.stem for p in (CONF_DIR / "problem").glob("*.yaml"))
+# the sparse-bit problems and their methods; problem=chars and its language models: tests/test_chars.py
+CHARS_METHODS = ("bigram", "mlp_lm", "gpt")
+METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml") if p.stem not in CHARS_METHODS)
+PROBLEMS = sorted(p.stem for p in (CONF_DIR / "problem").glob("*.yaml") if p.stem != "chars")
 VARIANTS = sorted(p.stem for p in (CONF_DIR / "variant").glob("*.yaml"))
 SGD_LIKE = ("sgd", "sign_sgd", "curriculum")  # the methods whose step is the variant's
 BASE = ("problem.n_bits=8", "problem.k_sparse=2", "problem.n_train=200", "problem.n_test=50")
@@ -73,16 +77,23 @@ def arms() -> list[tuple[str, str, str]]:
 ARMS = arms()
 
 
+def solve_traced(*args: Any, **kwargs: Any) -> Trace:
+    """The trace of one real solve (solve_with's arguments)."""
+    return solve_with(*args, **kwargs)[0]
+
+
 @functools.lru_cache(maxsize=None)  # the tests below read the same solves: each is traced once
-def solve_traced(
+def solve_with(
     method: str,
     problem: str,
     variant: str = "standard",
     scope: str = "all_steps",
     device: str = "cpu",
     overrides: tuple[str, ...] = (),
-) -> Trace:
-    """The trace of one real solve (the whole solve with scope all_steps); overrides after BASE and SMALL."""
+    source: str = "hand",
+) -> tuple[Trace, Outcome]:
+    """One real solve traced from ``source`` (tracker.source), the whole solve with scope all_steps (overrides after
+    BASE and SMALL): its trace and its (evaluated) outcome."""
     cfg = compose(
         f"method={method}",
         f"problem={problem}",
@@ -102,9 +113,9 @@ def solve_traced(
         trace=Trace(),
         scope=scope,
         variant=job.build(cfg.variant),
+        source=Source(source),
     )
-    job.build(cfg.method).solve(ctx)
-    return ctx.trace
+    return ctx.trace, job.build(cfg.method).solve(ctx).finalize()
 
 
 # tiled writes dh whole and reads it tile by tile under dh_tile{t}, as in the group's measurement (seed 003)

@@ -3,7 +3,6 @@ gpu_vs_cpu presets run end to end (shrunk by overrides) into a real store, where
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from sweep.config.check import check_job
 from sweep.paths import SWEEPS_DIR
 from sweep.report import compare, study
 from tests.conftest import compose, run_sweep
+from tests.test_cli import no_modal_token  # noqa: F401 - the fixture
 
 PRESETS = (
     "gpu_vs_cpu",
@@ -28,7 +28,10 @@ PRESETS = (
     "torch_overhead",
     "smaller_models",
     "energy_proxies",
+    "energy_joules",
     "tune_sgd",
+    "char_lm",
+    "parity_challenge",
 )
 
 
@@ -121,13 +124,41 @@ def test_energy_proxies_arms():
         c = _compose("sweeps=energy_proxies", f"+sweeps/energy_proxies_arm={arm}")
         seen.add((c.method.name, c.variant.name, c.variant.tile_size, c.method.get("hidden")))
     methods = {m for m, *_ in seen}
-    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"}
+    assert methods == {"sgd", "sign_sgd", "curriculum", "gf2", "km", "fourier", "smt", "forward_forward"} | {
+        "bigram",
+        "mlp_lm",
+        "gpt",  # the character models (docs/chars.md)
+    }
     sgd = {(v, t, h) for m, v, t, h in seen if m == "sgd"}
     assert sgd == {
         (v, t, h)
         for h in (100, 200)
         for v, t in (("standard", 0), ("fused", 0), ("perlayer", 0), ("tiled", 25), ("tiled", 50))
     }
+
+
+def test_energy_joules_measures_each_arm_alone_on_the_gpu():
+    """The proxies against measured Joules: every arm on cuda with the energy tracker on the GPU hierarchy, each
+    solve traced whole, one job at a time (jobs sharing the GPU would share its counter)."""
+    e = _compose("sweeps=energy_joules")
+    assert (e.tracker.name, e.tracker.scope, e.tracker.hierarchy, e.tracker.meter) == (
+        "energy",
+        "all_steps",
+        "gpu",
+        "auto",
+    )
+    assert e.device.name == "cuda" and e.hydra.launcher.n_workers == 1
+    assert list(e.compare.proxies.target) == ["energy_measured_j"]
+    seen = set()
+    for arm in e.hydra.sweeper.params["+sweeps/energy_joules_arm"].split(","):
+        c = _compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm={arm}")
+        seen.add((c.method.name, c.variant.name, c.method.get("hidden")))
+    assert {h for m, v, h in seen if m == "sgd" and v == "standard"} == {50, 200, 500, 1000, 2000}
+    assert {v for m, v, h in seen if m == "sgd"} == {"standard", "fused", "perlayer", "tiled"}
+    gpts = [_compose("sweeps=energy_joules", f"+sweeps/energy_joules_arm=gpt{w}") for w in (64, 128, 256)]
+    assert [(c.problem.name, c.method.n_embd, c.device.name) for c in gpts] == [
+        ("chars", w, "cuda") for w in (64, 128, 256)
+    ]
 
 
 @pytest.mark.slow
@@ -163,16 +194,32 @@ def test_ard_variants_runs_and_compares_to_the_published_table(store, tmp_path):
     assert [Path(f).name for f in files[2:]] == ["ard_variants.png", "ard_variants-curves.png"]
 
 
-def _modal_token() -> bool:
-    return bool(os.environ.get("MODAL_TOKEN_ID")) or (Path.home() / ".modal.toml").exists()
+@pytest.mark.parametrize(
+    "preset, shrink, left_out",
+    [
+        ("gpu_vs_cpu", ["method=gf2,km", "extra.repeat=0"], "device=cuda"),
+        (
+            "torch_overhead",
+            ["+sweeps/torch_overhead_arm=numpy,cuda_eager,cuda_fp16", "method.hidden=64", "extra.repeat=0"],
+            "+sweeps/torch_overhead_arm=cuda_eager,cuda_fp16",
+        ),
+    ],
+)
+def test_the_gpu_presets_run_their_cpu_arms_without_a_token_and_name_what_was_left_out(
+    store, tmp_path, no_modal_token, preset, shrink, left_out
+):
+    """On a machine without Modal's token the cuda arms cannot run (Modal needs it): the cpu arms run, and one
+    line names the arms left out and how to run them (a token, then the same command)."""
+    p = run_sweep(f"sweeps={preset}", *shrink, f"hydra.sweep.dir={tmp_path / 'm'}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    said = [ln for ln in p.stdout.splitlines() if ln.startswith("sweep: leaving out")]
+    assert len(said) == 1 and f"job(s), {left_out}: Modal has no API token here" in said[0], p.stdout
+    assert "modal token new" in said[0] and "run this command again" in said[0]
+    assert "left out" in [ln for ln in p.stdout.splitlines() if " job(s) finished" in ln][0]
+    from mlflow import MlflowClient
 
-
-@pytest.mark.new_store
-def test_gpu_vs_cpu_without_a_token_is_refused_before_any_job(store, tmp_path):
-    if _modal_token():
-        pytest.skip("a Modal token is configured: the cuda jobs would really run on Modal")
-    # its cuda jobs go to Modal, which needs a token: one line with how to set one up, exit 2, nothing recorded
-    proc = run_sweep("sweeps=gpu_vs_cpu", "method=gf2", "extra.repeat=0,1", cwd=tmp_path)
-    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("sweep:")]
-    assert proc.returncode == 2 and len(lines) == 1 and "modal token new" in lines[0], proc.stderr[-3000:]
-    assert not (tmp_path / "mlruns" / "mlflow.db").exists()  # no run, not even a store
+    client = MlflowClient(store)
+    runs = client.search_runs([client.get_experiment_by_name(preset).experiment_id])
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert children and all(r.info.status == "FINISHED" for r in children)
+    assert {r.data.params["device.name"] for r in children} == {"cpu"}  # the cuda arms: none

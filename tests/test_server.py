@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -676,6 +677,11 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
                 line = proc.stdout.readline()
                 assert line or proc.poll() is None, proc.stderr.read()
             assert f"serving http://127.0.0.1:{port}" in line
+            while "record into it" not in line:
+                line = proc.stdout.readline()
+                assert line or proc.poll() is None, proc.stderr.read()
+            program = line.split("; ")[1].split()[0]  # the command to record into it, as it prints it
+            assert "python" not in program and shutil.which(program), line  # runs outside the venv too
             assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
             answer = requests.get(
                 f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search?max_results=1",
@@ -710,6 +716,4 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
         )
         assert p.returncode == 2 and p.stderr.startswith("sweep.server: default_permission=ALL is not allowed")
     finally:
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Replaying recorded steps (sgd.StepTemplates) gives exactly the trace of recording every step: the same events
+"""Replaying recorded steps (StepTemplates) gives exactly the trace of recording every step: the same events
 in the same order, the same operation counts, so every tracker's figures are the same, for every method and
 variant whose loop replays, with a smaller last batch and with steps where no margin was active."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.methods.sgd import StepTemplates
+from sweep.methods.step_templates import StepTemplates
 from tests.test_trace_templates import TRACKERS, assert_same, solve_traced
 
 # n_train=50 in batches of 4 leaves a last batch of 2; over 10 epochs at lr=0.5 some batches of either size have

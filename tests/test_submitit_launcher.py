@@ -55,7 +55,8 @@ def test_submitit_local_records_like_the_project_launcher_resumes_and_isolates_f
         assert set(c.data.metrics) == set(o.data.metrics)
         for m in ("accuracy", "epochs", "ard", "dmc", "reads", "writes"):
             assert c.data.metrics[m] == o.data.metrics[m], m
-        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
+        assert c.data.metrics["cost_usd"] == pytest.approx(c.data.metrics["wall_clock_s"] * 0.08925 / 3600)
+        assert c.data.metrics["task_cost_usd"] == pytest.approx(c.data.metrics["cpu_s"] * 0.08925 / 3600)
 
     # resume: re-running skips both jobs (in their processes) and writes no new child
     p = run_sweep("-m", SUBMITIT, "method=gf2,km", "mlflow.experiment=sub", cwd=tmp_path)

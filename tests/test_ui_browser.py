@@ -288,3 +288,48 @@ def test_a_click_in_mlflows_own_list_lands_on_the_runs_in_numeric_order(tmp_path
             ARTIFACTS.mkdir(exist_ok=True)
             shutil.copy(shot, ARTIFACTS / shot.name)
         driver.quit()
+
+
+@pytest.mark.slow
+def test_a_click_in_the_groups_server_list_lands_on_the_runs(server, tmp_path):
+    """`sweep-server` (MLflow's logins) serves the same landing as `sweep.ui`: logged in, in a new browser
+    profile, a click on a study in MLflow's own list opens its runs, not MLflow's GenAI overview."""
+    _needs_browser()
+    import base64
+
+    from mlflow.tracking import MlflowClient
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    p = run_sweep(
+        "-m", "method=gf2", "problem.seed=100,7", "problem.n_bits=12", "mlflow.experiment=on_server", cwd=tmp_path
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    client = MlflowClient(server.uri)
+    experiment = client.get_experiment_by_name("on_server").experiment_id
+    runs = [r for r in client.search_runs([experiment]) if r.data.tags.get("sweep.parent") != "true"]
+    shot = tmp_path / "mlflow-server-from-home.png"
+    driver = _browser()  # a new profile: nothing chosen in MLflow's UI yet
+    try:
+        login = base64.b64encode(f"{server.username}:{server.password}".encode()).decode()
+        driver.execute_cdp_cmd("Network.enable", {})  # the login on every request, as a browser sends it once asked
+        driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {login}"}})
+        driver.get(server.uri + "/")
+        wait = WebDriverWait(driver, 90)
+        link = wait.until(
+            lambda d: [
+                a
+                for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
+                if a.text.strip() == "on_server"
+            ]
+        )
+        link[0].click()  # the study in MLflow's own experiments list
+        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
+        assert "/runs" in driver.current_url and "workflowType=genai" not in driver.current_url, driver.current_url
+        driver.save_screenshot(str(shot))
+    finally:
+        if not shot.exists():
+            driver.save_screenshot(str(shot))
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(shot, ARTIFACTS / shot.name)
+        driver.quit()

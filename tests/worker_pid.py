@@ -26,3 +26,22 @@ class SlowSeed0GF2(PidGF2):
         if ctx.problem.seed == 0:
             time.sleep(3)
         return super().solve(ctx)
+
+
+@dataclass
+class StuckSeed0GF2(PidGF2):
+    """PidGF2 whose seed-0 job never ends by itself (it sleeps for ten minutes): only a time limit stops it."""
+
+    def solve(self, ctx: Context) -> Outcome:
+        if ctx.problem.seed == 0:
+            time.sleep(600)
+        return super().solve(ctx)
+
+
+@dataclass
+class StuckSeed0BatchGF2(StuckSeed0GF2):
+    """StuckSeed0GF2 solved by a `solve_batch` of its own, which says nothing of which run it is solving."""
+
+    @classmethod
+    def solve_batch(cls, methods: list[GF2], ctxs: list[Context]) -> list[Outcome]:
+        return [m.solve(c) for m, c in zip(methods, ctxs)]

@@ -1,8 +1,9 @@
 """Array backends: one method implementation runs on numpy (CPU) and PyTorch (CPU or CUDA).
 
 Methods get ``backend.xp``, an array-API namespace (``array_api_compat``), and never import numpy or torch
-themselves. Random draws always happen on the host with numpy, so a seed gives the same data and initial
-weights on every backend.
+themselves. The data is always drawn on the host with numpy; a method's own draws (initial weights, batch
+orders) are too under ``rng=host``, so a seed gives the same run on every backend, or on the device under
+``rng=counter`` (sweep.methods.counter_rng: cuda's default, where host draws dominated a large batch).
 
 Timing (seed 004): ``clock()`` synchronises the device before reading the time, and torch backends
 ``needs_warmup``: job.run times a first, untimed-for-the-result solve (CUDA context, kernel caches,
@@ -18,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from sweep.errors import ConfigError
+from sweep.errors import NoDeviceHere
 
 # torch.compile's modes (torch.compile(mode=...)); "default" is torch's own default
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -33,11 +34,9 @@ def require_device(backend: str, device: str) -> None:
     import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
     if not torch.cuda.is_available():
-        raise ConfigError(
-            f"device.torch_device={device!r} needs a CUDA GPU, and this machine has none "
-            f"(torch {torch.__version__}, torch.cuda.is_available() is False). Run device=cuda jobs through "
-            "the sweep launcher on Modal (device.local_gpu=false, device.gpu=L4|A10G|A100|H100), or use "
-            "device=torch_cpu to run the same torch code path on this CPU."
+        raise NoDeviceHere(
+            f"device.torch_device={device!r} needs a CUDA GPU and this machine has none (torch {torch.__version__} "
+            "sees no CUDA device)"
         )
 
 
@@ -55,6 +54,9 @@ class Backend:
     fullgraph: bool = False  # torch.compile(fullgraph=True): a graph break is an error, not a Python fallback
     # mixed precision for the hot step: one of AUTOCAST_DTYPES (torch.autocast; seed 004's fp16 matmuls)
     autocast: str = "none"
+    # where a method's random draws are made: host (numpy's RandomState, the same run on every backend) or counter
+    # (a counter-based hash on the device, sweep.methods.counter_rng: a run equals itself batched or alone)
+    rng: str = "host"
     threads: int = 0  # CPU threads of torch's intra-op pool and numpy's BLAS; 0 leaves the libraries' defaults
     _compiled: dict = field(default_factory=dict, repr=False)
 
@@ -88,12 +90,16 @@ class Backend:
     def asarray(self, a: np.ndarray):
         if self.name == "numpy":
             return np.asarray(a, dtype=self._dtype)
+        if isinstance(a, self._torch.Tensor):  # drawn on the device (rng=counter)
+            return a.to(device=self.device, dtype=self._dtype)
         return self._torch.as_tensor(np.asarray(a), dtype=self._dtype, device=self.device)
 
     def index(self, a: np.ndarray):
         """An integer index array (e.g. a permutation drawn on the host) on this backend's device."""
         if self.name == "numpy":
             return np.asarray(a, dtype=np.intp)
+        if isinstance(a, self._torch.Tensor):  # drawn on the device (rng=counter)
+            return a.to(device=self.device, dtype=self._torch.long)
         return self._torch.as_tensor(np.asarray(a), dtype=self._torch.long, device=self.device)
 
     def to_numpy(self, a) -> np.ndarray:

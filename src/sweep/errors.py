@@ -6,3 +6,7 @@ from __future__ import annotations
 
 class ConfigError(ValueError):
     """A composed config that cannot run; the message names the field and the allowed values."""
+
+
+class NoDeviceHere(ConfigError):
+    """A job that runs on this machine needs a device it lacks (a CUDA GPU): the preflight adds what runs here."""

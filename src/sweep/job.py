@@ -17,15 +17,20 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
+from hydra_plugins.sweep_launcher import timer
 from sweep.backend import KNOBS, Backend
+from sweep.challenge.scorer import this_scorer
 from sweep.config.check import check_job
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.energy.meter import measure_solve
 from sweep.errors import ConfigError
 from sweep.methods.base import Context
+from sweep.record.tags import SCORER_TAG, TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
+from sweep.trace import stored
 from sweep.trace.scope import Scope
+from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.trackers.base import TrackerReport
 
@@ -141,6 +146,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
     backend = make_backend(config["device"])
     tracker = build(config["tracker"]) if config["tracker"].get("_target_") else None
     trace = Trace() if tracker is not None else NULL_TRACE
+    method = build(config["method"])
     ctx = Context(
         problem=problem,
         data=data,
@@ -148,43 +154,68 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
+        source=resolve(config["tracker"].get("source", METHOD), method),
     )
-    return Job(data, backend, build(config["method"]), ctx, tracker)
+    return Job(data, backend, method, ctx, tracker)
 
 
-def solve(job: Job, device: DictConfig) -> Solved:
-    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy."""
+def solve(job: Job, device: DictConfig, place: int = 0) -> Solved:
+    """The timed solve (after an untraced warm-up where the backend needs one), then the measured energy. A time
+    limit on the job (the launcher's) covers the timed solve: `place` is the job's place in its worker's task."""
     backend, method, ctx = job.backend, job.method, job.ctx
     warmup = None
     if backend.needs_warmup:
         # Honest timing (seed 004): a first, untraced solve pays lazy init and torch.compile; it is reported
         # as warmup_s, and the timed solve below is the steady state.
         t0 = backend.clock()
-        method.solve(dataclasses.replace(ctx, trace=NULL_TRACE))
+        warm_up(method, ctx)
         warmup = backend.clock() - t0
+    timer.begin(place)
     t0 = backend.clock()
     outcome = method.solve(ctx)
     wall = backend.clock() - t0
+    timer.end()
     return evaluate(job, outcome, wall, warmup, device)
 
 
-def evaluate(job: Job, outcome: Any, wall_s: float, warmup_s: float | None, device: DictConfig) -> Solved:
-    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve)."""
+def warm_up(method: Any, ctx: Context) -> None:
+    """The untraced warm-up before a timed solve: the method's own (`warmup(ctx)`: a few steps of a long training),
+    else a whole solve."""
+    untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
+    own = getattr(method, "warmup", None)
+    own(untraced) if own is not None else method.solve(untraced)
+
+
+def evaluate(
+    job: Job,
+    outcome: Any,
+    wall_s: float,
+    warmup_s: float | None,
+    device: DictConfig,
+    metered: tuple[dict[str, float], dict[str, str]] | None = None,
+) -> Solved:
+    """After the clock: the outcome's figures, and the tracker's measured energy (untimed repeats of the solve;
+    ``metered``: measured already, a batch's share)."""
     outcome.finalize()  # evaluating the answer (accuracy, curves) is not learning it: after the clock
-    measured, meter_tags = measure_solve(job.tracker, job.method, job.ctx, device)
+    measured, meter_tags = metered if metered is not None else measure_solve(job.tracker, job.method, job.ctx, device)
     return Solved(outcome, wall_s, warmup_s, measured, meter_tags)
 
 
 def summarise(job: Job, solved: Solved) -> tuple[TrackerReport, dict[str, list[float]]]:
     """The tracker's report of the trace, and the run's curves (all_steps: the tracker's figures per epoch)."""
     outcome, tracker = solved.outcome, job.tracker
-    report = tracker.summarize(job.ctx.trace) if tracker is not None else TrackerReport()
-    curves = dict(outcome.curves)
-    if tracker is not None and outcome.traces:
-        per_epoch = tracker.summarize_each(list(outcome.traces.values()))  # batched: one pass, not one per epoch
-        for key in per_epoch[0] if per_epoch else []:
-            curves[f"{key}_per_epoch"] = [m[key] for m in per_epoch]
-    return report, curves
+    if tracker is None:
+        return TrackerReport(), dict(outcome.curves)
+    pieces, steps = _pieces(outcome)
+    report, per_epoch = tracker.figures(job.ctx.trace, list(pieces.values()), steps)
+    return report, {**outcome.curves, **per_epoch}
+
+
+def _pieces(outcome: Any) -> tuple[dict[str, Trace], int]:
+    """The trace's pieces and, for a run measured by one traced step, its steps (0: the pieces are epochs)."""
+    if outcome.step_traces:  # one traced step stands for each of the run's steps
+        return outcome.step_traces, outcome.steps
+    return outcome.traces, 0
 
 
 def result(
@@ -206,19 +237,31 @@ def result(
         "cost_usd": cost_usd(solved.wall_s, device_price_per_hour(cfg.device)),
         **({"warmup_s": solved.warmup_s} if solved.warmup_s is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
+        **({"tokens_per_s": outcome.extra["tokens"] / solved.wall_s} if "tokens" in outcome.extra else {}),
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    if job.tracker is not None and job.ctx.source is Source.AUTO:
+        metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None
     if outcome.secret_found is not None:
         secret_ok = tuple(outcome.secret_found) == tuple(data.secret)
         metrics["secret_correct"] = float(secret_ok)
     tags = {g: str(cfg[g].name) for g in JOB_GROUPS}
     tags.update(solved.meter_tags)
-    tags["secret"] = ",".join(map(str, data.secret))
+    tags.update(outcome.tags)
+    tags[SCORER_TAG] = this_scorer()  # which scorer measured it: a leaderboard ranks one scorer's runs
+    if data.secret:
+        tags["secret"] = ",".join(map(str, data.secret))
+    if job.tracker is not None:
+        tags[TRACE_SOURCE_TAG] = job.ctx.source.value  # tracker.source=method: which one the method's is
     if outcome.secret_found is not None:
         tags["secret_found"] = ",".join(map(str, outcome.secret_found))
-    artifacts = {"config.yaml": config_yaml(cfg)}
+    artifacts = {"config.yaml": config_yaml(cfg), **outcome.artifacts}
+    if job.tracker is not None:
+        tags[TRACKER_VERSION_TAG + job.tracker.name] = job.tracker.version
+        # the trace itself, so that a tracker defined later scores this run without solving it again
+        artifacts[stored.ARTIFACT] = stored.dumps(job.ctx.trace, *_pieces(outcome))
     if report.table:
         artifacts["tracker_buffers.csv"] = table_csv(report.table)
     artifacts["outcome.json"] = json.dumps(

@@ -37,6 +37,7 @@ class Session:
     singleton_state: dict[Any, Any]
     fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
     batcher: Any = None  # the hooks whose run_batch solves a batch (hydra.launcher.batch > 1)
+    time_limited: bool = False  # a time limit holds: the worker passes on what the app says it covers (timer.py)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Reply:
     cpu_s: float = 0.0  # the task function's CPU seconds (all threads of the worker process)
     files: dict[str, str] = field(default_factory=dict)  # output-dir files, for jobs run in a container
     output_dir: Optional[str] = None  # the job's hydra.runtime.output_dir
+    time_limit_s: Optional[float] = None  # the limit the job ran past (the launcher killed its worker)
 
 
 _restored: Optional[int] = None  # id of the Session whose Hydra globals this process holds

@@ -39,6 +39,7 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, co
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
@@ -68,6 +69,7 @@ class Dispatcher:
         hooks: Sequence[LaunchHooks],
         tally: Tally,
         offline: bool,
+        time_limit: Optional[float] = None,
     ) -> None:
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
@@ -76,6 +78,7 @@ class Dispatcher:
         self.tally = tally
         self.pool = pool
         self.offline = offline
+        self.time_limit = time_limit  # seconds a job may run on a local worker (_time_limit.py); None: no limit
         self.isolate = bool(hooks)  # with hooks, a failure does not stop the sweeper (see hooks.py)
         self.session = Session(
             hydra_context=launcher.hydra_context,
@@ -83,6 +86,7 @@ class Dispatcher:
             singleton_state=Singleton.get_state(),
             fast=launcher.fast,
             batcher=next((h for h in hooks if type(h).run_batch is not LaunchHooks.run_batch), None),
+            time_limited=time_limit is not None,
         )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
@@ -156,9 +160,12 @@ class Dispatcher:
             w.gone = True
             self.local.extendleft(reversed(jobs))
             return
+        idle = not w.jobs
         w.jobs.extend(jobs)
         for job in jobs:
             job.started = time.perf_counter()
+        if idle:
+            begin(w, self.time_limit)
 
     def _composed(self, job: Job) -> Any:
         """The job's config, composed just before it goes out and kept only while the job is in flight: the
@@ -223,7 +230,7 @@ class Dispatcher:
         waitables: list[Any] = [w.conn for w in busy] + [w.proc.sentinel for w in busy]
         if self.remote_conn is not None and self.n_remote_left:
             waitables.append(self.remote_conn)
-        ready = set(wait(waitables, timeout=1.0))
+        ready = set(wait(waitables, timeout=wait_s(busy, 1.0)))
         arrived: list[tuple[Job, Reply]] = []
         if self.remote_conn is not None and self.remote_conn in ready:
             idx, data = pickle.loads(self.remote_conn.recv_bytes())
@@ -238,15 +245,24 @@ class Dispatcher:
                 data = w.conn.recv_bytes() if w.conn.poll() else None
             except (EOFError, OSError):
                 data = None
+            if data is not None and data.startswith(MARK):  # the app says what the time limit covers now
+                clock(w, data, self.time_limit)
+                continue
             job = w.jobs.popleft()
             if data is not None:
                 arrived.append((job, load_reply(data, job.idx)))
+                taken(w, job, self.time_limit)
                 continue
             # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)
             why = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode}) while running the job"
             arrived.append((job, Reply(idx=job.idx, job_return=None, error=why + "\n", reason=why)))
             self.local.extendleft(reversed(w.jobs))
+            w.deadline = None
+            assert self.pool is not None
+            self.pool.replace(w)
+        for w in overdue(busy) if self.time_limit is not None else []:
+            arrived += stop(w, self.time_limit, self.local)
             assert self.pool is not None
             self.pool.replace(w)
         return arrived
@@ -274,6 +290,7 @@ class Dispatcher:
             wall_s=reply.wall_s,
             cpu_s=reply.cpu_s,
             offline=self.offline and job.where == "modal",
+            time_limit_s=reply.time_limit_s,
         )
         self._tell(job, outcome)
         if ok:

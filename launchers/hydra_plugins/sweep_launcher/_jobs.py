@@ -25,6 +25,7 @@ class Job(PlannedJob):
     template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     started: Optional[float] = None
     batch: Optional[int] = None  # the id of the batch it is solved in (_batches.py); None: alone
+    left_out: bool = False  # placed on Modal, which has no token here, in a sweep whose other jobs run (_launch.py)
     # while set, what composes `cfg` when it is first read: a job's outcome goes to the hooks with its config
     # composed only if they read it (the dispatcher's `_for_hooks`)
     again: Optional[Callable[[], DictConfig]] = field(default=None, repr=False, compare=False)

@@ -30,6 +30,7 @@ from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
+from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
 
@@ -76,11 +77,27 @@ def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
     return at_least_one(key, requested, meaning)
 
 
+def time_limit(requested: Any, key: str = "hydra.launcher.time_limit_s") -> Optional[float]:
+    """The setting `key` (hydra.launcher.time_limit_s, or the app's own that its hooks name): seconds > 0, or null."""
+    if requested is None:
+        return None
+    if isinstance(requested, bool) or not isinstance(requested, (int, float)) or not 0 < requested < float("inf"):
+        print(
+            f"sweep: {key}={requested!r} is not allowed: expected a number of seconds > 0 (the most a job may run), "
+            "or null (no limit)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2)
+    return float(requested)
+
+
 class Multirun:
     def __init__(self, launcher: Any) -> None:
         cfg: DictConfig = launcher.config
         self.hooks: list[LaunchHooks] = hooks_mod.take()
         self.batch = self.batch_setting(launcher.batch, cfg)
+        self.time_limit = self.limit_setting(launcher.time_limit_s, cfg)
         self.tally = Tally()
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
@@ -92,6 +109,7 @@ class Multirun:
             "force": launcher.force,
             "batch": self.batch,
             "modal.offline": self.offline,
+            "time_limit_s": self.time_limit,
         }
         self.tally.closers.append(self.close_pool)
         for h in self.hooks:
@@ -114,6 +132,16 @@ class Multirun:
                 return batch_size(said[1], said[0])
         return 1
 
+    def limit_setting(self, requested: Any, cfg: DictConfig) -> Optional[float]:
+        """hydra.launcher.time_limit_s; where it is null, what the hooks say (the app's own setting), else None."""
+        if requested is not None:
+            return time_limit(requested)
+        for h in self.hooks:
+            said = h.time_limit(cfg)
+            if said is not None:
+                return time_limit(said[1], said[0])
+        return None
+
     def batch_key(self, job: Job) -> Optional[Hashable]:
         """What a job may share a batch under (the first of the hooks' keys, where it runs: one local worker or one
         Modal container of one GPU type); None: it runs alone."""
@@ -135,19 +163,22 @@ class Multirun:
 
 class Stream:
     """The batch's jobs one at a time, each composed while it is the current one. The first pass also places
-    each job and, at the first job placed on Modal, checks Modal's token (before the hooks have seen every job,
-    so before they open the app's records)."""
+    each job and, at the first job placed on Modal, looks for Modal's token. Without one, the jobs placed on Modal
+    are left out when others run here (`Job.left_out`: one line says which, and how to run them), and the batch
+    is refused when none would: at the end of the pass, before the hooks' plan is over (the app opens its records
+    once it has seen every job)."""
 
     def __init__(self, launcher: Any, run: "Multirun", jobs: list[Job]) -> None:
         self.launcher, self.run, self.jobs = launcher, run, jobs
         self.placed = False
-        self.token_checked = False
+        self.no_token: Optional[bool] = None  # unknown until a job is placed on Modal
 
     def __iter__(self) -> Iterator[Job]:
         place = not self.placed
         master = self.launcher.config
         take_planned = getattr(self.launcher.hydra_context.config_loader, "take_planned", None)  # FastComposer's
         name = str(master.hydra.job.name)
+        instead: Optional[str] = None  # what the app says runs the first left-out job here instead
         for job in self.jobs:
             planned = take_planned(master, job.overrides, job_id(name, job.idx), job.idx) if take_planned else None
             if planned is not None:
@@ -157,13 +188,18 @@ class Stream:
             if place:
                 where, gpu = self.run.placement(job, self.launcher.route)
                 job.where, job.gpu = where, (gpu if where == "modal" else None)
-                if where == "modal" and not self.token_checked:
-                    self.token_checked = True
-                    refuse_without_token(self.run)
+                if where == "modal" and self.no_token is None:
+                    self.no_token = modal_without_token(self.run)
+                if where == "modal" and self.no_token:
+                    job.left_out = True
+                    if instead is None:
+                        instead = next((m for h in self.run.hooks if (m := h.instead_of_modal(job))), "")
             try:
                 yield job
             finally:
                 job.cfg = job.resolved = None
+        if place and self.jobs and all(j.left_out for j in self.jobs):
+            refuse_without_token(self.run, self.jobs, instead or "")
         self.placed = True
 
 
@@ -173,20 +209,44 @@ def drain(it: Iterator[Job]) -> None:
         pass
 
 
-def refuse_without_token(run: Multirun) -> None:
-    """Jobs placed on Modal need Modal's token: without one, one line and exit 2, before any job starts and
-    before the hooks' plan is over (the app opens its records once it has seen every job)."""
+def modal_without_token(run: Multirun) -> bool:
+    """Whether jobs placed on Modal cannot go there for want of Modal's token (offline mode needs none; without
+    the modal package each such job fails with how to install it)."""
     from hydra_plugins.sweep_launcher._dispatch import modal_missing  # noqa: PLC0415 - the dispatcher: on the first launch
 
     if run.offline or modal_missing():
-        return  # without the modal package each such job fails with how to install it
+        return False
     from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
 
-    problem = _modal_app.token_problem()
-    if problem:
-        run.tally.close()  # nothing runs: no worker may stay
-        print(f"sweep: {problem}", file=sys.stderr, flush=True)
-        raise SystemExit(2)
+    return _modal_app.token_problem() is not None
+
+
+def refuse_without_token(run: Multirun, jobs: list[Job], instead: str) -> None:
+    """Every job is placed on Modal, which has no token: one line, exit 2, before any job starts. What runs them
+    on this machine comes first (`instead`: the app's word, else offline mode), then how to set Modal up."""
+    from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import
+
+    here = instead or "run them on this machine's GPU without the network: hydra.launcher.modal.offline=true"
+    run.tally.close()  # nothing runs: no worker may stay
+    print(
+        f"sweep: {len(jobs)} job(s) placed on Modal, which has no API token on this machine: {here}; or set Modal "
+        f"up ({_modal_app.token_setup()}) and run this command again",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(2)
+
+
+def left_out_arms(jobs: list[Job]) -> str:
+    """Which jobs were left out: by the overrides only they have (`device=cuda`; a preset's cuda arms)."""
+    kept = {o for j in jobs if not j.left_out for o in j.overrides}
+    arms: dict[str, list[str]] = {}
+    for j in jobs:
+        for o in j.overrides if j.left_out else ():
+            key, _, value = o.partition("=")
+            if o not in kept and value not in arms.setdefault(key, []):
+                arms[key].append(value)
+    return " ".join(f"{k}={','.join(v)}" for k, v in arms.items() if v) or "placed on Modal"
 
 
 def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> dict[int, Optional[str]]:
@@ -269,10 +329,23 @@ def prepare(
     for j in jobs:
         if j.idx in done or j.idx in others:
             returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
+    left = [j for j in jobs if j.left_out and j.idx not in returns]
+    if left:
+        for j in left:
+            returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
+        run.tally.left_out += len(left)
+        run.tally.left_out_note = f"{left_out_arms(jobs)}: Modal has no API token here"
+        print(
+            f"sweep: leaving out {len(left)} job(s), {run.tally.left_out_note}; to run them, give Modal a token "
+            f"(`{command('modal', 'token', 'new')}`) and run this command again (what is done is skipped)",
+            flush=True,
+        )
     todo = [j for j in jobs if j.idx not in returns]
     if run.batch > 1:
         todo = batched(todo, run.batch_key, run.batch, run.n_workers)
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline) if todo else None
+    if not todo:
+        return jobs, None
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit)
 
 
 def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:

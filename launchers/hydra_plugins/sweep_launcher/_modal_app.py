@@ -48,14 +48,19 @@ IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycach
 PLUGIN_DISTRIBUTIONS = ("hydra-core", "omegaconf", "cloudpickle", "modal")
 
 
-def token_help() -> str:
-    """What to do without a token, with commands that work pasted here (Modal's CLI beside this interpreter)."""
-
+def token_setup() -> str:
+    """How to give Modal a token, with commands that work pasted here (Modal's CLI beside this interpreter)."""
     return (
-        f"Modal has no API token on this machine. Set one up with `{command('modal', 'token', 'new')}` "
-        f"(opens a browser), or `{command('modal', 'token', 'set')} --token-id <id> --token-secret <secret>`, "
-        "or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET; or run on this machine's GPU without the network: "
-        "hydra.launcher.modal.offline=true"
+        f"`{command('modal', 'token', 'new')}` (opens a browser), or `{command('modal', 'token', 'set')} --token-id "
+        "<id> --token-secret <secret>`, or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
+    )
+
+
+def token_help() -> str:
+    """What to do without a token: set one up, or run on this machine's GPU without the network."""
+    return (
+        f"Modal has no API token on this machine. Set one up with {token_setup()}; or run on this machine's GPU "
+        "without the network: hydra.launcher.modal.offline=true"
     )
 
 

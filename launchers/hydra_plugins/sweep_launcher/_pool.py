@@ -15,7 +15,7 @@ import signal
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._signals import SIGNALS
@@ -56,6 +56,8 @@ class Worker:
     templates: set[int] = field(default_factory=set)  # template hydra sections this worker already has
     jobs: deque = field(default_factory=deque)  # sent to this worker, oldest (running) first
     gone: bool = False  # a send found its pipe closed: it takes no more jobs, and is replaced once drained
+    deadline: Optional[float] = None  # when its front task must end (perf_counter; _time_limit.py); None: no limit
+    timed: Optional[int] = None  # the job of its front task the deadline is for (its place), where the app said
 
 
 class Pool:

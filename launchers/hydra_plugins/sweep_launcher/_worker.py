@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
+from hydra_plugins.sweep_launcher import timer
 from hydra_plugins.sweep_launcher._core import (
     Pickled,
     Session,
@@ -90,6 +91,8 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             return
         if kind == "session":
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
+            # under a time limit, the app's clock messages (timer.py) go on the replies' pipe, from this thread
+            timer._send = conn.send_bytes if sessions[sid][0].time_limited else None
             continue
         if kind == "batch":
             items = [(idx, config, _template(templates, tpl)) for idx, config, tpl in rest[0]]

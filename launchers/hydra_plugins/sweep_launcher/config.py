@@ -41,6 +41,10 @@ class SweepLauncherConf:
     # hooks say (LaunchHooks.batch_size: an app's presets may turn batching on), else 1
     batch: Optional[int] = None
     progress: bool = True  # live done / failed / running / ETA line (rich) on stderr
+    # the most seconds a job may run on a local worker (a batch of R jobs: R times it); past it the worker is killed
+    # and the job FAILED with the reason (a batch's jobs run again one at a time, so only the slow one fails). null:
+    # what the app's hooks say (LaunchHooks.time_limit: a preset's), else no limit
+    time_limit_s: Optional[float] = None
     # modules each local worker imports when it starts, while the launcher composes: the first job of a
     # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped
     # (the app's hooks add their own: LaunchHooks.preload)

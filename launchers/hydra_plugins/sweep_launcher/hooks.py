@@ -18,7 +18,9 @@ then calls, in the launching process:
                                 read it, do not change it: the next job of its shape is made on it), with
                                 `resolved` where the launcher has it (plain data, read faster);
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
+    instead_of_modal(job)       a job placed on Modal, which has no token here: what runs it here instead, or None
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
+    time_limit(cfg)             where hydra.launcher.time_limit_s is null: the app's own setting for it, or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
                                 equal keys, up to `batch` of them, go to one worker together); None: alone
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
@@ -93,6 +95,7 @@ class Outcome:
     wall_s: float = 0.0  # the task's wall-clock where it ran (Modal: what is billed)
     cpu_s: float = 0.0  # the task's CPU seconds
     offline: bool = False  # a Modal job run through Function.local()
+    time_limit_s: Optional[float] = None  # FAILED for running past this limit (its worker killed); None: it did not
 
     @property
     def value(self) -> Any:
@@ -108,6 +111,8 @@ class Tally:
     skipped: int = 0
     skipped_for: dict[str, int] = field(default_factory=dict)  # jobs skipped for another reason than done: by why
     killed: int = 0
+    left_out: int = 0  # jobs placed on Modal, which has no token here, in a sweep whose other jobs ran
+    left_out_note: str = ""  # which they were and how to run them
     failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
     launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
     force_key: str = "hydra.launcher.force"  # the setting that re-runs jobs skipped as already done
@@ -142,6 +147,11 @@ class LaunchHooks(Callback):
         None (default): 1, each job alone."""
         return None
 
+    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """Where hydra.launcher.time_limit_s is null: (the app's setting's name, its value), the most seconds a job
+        may run on a local worker; None (default): no limit."""
+        return None
+
     def batch_key(self, job: PlannedJob) -> Optional[Hashable]:
         """Jobs with equal keys may be solved together by `run_batch`; None (default): the job runs alone."""
         return None
@@ -151,6 +161,11 @@ class LaunchHooks(Callback):
         one return value or raised exception per job, in order. A job that fails alone is its exception here,
         and the rest of its batch goes on."""
         raise NotImplementedError(f"{type(self).__name__} keys jobs into batches but has no run_batch")
+
+    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
+        """A job placed on Modal when Modal has no token here: what runs it on this machine instead (the app
+        knows what its job needs), said first in the refusal; None: the launcher's own advice (offline mode)."""
+        return None
 
     def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
         pass
@@ -168,6 +183,7 @@ class LaunchHooks(Callback):
             + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
             + (f", {tally.killed} killed" if tally.killed else "")
             + "".join(f", {n} not run: {why}" for why, n in tally.skipped_for.items())
+            + (f", {tally.left_out} left out ({tally.left_out_note})" if tally.left_out else "")
             + note
         )
         print(msg, file=sys.stderr if n_failed or status == "KILLED" else sys.stdout, flush=True)

@@ -64,6 +64,7 @@ class SweepLauncher(Launcher):
         force: bool = False,
         batch: Any = None,
         progress: bool = True,
+        time_limit_s: Any = None,
         preload: Sequence[str] = (),
         fast: Optional[bool] = None,
         modal: Any = None,
@@ -81,6 +82,7 @@ class SweepLauncher(Launcher):
         self.force = force
         self.batch = batch  # checked at the first launch (_batches.batch_size): one line, exit 2
         self.progress = progress
+        self.time_limit_s = time_limit_s  # checked at the first launch (_launch.time_limit): one line, exit 2
         self.preload = [str(m) for m in preload]
         # the fast paths (FastComposer, the lean run_job) reproduce Hydra: on by default only on the Hydra and
         # OmegaConf versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job

@@ -19,7 +19,9 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig
 
-from sweep.job import Job, evaluate, prepare, result, solve, summarise
+from hydra_plugins.sweep_launcher import timer
+from sweep.energy.meter import per_run
+from sweep.job import Job, evaluate, prepare, result, solve, summarise, warm_up
 from sweep.methods.base import Context
 from sweep.methods.batched import gc_paused
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
@@ -67,15 +69,16 @@ def batchable(job: Job) -> bool:
 
 def _alone(m: Member, started: float) -> RunResult | BaseException:
     try:
-        solved = solve(m.job, m.cfg.device)
+        solved = solve(m.job, m.cfg.device, place=m.i)
         report, curves = summarise(m.job, solved)
         return result(m.cfg, m.config, m.job, solved, report, curves, started)
     except Exception as e:  # noqa: BLE001 - this job's fault alone
         return e
 
 
-def _solve(members: list[Member], ctxs: list[Context]) -> list[Any]:
-    """The class's solve_batch, or each method's own solve one after the other: an outcome or exception each."""
+def _solve(members: list[Member], ctxs: list[Context], timed: bool = False) -> list[Any]:
+    """The class's solve_batch, or each method's own solve one after the other: an outcome or exception each.
+    `timed`: the solve the runs are timed on, which the launcher's time limit (if any) covers run by run."""
     cls = type(members[0].job.method)
     methods = [m.job.method for m in members]
     if hasattr(cls, "solve_batch"):
@@ -84,12 +87,27 @@ def _solve(members: list[Member], ctxs: list[Context]) -> list[Any]:
         except Exception as e:  # noqa: BLE001 - the batched solve as a whole failed: every run reports it
             return [e] * len(members)
     outcomes: list[Any] = []
-    for method, ctx in zip(methods, ctxs):
+    for m, method, ctx in zip(members, methods, ctxs):
+        if timed:
+            timer.begin(m.i)
         try:
             outcomes.append(method.solve(ctx))
         except Exception as e:  # noqa: BLE001 - this run's fault alone
             outcomes.append(e)
     return outcomes
+
+
+def meter_batch(members: list[Member]) -> tuple[dict[str, float], dict[str, str]] | None:
+    """The batch's measured energy, each run's share (energy / runs, as its wall_clock_s): the batch solved
+    again untraced while the counter runs. None where the tracker measures nothing."""
+    tracker = members[0].job.tracker
+    if tracker is None or not hasattr(tracker, "measure"):
+        return None
+    untraced = [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members]
+    metrics, tags = tracker.measure(
+        lambda: _solve(members, untraced), members[0].cfg.device, members[0].job.backend.clock
+    )
+    return per_run(metrics, len(members)), tags
 
 
 def solve_together(members: list[Member], started: float) -> list[RunResult | BaseException]:
@@ -100,11 +118,17 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
     warmup = None
     if backend.needs_warmup:
         t0 = backend.clock()
-        _solve(members, [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members])
+        if hasattr(type(members[0].job.method), "warmup"):  # the method's own warm-up, run by run
+            for m in members:
+                warm_up(m.job.method, m.job.ctx)
+        else:
+            _solve(members, [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members])
         warmup = backend.clock() - t0
     t0 = backend.clock()
-    outcomes = _solve(members, [m.job.ctx for m in members])
+    outcomes = _solve(members, [m.job.ctx for m in members], timed=True)
     wall = backend.clock() - t0
+    timer.end()  # what follows (each run's figures) is the project's, not the runs': no time limit
+    metered = meter_batch(members)
     bid = uuid.uuid4().hex[:12]
     out: list[RunResult | BaseException] = []
     for m, outcome in zip(members, outcomes):
@@ -112,7 +136,9 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
             out.append(outcome)
             continue
         try:
-            solved = evaluate(m.job, outcome, wall / n, warmup / n if warmup is not None else None, m.cfg.device)
+            solved = evaluate(
+                m.job, outcome, wall / n, warmup / n if warmup is not None else None, m.cfg.device, metered
+            )
             report, curves = summarise(m.job, solved)
             r = result(m.cfg, m.config, m.job, solved, report, curves, started)
         except Exception as e:  # noqa: BLE001 - this run's fault alone

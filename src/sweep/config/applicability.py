@@ -30,7 +30,8 @@ def option_class(cfg: Any, group: str) -> Any:
     try:
         return _class(target)
     except Exception as e:  # an unimportable _target_ is a config error, not a crash mid-run
-        raise ConfigError(f"{group}._target_={target!r} cannot be imported: {e}") from e
+        why = " ".join(str(e).split())  # Hydra's reason spans lines: one line, as every refusal
+        raise ConfigError(f"{group}._target_={target!r} cannot be imported: {why}") from e
 
 
 @functools.lru_cache(maxsize=256)

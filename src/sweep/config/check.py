@@ -5,10 +5,12 @@ In this order, so that the error names the most basic fault first:
 1. fields: each field's value rule (type and range), declared by the class that owns the field
    (`field_rules`: Problem, the methods, the trackers; the device's here); then every key is one its option
    takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
-2. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
+2. method x problem: the method's declared `problems` (sweep.config.applicability), before the options' own
+   checks, which read the fields of the problems their method applies to (sgd on problem=chars has no loss);
+   and method x variant: a variant other than standard only for a method whose step is a variant's
+   (`takes_variant`);
+3. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
-3. method x problem: the method's declared `problems`, and method x variant: a variant other than standard
-   only for a method whose step is a variant's (`takes_variant`) (sweep.config.applicability);
 4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
 5. where it runs: a job run on this machine needs its device here (a CUDA GPU for device=cuda); a job placed on
    Modal needs a price for its GPU (sweep.config.prices).
@@ -30,6 +32,7 @@ from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import available_bytes, check_fits
 from sweep.config.prices import gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
+from sweep.config.suggest import expected
 from sweep.config.view import ConfigView
 from sweep.errors import ConfigError
 
@@ -49,6 +52,7 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: v in AUTOCAST_DTYPES and (v == "none" or c.device.backend == "torch"),
     ),
     choice("device.dtype", ("float32", "float64")),
+    choice("device.rng", ("host", "counter")),
 )
 
 
@@ -86,14 +90,13 @@ def check_known_keys(cfg: ConfigView) -> None:
         known = _fields(group, node.get("name"), node.get("_target_"))
         unknown = [k for k in node if k not in known] if known is not None else []
         if unknown:
-            keys = ", ".join(sorted(k for k in known if k not in ("_target_", "name")))  # type: ignore[union-attr]
-            raise ConfigError(
-                f"{group}.{min(unknown)} is not a key of {group}={node.get('name', '?')}: expected one of {keys}"
-            )
+            keys = [k for k in known if k not in ("_target_", "name")]  # type: ignore[union-attr]
+            key = min(unknown)
+            raise ConfigError(f"{group}.{key} is not a key of {group}={node.get('name', '?')}: {expected(key, keys)}")
 
 
 def check_options(view: ConfigView) -> None:
-    """Stage 2: each option class's own `check_config(view)`."""
+    """Stage 3: each option class's own `check_config(view)`."""
     for group in JOB_GROUPS:
         check = getattr(option_class(view, group), "check_config", None)
         if check is not None:
@@ -133,9 +136,9 @@ def check_job(
     jobs). Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
-    check_options(view)
     check_method_applies(view)
     check_variant_applies(view)
+    check_options(view)
     check_fits(view, runs, available)
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)

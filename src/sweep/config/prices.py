@@ -13,11 +13,9 @@ from sweep.paths import CONF_DIR
 
 
 def cost_usd(seconds: float, price_per_hour: float) -> float:
-    """cost = seconds x price_per_hour / 3600.
-
-    Local runs pass the solve's wall-clock (or CPU seconds, for the local launcher) and the device config's
-    price_per_hour; Modal runs pass billed seconds and the GPU's rate from conf/prices.
-    """
+    """cost = seconds x price_per_hour / 3600: a run's `cost_usd` from its solve's wall-clock, its
+    `task_cost_usd` from the seconds its task was billed (CPU seconds here, container seconds on Modal), both at
+    the device config's price_per_hour (cuda: the GPU's rate from conf/prices)."""
     return float(seconds) * float(price_per_hour) / 3600.0
 
 

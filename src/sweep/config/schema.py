@@ -20,6 +20,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from sweep.backend import KNOBS, Backend
+from sweep.challenge.round import entrants, fresh_seeds
 from sweep.paths import store_sibling
 
 
@@ -70,6 +71,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "sparse_parity": "sweep.problems.sparse_parity.SparseParity",
         "sparse_and": "sweep.problems.sparse_and.SparseAnd",
         "sparse_sum": "sweep.problems.sparse_sum.SparseSum",
+        "chars": "sweep.problems.chars.Chars",
     },
     "method": {
         "sgd": "sweep.methods.sgd.SGD",
@@ -81,6 +83,10 @@ CLASSES: dict[str, dict[str, str]] = {
         "smt": "sweep.methods.smt.SMT",
         "forward_forward": "sweep.methods.forward_forward.ForwardForward",
         "ols": "sweep.methods.ols.OLS",
+        "bigram": "sweep.methods.lm.bigram.Bigram",
+        "mlp_lm": "sweep.methods.lm.mlp_lm.MLPLM",
+        "gpt": "sweep.methods.lm.gpt.GPT",
+        "solver": "sweep.methods.solver.Solver",
     },
     "variant": {
         "standard": "sweep.variants.standard.Standard",
@@ -94,6 +100,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "ard": "sweep.trackers.ard.ARDTracker",
         "cache": "sweep.trackers.cache.CacheTracker",
         "dmd": "sweep.trackers.dmd.DMDTracker",
+        "bytedmd": "sweep.trackers.bytedmd.ByteDMDTracker",
         "energy": "sweep.trackers.energy.EnergyTracker",
     },
 }
@@ -156,6 +163,23 @@ class CompareConfig:
     proxies: dict[str, Any] = field(default_factory=dict)
     # the study's key metrics, in order: the terminal table's columns (the others with --wide and in the artifacts)
     metrics: list[str] = field(default_factory=list)
+    # the rows' Pareto front (sweep.report.pareto): metric -> maximize | minimize (a search preset's
+    # hydra.sweeper.objectives are its front); drawn as the first objective against the second and each of `versus`
+    front: dict[str, str] = field(default_factory=dict)
+    versus: list[str] = field(default_factory=list)
+    # a challenge's ranking instead of the table (sweep.report.leaderboard): {accuracy: the least mean accuracy that
+    # passes, time_limit_s: the most seconds a finished run may have taken}
+    leaderboard: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ChallengeConfig:
+    """A challenge round's entrants (sweeps/parity_challenge.yaml; jobs ignore it): the sweep's `method.path` values
+    (sweep.challenge.round)."""
+
+    solvers: list[str] = field(default_factory=list)  # the users' solvers: <file.py>:<function> or <module>:<function>
+    references: list[str] = field(default_factory=list)  # the project's exact methods (sweep.challenge.references)
+    seeds: int = 3  # fresh seeds a round draws (the group's scorer runs 3)
 
 
 @dataclass
@@ -170,8 +194,12 @@ class Config:
     # the most runs solved together in one worker task under the project's launcher, where hydra.launcher.batch is
     # not set (the presets turn batching on here: other launchers know no `batch`); null: each job alone
     batch: Optional[int] = None
+    # the most seconds a run may take under the project's launcher, where hydra.launcher.time_limit_s is not set (a
+    # preset's rule, as `batch`): past it its worker is killed and the run recorded FAILED; null: no limit
+    time_limit_s: Optional[float] = None
     extra: dict[str, Any] = field(default_factory=dict)
     compare: CompareConfig = field(default_factory=CompareConfig)
+    challenge: ChallengeConfig = field(default_factory=ChallengeConfig)
 
 
 # group -> option -> schema; the groups a job is made of, in this order
@@ -193,3 +221,5 @@ def register_configs() -> None:
             cs.store(group=f"schema/{group}", name=name, node=node)
 
     OmegaConf.register_new_resolver("store_sibling", store_sibling, replace=True)  # sweeps/tune_sgd.yaml's storage
+    OmegaConf.register_new_resolver("fresh_seeds", fresh_seeds, replace=True)  # sweeps/parity_challenge.yaml's seeds
+    OmegaConf.register_new_resolver("entrants", entrants, replace=True)  # ... and its solvers

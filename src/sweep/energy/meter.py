@@ -1,16 +1,26 @@
-"""Measured energy: the hardware's cumulative energy counter read around repeated solves.
+"""Measured energy: the hardware's cumulative energy counter read around repeated solves, less the device's idle
+power, recorded only when a calibration probe shows the counter can be trusted (docs/energy.md, "Measured").
 
-Counters: the GPU's (NVML, through nvidia-ml-py) for torch on cuda; RAPL through Linux powercap for the CPU
-(package zones plus their DRAM sub-zones). A solve shorter than the counter can resolve is repeated until the
-window is at least ``window_s`` (1 s by default: NVML and RAPL update every ~10-100 ms), and the energy is
-divided by the repeats. The solves measured run untraced, after the timed one, so neither wall_clock_s nor
-the trace is touched. Where no counter can be read the run says why (tag ``energy.meter_reason``).
+Counters: the GPU's (NVML's total-energy counter, through nvidia-ml-py) for torch on cuda; RAPL through Linux
+powercap for the CPU (package zones plus their DRAM sub-zones). Per device and process, a *baseline* is measured
+first and kept for ``BASELINE_TTL_S``:
+- the counter's update period (NVML updates about every 100 ms: reads are aligned to its updates, so a window's
+  energy is exact up to the counter's own error, not off by up to one period at each end);
+- idle power: the counter over ``IDLE_S`` of nothing (the CUDA context loaded: the process holds it anyway);
+- a calibration probe, a known kernel (matmuls) for ``PROBE_S``, whose counter energy must agree with the
+  device's own instantaneous power reading integrated over the probe within ``CALIBRATION_TOL`` (NVML; RAPL has
+  no second reading, so there the probe must raise the counter's rate above idle). A failed probe records no
+  measured figure for the runs it covers: one line on stderr, the run recorded without it.
+Then the solve is repeated (untraced, after the timed solve) until the window is at least ``window_s`` and
+``MIN_PERIODS`` counter updates; the run's figure is (window energy - idle W x window) / repeats.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -18,6 +28,12 @@ from typing import Any, Callable, Protocol
 from sweep.trace.trace import NULL_TRACE
 
 POWERCAP = Path("/sys/class/powercap")
+IDLE_S = 1.0  # idle power: the counter over this long with nothing running
+PROBE_S = 1.0  # the calibration probe's length
+CALIBRATION_TOL = 0.10  # |counter J / integral of power dt - 1| allowed (H200: 0.4-1% measured, docs/results)
+MIN_PERIODS = 10  # a window spans at least this many counter updates (NVML: 1 s; its reads are aligned to them)
+BASELINE_TTL_S = 60.0  # idle power and calibration are measured again after this long
+POLL_S = 0.0005  # between reads while waiting for the counter's next update
 
 
 class Counter(Protocol):
@@ -29,32 +45,144 @@ class Counter(Protocol):
         """Joules since some fixed origin (monotonic: wrap-arounds are handled inside)."""
         ...
 
+    def power_w(self) -> float | None:
+        """The device's own instantaneous power reading (the calibration's second opinion), or None."""
+        ...
+
+    def facts(self) -> dict[str, str]:
+        """Run tags that say which device was measured (name, memory, driver, power limit)."""
+        ...
+
+    def probe(self, seconds: float, sample: Callable[[], None]) -> None:
+        """Run a known kernel on the device for about ``seconds`` (the calibration probe), calling ``sample``
+        every few ms of it (the power reading is taken under load, in the probe's own time)."""
+        ...
+
+
+@dataclass
+class Baseline:
+    idle_w: float
+    period_s: float  # the counter's update period, as observed
+    calibration: float  # probe: counter J / integral of the power reading (NVML), or probe W / idle W (RAPL)
+    reason: str  # why the counter may not be trusted; "" when it may
+    at: float  # when it was measured (time.monotonic)
+
 
 @dataclass
 class Measurement:
-    joules: float  # per solve
+    joules: float  # per solve, above idle
+    gross_j: float  # per solve, as the counter moved
     repeats: int
     window_s: float
+
+
+def edge(counter: Counter, now: Callable[[], float], sleep: Callable[[float], None], max_wait_s: float) -> tuple:
+    """(energy, time) at the counter's next update: reads aligned to updates make a window's energy exact. Gives
+    up after ``max_wait_s`` (a counter that only moves under load) with the value as it is."""
+    e0, t0 = counter.read_j(), now()
+    while now() - t0 < max_wait_s:
+        sleep(POLL_S)
+        e = counter.read_j()
+        if e != e0:
+            return e, now()
+    return e0, t0
+
+
+def update_period(counter: Counter, now: Callable[[], float], sleep: Callable[[float], None], span_s: float) -> float:
+    """The median time between the counter's updates over ``span_s`` (0 for a counter that moves every read)."""
+    changes, last, t0 = [], counter.read_j(), now()
+    while now() - t0 < span_s:
+        sleep(POLL_S)
+        e = counter.read_j()
+        if e != last:
+            changes.append(now())
+            last = e
+    gaps = sorted(b - a for a, b in zip(changes, changes[1:]))
+    return gaps[len(gaps) // 2] if gaps else span_s
+
+
+def measure_baseline(counter: Counter, now: Callable[[], float], sleep: Callable[[float], None]) -> Baseline:
+    """Update period and idle power over IDLE_S, then the calibration probe."""
+    period = update_period(counter, now, sleep, IDLE_S / 2)
+    e0, t0 = edge(counter, now, sleep, 3 * period)
+    sleep(IDLE_S / 2)
+    e1, t1 = edge(counter, now, sleep, 3 * period)
+    idle_w = (e1 - e0) / (t1 - t0) if t1 > t0 else math.nan
+
+    samples: list[tuple[float, float]] = []
+
+    def sample() -> None:  # the device's own power reading, through the probe
+        w = counter.power_w()
+        if w is not None:
+            samples.append((now(), w))
+
+    e0, t0 = edge(counter, now, sleep, 3 * period)
+    sample()
+    counter.probe(PROBE_S, sample)
+    sample()  # the reading at the probe's end and at the counter's next update (its tail, integrated too)
+    e1, t1 = edge(counter, now, sleep, 3 * period)
+    sample()
+    probe_j, span = e1 - e0, t1 - t0
+    if samples:
+        integral = _integral(samples, t0, t1)
+        ratio = probe_j / integral if integral > 0 else math.nan
+        ok = abs(ratio - 1) <= CALIBRATION_TOL
+        why = (
+            f"calibration probe: counter {probe_j:.1f} J vs power reading x time {integral:.1f} J over {span:.2f} s "
+            f"(ratio {ratio:.3f}, allowed 1 +/- {CALIBRATION_TOL})"
+        )
+    else:  # RAPL: no second reading; the counter must at least respond to the probe's load
+        ratio = (probe_j / span) / idle_w if span > 0 and idle_w > 0 else math.nan
+        ok = ratio > 1
+        why = f"calibration probe: the counter's rate under load is {ratio:.3f}x its idle rate (must exceed 1)"
+    if not (math.isfinite(idle_w) and idle_w >= 0):
+        ok, why = False, f"idle power not measurable: {idle_w} W"
+    return Baseline(idle_w, period, ratio, "" if ok else why, time.monotonic())
+
+
+def _integral(samples: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """The power samples' integral over [t0, t1] (trapezoids; the first and last held to the ends)."""
+    pts = [(t0, samples[0][1]), *samples, (t1, samples[-1][1])]
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
+
+
+_baselines: dict[tuple[str, str], Baseline] = {}
+
+
+def baseline_of(
+    counter: Counter, key: str, now: Callable[[], float] = time.perf_counter, sleep: Callable = time.sleep
+) -> Baseline:
+    """The device's baseline, measured again when older than BASELINE_TTL_S."""
+    b = _baselines.get((counter.name, key))
+    if b is None or time.monotonic() - b.at > BASELINE_TTL_S:
+        b = _baselines[(counter.name, key)] = measure_baseline(counter, now, sleep)
+    return b
 
 
 def measure(
     solve: Callable[[], Any],
     counter: Counter,
     clock: Callable[[], float],
+    base: Baseline,
     window_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
     max_repeats: int = 100_000,
 ) -> Measurement:
-    """Run `solve` until `window_s` has passed (at least once), reading `counter` around the whole window;
-    `clock` must wait for the device (Backend.clock synchronises cuda)."""
-    e0, t0 = counter.read_j(), clock()
+    """Run `solve` until the window is at least `window_s` and MIN_PERIODS counter updates (at least once),
+    reading `counter` at its updates around the whole window; `clock` must wait for the device (Backend.clock
+    synchronises cuda)."""
+    wait = 3 * base.period_s
+    e0, t0 = edge(counter, clock, sleep, wait)
+    least = max(window_s, MIN_PERIODS * base.period_s)
     repeats = 0
     while True:
         solve()
         repeats += 1
-        elapsed = clock() - t0
-        if elapsed >= window_s or repeats >= max_repeats:
+        if clock() - t0 >= least or repeats >= max_repeats:
             break
-    return Measurement((counter.read_j() - e0) / repeats, repeats, elapsed)
+    e1, t1 = edge(counter, clock, sleep, wait)
+    gross, span = e1 - e0, t1 - t0
+    return Measurement((gross - base.idle_w * span) / repeats, gross / repeats, repeats, span)
 
 
 class NVMLCounter:
@@ -67,8 +195,8 @@ class NVMLCounter:
         import torch  # noqa: PLC0415 - torch: seconds to import, only for device.backend=torch
 
         pynvml.nvmlInit()
-        self._nvml = pynvml
-        index = torch.device(torch_device).index or 0
+        self._nvml, self._torch, self.device = pynvml, torch, torch.device(torch_device)
+        index = self.device.index or 0
         uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
         # NVML numbers GPUs physically; CUDA_VISIBLE_DEVICES renumbers them for torch, the UUID is the same
         self.handle = (
@@ -80,6 +208,38 @@ class NVMLCounter:
 
     def read_j(self) -> float:
         return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1e3
+
+    def power_w(self) -> float | None:
+        """The instantaneous reading where the driver has it: nvmlDeviceGetPowerUsage averages over about a
+        second and lags a change of load (measured on an H200: 0.48-1.08x the counter)."""
+        nv = self._nvml
+        try:
+            v = nv.nvmlDeviceGetFieldValues(self.handle, [nv.NVML_FI_DEV_POWER_INSTANT])[0]
+            if v.nvmlReturn == nv.NVML_SUCCESS:
+                return v.value.uiVal / 1e3
+        except (nv.NVMLError, AttributeError):
+            pass
+        return nv.nvmlDeviceGetPowerUsage(self.handle) / 1e3
+
+    def facts(self) -> dict[str, str]:
+        nv, h = self._nvml, self.handle
+        name = nv.nvmlDeviceGetName(h)
+        return {
+            "gpu.name": name.decode() if isinstance(name, bytes) else str(name),
+            "gpu.memory_gib": f"{nv.nvmlDeviceGetMemoryInfo(h).total / 2**30:.1f}",
+            "gpu.driver": str(nv.nvmlSystemGetDriverVersion()),
+            "gpu.power_limit_w": f"{nv.nvmlDeviceGetPowerManagementLimit(h) / 1e3:.0f}",
+        }
+
+    def probe(self, seconds: float, sample: Callable[[], None]) -> None:
+        torch = self._torch
+        a = torch.randn(4096, 4096, device=self.device)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(4):  # ~1 ms each on an H100/H200: the GPU stays loaded between samples
+                a @ a
+            torch.cuda.synchronize(self.device)
+            sample()
 
 
 class RAPLCounter:
@@ -116,12 +276,31 @@ class RAPLCounter:
             self.last[i] = raw
         return self.total_uj / 1e6
 
+    def power_w(self) -> float | None:
+        return None  # RAPL is the only reading a CPU gives
+
+    def facts(self) -> dict[str, str]:
+        model = next((ln.split(":", 1)[1].strip() for ln in _lines("/proc/cpuinfo") if ln.startswith("model name")), "")
+        return {"cpu.model": model} if model else {}
+
+    def probe(self, seconds: float, sample: Callable[[], None]) -> None:
+        import numpy as np  # noqa: PLC0415 - numpy: only when a CPU's counter is calibrated
+
+        a = np.random.default_rng(0).standard_normal((256, 256))
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            a @ a
+
 
 def _text(p: Path) -> str:
     try:
         return p.read_text().strip()
     except OSError:
         return ""
+
+
+def _lines(path: str) -> list[str]:
+    return _text(Path(path)).splitlines()
 
 
 def open_counter(device: Any, powercap: Path = POWERCAP) -> tuple[Counter | None, str]:
@@ -144,26 +323,51 @@ def open_counter(device: Any, powercap: Path = POWERCAP) -> tuple[Counter | None
 
 
 def meter_solve(
-    solve: Callable[[], Any], device: Any, clock: Callable[[], float], window_s: float, powercap: Path = POWERCAP
+    solve: Callable[[], Any],
+    device: Any,
+    clock: Callable[[], float],
+    window_s: float,
+    powercap: Path = POWERCAP,
+    counter: Counter | None = None,
+    now: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Metrics energy_measured_j / energy_measure_repeats / energy_measure_window_s and tags energy.meter
-    (nvml | rapl | none) and energy.meter_reason (when none) of `solve` on `device` (a device config)."""
-    counter, reason = open_counter(device, powercap)
+    """Metrics energy_measured_j (above idle) / energy_measured_gross_j / energy_idle_w /
+        energy_calibration_ratio / energy_counter_period_s / energy_measure_repeats / energy_measure_window_s and
+        tags energy.meter (nvml | rapl | none), energy.meter_reason (when none) and the device's facts, of `solve`
+        on `device` (a device config). `counter`, `now`, `sleep`: a counter and a time to use instead of the device's
+    and the machine's (tests); `now` need not wait for the device (the baseline's probe does)."""
+    reason = ""
+    if counter is None:
+        counter, reason = open_counter(device, powercap)
     if counter is None:
         return {}, {"energy.meter": "none", "energy.meter_reason": reason}
-    m = measure(solve, counter, clock, window_s)
-    if not math.isfinite(m.joules) or m.joules <= 0:  # a counter that did not move is no measurement
-        return {}, {
-            "energy.meter": "none",
-            "energy.meter_reason": f"{counter.name} counter did not advance over {m.window_s:.2f} s",
-        }
+    facts = counter.facts()
+    base = baseline_of(counter, str(getattr(device, "torch_device", "cpu")), now, sleep)
+
+    def refuse(why: str) -> tuple[dict[str, float], dict[str, str]]:
+        print(f"sweep: measured energy not recorded: {why}", file=sys.stderr)
+        return {}, {"energy.meter": "none", "energy.meter_reason": why, **facts}
+
+    if base.reason:
+        return refuse(base.reason)
+    m = measure(solve, counter, clock, base, window_s, sleep)
+    if not (math.isfinite(m.joules) and m.joules > 0):  # a counter that did not move above idle is no measurement
+        return refuse(
+            f"{counter.name} counter: {m.gross_j * m.repeats:.3g} J over {m.window_s:.2f} s is not above idle "
+            f"({base.idle_w:.1f} W)"
+        )
     return (
         {
             "energy_measured_j": m.joules,
+            "energy_measured_gross_j": m.gross_j,
+            "energy_idle_w": base.idle_w,
+            "energy_calibration_ratio": base.calibration,
+            "energy_counter_period_s": base.period_s,
             "energy_measure_repeats": float(m.repeats),
             "energy_measure_window_s": m.window_s,
         },
-        {"energy.meter": counter.name},
+        {"energy.meter": counter.name, **facts},
     )
 
 
@@ -174,3 +378,12 @@ def measure_solve(tracker: Any, method: Any, ctx: Any, device: Any) -> tuple[dic
         return {}, {}
     untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
     return tracker.measure(lambda: method.solve(untraced), device, ctx.backend.clock)
+
+
+# the figures that are a solve's energy (divided among a batch's runs); the rest are the meter's settings
+PER_SOLVE = ("energy_measured_j", "energy_measured_gross_j")
+
+
+def per_run(measured: dict[str, float], runs: int) -> dict[str, float]:
+    """A batch's measured figures as each of its ``runs`` runs' share (its energy / runs, as wall_clock_s)."""
+    return {k: v / runs if k in PER_SOLVE else v for k, v in measured.items()}

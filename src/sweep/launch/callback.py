@@ -12,13 +12,12 @@ process closes the parent with the totals of the children the store holds, the s
 launcher writes. Re-running such a sweep skips jobs whose resolved config already has a FINISHED run
 (`already_done`; mlflow.force=true re-runs them), as the project's launcher does; each skip is a tag on the
 parent (`sweep.skipped.<job num>`), written by the job's process. A grid is checked before any job starts
-(`refuse_bad_jobs`); a search's job is checked where it runs, and if refused it is a tag on the parent too
+(`sweep.preflight`); a search's job is checked where it runs, and if refused it is a tag on the parent too
 (`sweep.refused.<job num>`), listed with the sweep's failures."""
 
 from __future__ import annotations
 
 import atexit
-import itertools
 import logging
 import os
 import sys
@@ -35,16 +34,18 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.sweep_launcher.commands import this_command
 from hydra_plugins.sweep_launcher.hooks import Tally
 from hydra_plugins.sweep_launcher.naming import Namer
-from sweep.config.check import check_job
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
-from sweep.record import address, remote, spool, store
+from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
+from sweep.preflight.refusal import Refusal
+from sweep.preflight.store import check_store
+from sweep.record import spool, store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
-from sweep.record.store import StoreError, experiment_name_problem, kind_of
+from sweep.record.store import StoreError, kind_of
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
-from sweep.report.ui import run_hint
+from sweep.report.ui import recorded_line, run_hint
 from sweep.result import RunResult
 
 OWN_LAUNCHER_PREFIX = "hydra_plugins.sweep_launcher"
@@ -56,89 +57,6 @@ def launched_by_own_launcher(config: DictConfig) -> bool:
         return False
     target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
     return str(target).startswith(OWN_LAUNCHER_PREFIX)
-
-
-def refuse_bad_experiment(config: DictConfig) -> None:
-    """mlflow.experiment is bad input when MLflow would refuse it: exit 2 before any job, whatever launches."""
-
-    if not config.mlflow.enabled:
-        return
-    problem = (
-        experiment_name_problem(config.mlflow.experiment)
-        or remote.timeout_problem(config.mlflow)
-        or address.setting_problem(config.mlflow.tracking_uri)
-    )
-    if problem:
-        print(f"sweep: config error: {problem}", file=sys.stderr, flush=True)
-        sys.exit(2)
-
-
-def refuse_unusable_server(config: DictConfig) -> None:
-    """A tracking server or database that does not answer, a server that refuses the login, an SQLite journal
-    without its database: one line, exit 1, before any job."""
-    if config.mlflow.enabled:
-        try:
-            address.check(config.mlflow.tracking_uri or default_tracking_uri(), config.mlflow.connect_timeout_s)
-        except StoreError as e:
-            print(f"sweep: {e}", file=sys.stderr, flush=True)
-            sys.exit(1)
-
-
-def refuse_empty_sweep(config: DictConfig) -> None:
-    """Under Hydra's basic sweeper, a key swept over no value (`problem.seed=range(0)`, `range(5,1)`) makes a sweep
-    of no job, which would end at once reporting success: bad input, one line naming the key, exit 2."""
-    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
-        return
-    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-    params = OmegaConf.to_container(params, resolve=False) if params else {}
-    written = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
-    lines = [f"{k}={v}" for k, v in params.items()] + list(written)
-    for o in OverridesParser.create().parse_overrides(lines):
-        if o.is_sweep_override() and next(iter(o.sweep_string_iterator()), None) is None:
-            print(
-                f"sweep: config error: {o.input_line} sweeps over no value, so the sweep has no job: expected at "
-                "least one value (e.g. range(0,5): 0 to 4)",
-                file=sys.stderr,
-                flush=True,
-            )
-            sys.exit(2)
-
-
-def refuse_bad_jobs(config: DictConfig) -> None:
-    """Under Hydra's basic sweeper on a launcher other than the project's: every job of the grid composed and
-    checked before any starts, as the project's launcher does (a bad one: one line naming the field, exit 2).
-    The grid is the basic sweeper's: hydra.sweeper.params, then the command line, one value list per key."""
-    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
-        return  # other sweepers (optuna) make jobs as they go: those are checked where they run
-
-    from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only under Hydra's basic sweeper on another launcher
-    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
-
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    written = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)  # `x=${oops}`: the job's to resolve
-    lines = [f"{k}={v}" for k, v in params.items()] + list(written)
-    loader = GlobalHydra.instance().config_loader()
-    grid: dict[str, list[str]] = {}
-    for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
-        key = o.get_key_element()
-        grid[key] = (
-            [f"{key}={v}" for v in o.sweep_string_iterator()]
-            if o.is_sweep_override()
-            else [f"{key}={o.get_value_element_as_str()}"]
-        )
-    namer = Namer.for_multirun(config.hydra)
-    here = "slurm" not in launcher_name(config)  # basic and submitit_local run the jobs on this machine
-    for idx, job in enumerate(itertools.product(*grid.values())):
-        cfg = loader.load_sweep_config(config, list(job))
-        if not is_sweep_job(cfg):
-            return
-        try:
-            check_job(job_config(cfg), runs_here=here)
-        except ConfigError as e:  # the job named as the project's launcher names it: by what the sweep varies
-            print(f"sweep: config error in job {namer.names([list(job)], [idx])[0]}: {e}", file=sys.stderr, flush=True)
-            sys.exit(2)
 
 
 def already_done(cfg: DictConfig) -> str | None:
@@ -168,7 +86,7 @@ def resume_single_run(cfg: DictConfig) -> str | None:
     if not cfg.mlflow.enabled or not is_sweep_job(cfg):
         return ""
     config = job_config(cfg)
-    check_job(config, runs_here=True)  # bad input is refused before the store is opened (or made)
+    check_single_run(config)  # bad input is refused before the store is opened (or made)
     try:
         session = SweepSession()
         recorder = session.store(cfg)
@@ -216,8 +134,10 @@ class MLflowCallback(Callback):
         return dict(self.__dict__)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        refuse_bad_experiment(config)
-        refuse_unusable_server(config)
+        try:
+            check_store(config, write=False)  # a single run keeps a result its store refuses in the spool
+        except Refusal as e:
+            e.exit()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway, recording nothing: an
@@ -233,19 +153,18 @@ class MLflowCallback(Callback):
             sys.exit(1)
 
     def _start(self, config: DictConfig, **kwargs: Any) -> None:
-        refuse_bad_experiment(config)
-        refuse_empty_sweep(config)
-        refuse_unusable_server(config)
-        if config.mlflow.enabled:
-            try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
-                store.check(config.mlflow.tracking_uri or default_tracking_uri(), write=True)
-            except store.StoreError as e:
-                print(f"sweep: {e}", file=sys.stderr, flush=True)
-                sys.exit(1)
+        try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
+            check_store(config, write=True)
+            check_not_empty(config)
+        except Refusal as e:
+            e.exit()
         self.hooks.on_multirun_start(config, **kwargs)  # offers the hooks to the project's launcher
         if launched_by_own_launcher(config):
-            return
-        refuse_bad_jobs(config)
+            return  # the project's launcher checks every job in its plan (SweepLaunchHooks.plan)
+        try:  # basic and submitit_local run the jobs on this machine
+            check_grid(config, runs_here="slurm" not in launcher_name(config))
+        except Refusal as e:
+            e.exit()
         if not config.mlflow.enabled:
             return
 
@@ -288,8 +207,8 @@ class MLflowCallback(Callback):
             tags = None
             if parent is not None:  # a sweep's job: tagged as the project's launcher tags it
                 tags = {ROUTE_TAG: launcher_name(config), JOB_NUM_TAG: str(num)}
-                if result.status == "FINISHED":
-                    bill_cpu(result, config, cpu_s)
+            if result.status == "FINISHED":
+                bill_cpu(result, config, cpu_s)
             self._record(config, result, name, tags)
 
     def _record(
@@ -321,6 +240,9 @@ class MLflowCallback(Callback):
                 sys.exit(1)
             return
         print(result.summary(run_name), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+        recorder = self.session.recorder
+        if tags is None and recorder is not None and result.run_id:  # a single run: where it went, how to look
+            print(recorded_line(recorder.tracking_uri, config.mlflow.experiment, recorder.experiment_id, result.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.hooks.tally is not None:  # the project's launcher drove the hooks: they close the sweep

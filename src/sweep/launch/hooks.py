@@ -1,7 +1,7 @@
 """The project's launcher's seam (`LaunchHooks`), held by the Hydra callback and driven by the launcher.
 
 Under the project's launcher (`hydra/launcher=sweep|local|modal`) these run in the launching process: where a
-job runs (its device), every job checked before any starts (`check_job`, exit 2), the MLflow parent run, resume
+job runs (its device), every job checked before any starts (`sweep.preflight`, exit 2), the MLflow parent run, resume
 (jobs with a FINISHED run are skipped), each job's child run with its cost as it arrives, and at the end the
 parent's totals, the summary and the exit code. The recording itself is the session's (`record.session`).
 """
@@ -12,29 +12,33 @@ import copy
 import resource
 import time
 from collections import Counter
+from functools import partial
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
 from sweep.batch.key import batch_key
-from sweep.config.check import check_job
 from sweep.config.memory import available_bytes
 from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
-from sweep.errors import ConfigError
 from sweep.job import job_config
+from sweep.preflight.jobs import check_planned, resolves
+from sweep.preflight.placement import instead_of_modal
+from sweep.preflight.refusal import Refusal
 from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
-from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG
+from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG, TIME_LIMIT_TAG
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
-PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline")  # the launcher's settings the parent run records
+# the launcher's settings the parent run records
+PARENT_PARAMS = ("route", "n_workers", "batch", "modal.offline", "time_limit_s")
 BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.batch)
+TIME_LIMIT_SETTING = "time_limit_s"  # the app's own time limit a run (sweep.config.schema.Config.time_limit_s)
 HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
 RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
 BATCH_KEY = "batch_key"  # job.data: what the job may share a batch under (None: alone)
@@ -59,6 +63,12 @@ class SweepLaunchHooks(LaunchHooks):
         assert job.cfg is not None
         return placement(plain if plain is not None and "device" in plain else job.cfg)
 
+    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
+        """A cuda job Modal cannot take (no token): this machine's GPU offline, else device=torch_cpu."""
+        plain = job.resolved if job.resolved is not None and "device" in job.resolved else None
+        device = plain["device"] if plain is not None else OmegaConf.to_container(job.cfg.device, resolve=True)
+        return instead_of_modal(device)
+
     def title(self, cfg: DictConfig) -> Optional[str]:
         """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
         return str(OmegaConf.select(cfg, "mlflow.experiment", default="")) or None
@@ -82,20 +92,15 @@ class SweepLaunchHooks(LaunchHooks):
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
         for job in jobs:
-            try:
-                config = planned_config(job)
-            except ConfigError as e:  # a value whose interpolation cannot be resolved
-                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
+            config = refused(resolves, partial(planned_config, job), job.label())
             if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
                 prices = self._prices(first)
-            try:  # a local worker or Modal offline runs the job on this machine: its device must be here
-                runs_here = job.where == "local" or offline
-                check_job(config, job.where, job.gpu, prices, runs_here=runs_here, available=available)
-            except ConfigError as e:
-                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
+            runs_here = job.where == "local" or offline  # a local worker or Modal offline: its device must be here
+            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            refused(check_planned, config, job.label(), **placed, available=available)
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
             job.data[RECORD_KEY] = (
                 OmegaConf.select(job.cfg, "run_name", default=None),
@@ -113,7 +118,7 @@ class SweepLaunchHooks(LaunchHooks):
                 first,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS},
+                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS and v is not None},
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
@@ -130,6 +135,11 @@ class SweepLaunchHooks(LaunchHooks):
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
         value = OmegaConf.select(cfg, BATCH_SETTING, default=None)
         return None if value is None else (BATCH_SETTING, value)
+
+    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
+        """The sweep's own `time_limit_s` (a preset's), used where hydra.launcher.time_limit_s is not set."""
+        value = OmegaConf.select(cfg, TIME_LIMIT_SETTING, default=None)
+        return None if value is None else (TIME_LIMIT_SETTING, value)
 
     def batch_key(self, job: PlannedJob) -> Optional[str]:
         """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
@@ -155,6 +165,8 @@ class SweepLaunchHooks(LaunchHooks):
         else:  # FAILED, or KILLED for a job cut short by a signal
             result = failed_result(job.cfg, None, status=outcome.status, error=outcome.error or "unknown failure")
         tags = {ROUTE_TAG: job.where, JOB_NUM_TAG: str(job.idx)}
+        if outcome.time_limit_s is not None:  # killed by the launcher for its time: the reports say so, not "error"
+            tags[TIME_LIMIT_TAG] = f"{outcome.time_limit_s:g}"
         run_name, price = job.data[RECORD_KEY]  # noted at plan: a finished local job needs no job.cfg here
         if job.where == "modal":
             # Modal bills the container's seconds at the GPU's rate (the job's own seconds: a lower bound,
@@ -186,6 +198,7 @@ class SweepLaunchHooks(LaunchHooks):
                     "jobs_skipped": float(tally.skipped),
                     "jobs_claimed_elsewhere": float(sum(tally.skipped_for.values())),
                     "jobs_killed": float(tally.killed),
+                    "jobs_left_out": float(tally.left_out),
                 },
             )
         parent, session.parent = session.parent, None
@@ -231,9 +244,14 @@ def check_batches(
     for k, n in alike.items():
         if min(batch, n) > 1:
             job, config, runs_here = first_of[k]
-            try:
-                check_job(
-                    config, job.where, job.gpu, prices, runs_here=runs_here, runs=min(batch, n), available=available
-                )
-            except ConfigError as e:
-                raise Refused(f"sweep: config error in job {job.label()}: {e}") from None
+            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            refused(check_planned, config, job.label(), **placed, runs=min(batch, n), available=available)
+
+
+def refused(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A preflight check (sweep.preflight) in the launcher's plan: its refusal as the launcher's `Refused`; else
+    what it returns."""
+    try:
+        return check(*args, **kwargs)
+    except Refusal as e:
+        raise Refused(f"sweep: {e.line}", code=e.code) from None

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 import numpy as np
 
 from sweep.backend import Backend
 from sweep.problems.base import Dataset, Problem
 from sweep.trace.scope import Scope, traced
+from sweep.trace.source import Recording, Source, recording
 from sweep.trace.trace import Trace
 
 # An exact method's `vectorised` keys: its runs batch as several solves one after another in one task
@@ -27,10 +28,25 @@ class Context:
     trace: Trace  # NullTrace when tracking is off
     scope: Scope = Scope.PUBLISHED  # tracker.scope: which steps are traced
     variant: Any = None  # a sweep.variants Variant; only SGD-like methods use it
+    source: Source = Source.HAND  # tracker.source: hand-placed calls or the recorded array operations
 
     def traces(self, which: Scope) -> bool:
         """Is the step `which` names traced in this solve (the scope is `which` and a trace is written)?"""
         return traced(self.scope, self.trace.enabled, which)
+
+    def recording(
+        self,
+        held: dict[str, Any] = {},
+        loaded: dict[str, Any] = {},
+        trace: Trace | None = None,
+        backend: str | None = None,
+    ) -> ContextManager[Recording]:
+        """Trace a piece of the solve into ``trace`` (default: the run's) from this run's source
+        (sweep.trace.source.recording): ``held`` arrays already in memory, ``loaded`` ones written now; ``backend``:
+        the array library the piece runs on, where it is not the run's (numpy | torch)."""
+        return recording(
+            self.trace if trace is None else trace, self.source, backend or self.backend.name, held, loaded
+        )
 
 
 @dataclass
@@ -54,6 +70,12 @@ class Outcome:
     curves: dict[str, list[float]] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # further scalar metrics
     traces: dict[str, Trace] = field(default_factory=dict)  # extra named traces, e.g. per-epoch (all_steps)
+    # A run measured by one traced step (the character models): {"before": the step before it, "step": the step},
+    # and the steps the run took; its figures are the step's times `steps` (sweep.trackers.per_step)
+    step_traces: dict[str, Trace] = field(default_factory=dict)
+    steps: int = 0
+    tags: dict[str, str] = field(default_factory=dict)  # further run tags (a user's solver's source hash)
+    artifacts: dict[str, str] = field(default_factory=dict)  # further run files: name -> text (its source)
     evaluate: Optional[Callable[["Outcome"], None]] = None  # fills in the figures above, after the clock
 
     def finalize(self) -> "Outcome":

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from sweep.backend import Backend
+from sweep.methods import counter_rng
 from sweep.methods.base import Context
 from sweep.methods.epoch_log import EpochLog, RowsMeasure, Snapshot
 from sweep.trace.scope import Scope
@@ -100,7 +101,10 @@ def run_slice(p: Params, r: int) -> Params:
 def stack(be: Backend, arrays: list[np.ndarray]):
     """R runs' arrays as one (R, ...) array on the backend, stacked on the host straight into the backend's dtype:
     one pass (stacked in float64 and then cast, every byte was written twice, the first time into fresh pages;
-    on a GPU the host's share of each run). The same values: both casts round to nearest."""
+    on a GPU the host's share of each run). The same values: both casts round to nearest. Arrays drawn on the
+    device (device.rng=counter) are stacked there."""
+    if not isinstance(arrays[0], np.ndarray) and be.name == "torch":
+        return be.asarray(be._torch.stack(list(arrays)))
     return be.asarray(np.stack(arrays, dtype=np.dtype(be.dtype)))
 
 
@@ -276,7 +280,10 @@ def train_runs(
 def orders(be: Backend, rngs: list[np.random.RandomState], ids: np.ndarray, m: int) -> np.ndarray:
     """This epoch's batch order of each run in ``ids``, drawn from its own rng as its solo run draws it. On a
     GPU a step of thousands of runs is quick and these draws are the host's share of each epoch, so they are
-    spread over the host's cores (RandomState's shuffle releases the GIL; each rng is used by one thread)."""
+    spread over the host's cores (RandomState's shuffle releases the GIL; each rng is used by one thread). Under
+    device.rng=counter all of them are one computation on the device."""
+    if isinstance(rngs[0], counter_rng.CounterRNG):
+        return counter_rng.permutations_of(be, [rngs[r] for r in ids], m)
     if not be.device.startswith("cuda") or ids.size < 256 or host_cores() < 2:
         return np.stack([rngs[r].permutation(m) for r in ids])
     parts = np.array_split(ids, host_cores())

@@ -10,7 +10,7 @@ widened: the trained columns keep their weights, the new input bits get small ra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Curriculum(SGD):
     schedule: list[int] = field(default_factory=lambda: [10, 30])
     widen_scale: float = 0.01  # std of the new W1 columns added when the input widens
 
-    def widen(self, ctx: Context, p: Params, old: np.ndarray, new: np.ndarray, rng: np.random.RandomState) -> None:
+    def widen(self, ctx: Context, p: Params, old: np.ndarray, new: np.ndarray, rng: Any) -> None:
         """W1 (H, len(old)) -> (H, len(new)): old columns kept in place, added ones drawn small."""
         be, xp = ctx.backend, ctx.backend.xp
         H = p["W1"].shape[0]
@@ -62,17 +62,20 @@ class Curriculum(SGD):
         order = np.argsort(np.concatenate([old, added]), kind="stable")  # back to the stage's column order
         # part of the training only when every step is traced (else the trace is one step's, by itself)
         trace = ctx.trace if ctx.traces(Scope.ALL_STEPS) else NULL_TRACE
-        for name, size in ctx.variant.w1_buffers(H, old.size):
-            trace.read(name, size)
-        p["W1"] = xp.take(xp.concat([p["W1"], fresh], axis=1), be.index(order), axis=1)
-        for name, size in ctx.variant.w1_buffers(H, new.size):
-            trace.write(name, size)
+        with ctx.recording(held={"W1": p["W1"]}, loaded={"W1_new": fresh}, trace=trace) as r:
+            for name, size in ctx.variant.w1_buffers(H, old.size):
+                r.trace.read(name, size)
+            widened = xp.take(xp.concat([r["W1"], r["W1_new"]], axis=1), be.index(order), axis=1)
+            r.rename(widened, "W1")  # auto: the widened matrix is W1 from its write on
+            for name, size in ctx.variant.w1_buffers(H, new.size):
+                r.trace.write(name, size)
+        p["W1"] = r.unwrap(widened)
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
         widths = stage_widths(list(self.schedule), prob.n_bits, prob.k_sparse)
         cols = stage_columns(d.secret, prob.n_bits, widths[0])
-        p_np, rng = init_params(cols.size, self.hidden, prob.seed)
+        p_np, rng = init_params(cols.size, self.hidden, prob.seed, be)
         self.trace_start(ctx, p_np, d.x_train[:1, cols])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         y, yt = be.asarray(d.y_train), be.asarray(d.y_test)
@@ -106,7 +109,7 @@ class Curriculum(SGD):
         xp, prob, runs = be.xp, ctxs[0].problem, range(len(ctxs))
         widths = stage_widths(list(first.schedule), prob.n_bits, prob.k_sparse)
         cols = [stage_columns(c.data.secret, prob.n_bits, widths[0]) for c in ctxs]
-        inits = [init_params(cols[r].size, first.hidden, c.problem.seed) for r, c in enumerate(ctxs)]
+        inits = [init_params(cols[r].size, first.hidden, c.problem.seed, be) for r, c in enumerate(ctxs)]
         started = batched.each(
             list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1, cols[r]])
         )

@@ -18,8 +18,10 @@ import numpy as np
 
 from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import relu
 
@@ -29,6 +31,7 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 @dataclass
 class ForwardForward:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
+    trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     field_rules: ClassVar[tuple[Rule, ...]] = (
         *METHOD_RULES,
         Rule("method.layers", "an integer >= 1", positive_int),
@@ -44,8 +47,8 @@ class ForwardForward:
     max_epochs: int = 200
     target_accuracy: float = 1.0
 
-    def init_layers(self, n_in: int, seed: int) -> tuple[list[dict[str, np.ndarray]], np.random.RandomState]:
-        rng = np.random.RandomState(seed + 1)
+    def init_layers(self, n_in: int, seed: int, be: Any = None) -> tuple[list[dict[str, Any]], Any]:
+        rng = method_rng(be, seed)
         sizes = [n_in] + [self.hidden] * self.layers
         return [{"W": rng.randn(o, i) * np.sqrt(2.0 / i), "b": np.zeros(o)} for i, o in zip(sizes[:-1], sizes[1:])], rng
 
@@ -195,23 +198,33 @@ class ForwardForward:
                 W(f"pos{li + 1}", pos)
                 W(f"neg{li + 1}", neg)
 
+    def traced_step(self, ctx: Context, net: Layers, xb, yb) -> None:
+        """One training step recorded into the run's trace as a segment of its own (sweep.trace.trace)."""
+        with ctx.recording(held=self.flatten(net), loaded={"x": xb, "y": yb}) as r:
+            r.trace.write("x", xb)
+            r.trace.write("y", yb)
+            step = self.step if r.tracer is not None else ctx.backend.compiled(self.step)  # a tracer sees eager ops
+            step(ctx.backend.xp, self.unflatten({k: r[k] for k in self.flatten(net)}), r["x"], r["y"], r.trace)
+        ctx.trace.end_step()
+
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem
-        net_np, rng = self.init_layers(prob.n_bits + 1, prob.seed)
+        net_np, rng = self.init_layers(prob.n_bits + 1, prob.seed, be)
         net = [{k: be.asarray(v) for k, v in layer.items()} for layer in net_np]
         x, y, xt, yt = (be.asarray(a) for a in (d.x_train, d.y_train, d.x_test, d.y_test))
         traced_all = ctx.traces(Scope.ALL_STEPS)
         if ctx.trace.enabled and not traced_all:
             # published / init_sample0: one traced single-sample step on a copy of the initial net
-            copy = [{k: v * 1.0 for k, v in layer.items()} for layer in net]
-            self.init_trace(ctx.trace, copy)
-            ctx.trace.write("x", x[:1])
-            ctx.trace.write("y", y[:1])
-            self.step(xp, copy, x[:1], y[:1], ctx.trace)
+            copy = self.flatten([{k: v * 1.0 for k, v in layer.items()} for layer in net])
+            with ctx.recording(loaded={**copy, "x": x[:1], "y": y[:1]}) as r:
+                self.init_trace(r.trace, self.unflatten(copy))
+                r.trace.write("x", x[:1])
+                r.trace.write("y", y[:1])
+                self.step(xp, self.unflatten({k: r[k] for k in copy}), r["x"], r["y"], r.trace)
         elif traced_all:
-            self.init_trace(ctx.trace, net)
+            with ctx.recording(loaded=self.flatten(net)) as r:
+                self.init_trace(r.trace, net)
         step = be.compiled(self.step)
-        steps_trace = ctx.trace if traced_all else NULL_TRACE
         n, epochs = x.shape[0], 0
         test_acc = 0.0
         log = EpochLog()
@@ -221,10 +234,10 @@ class ForwardForward:
             xs, ys = x[perm], y[perm]
             for s in range(0, n, self.batch_size):
                 xb, yb = xs[s : s + self.batch_size], ys[s : s + self.batch_size]
-                steps_trace.write("x", xb)
-                steps_trace.write("y", yb)
-                step(xp, net, xb, yb, steps_trace)
-                steps_trace.end_step()  # one segment per step (sweep.trace.trace)
+                if traced_all:
+                    self.traced_step(ctx, net, xb, yb)
+                else:
+                    step(xp, net, xb, yb, NULL_TRACE)
             epochs = epoch + 1
             log.record(self.flatten(net), measure)
             test_acc = self.accuracy(xp, net, xt, yt)

@@ -22,12 +22,15 @@ from omegaconf import DictConfig
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.source import Source
+from sweep.trace.trace import Trace
 
 
 @dataclass
 class Fourier:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_subsets", "an integer >= 1", positive_int),
         Rule("method.chunk", "an integer >= 1", positive_int),
@@ -51,11 +54,19 @@ class Fourier:
             )
 
     def solve(self, ctx: Context) -> Outcome:
-        be, xp, d, trace, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.trace, ctx.problem
-        n, k = prob.n_bits, prob.k_sparse
+        be, d, prob = ctx.backend, ctx.data, ctx.problem
+        k = prob.k_sparse
         degree = prob.fourier_degree or k
         keep = k // degree  # the secret is the union of this many subsets of size `degree`
-        x, y = be.asarray(d.x_train), be.asarray(d.y_train)
+        with ctx.recording(loaded={"x": be.asarray(d.x_train), "y": be.asarray(d.y_train)}) as r:
+            top, scored = self.scan(ctx, r.trace, r["x"], r["y"], degree, keep)
+        found = tuple(sorted({b for _, subset in top for b in subset}))
+        return subset_outcome(prob, d, found, subsets_scored=float(scored), top_correlation=top[0][0] if top else -1.0)
+
+    def scan(self, ctx: Context, trace: Trace, x, y, degree: int, keep: int) -> tuple[list, int]:
+        """Every subset of size ``degree`` scored in chunks; the best ``keep`` (|coefficient|, subset) and how many
+        subsets were scored. ``trace`` takes the hand-placed calls (sweep.trace.source)."""
+        be, xp, n = ctx.backend, ctx.backend.xp, ctx.problem.n_bits
         m = x.shape[0]
         trace.write("x", m * n)
         trace.write("y", m)
@@ -93,5 +104,4 @@ class Fourier:
                 top + [(float(v), tuple(int(b) for b in idx[i])) for v, i in zip(values, picks)], key=lambda t: -t[0]
             )[:keep]
             scored += c
-        found = tuple(sorted({b for _, subset in top for b in subset}))
-        return subset_outcome(prob, d, found, subsets_scored=float(scored), top_correlation=top[0][0] if top else -1.0)
+        return top, scored

@@ -16,6 +16,8 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.auto.packed import WORD_BITS, load_rows
+from sweep.trace.source import Recording, Source
 from sweep.trace.trace import Trace
 
 # as int8, +1 is the byte 0x01 and -1 the byte 0xff: a cast and a byte translation turn the rows into digit
@@ -33,6 +35,23 @@ def pack_rows(x: np.ndarray, y: np.ndarray) -> Iterator[int]:
     return (int(b[i : i + 1] + a[i * n : (i + 1) * n][::-1], 2) for i in range(len(b)))
 
 
+def packed_rows(r: Recording, x, y) -> Iterator[int]:
+    """pack_rows under an automatic trace: the same ints, made by numpy operations the tracer sees (bits,
+    packbits into 64-bit words, 0 + the row's words as one int) and kept as PackedInts, so the elimination's XORs
+    on them are traced too (sweep.trace.auto.packed: one element of the trace is one 64-bit word)."""
+    m, n = x.shape
+    words = -(-(n + 1) // WORD_BITS)
+    bits = np.zeros((m, WORD_BITS * words), dtype=bool)
+    bits[:, :n] = x < 0  # bit j = a_j = (1 - x_j) / 2
+    bits[:, n] = y < 0  # bit n = b
+    octets = np.packbits(bits, axis=1, bitorder="little").astype(np.uint64).reshape(m, words, 8)
+    # each row's words from its bytes (byte k of a word is its bits 8k..8k+7): no view across dtypes, so every
+    # buffer is counted in its own elements (bits, bytes, then 64-bit words)
+    rows = np.bitwise_or.reduce(octets << (8 * np.arange(8, dtype=np.uint64)), axis=2)
+    r.rename(rows, "A")
+    return load_rows(r.tracer, rows)
+
+
 def insert_rows(basis: dict[int, int], rows: Iterable[int], n: int, trace: Trace) -> int:
     """Forward elimination, row by row: each row is reduced by the basis row owning its lowest set bit until
     that bit is new, and then joins the basis under it (basis: lowest set bit -> row, so every key is a
@@ -42,10 +61,10 @@ def insert_rows(basis: dict[int, int], rows: Iterable[int], n: int, trace: Trace
     sequential by nature (seed 000: it runs on the CPU even in a GPU container), and on ints it beats a
     vectorised 0/1 matrix by orders of magnitude at every size, from n = 20 to n = 1000.
     """
-    width, coeffs, used = n + 1, (1 << n) - 1, 0
-    words = -(-width // 64)  # a row XOR is one XOR per 64-bit machine word
+    coeffs, used = (1 << n) - 1, 0
+    words = -(-(n + 1) // WORD_BITS)  # a row is this many 64-bit words: the trace's unit (one element a word)
     for used, row in enumerate(rows, 1):
-        trace.read("A", width)
+        trace.read("A", words)
         xors = 0
         while row:
             pivot = basis.get(row & -row)  # row & -row: the lowest set bit (bit n, b, is never a key)
@@ -54,11 +73,11 @@ def insert_rows(basis: dict[int, int], rows: Iterable[int], n: int, trace: Trace
             row ^= pivot
             xors += 1
         if xors:
-            trace.read("basis", xors * width)
+            trace.read("basis", xors * words)
             trace.compute("xor", xors * words)
         if row & coeffs:  # else the row was a sum of basis rows: nothing new
             basis[row & -row] = row
-            trace.write("basis", width)
+            trace.write("basis", words)
             if len(basis) == n:
                 break
     return used
@@ -80,6 +99,7 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 class GF2:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.max_rows", "an integer >= 0 (0: the whole training set)", nonneg_int),
     )
@@ -88,18 +108,22 @@ class GF2:
     max_rows: int = 0  # 0: use up to the whole training set
 
     def solve(self, ctx: Context) -> Outcome:
-        d, trace, n = ctx.data, ctx.trace, ctx.problem.n_bits
+        d, n = ctx.data, ctx.problem.n_bits
         limit = self.max_rows or d.x_train.shape[0]
         basis: dict[int, int] = {}
-        used = 0
-        while len(basis) < n and used < limit:
-            # 2 (n + 1) rows first: n + 1 fall short of full rank about 1 seed in 5 at n = 20, twice as many
-            # about once in 10^7 (then twice as many again). Unused rows cost their digits, not their ints.
-            stop = min(max(2 * used, 2 * (n + 1)), limit)
-            trace.write("A", (stop - used) * (n + 1))
-            rows = pack_rows(d.x_train[used:stop], d.y_train[used:stop])
-            used += insert_rows(basis, rows, n, trace)
-        trace.read("basis", len(basis) * (n + 1))
-        trace.compute("xor", len(basis) * -(-(n + 1) // 64))  # back substitution: one AND (+ popcount) a row
-        found = back_substitute(basis, n)
+        used, words = 0, -(-(n + 1) // WORD_BITS)
+        # the elimination runs on the host whatever the device (seed 000), so its automatic trace is numpy's
+        with ctx.recording(backend="numpy") as r:
+            trace = r.trace
+            while len(basis) < n and used < limit:
+                # 2 (n + 1) rows first: n + 1 fall short of full rank about 1 seed in 5 at n = 20, twice as many
+                # about once in 10^7 (then twice as many again). Unused rows cost their digits, not their ints.
+                stop = min(max(2 * used, 2 * (n + 1)), limit)
+                trace.write("A", (stop - used) * words)
+                x, y = r.load("x", d.x_train[used:stop]), r.load("y", d.y_train[used:stop])  # the rows read now
+                rows = pack_rows(x, y) if r.tracer is None else packed_rows(r, x, y)
+                used += insert_rows(basis, rows, n, trace)
+            trace.read("basis", len(basis) * words)
+            trace.compute("xor", len(basis) * words)  # back substitution: one AND (+ popcount) a row
+            found = tuple(int(i) for i in back_substitute(basis, n))
         return subset_outcome(ctx.problem, d, found, rows_used=float(used), rank=float(len(basis)))

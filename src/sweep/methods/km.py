@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.source import Source
 
 
 @dataclass
@@ -25,6 +26,7 @@ class KM:
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (Rule("method.influence_samples", "an integer >= 1", positive_int),)
 
     name: str = "km"
@@ -41,29 +43,31 @@ class KM:
             )
 
     def solve(self, ctx: Context) -> Outcome:
-        be, d, trace, prob = ctx.backend, ctx.data, ctx.trace, ctx.problem
+        be, d, prob = ctx.backend, ctx.data, ctx.problem
         n, m, k = prob.n_bits, self.influence_samples, prob.k_sparse
-        X = be.asarray(d.x_train[:m])
-        trace.write("X", m * n)
-        # every query in one array, one oracle call: row 0 of the sign pattern keeps X, row i + 1 flips bit i
-        signs = be.asarray(1.0 - 2.0 * np.eye(n + 1, n, k=-1))
-        trace.read("X", m * n)
-        queries = X * signs[:, None, :]  # (n + 1, m, n), built on the device
-        trace.compute("mul", (n + 1) * m * n)
-        trace.write("X_flipped", n * m * n)
-        trace.read("X", m * n)
-        trace.read("X_flipped", n * m * n)
-        y = prob.labels(queries, d.secret)  # the oracle: (n + 1, m) labels
-        trace.compute(prob.combine_op, (n + 1) * m * (k - 1))
-        trace.write("y0", m)
-        trace.write("y_flipped", n * m)
-        trace.read("y_flipped", n * m)
-        trace.read("y0", m)
-        # influence of bit i: how often flipping it changes the label (a count: the mean's order, no division)
-        changed = (y[1:] != y[0]).sum(1)
-        trace.compute("cmp", n * m)
-        trace.compute("add", n * m)
-        trace.write("influence", n)
-        trace.read("influence", n)
-        top = np.argsort(-be.to_numpy(changed), kind="stable")[:k]
-        return subset_outcome(prob, d, tuple(sorted(top.tolist())), oracle_queries=float(m * (n + 1)))
+        with ctx.recording(loaded={"X": be.asarray(d.x_train[:m])}) as r:
+            trace, X = r.trace, r["X"]
+            trace.write("X", m * n)
+            # every query in one array, one oracle call: row 0 of the sign pattern keeps X, row i + 1 flips bit i
+            signs = be.asarray(1.0 - 2.0 * np.eye(n + 1, n, k=-1))
+            trace.read("X", m * n)
+            queries = X * signs[:, None, :]  # (n + 1, m, n), built on the device
+            trace.compute("mul", (n + 1) * m * n)
+            trace.write("X_flipped", n * m * n)
+            trace.read("X", m * n)
+            trace.read("X_flipped", n * m * n)
+            y = prob.labels(queries, d.secret)  # the oracle: (n + 1, m) labels
+            trace.compute(prob.combine_op, (n + 1) * m * (k - 1))
+            trace.write("y0", m)
+            trace.write("y_flipped", n * m)
+            trace.read("y_flipped", n * m)
+            trace.read("y0", m)
+            # influence of bit i: how often flipping it changes the label (a count: the mean's order, no division)
+            changed = (y[1:] != y[0]).sum(1)
+            trace.compute("cmp", n * m)
+            trace.compute("add", n * m)
+            trace.write("influence", n)
+            trace.read("influence", n)
+            top = np.argsort(-be.to_numpy(changed), kind="stable")[:k]
+            found = tuple(sorted(top.tolist()))
+        return subset_outcome(prob, d, found, oracle_queries=float(m * (n + 1)))

@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, hidden_progress, per_row
 from sweep.trace.scope import Scope
 from sweep.trace.trace import NULL_TRACE, Trace
@@ -102,12 +103,13 @@ class LinearRun:
 
     def single_step(self, q: Params, i: int) -> None:
         """A traced single-sample step on training sample i, on a copy of the weights."""
-        q, trace, n = {k: v * 1.0 for k, v in q.items()}, self.ctx.trace, self.prob.n_bits
-        trace.write("w", n)
-        trace.write("b", 1)
-        trace.write("x", n)
-        trace.write("y", 1)
-        linear_step(q, self.x[i : i + 1], self.y[i : i + 1], self.sgd.lr, self.keep, trace)
+        q, n = {k: v * 1.0 for k, v in q.items()}, self.prob.n_bits
+        with self.ctx.recording(loaded={**q, "x": self.x[i : i + 1], "y": self.y[i : i + 1]}) as r:
+            r.trace.write("w", n)
+            r.trace.write("b", 1)
+            r.trace.write("x", n)
+            r.trace.write("y", 1)
+            linear_step({k: r[k] for k in q}, r["x"], r["y"], self.sgd.lr, self.keep, r.trace)
 
     def trace_published(self, q: Params) -> None:
         """The MLP's protocol, for this model: the first training sample still predicted wrong (else sample 0)."""
@@ -132,7 +134,7 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
     """Train the linear model with sgd's hyper-parameters (hidden and the variant do not apply)."""
     be, run = ctx.backend, LinearRun(sgd, ctx)
     n = run.prob.n_bits
-    rng = np.random.RandomState(run.prob.seed + 1)  # the batch order, seeded as the MLP's
+    rng = method_rng(be, run.prob.seed)  # the batch order, seeded as the MLP's
     p, x, y = run.init(), run.x, run.y
     if ctx.traces(Scope.INIT_SAMPLE0):
         run.single_step(p, 0)
@@ -143,13 +145,18 @@ def train_linear(sgd: Hyper, ctx: Context) -> Outcome:
         xs, ys = x[perm], y[perm]
         epoch_trace = Trace() if all_steps else NULL_TRACE
         if all_steps and epoch == 0:
-            epoch_trace.write("w", n)
-            epoch_trace.write("b", 1)
+            with ctx.recording(loaded=p, trace=epoch_trace) as r:
+                r.trace.write("w", n)
+                r.trace.write("b", 1)
         for s in range(0, m, bs):
             xb, yb = xs[s : s + bs], ys[s : s + bs]
-            epoch_trace.write("x", xb)
-            epoch_trace.write("y", yb)
-            linear_step(p, xb, yb, sgd.lr, run.keep, epoch_trace)
+            if not all_steps:
+                linear_step(p, xb, yb, sgd.lr, run.keep, NULL_TRACE)
+                continue
+            with ctx.recording(held=p, loaded={"x": xb, "y": yb}, trace=epoch_trace) as r:
+                r.trace.write("x", xb)
+                r.trace.write("y", yb)
+                linear_step({k: r[k] for k in p}, r["x"], r["y"], sgd.lr, run.keep, r.trace)
             epoch_trace.end_step()  # one segment per step (sweep.trace.trace)
         if all_steps:
             ctx.trace.extend(epoch_trace)
@@ -211,7 +218,7 @@ def train_linear_runs(sgds: list[Hyper], ctxs: list[Context]) -> list["Outcome |
         per_row(lambda r: runs[r].measure),
         p,
         (x, y, xt, yt),
-        [np.random.RandomState(c.problem.seed + 1) for c in ctxs],
+        [method_rng(be, c.problem.seed) for c in ctxs],
         np.array([s is None for s in started]),
         batched.cache_chunk(be, first.batch_size * runs[0].prob.n_bits),
     )

@@ -18,11 +18,14 @@ from hydra.utils import get_class
 from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
-from sweep.methods import batched
+from sweep.methods import batched, counter_rng
 from sweep.methods.base import Context, Outcome
+from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
+from sweep.methods.step_templates import StepTemplates
 from sweep.trace.scope import Scope
+from sweep.trace.source import Source
 from sweep.trace.trace import NULL_TRACE, Trace
 from sweep.variants.base import Params, Update, relu
 
@@ -33,9 +36,10 @@ EVAL_ROWS = 128
 EVAL_BYTES = 256 << 20  # torch's curves (measure_rows): a group of runs' (runs, samples, hidden) activations
 
 
-def init_params(n: int, hidden: int, seed: int) -> tuple[dict[str, np.ndarray], np.random.RandomState]:
-    """He-style init drawn like the group's harness: RandomState(seed + 1) (docs/traces.md)."""
-    rng = np.random.RandomState(seed + 1)
+def init_params(n: int, hidden: int, seed: int, be: Backend | None = None) -> tuple[dict[str, Any], Any]:
+    """He-style init drawn like the group's harness: RandomState(seed + 1) (docs/traces.md), or on the device
+    under device.rng=counter (method_rng); also returns the generator, which then draws the batch orders."""
+    rng = method_rng(be, seed)
     W1 = rng.randn(hidden, n) * np.sqrt(2.0 / n)
     W2 = rng.randn(1, hidden) * np.sqrt(2.0 / hidden)
     return {"W1": W1, "b1": np.zeros(hidden), "W2": W2, "b2": np.zeros(1)}, rng
@@ -59,49 +63,12 @@ class SGDUpdate:
         trace.compute("add", size)
 
 
-class StepTemplates:
-    """Records each kind of training step once and replays it after (tracker.scope=all_steps).
-
-    A step's events and operation counts are fixed by the batch size, the parameters' shapes and whether any
-    margin was active (the step's return value): the variants branch on nothing else (variants/base.py). So
-    once a (batch size, shapes, active) step has been recorded, a later one runs untraced and appends the
-    recorded step (Trace.add_step), one call instead of ~60. The outcome is only known after the step, so:
-    while no active step of this batch size and shapes has been recorded, steps are recorded; after that they
-    run untraced, and an inactive step not seen before is run again, recorded -- it changed no parameter
-    (Variant.step), so the second run repeats the first."""
-
-    replay: ClassVar[bool] = True  # False: record every step (the reference the tests compare replay with)
-
-    def __init__(self) -> None:
-        self.steps: dict[tuple, tuple[tuple, dict[str, int]]] = {}  # key -> (events, operation counts)
-
-    def step(self, step: Callable, xp, p: Params, xb, yb, update: Update, trace: Trace) -> None:
-        shapes = (xb.shape[0],) + tuple(v.shape for v in p.values())
-        if self.replay and (shapes, True) in self.steps:
-            active = bool(step(xp, p, xb, yb, update, NULL_TRACE))
-            if (shapes, active) in self.steps:
-                trace.add_step(*self.steps[shapes, active])
-                return
-            assert not active  # an active step of these shapes is known
-        trace.add_step(*self.record(step, xp, p, xb, yb, update, shapes))
-
-    def record(
-        self, step: Callable, xp, p: Params, xb, yb, update: Update, shapes: tuple
-    ) -> tuple[tuple, dict[str, int]]:
-        rec = Trace()
-        rec.write("x", xb)
-        rec.write("y", yb)
-        active = bool(step(xp, p, xb, yb, update, rec))
-        (tpl,), _ = rec.segments()
-        self.steps[shapes, active] = tpl, rec.compute_ops
-        return tpl, rec.compute_ops
-
-
 @dataclass
 class SGD:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")
+    trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
@@ -224,13 +191,14 @@ class SGD:
         step = ctx.backend.compiled(ctx.variant.step)
         all_steps = ctx.traces(Scope.ALL_STEPS)
         n, bs = x.shape[0], self.batch_size
-        known = StepTemplates()
+        known = StepTemplates(ctx)
         for epoch in range(n_epochs):
             perm = be.index(rng.permutation(n))
             xs, ys = x[perm], y[perm]  # one gather per epoch: the batches below are views
             epoch_trace = Trace() if all_steps else NULL_TRACE
             if all_steps and epoch == 0 and first:
-                ctx.variant.init_trace(epoch_trace, p)
+                with ctx.recording(loaded=p, trace=epoch_trace) as r:
+                    ctx.variant.init_trace(r.trace, p)
             for s in range(0, n, bs):
                 xb, yb = xs[s : s + bs], ys[s : s + bs]
                 if all_steps:
@@ -257,10 +225,11 @@ class SGD:
     def trace_single_step(self, ctx: Context, p: Params, x1: np.ndarray, y1: np.ndarray) -> None:
         be = ctx.backend
         q = {k: v * 1.0 for k, v in p.items()}  # the traced step must not change the trained weights
-        ctx.variant.init_trace(ctx.trace, q)
-        ctx.trace.write("x", x1.size)
-        ctx.trace.write("y", y1.size)
-        ctx.variant.step(be.xp, q, be.asarray(x1), be.asarray(y1), self.make_update(be.xp), ctx.trace)
+        with ctx.recording(loaded={**q, "x": be.asarray(x1), "y": be.asarray(y1)}) as r:
+            ctx.variant.init_trace(r.trace, q)
+            r.trace.write("x", x1.size)
+            r.trace.write("y", y1.size)
+            ctx.variant.step(be.xp, {k: r[k] for k in q}, r["x"], r["y"], self.make_update(be.xp), r.trace)
 
     def outcome(self, ctx: Context, p: Params, epochs: int, log: EpochLog, xt, yt) -> Outcome:
         """The trained net's outcome; its test accuracy, curves and train accuracy are evaluated after the
@@ -281,7 +250,7 @@ class SGD:
 
     def solve_mlp(self, ctx: Context) -> Outcome:
         be, d = ctx.backend, ctx.data
-        p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed)
+        p_np, rng = init_params(ctx.problem.n_bits, self.hidden, ctx.problem.seed, be)
         self.trace_start(ctx, p_np, d.x_train[:1])
         p = {k: be.asarray(v) for k, v in p_np.items()}
         x, y = be.asarray(d.x_train), be.asarray(d.y_train)
@@ -319,16 +288,34 @@ class SGD:
     def solve_mlp_runs(methods: list["SGD"], ctxs: list[Context]) -> list["Outcome | BaseException"]:
         first, be = methods[0], ctxs[0].backend
         runs = range(len(ctxs))
-        inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+        if be.rng == "counter":  # every run's initial weights in one draw on the device
+            rngs: list = [method_rng(be, c.problem.seed) for c in ctxs]
+            n = ctxs[0].problem.n_bits
+            p = {
+                "W1": be.asarray(counter_rng.randn_of(be, rngs, first.hidden, n) * np.sqrt(2.0 / n)),
+                "b1": be.asarray(np.zeros((len(ctxs), first.hidden))),
+                "W2": be.asarray(counter_rng.randn_of(be, rngs, 1, first.hidden) * np.sqrt(2.0 / first.hidden)),
+                "b2": be.asarray(np.zeros((len(ctxs), 1))),
+            }
+            start = lambda r: batched.run_slice(p, r)  # noqa: E731 - views, made only for a run traced from its start
+        else:
+            inits = [init_params(c.problem.n_bits, first.hidden, c.problem.seed) for c in ctxs]
+            rngs = [i[1] for i in inits]
+            p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
+            start = lambda r: inits[r][0]  # noqa: E731
         started = batched.each(
-            list(runs), lambda r: methods[r].trace_start(ctxs[r], inits[r][0], ctxs[r].data.x_train[:1])
+            list(runs),
+            lambda r: (
+                methods[r].trace_start(ctxs[r], start(r), ctxs[r].data.x_train[:1])
+                if ctxs[r].traces(Scope.INIT_SAMPLE0)
+                else None
+            ),
         )
-        p = {k: batched.stack(be, [i[0][k] for i in inits]) for k in inits[0][0]}
         data = tuple(
             batched.stack(be, [getattr(c.data, a) for c in ctxs]) for a in ("x_train", "y_train", "x_test", "y_test")
         )
         logs = [EpochLog() for _ in runs]
-        epochs = first.train_runs(methods, ctxs, p, data, [i[1] for i in inits], logs, started)
+        epochs = first.train_runs(methods, ctxs, p, data, rngs, logs, started)
         return batched.each(
             list(runs),
             lambda r: methods[r].run_outcome(ctxs[r], p, r, int(epochs[r]), logs[r], data, started[r]),

@@ -18,12 +18,14 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.trace.source import Source
 
 
 @dataclass
 class SMT:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
+    trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("method.screen_rows", "an integer >= 0 (0: 2 log2 C(n_bits, k_sparse) + 16)", nonneg_int),
         Rule("method.pair_block", "an integer >= 1", positive_int),
@@ -38,28 +40,30 @@ class SMT:
         n, k = prob.n_bits, prob.k_sparse
         m = min(d.x_train.shape[0], self.screen_rows or int(2 * math.log2(max(math.comb(n, k), 2))) + 16)
         self._ctx, self._n, self._k = ctx, n, k
-        self._xs, self._ys = be.asarray(d.x_train[:m]), be.asarray(d.y_train[:m])
-        self._x, self._y = be.asarray(d.x_train), be.asarray(d.y_train)
         self.nodes = self.checked = 0
-        ctx.trace.write("x", self._x.shape[0] * n)
-        ctx.trace.write("y", self._y.shape[0])
-        ctx.trace.read("x", m * n)  # the screening rows are a copy of the first m rows
-        ctx.trace.read("y", m)
-        ctx.trace.write("x_screen", m * n)
-        ctx.trace.write("y_screen", m)
-        found = self._search((), None) or ()
+        with ctx.recording(loaded={"x": be.asarray(d.x_train), "y": be.asarray(d.y_train)}) as r:
+            self._trace, self._x, self._y = r.trace, r["x"], r["y"]
+            self._xs, self._ys = self._x[:m], self._y[:m]  # the screening rows
+            self._trace.write("x", self._x.shape[0] * n)
+            self._trace.write("y", self._y.shape[0])
+            self._trace.read("x", m * n)  # the screening rows are a copy of the first m rows
+            self._trace.read("y", m)
+            self._trace.write("x_screen", m * n)
+            self._trace.write("y_screen", m)
+            found = self._search((), None) or ()
+        self._x = self._y = self._xs = self._ys = None  # the data belongs to the run, not to the method object
         return subset_outcome(
             prob, d, found, nodes=float(self.nodes), candidates_checked=float(self.checked), screen_rows=float(m)
         )
 
     def _search(self, prefix: tuple[int, ...], partial) -> Optional[tuple[int, ...]]:
         """Backtrack over prefixes of length k - 2; each one ends in a batched pair step."""
-        ctx, xp, prob, n, k = self._ctx, self._ctx.backend.xp, self._ctx.problem, self._n, self._k
+        xp, prob, n, k = self._ctx.backend.xp, self._ctx.problem, self._n, self._k
         self.nodes += 1
         if partial is not None:
-            ctx.trace.read("partial", partial.shape[0])
-            ctx.trace.read("y_screen", partial.shape[0])
-            ctx.trace.compute("cmp", partial.shape[0])
+            self._trace.read("partial", partial.shape[0])
+            self._trace.read("y_screen", partial.shape[0])
+            self._trace.compute("cmp", partial.shape[0])
             if not prob.feasible(xp, partial, self._ys, k - len(prefix)):
                 return None  # pruned: no completion of this prefix can fit the screening rows
         if len(prefix) >= k - 2:
@@ -67,14 +71,14 @@ class SMT:
         start = prefix[-1] + 1 if prefix else 0
         for i in range(start, n - (k - len(prefix)) + 1):
             col = self._xs[:, i]
-            ctx.trace.read("x_screen", col.shape[0])
+            self._trace.read("x_screen", col.shape[0])
             if partial is None:
                 nxt = col
             else:
-                ctx.trace.read("partial", col.shape[0])
+                self._trace.read("partial", col.shape[0])
                 nxt = prob.combine(partial, col)
-                ctx.trace.compute(prob.combine_op, col.shape[0])
-            ctx.trace.write("partial", col.shape[0])
+                self._trace.compute(prob.combine_op, col.shape[0])
+            self._trace.write("partial", col.shape[0])
             hit = self._search(prefix + (i,), nxt)
             if hit is not None:
                 return hit
@@ -82,20 +86,20 @@ class SMT:
 
     def _last_levels(self, prefix: tuple[int, ...], partial) -> Optional[tuple[int, ...]]:
         """All completions of the prefix by its last 1 or 2 indices, matched against the labels at once."""
-        ctx, be, xp, prob, n = self._ctx, self._ctx.backend, self._ctx.backend.xp, self._ctx.problem, self._n
+        be, xp, prob, n = self._ctx.backend, self._ctx.backend.xp, self._ctx.problem, self._n
         xs, ys = self._xs, self._ys
         m, left, start = xs.shape[0], self._k - len(prefix), (prefix[-1] + 1 if prefix else 0)
         if left == 1:
             ext = xs if partial is None else prob.combine(partial[:, None], xs)  # (m, n): prefix + each bit
-            ctx.trace.read("x_screen", m * n)
-            ctx.trace.read("y_screen", m)
+            self._trace.read("x_screen", m * n)
+            self._trace.read("y_screen", m)
             if partial is not None:
-                ctx.trace.read("partial", m)
-                ctx.trace.compute(prob.combine_op, m * n)
+                self._trace.read("partial", m)
+                self._trace.compute(prob.combine_op, m * n)
             match = xp.all(ext == ys[:, None], axis=0)
-            ctx.trace.compute("cmp", m * n)
-            ctx.trace.write("match", n)
-            ctx.trace.read("match", n)
+            self._trace.compute("cmp", m * n)
+            self._trace.write("match", n)
+            self._trace.read("match", n)
             pairs = [(int(j),) for j in np.flatnonzero(be.to_numpy(match)) if j >= start]
             return self._verify(prefix, pairs)
         block = max(1, self.pair_block // (m * n))
@@ -103,17 +107,17 @@ class SMT:
             i1 = min(i0 + block, n - 1)
             first = xs[:, i0:i1] if partial is None else prob.combine(partial[:, None], xs[:, i0:i1])
             ext = prob.combine(first[:, :, None], xs[:, None, :])  # (m, i, j): prefix + bits i and j
-            ctx.trace.read("x_screen", m * (i1 - i0 + n))
+            self._trace.read("x_screen", m * (i1 - i0 + n))
             if partial is not None:
-                ctx.trace.read("partial", m)
-            ctx.trace.compute(prob.combine_op, m * (i1 - i0) * (n + (partial is not None)))
-            ctx.trace.write("ext", m * (i1 - i0) * n)
-            ctx.trace.read("ext", m * (i1 - i0) * n)
-            ctx.trace.read("y_screen", m)
+                self._trace.read("partial", m)
+            self._trace.compute(prob.combine_op, m * (i1 - i0) * (n + (partial is not None)))
+            self._trace.write("ext", m * (i1 - i0) * n)
+            self._trace.read("ext", m * (i1 - i0) * n)
+            self._trace.read("y_screen", m)
             match = be.to_numpy(xp.all(ext == ys[:, None, None], axis=0))
-            ctx.trace.compute("cmp", m * (i1 - i0) * n)
-            ctx.trace.write("match", (i1 - i0) * n)
-            ctx.trace.read("match", (i1 - i0) * n)
+            self._trace.compute("cmp", m * (i1 - i0) * n)
+            self._trace.write("match", (i1 - i0) * n)
+            self._trace.read("match", (i1 - i0) * n)
             ii, jj = np.nonzero(match)
             pairs = [(int(i0 + a), int(b)) for a, b in zip(ii, jj) if b > i0 + a]
             hit = self._verify(prefix, pairs)
@@ -123,15 +127,15 @@ class SMT:
 
     def _verify(self, prefix: tuple[int, ...], tails: list[tuple[int, ...]]) -> Optional[tuple[int, ...]]:
         """The first candidate that fits every training row (screening rows can let a wrong one through)."""
-        ctx, xp, prob = self._ctx, self._ctx.backend.xp, self._ctx.problem
+        xp, prob = self._ctx.backend.xp, self._ctx.problem
         for tail in tails:
             subset = prefix + tail
             self.checked += 1
             rows = self._x.shape[0]
-            ctx.trace.read("x", rows * len(subset))
-            ctx.trace.read("y", rows)
-            ctx.trace.compute(prob.combine_op, rows * (len(subset) - 1))
-            ctx.trace.compute("cmp", rows)
+            self._trace.read("x", rows * len(subset))
+            self._trace.read("y", rows)
+            self._trace.compute(prob.combine_op, rows * (len(subset) - 1))
+            self._trace.compute("cmp", rows)
             if bool(xp.all(prob.labels(self._x, subset) == self._y)):
                 return subset
         return None

@@ -17,6 +17,11 @@ from sweep.config.fields import Rule, nonneg_int, positive_int
 # numpy's RandomState takes 0 <= seed < 2**32; the problem seeds it with problem.seed and the MLP-style
 # methods with problem.seed + 1 (sweep.methods.sgd.init_params), so the largest seed every job can take is:
 SEED_MAX = 2**32 - 2
+SEED_RULE = Rule(
+    "problem.seed",
+    f"an integer with 0 <= seed <= {SEED_MAX} (numpy's RandomState takes seed and seed + 1)",
+    lambda v, c: nonneg_int(v) and v <= SEED_MAX,
+)
 
 
 @dataclass
@@ -47,11 +52,7 @@ class Problem:
         ),
         Rule("problem.n_train", "an integer >= 1", positive_int),
         Rule("problem.n_test", "an integer >= 1", positive_int),
-        Rule(
-            "problem.seed",
-            f"an integer with 0 <= seed <= {SEED_MAX} (numpy's RandomState takes seed and seed + 1)",
-            lambda v, c: nonneg_int(v) and v <= SEED_MAX,
-        ),
+        SEED_RULE,
     )
 
     name: str = "problem"

@@ -64,10 +64,11 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
-    """A sweep's totals over its child runs: cost and wall-clock summed, jobs finished and failed."""
+    """A sweep's totals over its child runs: costs and wall-clock summed, jobs finished and failed."""
     results = list(results)
     return {
         "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
+        "task_cost_usd": sum(r.metrics.get("task_cost_usd", 0.0) for r in results),
         "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
         "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
         "jobs_failed": float(sum(r.status == "FAILED" for r in results)),

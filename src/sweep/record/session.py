@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from sweep.challenge.scorer import this_scorer
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
@@ -26,7 +27,7 @@ from sweep.record.recorder import Recorder, config_hash, shared_recorder
 from sweep.record.remote import is_remote
 from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.store import StoreError, kind_of, sqlite_path
-from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SWEEP_DIR_TAG
+from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
 
 # re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
@@ -48,14 +49,16 @@ def failed_result(
 
     tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_GROUPS}
+    tags[SCORER_TAG] = this_scorer()  # a run that failed is judged too (a challenge's leaderboard)
     return RunResult(config=job_config(job_cfg), tags=tags, status=status, error=tb)
 
 
 def bill(result: RunResult, seconds_key: str, seconds: float, price_per_hour: float) -> None:
-    """What a job cost, where the sweep knows more than the job did: the seconds it was billed for (a CPU host's
-    CPU seconds, `cpu_s`; Modal's container seconds, `billed_s`) at their hourly price."""
+    """What the job's whole task cost, known where it ran (the job's `cost_usd` prices its solve alone): the seconds
+    it was billed for (a CPU host's CPU seconds, `cpu_s`; Modal's container seconds, `billed_s`) at their hourly
+    price, as `task_cost_usd` (sweep.report.metrics)."""
     result.metrics[seconds_key] = seconds
-    result.metrics["cost_usd"] = cost_usd(seconds, price_per_hour)
+    result.metrics["task_cost_usd"] = cost_usd(seconds, price_per_hour)
 
 
 def bill_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:

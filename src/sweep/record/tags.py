@@ -14,6 +14,7 @@ ROUTE_TAG = "sweep.route"  # where a job ran (local, modal, or another launcher'
 JOB_NUM_TAG = "hydra.job.num"  # a job's number in its sweep (compare keeps the sweep's order)
 PARENT_RUN_TAG = "mlflow.parentRunId"  # MLflow's own: a child run's parent
 GIT_TAG = "git_commit"
+TRACE_SOURCE_TAG = "sweep.trace_source"  # where a tracked run's trace came from: hand | auto (sweep.trace.source)
 TRUNCATED_TAG = "sweep.params_truncated"  # params MLflow cut to its length limit (config.yaml has them whole)
 KILLED_REASON_TAG = "sweep.killed_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (sweep.record.abandoned)
@@ -26,6 +27,13 @@ MODAL_GPU_TAG, MODAL_OFFLINE_TAG = "modal.gpu", "modal.offline"
 REPEAT_OF_TAG = "sweep.repeat_of"  # on a single run recorded again (mlflow.force=true): the run it repeats
 ORDER_TAG = "sweep.order"  # a run's name with its numbers zero-padded: the MLflow UI's runs table sorts on it
 MIGRATED_TAG = "sweep.migrated_from"  # on a run copied by `sweep.store migrate`: "<source run id> <source store>"
+# + a tracker's name: the version of that tracker's definition (TrackerBase.version) its figures on the run were
+# computed with, on the run it was run with and on each run `sweep-rescore` scored with it later
+TRACKER_VERSION_TAG = "sweep.tracker_version."
+# on a run FAILED for running past the launcher's time limit (hydra.launcher.time_limit_s): the limit, in seconds
+TIME_LIMIT_TAG = "sweep.time_limit_s"
+# the scorer's code (sweep.challenge.scorer), on every run; a user's solver's source (method=solver), on its runs
+SCORER_TAG, SOLVER_SHA_TAG = "sweep.scorer", "sweep.solver_sha"
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
 # which sweep runs a config (sweep.record.claims): a RUNNING parent's claim on a config hash (+ the hash; SQLite),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,9 +20,20 @@ from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store
 from sweep.report.grouping import summarize
+from sweep.report.leaderboard import Leaderboard, leaderboard
 from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison, plot_curves
-from sweep.report.queries import RUN_ID, failure_reasons, find_parent, load_curves, study_of, study_runs, sweep_runs
+from sweep.report.queries import (
+    RUN_ID,
+    failure_reasons,
+    find_parent,
+    last_line,
+    load_curves,
+    rounds,
+    study_of,
+    study_runs,
+    sweep_runs,
+)
 from sweep.report.study import key_metrics, proxy_ranking, study_settings
 from sweep.report.table import Comparison
 
@@ -35,9 +47,10 @@ def compare(
     log: bool = True,
     plot: bool = True,
     settings: dict[str, Any] | None = None,
-) -> tuple[Comparison, list[Path]]:
+) -> tuple[Comparison | Leaderboard, list[Path]]:
     """Build the comparison for sweep `ref`, write table and plot(s) to `out_dir`, log them on the parent run.
-    `settings` (baseline, relative) default to the preset's `compare:` node."""
+    `settings` (baseline, relative) default to the preset's `compare:` node; a challenge's (`leaderboard`) makes
+    its leaderboard instead (sweep.report.leaderboard)."""
     uri = tracking_uri or default_tracking_uri()
     address.check(uri)  # an address no store is at (exit 2); a server or database that does not answer: seconds
     store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
@@ -54,8 +67,25 @@ def compare(
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)
     settings = study_settings(study) if settings is None else settings
-    objectives = settings.get("objectives")
-    runs = study_runs(client, parent, study) if objectives else sweep_runs(client, parent)
+    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
+    if settings.get("leaderboard"):  # a challenge: its ranking, not the table
+        board = leaderboard(
+            rounds(client, parent, study), settings["leaderboard"], partial(last_line, client), study, experiment
+        )
+        files = [out_dir / "leaderboard.md", out_dir / "leaderboard.csv"]
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            files[0].write_text(f"# {study}\n\n" + board.markdown())
+            files[1].write_text(board.csv())
+        except OSError as e:  # the ranking is shown, the line says what was not written
+            board.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
+            return board, []
+        if log:
+            board.logged = log_files(client, uri, board.parent_id, files)
+        return board, files
+    search = settings.get("objectives")  # a search's front: its runs are every sweep of the study
+    objectives = search or settings.get("front")
+    runs = study_runs(client, parent, study) if search else sweep_runs(client, parent)
     if not runs:
         raise LookupError(f"parent run {parent.info.run_id} has no child runs")
     cmp = summarize(
@@ -72,26 +102,19 @@ def compare(
     if objectives:
         cmp.front = front(cmp, objectives)
 
-    # the study name is data: a safe file name (`../x` stays inside outputs/compare/)
-    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     try:
-        files = write_files(cmp, runs, settings, out_dir, plot)
+        files = write_files(cmp, runs, settings, out_dir, plot, objectives)
     except OSError as e:  # a directory this user cannot write: the table is shown, the line says what was not written
         cmp.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
         return cmp, []
     if log:
-        try:
-            for f in files:
-                client.log_artifact(cmp.parent_id, str(f), artifact_path=ARTIFACT_DIR)
-            cmp.logged = True
-        except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
-            print(
-                f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr
-            )
+        cmp.logged = log_files(client, uri, cmp.parent_id, files)
     return cmp, files
 
 
-def write_files(cmp: Comparison, runs: list, settings: dict[str, Any], out_dir: Path, plot: bool) -> list[Path]:
+def write_files(
+    cmp: Comparison, runs: list, settings: dict[str, Any], out_dir: Path, plot: bool, objectives: Any
+) -> list[Path]:
     """The table (CSV, Markdown), a search's front, the plot(s) and a proxy ranking, in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv", out_dir / "table.md"]
@@ -105,13 +128,27 @@ def write_files(cmp: Comparison, runs: list, settings: dict[str, Any], out_dir: 
         files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
         png = out_dir / f"{safe_name(cmp.study)}.png"
-        front_ = cmp.front
-        files.append(plot_front(cmp, front_, settings["objectives"], png) if front_ else plot_comparison(cmp, png))
+        files.append(
+            plot_front(cmp, cmp.front, objectives, png, settings.get("versus", ()))
+            if cmp.front is not None
+            else plot_comparison(cmp, png)
+        )
         if any(r.curves for r in cmp.rows):
             files.append(plot_curves(cmp, out_dir / f"{safe_name(cmp.study)}-curves.png"))
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
     return files
+
+
+def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
+    """The report's files as artifacts of the parent run, under compare/; whether they were (one line if not)."""
+    try:
+        for f in files:
+            client.log_artifact(parent_id, str(f), artifact_path=ARTIFACT_DIR)
+    except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
+        print(f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr)
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -144,13 +181,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except store.StoreError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
-    if a.markdown:
+    if isinstance(cmp, Leaderboard) and not a.markdown:
+        console = Console()
+        console.print(cmp.header(), markup=False)
+        for table in cmp.rich_tables():
+            console.print(table)
+        for note in cmp.notes:
+            console.print(note, markup=False)
+        if files:
+            console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
+    elif a.markdown:
         print(cmp.markdown(), end="")
-        if cmp.proxies:
+        if getattr(cmp, "proxies", ""):
             print("\n" + cmp.proxies, end="")
-        if cmp.front is not None:
+        if getattr(cmp, "front", None) is not None:
             print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
-    else:
+    elif isinstance(cmp, Comparison):
         console = Console()
         tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
@@ -162,9 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
         for table in tables:
             console.print(table)
-        for r in cmp.rows:
-            if r.failure:
-                console.print(f"[red]{r.label(cmp.keys)}[/red]: {r.failure}")
+        for note in cmp.notes():  # the batch mark's meaning, the groups with no finished run
+            console.print(note, markup=False, style="red" if note.endswith("(no finished run)") else None)
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())

@@ -87,6 +87,8 @@ def summarize(
             finished=len(done),
             total=len(members),
             run_ids=[r.info.run_id for r in done],
+            batched=any(BATCH_SHARE in r.data.metrics for r in done),
+            reached=reached(done),
         )
         for m in present:
             vals = [r.data.metrics[m] for r in done if m in r.data.metrics and math.isfinite(r.data.metrics[m])]
@@ -113,6 +115,21 @@ def summarize(
     if baseline and relative:
         set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
     return cmp
+
+
+BATCH_SHARE = "batch_wall_s"  # logged by a run solved in a batch (sweep.batch.run): its wall-clock is a share
+
+
+def reached(runs: list) -> int | None:
+    """How many of `runs` reached their method's target accuracy (None where a run names no target: the exact
+    methods): a time-to-solution ratio means nothing for a run that stopped at its epoch cap instead."""
+    count = 0
+    for r in runs:
+        target, accuracy = r.data.params.get("method.target_accuracy"), r.data.metrics.get("accuracy")
+        if target is None or accuracy is None:
+            return None
+        count += accuracy >= float(target)
+    return count
 
 
 def seed_of(run: Any) -> str:
@@ -148,14 +165,25 @@ def set_against(cmp: Comparison, baseline: dict[str, str], relative: dict[str, s
                 row.relative[col] = "baseline"
             elif metric in row.stats and metric in base.stats and base.stats[metric].mean:
                 b, v = base.stats[metric].mean, row.stats[metric].mean
-                row.relative[col] = (
-                    f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else (f"{b / v:.3g}x" if v else "-")
-                )
+                row.relative[col] = f"{(v - b) / b * 100:+.1f}%" if rule == "percent" else speedup_cell(b, v, row, base)
         for metric in cmp.metrics:
             rule = cmp.change.setdefault(metric, relative.get(metric, DIFFERENCE))
             mine, theirs = row.per_seed.get(metric, {}), base.per_seed.get(metric, {})
             changes = {seed: change(mine[seed], theirs[seed], rule) for seed in mine if seed in theirs}
             row.paired[metric] = {seed: c for seed, c in changes.items() if c is not None}
+
+
+def speedup_cell(b: float, v: float, row: Row, base: Row) -> str:
+    """base / row as "N.NNx"; where one side stopped at its epoch cap short of its target, its time is not its
+    time to a solution: a row that did not converge is marked, and against a base that did not, the ratio is a
+    lower bound (>=). Rows that all stopped alike (a fixed-work study) are compared as they are."""
+    if not v:
+        return "-"
+    if row.converged is False and base.converged is not False:
+        return f"not converged ({row.reached}/{row.finished})"
+    if base.converged is False and row.converged:
+        return f">= {b / v:.3g}x"
+    return f"{b / v:.3g}x"
 
 
 def change(value: float, base: float, rule: str) -> float | None:

@@ -21,12 +21,17 @@ class Metric:
     key: bool = False  # a study's key metric when its preset names none (compare's terminal table)
 
 
-# Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, energy) beside
+# Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, ByteDMD, energy) beside
 # accuracy, time and cost.
 REGISTRY: tuple[Metric, ...] = (
     Metric("accuracy", "test accuracy", "{:.3f}", line="{:.3f}", plot=True, ui=True, key=True),
+    # the character models (problem=chars): accuracy is of validation characters; their loss and training length
+    Metric("bits_per_char", "validation bits per character", "{:.3f}", line="{:.3f}"),
+    Metric("train_loss", "training loss (nats)", "{:.3f}"),
     Metric("epochs", "epochs", "{:.1f}", line="{:.0f}", plot=True, key=True),
+    Metric("steps", "training steps", "{:,.0f}", line="{:.0f}"),
     Metric("wall_clock_s", "wall-clock (s)", "{:.4f}", line="{:.4f}s", plot=True, ui=True, key=True),
+    Metric("tokens_per_s", "tokens per second", "{:,.0f}", line="{:,.0f}"),
     Metric("warmup_s", "warm-up (s)", "{:.4f}"),
     # a batched run (hydra.launcher.batch): its batch's whole solve; wall_clock_s is this over the batch's runs
     Metric("batch_wall_s", "batch solve wall-clock (s)", "{:.4f}"),
@@ -36,9 +41,17 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("total_floats", "total_floats", "{:,.0f}"),
     Metric("dmc", "dmc", "{:,.0f}"),
     Metric("dmd", "dmd", "{:,.0f}"),
+    Metric("bytedmd", "ByteDMD", "{:,.0f}"),
+    # tracker.source=auto: values that left the traced arrays as Python values (work done outside the arrays)
+    Metric("escaped", "escaped values", "{:,.0f}"),
     Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
     Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
+    # the solve's price: wall_clock_s x the device's hourly price (cuda: Modal's rate for device.gpu), the same
+    # under every launcher
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
+    # the whole task's price: the seconds it was billed (cpu_s, its process's CPU seconds on a CPU host; billed_s,
+    # Modal's container seconds) x the same price; start-up and recording included
+    Metric("task_cost_usd", "task cost (USD)", "{:.3g}"),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}
 DEFAULT_FMT = "{:.4g}"  # a metric outside the registry

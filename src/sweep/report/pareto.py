@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Sequence
 
 from sweep.report.metrics import label as metric_label
 from sweep.report.plots import plt, save
@@ -33,21 +34,33 @@ def front(cmp: "Comparison", objectives: dict[str, str]) -> "Comparison":
     return dataclasses.replace(cmp, rows=rows, study=f"{cmp.study}: Pareto front", metrics=metrics, relative=[])
 
 
-def plot_front(cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path) -> Path:
-    """Every finished row as a point of (second objective, first objective), the front joined and labelled."""
+def plot_front(
+    cmp: "Comparison", on_front: "Comparison", objectives: dict[str, str], path: Path, versus: Sequence[str] = ()
+) -> Path:
+    """Every finished row as a point of (second objective, first objective), the front joined and labelled; one
+    more panel for each metric of `versus` (the first objective against it, the front's rows labelled)."""
     y, x = list(objectives)[:2]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    pts = [(r.stats[x].mean, r.stats[y].mean) for r in cmp.rows if x in r.stats and y in r.stats]
-    ax.scatter([p[0] for p in pts], [p[1] for p in pts], color="0.6", label="trials")
-    best = sorted((r.stats[x].mean, r.stats[y].mean, r) for r in on_front.rows)
-    ax.plot([b[0] for b in best], [b[1] for b in best], "o-", color="C3", drawstyle="steps-post", label="Pareto front")
-    for bx, by, r in best:
-        label = f"#{r.key[TRIAL_KEY]}" if TRIAL_KEY in r.key else " ".join(r.key.values())
-        ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
-    if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
-        ax.set_xscale("log")
-    ax.set_xlabel(f"{metric_label(x)} ({objectives[x]})")
-    ax.set_ylabel(f"{metric_label(y)} ({objectives[y]})")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{cmp.study}: {len(pts)} trials, {len(best)} on the front")
+    axes_x = [x, *(m for m in versus if m != x)]
+    fig, axes = plt.subplots(1, len(axes_x), figsize=(6.4 * len(axes_x), 4.4), squeeze=False)
+    for ax, xm in zip(axes[0], axes_x):
+        pts = [(r.stats[xm].mean, r.stats[y].mean) for r in cmp.rows if xm in r.stats and y in r.stats]
+        ax.scatter(
+            [p[0] for p in pts], [p[1] for p in pts], color="0.6", label="trials" if TRIAL_KEY in cmp.keys else "runs"
+        )
+        best = sorted((r.stats[xm].mean, r.stats[y].mean, r) for r in on_front.rows if xm in r.stats)
+        style = "o-" if xm == x else "o"  # joined where the front is a front: against the second objective
+        ax.plot(
+            [b[0] for b in best], [b[1] for b in best], style, color="C3", drawstyle="steps-post", label="Pareto front"
+        )
+        for bx, by, r in best:
+            label = f"#{r.key[TRIAL_KEY]}" if TRIAL_KEY in r.key else " ".join(r.key.values())
+            ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
+        if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{metric_label(xm)} ({objectives[xm]})" if xm in objectives else metric_label(xm))
+        ax.set_ylabel(f"{metric_label(y)} ({objectives[y]})")
+        ax.legend(fontsize=8)
+        ax.set_title(
+            f"{cmp.study}: {len(pts)} {'trials' if TRIAL_KEY in cmp.keys else 'rows'}, {len(best)} on the front"
+        )
     return save(fig, path)

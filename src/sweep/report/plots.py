@@ -25,6 +25,38 @@ def _num(v: str) -> float | None:
         return None
 
 
+# An arm's style: ten colours, then the same colours with another marker, so that no two arms of a study share
+# one (matplotlib's cycle repeats after ten).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LEGEND_INSIDE = 6  # more entries than this: the legend goes beside the panels, where it covers none
+
+
+def style(i: int) -> dict:
+    """The i-th arm's colour and marker."""
+    return {"color": f"C{i % 10}", "marker": MARKERS[(i // 10) % len(MARKERS)]}
+
+
+def legend(ax, title: str | None = None) -> None:
+    """The panel's legend: inside when short; else to its right, in columns of at most 20 entries."""
+    n = len(ax.get_legend_handles_labels()[1])
+    if n == 0:
+        return
+    if n <= LEGEND_INSIDE:
+        ax.legend(fontsize=7, title=title, title_fontsize=7)
+    else:
+        ax.legend(
+            fontsize=7, title=title, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-n // 20)
+        )
+
+
+def integer_ticks(ax, xs: Sequence[float | None]) -> None:
+    """A key with integer values (k, n, a width) is ticked at its values, never between them (k = 3.5)."""
+    values = sorted({x for x in xs if x is not None})
+    if values and all(float(x).is_integer() for x in values) and len(values) <= 12:
+        ax.set_xticks(values, [f"{x:g}" for x in values])
+        ax.minorticks_off()
+
+
 def _annotate_failures(ax, cmp: "Comparison") -> None:
     notes = [f"{' '.join(r.key.values())}: {r.failure}" for r in cmp.rows if r.failure]
     if notes:
@@ -228,6 +260,17 @@ def plot_default(
     log: bool = False,
     label: Callable[["Row", list[str]], str] = _key_label,
 ) -> Path:
+    return save(default_figure(cmp, metrics, log, label), path)
+
+
+def default_figure(
+    cmp: "Comparison",
+    metrics: list[str] | None = None,
+    log: bool = False,
+    label: Callable[["Row", list[str]], str] = _key_label,
+):
+    """Each metric against the last numeric swept key (an axis), one line per value of the others; a paired
+    study: each arm's change against the baseline's same seed."""
     metrics = metrics or [m for m in PLOT if m in cmp.metrics][:4] or ["accuracy"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8), squeeze=False)
     numeric = [k for k in cmp.keys if all(_num(r.key[k]) is not None for r in cmp.rows)]
@@ -241,17 +284,18 @@ def plot_default(
             rows = [r for r, _ in cmp.values(metric) if r.paired.get(metric)]
             for name, group in _by_label(rows, [k for k in cmp.keys if k != x_key], label, metric).items():
                 xs = [_num(r.key[x_key]) for r in group] if x_key else [rows.index(r) for r in group]
-                _paired_line(ax, xs, group, metric, f"C{lines.index(name) % 10}", name)  # type: ignore[arg-type]
+                _paired_line(ax, xs, group, metric, style(lines.index(name))["color"], name)  # type: ignore[arg-type]
             rule = cmp.change.get(metric, "")
             ax.axhline(1 if rule == "speedup" else 0, color="gray", ls="--", lw=0.8)
             _paired_axis(ax, rule, metric_label(metric))
             if x_key:
                 ax.set_xlabel(x_key)
+                integer_ticks(ax, [_num(r.key[x_key]) for r in rows])
             else:
                 ax.set_xticks(
                     range(len(rows)), [" ".join(r.key.values()) for r in rows], rotation=30, ha="right", fontsize=8
                 )
-            ax.legend(fontsize=7)
+            legend(ax)
         elif x_key:
             series: dict[str, list[tuple[float, float, float]]] = {}
             for row, st in cmp.values(metric):
@@ -263,14 +307,14 @@ def plot_default(
                     [p[0] for p in pts],
                     [p[1] for p in pts],
                     yerr=[p[2] for p in pts],
-                    marker="o",
                     capsize=3,
                     label=name,
-                    color=f"C{lines.index(name) % 10}",
-                )  # one colour per arm
+                    **style(lines.index(name)),
+                )  # one colour and marker per arm
             ax.set_xlabel(x_key)
+            integer_ticks(ax, [p[0] for pts in series.values() for p in pts])
             if len(series) > 1:
-                ax.legend(fontsize=7)
+                legend(ax)
         else:
             vals = cmp.values(metric)
             labels = [" ".join(r.key.values()) or "all" for r, _ in vals]
@@ -284,7 +328,7 @@ def plot_default(
         if cmp.paired
         else f"{cmp.study}: mean ± std over seeds/repeats"
     )
-    return save(fig, path)
+    return fig
 
 
 def _by_label(
@@ -319,34 +363,61 @@ DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (
 
 
 def plot_curves(cmp: "Comparison", path: Path) -> Path:
+    return save(curves_figure(cmp), path)
+
+
+def alike(cmp: "Comparison", names: Sequence[str]) -> list[tuple[str, "Row"]]:
+    """The arms whose curves differ, each with its label: arms with the very same curves (tiling does not change
+    the math: every tiled arm learns as the untiled one) are one line, named by its first arm and their count."""
+    groups: dict[tuple, list["Row"]] = {}
+    for row in cmp.rows:
+        if any(n in row.curves for n in names):
+            same = tuple((n, tuple(row.curves[n][0]), tuple(row.curves[n][1])) for n in names if n in row.curves)
+            groups.setdefault(same, []).append(row)
+    out = []
+    for rows in groups.values():
+        label = " ".join(rows[0].key.values()) or "all"
+        out.append((label if len(rows) == 1 else f"{label} and {len(rows) - 1} more alike", rows[0]))
+    return out
+
+
+def curves_figure(cmp: "Comparison"):
+    """Per-epoch curves, one line per arm whose curves differ (`alike`), each arm its own colour and marker, the
+    legend beside the panels when it is long."""
     names = [n for n in CURVE_LABELS if any(n in r.curves for r in cmp.rows)]
+    per = "evaluation" if any("eval_step" in r.curves for r in cmp.rows) else "epoch"
     fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), squeeze=False)
+    arms = alike(cmp, names)
     for ax, name in zip(axes[0], names):
-        for i, row in enumerate(r for r in cmp.rows if name in r.curves):
+        for i, (label, row) in enumerate(arms):
+            if name not in row.curves:
+                continue
             mean, std = row.curves[name]
-            epochs = range(1, len(mean) + 1)
-            ax.plot(epochs, mean, color=f"C{i % 10}", label=" ".join(row.key.values()) or "all")
+            epochs = row.curves["eval_step"][0][: len(mean)] if "eval_step" in row.curves else range(1, len(mean) + 1)
+            look = style(i)
+            every = max(len(mean) // 8, 1)
+            ax.plot(epochs, mean, label=label, markevery=every, ms=4, **look)
             ax.fill_between(
                 epochs,
                 [m - s for m, s in zip(mean, std)],
                 [m + s for m, s in zip(mean, std)],
-                color=f"C{i % 10}",
+                color=look["color"],
                 alpha=0.2,
             )
             if DASHED.get(name) in row.curves:
-                ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=f"C{i % 10}", ls="--", lw=0.8)
-        ax.set_xlabel("epoch")
+                ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=look["color"], ls="--", lw=0.8)
+        ax.set_xlabel("training step" if per == "evaluation" else "epoch")
         ax.set_ylabel(CURVE_LABELS[name])
         if name == "hidden_progress":
             ax.set_yscale("log")
-    axes[0][0].legend(fontsize=7, title=" ".join(cmp.keys) or None, title_fontsize=7)
-    fig.suptitle(f"{cmp.study}: per-epoch curves, mean ± std over seeds (a run that stopped keeps its last value)")
-    return save(fig, path)
+    legend(axes[0][-1], title=" ".join(cmp.keys) or None)
+    fig.suptitle(f"{cmp.study}: per-{per} curves, mean ± std over seeds (a run that stopped keeps its last value)")
+    return fig
 
 
 def save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # a legend beside the panels is kept whole
     plt.close(fig)
     return path
 

@@ -14,7 +14,8 @@ from sweep.report.table import Comparison
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 # Per-epoch curves drawn for studies whose runs log them (gradient methods), one line per arm.
-CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress")
+# eval_step: the training step of each point, where a run's points are evaluations rather than epochs (problem=chars)
+CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_progress", "eval_step")
 
 
 def find_parent(client: Any, ref: str):
@@ -68,10 +69,10 @@ def children_filter(parent_run_id: str) -> str:
 
 
 def _search(client: Any, exp_ids: list[str], filt: str) -> list:
-    return list(_pages(client, exp_ids, filt))
+    return list(pages(client, exp_ids, filt))
 
 
-def _pages(client: Any, exp_ids: list[str], filt: str) -> Iterator[Any]:
+def pages(client: Any, exp_ids: list[str], filt: str) -> Iterator[Any]:
     """The runs found, a page at a time: a caller that keeps little of each holds one page, not every run."""
     token = None
     while True:
@@ -110,7 +111,7 @@ def sweep_runs(client: Any, parent: Any, keep: Callable[[Any], Any] = lambda r: 
     latest: dict[str, tuple[tuple[int, int], int, Any]] = {}
     seen = 0
     for p in parents or [parent]:
-        for r in _pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
+        for r in pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
             job, start, seen = r.data.tags.get(HASH_TAG) or r.info.run_id, r.info.start_time, seen + 1
             first, last, _ = latest.get(job, ((start, seen), start, None))
             if job not in latest or start >= last:
@@ -130,6 +131,28 @@ def study_runs(client: Any, parent: Any, study: str) -> list:
         if study_of(p, experiment) == study
     ]
     return [r for p in parents or [parent] for r in load_children(client, p)]
+
+
+def rounds(client: Any, parent: Any, study: str) -> list[tuple[Any, list]]:
+    """Every sweep of `study` in the parent's experiment up to `parent`, with its child runs, the latest first: a
+    challenge's rounds (sweep.report.leaderboard)."""
+    experiment = client.get_experiment(parent.info.experiment_id).name
+    parents = [
+        p
+        for p in _search(client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = 'true'")
+        if study_of(p, experiment) == study and p.info.start_time <= parent.info.start_time
+    ]
+    parents.sort(key=lambda p: (p.info.run_id != parent.info.run_id, -p.info.start_time))
+    return [(p, kids) for p in parents or [parent] if (kids := load_children(client, p))]
+
+
+def last_line(client: Any, run: Any) -> str:
+    """The last line of a failed run's traceback artifact (its status where it has none)."""
+    try:
+        lines = Path(client.download_artifacts(run.info.run_id, "traceback.txt")).read_text().strip().splitlines()
+    except Exception:  # noqa: BLE001 - no traceback artifact: the status says what is known
+        lines = []
+    return lines[-1] if lines else run.info.status
 
 
 def failure_reasons(client: Any, cmp: Comparison, runs: list) -> None:

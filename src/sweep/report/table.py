@@ -13,6 +13,12 @@ from rich.table import Table
 
 from sweep.report.metrics import fmt
 
+# A batched run's wall-clock is its batch's solve divided by the batch's runs (sweep.batch.run): the runs of a
+# batch share one value, so its mean and std are not those of runs timed alone.
+SHARED = ("wall_clock_s", "cost_usd")
+BATCH_MARK = "(b)"
+BATCH_NOTE = f"{BATCH_MARK}: runs solved together in batches: wall_clock_s and cost_usd are each batch's share a run"
+
 
 @dataclass
 class Stat:
@@ -41,6 +47,13 @@ class Row:
     curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
     per_seed: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> value (finished runs)
     paired: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> change vs the base's seed
+    batched: bool = False  # runs solved together (hydra.launcher.batch): wall_clock_s is each batch's share
+    reached: int | None = None  # finished runs that reached method.target_accuracy (None: no target to read)
+
+    @property
+    def converged(self) -> bool | None:
+        """Every finished run reached its target accuracy (None: unknown)."""
+        return None if self.reached is None else self.reached == self.finished
 
     def label(self, keys: Sequence[str], empty: str = "all") -> str:
         """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
@@ -74,16 +87,29 @@ class Comparison:
 
     def cells(self, row: Row) -> list[str]:
         out = [row.key[k] for k in self.keys] + [f"{row.finished}/{row.total}"]
-        out += [row.stats[m].fmt(m) if m in row.stats else "-" for m in self.metrics]
+        out += [self.stat_cell(row, m) for m in self.metrics]
         out += [row.relative.get(c, "-") for c in self.relative]
+        return out
+
+    @staticmethod
+    def stat_cell(row: Row, metric: str, short: bool = False) -> str:
+        """mean ± std; a batched row's wall-clock marked as its batch's share (BATCH_NOTE)."""
+        if metric not in row.stats:
+            return "-"
+        cell = row.stats[metric].fmt(metric, short)
+        return f"{cell} {BATCH_MARK}" if row.batched and metric in SHARED else cell
+
+    def notes(self) -> list[str]:
+        """What a reader needs under the table: the batch mark's meaning, the groups where no run finished."""
+        out = [BATCH_NOTE] if any(r.batched for r in self.rows) and set(SHARED) & set(self.metrics) else []
+        out += [f"{r.label(self.keys)}: {r.failure} (no finished run)" for r in self.rows if r.failure]
         return out
 
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header()) + " |", "|" + "---|" * len(self.header())]
         lines += ["| " + " | ".join(self.cells(r)) + " |" for r in self.rows]
-        notes = [f"- {r.label(self.keys)}: {r.failure}" for r in self.rows if r.failure]
-        if notes:
-            lines += ["", "Groups with no finished run:", *notes]
+        if self.notes():
+            lines += ["", *(f"- {n}" for n in self.notes())]
         return "\n".join(lines) + "\n"
 
     def csv(self) -> str:
@@ -134,9 +160,7 @@ class Comparison:
                 (
                     r.relative.get(c, "-").replace("baseline", "base")
                     if c in self.relative
-                    else r.stats[c].fmt(c, short=True)
-                    if c in r.stats
-                    else "-"
+                    else self.stat_cell(r, c, short=True)
                 )
                 for c in columns
             ]

@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import commands
@@ -185,6 +186,23 @@ def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     if remote.is_remote(tracking_uri):  # the server serves its UI: nothing to start
         return f"see it: {url}"
     return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {url}"
+
+
+def store_label(tracking_uri: str) -> str:
+    """A store as a user finds it: its SQLite file (from the current directory where below it), else its address."""
+    path = store.sqlite_path(tracking_uri)
+    if path is None:
+        return tracking_uri
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id: str) -> str:
+    """After a single run: where it was recorded (experiment, store) and how to look at it."""
+    where = f"experiment {experiment!r} of {store_label(tracking_uri)}"
+    return f"recorded in {where}; {run_hint(tracking_uri, experiment_id, run_id)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

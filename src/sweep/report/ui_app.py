@@ -1,4 +1,5 @@
-"""The MLflow app `python -m sweep.ui` serves (`mlflow server --app-name sweep`, an `mlflow.app` entry point):
+"""The MLflow apps `python -m sweep.ui` serves (`mlflow server --app-name sweep`, an `mlflow.app` entry point) and
+the group's server serves with logins (`sweep-auth`, over MLflow's basic-auth app):
 MLflow's own server, whose page first writes what MLflow 3.17's UI keeps per browser, so that a click on a study
 anywhere in MLflow's UI (its home page, its experiments list) opens the study's runs in a new browser too:
 
@@ -65,13 +66,11 @@ def page_script(views: dict[str, str]) -> str:
     )
 
 
-def create_app() -> Any:
-    """MLflow's ASGI app (as `mlflow server` runs it under uvicorn) with its page served through `page_script`."""
+def serve_views(flask_app: Any) -> None:
+    """MLflow's page (its index.html, served for every UI route) served with `page_script` first."""
     from flask import Response  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
-    from mlflow.server import app as flask_app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
-    from mlflow.server.fastapi_app import app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
 
-    serve = flask_app.view_functions["serve"]  # MLflow's index.html for every UI route
+    serve = flask_app.view_functions["serve"]
 
     def serve_with_views() -> Any:
         index = os.path.join(flask_app.static_folder, "index.html")
@@ -83,4 +82,24 @@ def create_app() -> Any:
         return Response(html, mimetype="text/html", headers={"Cache-Control": "no-cache"})
 
     flask_app.view_functions["serve"] = serve_with_views
+
+
+def create_app() -> Any:
+    """MLflow's ASGI app (as `mlflow server` runs it under uvicorn) with its page served through `page_script`."""
+    from mlflow.server import app as flask_app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
+    from mlflow.server.fastapi_app import app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
+
+    serve_views(flask_app)
+    return app
+
+
+def create_auth_app() -> Any:
+    """The group's server (`sweep-server`, `mlflow server --app-name sweep-auth`): MLflow's basic-auth app (logins and
+    permissions on every request, the page's included) with the same page, so that a click on a study in
+    MLflow's own list lands on its runs there too."""
+    from mlflow.server import app as flask_app  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
+    from mlflow.server.auth import create_app as basic_auth  # noqa: PLC0415 - MLflow's server modules: loaded by the server that serves this app
+
+    app = basic_auth(flask_app)  # the Flask app under gunicorn (sweep-server's), FastAPI's under uvicorn
+    serve_views(flask_app)
     return app

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from hydra_plugins.sweep_launcher.commands import command
 from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
 from sweep.server.keys import kept, private_file
 from sweep.server.postgres import ServerError
@@ -93,7 +94,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 )
             print(
                 f"{PROG}: record into it: export MLFLOW_TRACKING_USERNAME=... MLFLOW_TRACKING_PASSWORD=...; "
-                f"python -m sweep mlflow.tracking_uri={srv.uri} ...; Ctrl-C stops it",
+                f"{command('sweep', f'mlflow.tracking_uri={srv.uri}')} ...; Ctrl-C stops it",
                 flush=True,
             )
             while srv.db.poll() is None and srv.server.poll() is None:

@@ -1,5 +1,6 @@
 """MLflow's tracking server over the cluster: runs in PostgreSQL, artifacts served by the server itself (clients
-need no access to its disk), logins by MLflow's basic-auth app, whose users and permissions live in the same
+need no access to its disk), logins by MLflow's basic-auth app (served as the project's `sweep-auth` app: a click
+on a study in MLflow's own list lands on its runs, as under `sweep.ui`), whose users and permissions live in the same
 cluster (database `mlflow_auth`: one backup holds everything).
 
 No secret is on a command line (which `ps` shows to every user) nor in a file the server writes: the database
@@ -58,7 +59,7 @@ def command(cfg: ServerConfig) -> list[str]:
         "--artifacts-destination",
         str((cfg.data_dir / "artifacts").resolve()),
         "--app-name",
-        "basic-auth",
+        "sweep-auth",  # MLflow's basic-auth app, its page landing on a study's runs (sweep.report.ui_app)
         # MLflow's Flask app under gunicorn's threaded workers (an MLflow-supported server): half the CPU a
         # request costs under uvicorn, whose FastAPI layer hands each Flask request to a thread through a
         # stack of middleware. Lost: only FastAPI's own routes (OpenTelemetry trace ingestion, the AI

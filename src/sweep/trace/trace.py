@@ -51,6 +51,9 @@ class Trace:
     def __init__(self, events: Iterable[Event] = (), enabled: bool = True) -> None:
         self.enabled = enabled
         self.compute_ops: dict[str, int] = {}  # operation kind -> count
+        # values that left the arrays as Python values while an automatic tracer recorded (sweep.trace.auto): work
+        # done outside the traced arrays; 0 for a hand trace, which does not look
+        self.escaped = 0
         self.templates: list[tuple[Event, ...]] = []  # distinct segments
         self.seq: list[int] = []  # template ids, in order
         self._ids: dict[tuple[Event, ...], int] = {}
@@ -84,6 +87,11 @@ class Trace:
             count if count.__class__ is int else count.size if count.__class__ is _ndarray else _size(count)
         )
 
+    def rename_open(self, old: str, new: str) -> None:
+        """Call buffer ``old`` ``new`` in the events not closed into a segment yet: an automatic tracer names a
+        result after the fact (a method's new weight matrix that takes over the name of the one it replaces)."""
+        self._open[:] = [(op, new if name == old else name, size) for op, name, size in self._open]
+
     def end_step(self) -> None:
         """Close the events recorded since the last call as one segment (a no-op if there are none)."""
         ev = self._open
@@ -97,12 +105,13 @@ class Trace:
             self._last, self._last_tpl = (tid, ev[:]), self.templates[tid]
         ev.clear()
 
-    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int], escaped: int = 0) -> None:
         """Append a whole step recorded before: its events ``tpl`` (an interned template of another trace, see
-        ``segments()``) as one segment and its operation counts ``ops``, exactly as if its calls were made
+        ``segments()``), its operation counts ``ops`` and its escaped values, exactly as if its calls were made
         again. The recording loop uses it for a step whose events it knows already (sgd.train_epochs), so a
         repeated step costs one call instead of one per event."""
         self.end_step()
+        self.escaped += escaped
         if tpl is self._last_tpl:  # the same step as the previous one: no hashing
             self.seq.append(self._last[0])
         else:
@@ -112,6 +121,22 @@ class Trace:
         c = self.compute_ops
         for kind, n in ops.items():
             c[kind] = c.get(kind, 0) + n
+
+    @classmethod
+    def from_segments(
+        cls, templates: list[tuple[Event, ...]], seq: Iterable[int], compute_ops: dict[str, int]
+    ) -> "Trace":
+        """The trace templates[seq[0]] + templates[seq[1]] + ... with these operation counts (a stored trace,
+        sweep.trace.stored), segmented as it was recorded."""
+        t = cls()
+        ids = {}
+        for i in seq:
+            tid = ids.get(i)
+            if tid is None:
+                tid = ids[i] = t._intern(templates[i])
+            t.seq.append(tid)
+        t.compute_ops = dict(compute_ops)
+        return t
 
     def _intern(self, tpl: tuple[Event, ...]) -> int:
         tid = self._ids.get(tpl)
@@ -146,6 +171,7 @@ class Trace:
         self.seq.extend([ids[t] for t in seq])
         for kind, n in other.compute_ops.items():
             self.compute_ops[kind] = self.compute_ops.get(kind, 0) + n
+        self.escaped += other.escaped
 
     def columns(self) -> tuple[list[int], list[str], list[int]]:
         """(ops, names, sizes), one entry per event."""
@@ -195,7 +221,10 @@ class NullTrace(Trace):
     def end_step(self) -> None:  # noqa: D102
         pass
 
-    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int]) -> None:  # noqa: D102
+    def rename_open(self, old: str, new: str) -> None:  # noqa: D102
+        pass
+
+    def add_step(self, tpl: tuple[Event, ...], ops: dict[str, int], escaped: int = 0) -> None:  # noqa: D102
         pass
 
 

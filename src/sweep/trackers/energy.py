@@ -1,6 +1,7 @@
 """tracker=energy: the energy model (sweep.energy.model) on tracker.hierarchy, beside every proxy of the same
-trace (ard, dmc, dmd, the LRU cache's figures), so the proxies and the energy sit side by side in one run;
-and, where the device has an energy counter, the measured energy of the solve (sweep.energy.meter).
+trace (ard, dmc, dmd, bytedmd at the definition's one byte an element, the LRU cache's figures), so the proxies
+and the energy sit side by side in one run; and, where the device has an energy counter, the measured energy of
+the solve (sweep.energy.meter).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sweep.trace.replay import PerResult
 from sweep.trace.trace import Trace
 from sweep.trackers.ard import Reads, ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
+from sweep.trackers.bytedmd import bytedmd_each, bytedmd_pass, bytedmd_report
 from sweep.trackers.cache import cache_pass, cache_report
 from sweep.trackers.dmd import dmd, dmd_each, dmd_pass
 
@@ -29,8 +31,8 @@ def _plain(node: Any) -> Any:
 
 @dataclass
 class EnergyTracker(TrackerBase):
-    """tracker=energy: modelled energy on tracker.hierarchy, plus the proxies of the same trace: ard, dmc, dmd
-    and the whole-buffer LRU cache's figures (cache_miss_floats, ...; capacity tracker.cache_size_floats)."""
+    """tracker=energy: modelled energy on tracker.hierarchy, plus the proxies of the same trace: ard, dmc, dmd,
+    bytedmd and the whole-buffer LRU cache's figures (cache_miss_floats, ...; capacity tracker.cache_size_floats)."""
 
     name: str = "energy"
     hierarchy: str = "cpu"
@@ -60,6 +62,7 @@ class EnergyTracker(TrackerBase):
             ard_report(trace, r)
             .merge(cache_report(trace, self.cache_size_floats, self._cache, r))
             .merge(TrackerReport({"dmd": dmd(trace, self._dmd)}))
+            .merge(bytedmd_report(trace, p=self._bytedmd))
             .merge(energy_report(trace, self.model, self._energy))
         )
 
@@ -72,9 +75,12 @@ class EnergyTracker(TrackerBase):
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
         return [
-            {**a, "dmd": d, **e}
-            for a, d, e in zip(
-                ard_each(traces), dmd_each(traces, self._dmd), energy_each(traces, self.model, self._energy)
+            {**a, "dmd": d, "bytedmd": b, **e}
+            for a, d, b, e in zip(
+                ard_each(traces),
+                dmd_each(traces, self._dmd),
+                bytedmd_each(traces, p=self._bytedmd),
+                energy_each(traces, self.model, self._energy),
             )
         ]
 
@@ -82,6 +88,10 @@ class EnergyTracker(TrackerBase):
     @cached_property
     def _dmd(self) -> PerResult:
         return dmd_pass()
+
+    @cached_property
+    def _bytedmd(self) -> PerResult:
+        return bytedmd_pass()
 
     @cached_property
     def _energy(self) -> PerResult:

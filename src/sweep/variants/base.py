@@ -100,7 +100,9 @@ def relu(xp, a):
     its own clamp_min, without array_api_compat's wrapper and its scalar promotion."""
     if not isinstance(a, np.ndarray):
         return a.clamp_min(0.0)
-    if a.size > RELU_ZEROS or not a.flags.c_contiguous:
+    if a.size > RELU_ZEROS or not a.flags.c_contiguous or a.__class__ is not np.ndarray:
+        # an ndarray subclass (an automatic trace's TracedArray) compares with 0.0 itself: the zeros buffer is a
+        # speed trick of plain arrays, and a traced relu is max(a, 0), reading a alone
         return np.maximum(a, 0.0)
     return np.maximum(a, _zeros(a.dtype)[: a.size].reshape(a.shape))
 

@@ -1,0 +1,94 @@
+"""The time limit of a job on a local worker (`hydra.launcher.time_limit_s`): past it the worker is killed.
+
+A worker's clock starts when the task at the front of its queue begins: when it is sent to an idle worker, or
+when the reply of the task before it is read (a second task waits in the pipe behind a lone job). Unless the app
+says more, a task of R jobs solved together (a batch) may take R times the limit, and past it, since nothing says
+which of its jobs was slow, its jobs go back to the front of the queue to run one at a time, each under the
+limit. An app that says what the limit covers (`timer.begin(i)`, `timer.end()`) gives each job of a batch its own
+deadline: the job past it is the one that FAILED, and the rest of its batch goes back to the queue as a batch. A
+job alone past its limit is FAILED with the reason. The jobs queued behind a killed task go back as they were;
+the caller replaces the worker.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Any, Optional, Sequence
+
+from hydra_plugins.sweep_launcher._batches import leading
+from hydra_plugins.sweep_launcher._core import Reply, load_reply
+from hydra_plugins.sweep_launcher.timer import END, MARK
+
+
+def begin(w: Any, limit: Optional[float]) -> None:
+    """The task at the front of `w`'s jobs begins now: its deadline (None: no limit, or nothing to run)."""
+    w.timed = None
+    w.deadline = time.perf_counter() + limit * len(leading(w.jobs)) if limit is not None and w.jobs else None
+
+
+def taken(w: Any, job: Any, limit: Optional[float]) -> None:
+    """`job`'s reply was read off `w`: where it was the last of its task, the next task begins."""
+    if job.batch is None or not w.jobs or w.jobs[0].batch != job.batch:
+        begin(w, limit)
+
+
+def clock(w: Any, message: bytes, limit: Optional[float]) -> None:
+    """The app's word from inside the task (timer.py): job i's timed work begins now, or it is over."""
+    said = message[len(MARK) :]
+    if limit is None or said == END:
+        w.deadline = w.timed = None
+    else:
+        w.deadline, w.timed = time.perf_counter() + limit, int(said)
+
+
+def wait_s(workers: Sequence[Any], cap: float) -> float:
+    """How long the dispatcher may wait for replies before a deadline passes (at most `cap`)."""
+    now = time.perf_counter()
+    return max(0.0, min([cap, *(w.deadline - now for w in workers if w.deadline is not None)]))
+
+
+def overdue(workers: Sequence[Any]) -> list[Any]:
+    """The workers whose front task ran past its deadline, with nothing waiting to be read."""
+    now = time.perf_counter()
+    return [w for w in workers if w.deadline is not None and now >= w.deadline and w.jobs and not w.conn.poll()]
+
+
+def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
+    """Kill overdue worker `w` (SIGKILL: nothing of its task may go on) and settle its jobs (see the module's
+    docstring); returns the replies to hand over."""
+    pid, timed = w.proc.pid, w.timed
+    w.proc.kill()
+    w.proc.join(timeout=5)
+    arrived: list[tuple[Any, Reply]] = []
+    try:
+        while w.jobs and w.conn.poll():  # replies sent between the deadline and the kill (then end-of-file)
+            data = w.conn.recv_bytes()
+            if not data.startswith(MARK):
+                job = w.jobs.popleft()
+                arrived.append((job, load_reply(data, job.idx)))
+    except (EOFError, OSError):
+        pass
+    lead = leading(w.jobs)
+    for _ in lead:
+        w.jobs.popleft()
+    queue.extendleft(reversed(w.jobs))
+    w.jobs.clear()
+    w.deadline = w.timed = None
+    late = lead[timed] if timed is not None and timed < len(lead) else lead[0] if len(lead) == 1 else None
+    if late is None:  # a batch that said nothing: which job was slow is not known
+        for job in lead:
+            job.batch = None
+        queue.extendleft(reversed(lead))
+        print(
+            f"sweep: a batch of {len(lead)} jobs ran past {len(lead)} x {limit:g} s (worker process {pid} killed): "
+            "its jobs run again one at a time",
+            file=sys.stderr,
+            flush=True,
+        )
+        return arrived
+    queue.extendleft(reversed([j for j in lead if j is not late]))  # the rest of its batch, as a batch
+    why = f"ran past the time limit of {limit:g} s (worker process {pid} killed)"
+    arrived.append((late, Reply(idx=late.idx, job_return=None, error=why + "\n", reason=why, time_limit_s=limit)))
+    return arrived

@@ -1,0 +1,20 @@
+"""What a misspelt name was likely meant to be: the names closest to it (difflib's ratio), said as
+"did you mean ...?" before the list of names there are. A leaf module: the checks and the preflight use it."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+def closest(word: str, names: Iterable[str], n: int = 2) -> list[str]:
+    """Up to `n` of `names` closest to `word` (none when nothing is close)."""
+    return difflib.get_close_matches(word, list(names), n=n, cutoff=0.5)
+
+
+def expected(word: str, names: Iterable[str]) -> str:
+    """'did you mean a? expected one of a, b, c' (without the question when no name is close)."""
+    names = sorted(set(names))
+    near = closest(word, names)
+    listed = f"expected one of {', '.join(names)}"
+    return f"did you mean {' or '.join(near)}? {listed}" if near else listed

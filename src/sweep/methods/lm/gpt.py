@@ -1,0 +1,53 @@
+"""method=gpt: a decoder-only transformer over characters (the model: gpt_model.py, nanoGPT's), trained by
+train.py: AdamW with weight decay, warm-up and cosine decay (training.py).
+
+Sizes are named by `method.n_layer`, `method.n_head`, `method.n_embd`; the char_lm study's three widths are
+`method.n_embd=32,64,128`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sweep.config.fields import Rule, positive_int
+from sweep.errors import ConfigError
+from sweep.methods.lm.training import TRAIN_RULES, Training
+
+
+@dataclass
+class GPT(Training):
+    """nanoGPT's shakespeare_char recipe scaled down to about a minute on 2 CPU cores (n_embd 64 over 384, 2 layers
+    over 6, 1,000 steps of 32 x 64 characters)."""
+
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        *TRAIN_RULES,
+        Rule("method.n_layer", "an integer >= 1", positive_int),
+        Rule("method.n_head", "an integer >= 1 that divides method.n_embd", positive_int),
+        Rule("method.n_embd", "an integer >= 1", positive_int),
+        Rule(
+            "method.dropout",
+            "a number with 0 <= dropout < 1",
+            lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1,
+        ),
+    )
+
+    name: str = "gpt"
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    dropout: float = 0.0
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        super().check_config(cfg)
+        if cfg.method.n_embd % cfg.method.n_head:
+            raise ConfigError(
+                f"method.n_head={cfg.method.n_head} is not allowed: expected a divisor of "
+                f"method.n_embd={cfg.method.n_embd} (each head takes n_embd / n_head of the embedding)"
+            )
+
+    def model(self, vocab_size: int, block_size: int) -> Any:
+        from sweep.methods.lm.gpt_model import GPTModel  # noqa: PLC0415 - torch: seconds to import, only when training
+
+        return GPTModel(vocab_size, block_size, self.n_layer, self.n_head, self.n_embd, self.dropout)

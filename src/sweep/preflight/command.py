@@ -1,0 +1,60 @@
+"""The command line, before Hydra composes anything: what can be refused from the arguments alone, and `-m`
+accepted wherever it stands (Hydra's own parser takes no override after it: `sweep method=a,b -m x=1` would
+fail, and every hint the project prints appends an override to the command)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from sweep.config.schema import Config
+from sweep.paths import SWEEPS_DIR
+from sweep.preflight.refusal import Refusal
+
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def presets() -> list[str]:
+    """The sweep presets: `sweeps/<name>.yaml` at the project root."""
+    return sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+
+
+def multirun_first(argv: list[str]) -> list[str]:
+    """`argv` with `-m`/`--multirun` moved to the front: Hydra then reads every override wherever the flag was."""
+    flags = [a for a in argv if a in MULTIRUN_FLAGS]
+    return flags[:1] + [a for a in argv if a not in MULTIRUN_FLAGS] if flags else list(argv)
+
+
+def check_unknown_preset(argv: list[str]) -> None:
+    """`sweeps` is an optional config group, so Hydra skips an option it cannot find and runs the default job:
+    an unknown preset (a typo) is refused here, before anything is composed or run."""
+    for arg in argv:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if key != "sweeps" or not eq or "(" in value:
+            continue
+        unknown = [v for v in value.split(",") if not (SWEEPS_DIR / f"{v.strip()}.yaml").is_file()]
+        if unknown:
+            raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: expected one of {', '.join(presets())}")
+
+
+def check_unused_additions(argv: list[str]) -> None:
+    """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused. Free-form
+    keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
+    known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
+    for arg in argv:
+        if not arg.startswith("+") or "=" not in arg:
+            continue
+        key = arg.lstrip("+").split("=", 1)[0]
+        top = key.split("@", 1)[0].split("/", 1)[0].split(".", 1)[0]
+        if top not in known:
+            raise Refusal.config_error(
+                f"{arg} is not read by any job: put free-form keys under extra "
+                f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}"
+            )
+
+
+def check_command(argv: list[str]) -> list[str]:
+    """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
+    argv = multirun_first(argv)
+    check_unknown_preset(argv)
+    check_unused_additions(argv)
+    return argv

@@ -1,0 +1,88 @@
+"""Hydra's composition errors as the project's one line: an option that does not exist, a key the node does not
+have, a value of the wrong type, an override Hydra cannot parse. Hydra reports these in several lines (with its
+config search path, or advice to add the key with `+`); while the command composes, Hydra raises them to
+`python -m sweep`'s main instead (Hydra's own HYDRA_FULL_ERROR switch), which says them here: the field, what is
+allowed, and the closest names for a misspelling. Once the job runs, Hydra reports its failures its own way."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from contextlib import contextmanager
+from typing import Iterator, Optional
+
+from hydra.errors import CompactHydraException, MissingConfigException, OverrideParseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from sweep.config.schema import SCHEMAS
+from sweep.config.suggest import expected
+from sweep.preflight.refusal import Refusal
+
+RAISE = "HYDRA_FULL_ERROR"  # set: Hydra raises an error to its caller rather than reporting it itself
+_raised_by_us = False  # RAISE was set here (a user's own setting is kept, and Hydra's full report with it)
+
+# OmegaConf's names for a field's type in its conversion error -> what the field takes
+TYPES = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "a string"}
+
+
+@contextmanager
+def composition_refused() -> Iterator[None]:
+    """Around Hydra's main: a composition error raised out of it becomes a `Refusal` (exit 2, one line)."""
+    global _raised_by_us
+    _raised_by_us = RAISE not in os.environ
+    if _raised_by_us:
+        os.environ[RAISE] = "1"
+    try:
+        yield
+    except CompactHydraException as e:
+        refusal = explain(e) if _raised_by_us else None
+        if refusal is None:
+            raise
+        raise refusal from None
+    finally:
+        composed()
+
+
+def composed() -> None:
+    """The job starts (a single run's task, or Hydra's basic launcher's): Hydra reports from here as it would."""
+    global _raised_by_us
+    if _raised_by_us:
+        os.environ.pop(RAISE, None)
+        _raised_by_us = False
+
+
+def explain(e: BaseException) -> Optional[Refusal]:
+    """The one line for a composition error (None: not one this knows)."""
+    cause = e.__cause__
+    if isinstance(e, MissingConfigException) and e.options is not None and e.missing_cfg_file:
+        group, _, option = e.missing_cfg_file.rpartition("/")
+        return Refusal.config_error(f"{group}={option} is not an option of {group}: {expected(option, e.options)}")
+    if isinstance(e, OverrideParseException):
+        why = str(e.message).splitlines()[0]  # (then a link to Hydra's grammar)
+        return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}")
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
+        return unknown_key(cause)
+    if isinstance(cause, ValidationError) and cause.full_key:
+        return wrong_type(str(e), cause)
+    return None
+
+
+def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
+    """`method.lrr=0.1`: the key is not a field of the node's schema; the node named as its option where it is a
+    job group's (`method=sgd`)."""
+    schema = cause.object_type
+    if not dataclasses.is_dataclass(schema):
+        return None
+    node, _, key = str(cause.full_key).rpartition(".")
+    option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
+    keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
+    return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
+
+
+def wrong_type(message: str, cause: ValidationError) -> Refusal:
+    """`method.hidden=abc`: the value does not convert to the field's type."""
+    value = message.partition("=")[2] if message.startswith("Error merging override") else "?"
+    m = re.search(r"could not be converted to (\w+)", str(cause.msg))
+    allowed = TYPES.get(m.group(1), m.group(1)) if m else str(cause.msg).splitlines()[0]
+    return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")

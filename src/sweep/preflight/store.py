@@ -1,0 +1,59 @@
+"""The store a command's runs go to, checked before any job: a name MLflow would refuse, a timeout that is not
+one, or an address no run can be kept at (`sweep.record.address`: in-memory SQLite, `file:`, a directory, an
+unknown scheme, a bad port) is bad input (exit 2); a server or database that does not answer, a server that
+refuses the login, an SQLite journal without its database, or a store that cannot be written, is not there to
+use (exit 1). The other commands that name a store (compare, migrate, the spool's import, the UI) check its
+address with the same `sweep.record.address.check`."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from sweep.paths import default_tracking_uri
+from sweep.preflight.refusal import UNUSABLE, Refusal
+from sweep.record import address, remote, store
+from sweep.record.store import StoreError, experiment_name_problem
+
+
+def tracking_uri(config: DictConfig) -> str:
+    """The store's address: mlflow.tracking_uri, else $MLFLOW_TRACKING_URI, else the project's SQLite store."""
+    return str(config.mlflow.tracking_uri or default_tracking_uri())
+
+
+def check_settings(config: DictConfig) -> None:
+    """Bad input among the recording's settings: the experiment's name, the server's timeout, the store's address."""
+    problem = (
+        experiment_name_problem(config.mlflow.experiment)
+        or remote.timeout_problem(config.mlflow)
+        or address.setting_problem(config.mlflow.tracking_uri)
+    )
+    if problem:
+        raise Refusal.config_error(problem)
+
+
+def check_server(config: DictConfig) -> None:
+    """A tracking server or database that does not answer within mlflow.connect_timeout_s, a server that refuses
+    the login, an SQLite journal left without its database."""
+    try:
+        address.check(tracking_uri(config), config.mlflow.connect_timeout_s)
+    except StoreError as e:
+        raise Refusal(str(e), UNUSABLE) from None
+
+
+def check_writable(config: DictConfig) -> None:
+    """A store file that cannot be written (read-only, full, locked, damaged): found in milliseconds."""
+    try:
+        store.check(tracking_uri(config), write=True)
+    except StoreError as e:
+        raise Refusal(str(e), UNUSABLE) from None
+
+
+def check_store(config: DictConfig, write: bool) -> None:
+    """Everything about the store a command records into, before any job (nothing when recording is off).
+    `write`: the store must take writes now (a sweep; a single run keeps a refused result in the spool)."""
+    if not config.mlflow.enabled:
+        return
+    check_settings(config)
+    check_server(config)
+    if write:
+        check_writable(config)

@@ -1,0 +1,196 @@
+"""problem=chars: next-character prediction on a text corpus (the group's character-level language models).
+
+The corpus is `problem.path`: a text file (the last `val_fraction` of its characters are the validation text, as
+nanoGPT's shakespeare_char splits), or a WikiText-103 raw directory (`wiki.train.raw` for training,
+`wiki.valid.raw` for validation). `path: null` is the corpus shipped with the project, Tiny Shakespeare
+(corpus/README.md: its source and licence). Nothing is downloaded.
+
+The vocabulary is the set of characters of the training text, in code-point order; a validation character the
+training text never shows becomes one extra id (`<unk>`) that no model can predict right.
+
+Every method is scored on the same characters: the validation text cut into blocks of `block_size` inputs, each
+block's targets the next characters (blocks overlap by one character, so each validation character after the first
+is a target once), at most `val_chars` targets. A model predicts target i of a block from the block's inputs 0..i:
+its first target has one character of context, its last `block_size`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from sweep.config.fields import Rule, nonneg_int, positive_int
+from sweep.errors import ConfigError
+from sweep.problems.base import SEED_RULE
+
+SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
+WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (its wiki.test.raw is not read)
+
+
+@dataclass
+class Corpus:
+    """A corpus as integer ids: the training and validation text, and the vocabulary they index."""
+
+    train: np.ndarray  # (n_train,) ids, the smallest unsigned dtype that holds them
+    val: np.ndarray  # (n_val,) ids
+    vocab: str  # id -> character (a validation character the training text lacks is the id len(vocab))
+    source: str  # what was read: "tinyshakespeare (shipped)", a file, a directory
+    block_size: int
+    val_chars: int  # 0: every validation character
+    secret: tuple[int, ...] = ()  # what the sparse problems' records name; a corpus has none
+    unknown: int = 0  # validation characters not in the vocabulary (each one an <unk>)
+    _blocks: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def vocab_size(self) -> int:
+        """Ids a model predicts over: the vocabulary, plus <unk> when the validation text has one."""
+        return len(self.vocab) + (1 if self.unknown else 0)
+
+    def val_blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y), each (blocks, block_size) int64: the validation blocks every method is scored on."""
+        return self._cut("val", self.val)
+
+    def train_blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """As many blocks from the start of the training text (the training accuracy, after the clock)."""
+        return self._cut("train", self.train, len(self.val_blocks()[0]))
+
+    def _cut(self, key: str, ids: np.ndarray, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if key not in self._blocks:
+            t = self.block_size
+            if n is None:
+                n = (len(ids) - 1) // t
+                if self.val_chars:
+                    n = min(n, max(1, self.val_chars // t))
+            n = min(n, (len(ids) - 1) // t)
+            cut = ids[: n * t + 1].astype(np.int64)
+            self._blocks[key] = (cut[:-1].reshape(n, t), cut[1:].reshape(n, t))
+        return self._blocks[key]
+
+    def sizes(self) -> dict[str, float]:
+        """The corpus's figures every run records: vocabulary, training characters, validation targets scored."""
+        return {
+            "vocab_size": float(self.vocab_size),
+            "train_chars": float(len(self.train)),
+            "val_targets": float(self.val_blocks()[1].size),
+        }
+
+    def batch(self, rng: np.random.RandomState, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """A training batch as nanoGPT draws one: `batch_size` windows at random offsets, (x, y) int64."""
+        t = self.block_size
+        ix = rng.randint(len(self.train) - t, size=batch_size)
+        w = np.lib.stride_tricks.sliding_window_view(self.train, t + 1)[ix].astype(np.int64)
+        return w[:, :-1], w[:, 1:]
+
+
+@dataclass
+class Chars:
+    """Next-character prediction: the corpus at `path`, contexts of `block_size` characters."""
+
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("problem.block_size", "an integer >= 1", positive_int),
+        Rule(
+            "problem.val_fraction",
+            "a number with 0 < val_fraction < 1",
+            lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+        ),
+        Rule("problem.val_chars", "an integer >= 0 (0: every validation character)", nonneg_int),
+        SEED_RULE,  # the batches' order from RandomState(seed), the weights from seed + 1
+    )
+
+    name: str = "chars"
+    path: Optional[str] = None  # null: the shipped Tiny Shakespeare; a text file; a WikiText-103 raw directory
+    block_size: int = 64  # characters of context (the gpt's positions; every method's validation blocks)
+    val_fraction: float = 0.1  # a single file: its last tenth is the validation text (nanoGPT's split)
+    val_chars: int = 16384  # validation targets every method is scored on (0: all of the validation text)
+    seed: int = 42  # the training batches' order (RandomState(seed)) and the weights (seed + 1)
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """The corpus must be there: a missing path is one line naming it, before any job starts."""
+        path = cfg.select("problem.path")
+        if path is not None:
+            corpus_files(str(path))
+        if cfg.select("problem.val_chars", 0) and cfg.select("problem.block_size", 1) > cfg.problem.val_chars:
+            raise ConfigError(
+                f"problem.val_chars={cfg.problem.val_chars} is not allowed: expected 0 or at least "
+                f"problem.block_size={cfg.problem.block_size} (one validation block)"
+            )
+
+    def generate(self) -> Corpus:
+        train, val, source = read_texts(self.path, self.val_fraction)
+        return encode(train, val, source, self.block_size, self.val_chars)
+
+
+def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
+    """(training file, validation file or None for a split of one file); ConfigError naming what is missing."""
+    p = Path(os.path.expanduser(path))
+    if p.is_dir():
+        missing = [n for n in WIKITEXT if not (p / n).is_file()]
+        if missing:
+            raise ConfigError(
+                f"problem.path={path!r} is a directory without {', '.join(missing)}: expected a text file or a "
+                f"WikiText-103 raw directory ({', '.join(WIKITEXT)})"
+            )
+        return p / WIKITEXT[0], p / WIKITEXT[1]
+    if not p.is_file():
+        raise ConfigError(
+            f"problem.path={path!r} does not exist: expected a text file, a WikiText-103 raw directory "
+            f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
+        )
+    return p, None
+
+
+@functools.lru_cache(maxsize=2)
+def read_texts(path: Optional[str], val_fraction: float) -> tuple[str, str, str]:
+    """(training text, validation text, source), read once per process (a sweep's worker runs many jobs)."""
+    if path is None:
+        text = gzip.decompress(SHIPPED.read_bytes()).decode("utf-8")
+        return *split(text, val_fraction), "tinyshakespeare (shipped)"
+    train_file, val_file = corpus_files(path)
+    if val_file is not None:
+        return _read(train_file), _read(val_file), str(path)
+    return *split(_read(train_file), val_fraction), str(path)
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"problem.path: {p.name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def split(text: str, val_fraction: float) -> tuple[str, str]:
+    n = int(len(text) * (1 - val_fraction))
+    return text[:n], text[n:]
+
+
+def encode(train: str, val: str, source: str, block_size: int, val_chars: int) -> Corpus:
+    """Both texts as ids of the training text's vocabulary (code-point order): two passes over chunks of the text
+    (count the code points, then look them up), so WikiText-103's 540 M characters never stand as int64 at once."""
+    if len(train) < block_size + 1 or len(val) < block_size + 1:
+        raise ConfigError(
+            f"problem.block_size={block_size} is not allowed: {source} has {len(train)} training and {len(val)} "
+            f"validation characters, and each needs at least block_size + 1"
+        )
+    seen = np.zeros(0x110000, dtype=bool)  # every Unicode code point
+    for codes in _code_points(train):
+        seen[codes] = True
+    present = np.flatnonzero(seen)
+    lookup = np.full(0x110000, len(present), dtype=np.uint32)  # anything not in the training text: <unk>
+    lookup[present] = np.arange(len(present))
+    dtype = np.uint8 if len(present) < 256 else np.uint16 if len(present) < 65536 else np.uint32
+    ids, vids = (np.concatenate([lookup[c].astype(dtype) for c in _code_points(t)]) for t in (train, val))
+    vocab = "".join(map(chr, present.tolist()))
+    return Corpus(ids, vids, vocab, source, block_size, val_chars, unknown=int((vids == len(present)).sum()))
+
+
+def _code_points(text: str, chunk: int = 1 << 24):
+    """The text's code points, a chunk (16 M characters, 64 MB) at a time."""
+    for i in range(0, len(text), chunk):
+        yield np.frombuffer(text[i : i + chunk].encode("utf-32-le"), dtype=np.uint32)

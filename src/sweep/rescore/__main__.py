@@ -1,0 +1,87 @@
+"""`sweep-rescore <experiment | run id ...> tracker=<name> [tracker.<key>=<value> ...]`: a tracker's figures for
+runs already recorded, computed from the traces they stored and logged to the same runs (sweep.rescore.runs).
+
+Exit 0: every run named was scored; 1: a store problem, or runs without a stored trace (named; the others are
+scored); 2: bad input (a tracker or key that does not exist, an experiment or run not in the store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from hydra_plugins.sweep_launcher.commands import command
+from sweep.errors import ConfigError
+from sweep.paths import default_tracking_uri
+from sweep.record import remote, store
+from sweep.report.metrics import cell
+
+PROG = "sweep-rescore"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=command("sweep.rescore"), description=__doc__.splitlines()[0])
+    ap.add_argument("args", nargs="+", help="experiment names or run ids, then tracker=<name> [tracker.<key>=...]")
+    ap.add_argument(
+        "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
+    )
+    a = ap.parse_args(argv)
+    refs = [x for x in a.args if "=" not in x]
+    overrides = [x for x in a.args if "=" in x]
+    from sweep.job import build  # noqa: PLC0415 - after --help: Hydra, the trackers
+    from sweep.rescore.runs import log, score, select, tracker_config  # noqa: PLC0415
+
+    try:
+        if not refs:
+            raise ConfigError("name the runs to score: an experiment's name or run ids")
+        node = tracker_config(overrides)
+    except ConfigError as e:
+        print(f"{PROG}: config error: {e}", file=sys.stderr)
+        return 2
+    uri = a.tracking_uri or default_tracking_uri()
+    try:
+        store.check(uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        remote.require(uri)
+    except store.StoreError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line of its own per run read
+    remote.client_settings()  # a tracking server lost mid-way: an answer in seconds, not minutes of retries
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 - seconds to import: after the store's quick checks
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415
+
+    client = MlflowClient(tracking_uri=uri)
+    name, version = node["name"], build(node).version
+    done, left = 0, []
+    try:
+        runs = select(client, refs)
+        for run in runs:
+            label = f"{run.info.run_name} ({run.info.run_id})"
+            try:
+                scored = score(client, run, node)
+            except ValueError as e:  # a stored trace this version of sweep cannot read
+                left.append(f"{label}: {e}")
+                continue
+            if scored.missing:
+                left.append(f"{label}: {scored.missing}")
+                continue
+            log(client, scored, name, version)
+            done += 1
+            shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
+            print(f"{label}: {shown or 'scored'}", flush=True)
+    except LookupError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
+        print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
+        return 1
+    print(f"{PROG}: {done} of {len(runs)} run(s) scored with tracker={name} (version {version}) in {uri}")
+    for line in left:
+        print(f"{PROG}: not scored: {line}", file=sys.stderr)
+    return 1 if left or not runs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

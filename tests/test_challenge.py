@@ -1,0 +1,184 @@
+"""A user's solver as a method (method=solver): its path checked before any job, its solve run under the automatic
+numpy trace with only the training data, the answer judged by the project; the scorer's hash; fresh seeds."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sweep import job
+from sweep.challenge import round as challenge_round
+from sweep.challenge.scorer import PACKAGE_DIR, scorer_hash, this_scorer
+from sweep.config.check import check_job
+from sweep.errors import ConfigError
+from sweep.paths import CONF_DIR, PROJECT_ROOT
+from sweep.problems.base import SEED_MAX
+from tests.conftest import compose, run_sweep
+
+EXAMPLES = PROJECT_ROOT / "examples" / "solvers"
+SMALL = ("problem.n_bits=12", "problem.n_train=200", "problem.n_test=200")
+
+
+def solver_file(tmp_path: Path, text: str, name: str = "mine.py") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def refusal(path: str, *overrides: str) -> str:
+    with pytest.raises(ConfigError) as e:
+        check_job(job.job_config(compose("method=solver", f"method.path={path}", *overrides)))
+    return str(e.value)
+
+
+def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
+    honest = EXAMPLES / "honest.py"
+    assert refusal("honest.py") == (
+        "method.path='honest.py' is not allowed: expected <file.py>:<function> or <package.module>:<function>"
+    )
+    assert refusal(f"{EXAMPLES}/hnest.py:solve").startswith(f"method.path={EXAMPLES}/hnest.py:solve: no file")
+    assert refusal(f"{EXAMPLES}/hnest.py:solve").endswith(f"(did you mean {honest}?)")
+    assert (
+        refusal(f"{honest}:slove")
+        == f"method.path={honest}:slove: {honest} has no function 'slove' (did you mean solve?)"
+    )
+    two = solver_file(tmp_path, "def solve(x, y):\n    return [0]\n")
+    assert refusal(f"{two}:solve") == (
+        f"method.path={two}:solve: solve(x, y) cannot be called as solve(x, y, n_bits, k_sparse): "
+        "too many positional arguments"
+    )
+    broken = solver_file(tmp_path, "import numpy\nx = 1 / 0\n", "broken.py")
+    assert refusal(f"{broken}:solve") == (
+        f"method.path={broken}:solve: loading broken.py raised ZeroDivisionError: division by zero (line 2)"
+    )
+    value = solver_file(tmp_path, "solve = 3\n", "value.py")
+    assert refusal(f"{value}:solve") == f"method.path={value}:solve: solve is a int, not a function"
+    assert (
+        refusal("no_such_pkg.mod:solve")
+        == "method.path=no_such_pkg.mod:solve: no module named 'no_such_pkg' on the path"
+    )
+    assert refusal(f"{honest}:solve", "device=torch_cpu").startswith(
+        "device.backend='torch' is not allowed for method=solver: expected numpy"
+    )
+    check_job(job.job_config(compose("method=solver", f"method.path={honest}:solve")))  # a good one passes
+
+
+def test_a_bad_path_stops_a_run_and_a_sweep_before_any_job(store, tmp_path):
+    p = run_sweep("method=solver", "method.path=examples/solvers/honest.py:slove", cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert (
+        p.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "method.path=examples/solvers/honest.py:slove: examples/solvers/honest.py has no function 'slove' (did you "
+            "mean solve?)"
+        )
+    )
+    p = run_sweep(
+        "-m", "method=solver", "method.path=examples/solvers/honest.py:solve,examples/solvers/nope.py:solve",
+        "problem.seed=1,2", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "sweep: config error in job method.path=examples/solvers/nope.py\\:solve problem.seed=1: method.path="
+        f"examples/solvers/nope.py:solve: no file examples/solvers/nope.py (in {tmp_path} or {PROJECT_ROOT})"
+    ]
+    assert p.stdout == ""  # no job ran
+
+
+def test_the_honest_example_is_measured_and_judged_after_its_solve():
+    r = job.run(compose("method=solver", f"method.path={EXAMPLES}/honest.py:solve", "tracker=energy"))
+    m = r.metrics
+    assert m["accuracy"] == m["train_accuracy"] == m["secret_correct"] == 1.0
+    assert m["dmd"] > 0 and m["energy_pj"] > 0 and m["reads"] > 0
+    assert m["escaped"] == 0 and m["outside_numpy"] == 0 and m["escaped_allowed"] == 20
+    assert r.tags["secret_found"] == r.tags["secret"] and r.tags["sweep.scorer"] == this_scorer()
+    assert r.artifacts["solver.py"] == (EXAMPLES / "honest.py").read_text()
+    assert len(r.tags["sweep.solver_sha"]) == 16
+
+
+def test_work_in_python_lists_is_flagged_and_the_answer_still_judged():
+    r = job.run(compose("method=solver", f"method.path={EXAMPLES}/python_lists.py:solve", "tracker=dmd"))
+    assert r.metrics["accuracy"] == 1.0
+    assert r.metrics["escaped"] == 32 * 20 + 32 and r.metrics["outside_numpy"] == 1.0  # its 32 rows and labels
+    looser = job.run(
+        compose("method=solver", f"method.path={EXAMPLES}/python_lists.py:solve", "method.max_escaped=1000")
+    )
+    assert looser.metrics["outside_numpy"] == 0.0
+    below = job.run(compose("method=solver", f"method.path={EXAMPLES}/below_bar.py:solve", "tracker=none"))
+    assert below.metrics["accuracy"] < 0.95 and below.metrics["secret_correct"] == 0.0
+
+
+def test_the_solver_gets_the_training_data_and_the_sizes_and_nothing_else(tmp_path):
+    # it sees (x, y, n_bits, k_sparse) only, as numpy arrays of the training rows; what it writes into them does
+    # not reach the data the project judges its answer on
+    seen = tmp_path / "seen.txt"
+    mine = solver_file(
+        tmp_path,
+        f"""
+        import itertools, numpy as np
+
+        def solve(*args):
+            x, y, n_bits, k_sparse = args
+            with open({str(seen)!r}, "w") as f:
+                f.write(f"{{len(args)}} {{isinstance(x, np.ndarray)}} {{x.shape}} {{y.shape}} {{n_bits}} {{k_sparse}}")
+            subsets = np.array(list(itertools.combinations(range(n_bits), k_sparse)))
+            fits = np.all(np.prod(x[:32][:, subsets], axis=2) == y[:32, None], axis=0)
+            x[:] = 0
+            y[:] = 0
+            return subsets[np.argmax(fits)]
+        """,
+    )
+    r = job.run(compose("method=solver", f"method.path={mine}:solve", *SMALL))
+    assert seen.read_text() == "4 True (200, 12) (200,) 12 3"
+    assert r.metrics["accuracy"] == r.metrics["train_accuracy"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer, why",
+    [("None", "expected the secret's indices"), ("[0, 99, 1]", "expected distinct indices in 0..19"),
+     ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices")],
+)  # fmt: skip
+def test_an_answer_that_is_not_indices_fails_the_run(tmp_path, answer, why):
+    bad = solver_file(tmp_path, f"def solve(x, y, n_bits, k_sparse):\n    return {answer}\n")
+    with pytest.raises(ValueError, match=why):
+        job.run(compose("method=solver", f"method.path={bad}:solve"))
+
+
+def test_the_references_are_the_projects_methods_under_the_same_harness():
+    for name in ("fourier", "smt", "gf2"):
+        r = job.run(compose("method=solver", f"method.path=sweep.challenge.references:{name}", *SMALL))
+        assert r.metrics["accuracy"] == 1.0, name
+    # gf2 packs rows into Python ints: the values it takes out are counted, and flag it
+    assert r.metrics["outside_numpy"] == 1.0 and r.metrics["escaped"] > 200
+
+
+def test_a_changed_scorer_gets_another_hash(tmp_path):
+    pkg, conf = tmp_path / "sweep", tmp_path / "conf"
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(CONF_DIR, conf)
+    same = scorer_hash(pkg, conf)
+    assert same == scorer_hash() == this_scorer()
+    (pkg / "methods" / "sgd.py").write_text((pkg / "methods" / "sgd.py").read_text() + "\n# not the scorer\n")
+    assert scorer_hash(pkg, conf) == same
+    for changed in (pkg / "trackers" / "dmd.py", pkg / "methods" / "solver.py", conf / "energy" / "cpu.yaml"):
+        before = changed.read_text()
+        changed.write_text(before + "\n# a change\n")
+        assert scorer_hash(pkg, conf) != same, changed
+        changed.write_text(before)
+    assert scorer_hash(pkg, conf) == same
+
+
+def test_fresh_seeds_are_drawn_once_a_process_and_distinct():
+    seeds = challenge_round.fresh_seeds(5)
+    values = [int(s) for s in seeds.split(",")]
+    assert len(set(values)) == 5 and all(0 <= v <= SEED_MAX for v in values)
+    assert challenge_round.fresh_seeds(5) == seeds
+    with pytest.raises(ValueError, match="challenge.seeds=0 is not allowed"):
+        challenge_round.fresh_seeds(0)
+    assert (
+        challenge_round.entrants(["a/b.py:solve", "x y.py:f"], ["a/b.py:solve", "m:g"]) == "a/b.py:solve,'x y.py:f',m:g"
+    )

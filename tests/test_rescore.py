@@ -1,0 +1,174 @@
+"""Stored traces and `sweep-rescore`: a tracker computed afterwards for a recorded study, from the traces its runs
+kept, equals what running the study with that tracker gives, run by run, on a real MLflow store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from sweep import job
+from sweep.batch.run import run_batch
+from sweep.record.recorder import Recorder
+from sweep.record.sqlalchemy_writer import SqlRunWriter
+from sweep.record.tags import TRACKER_VERSION_TAG
+from sweep.rescore.__main__ import main
+from sweep.rescore.runs import TABLE
+from sweep.trace import stored
+from tests.conftest import compose
+
+SMALL = ("method.hidden=16", "problem.n_train=96")
+STUDY = [
+    (*SMALL, "problem.seed=42"),  # the published step
+    (*SMALL, "problem.seed=43", "tracker.scope=all_steps", "method.max_epochs=3", "method.target_accuracy=2.0"),
+    ("method=km", "problem.n_bits=12"),
+    ("method=gf2", "problem.n_bits=12"),
+]
+BATCHED = [(*SMALL, f"problem.seed={s}") for s in (44, 45)]  # solved together (sweep.batch.run)
+FIGURES = ("ard", "reads", "writes", "total_floats", "dmc", "bytedmd")
+
+
+def record(uri: str, experiment: str, tracker: str) -> list:
+    """The study with `tracker`, its runs written by each of the recorder's paths in turn: sqlite3 (a SQLite store),
+    SQLAlchemy's one transaction (PostgreSQL's) and MLflow's client (a tracking server's); the batched runs too."""
+    rec = Recorder(uri, experiment)
+    writers = [rec.sql, SqlRunWriter.for_client(rec.client), None]
+    results = [job.run(compose(f"tracker={tracker}", *o)) for o in STUDY]
+    results += run_batch([compose(f"tracker={tracker}", *o) for o in BATCHED])
+    for i, r in enumerate(results):
+        assert not isinstance(r, BaseException), r
+        rec.sql = writers[i % len(writers)]
+        rec.log(r)
+    rec.sql = writers[0]
+    return results
+
+
+def history(client, run_id: str, key: str) -> list[float]:
+    """A curve as the run shows it: the latest value at each step (a figure the run had is logged again)."""
+    latest = {m.step: m.value for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.timestamp)}
+    return [latest[s] for s in sorted(latest)]
+
+
+def test_a_recorded_study_scored_again_equals_the_study_run_with_that_tracker(store, capsys):
+    from mlflow.tracking import MlflowClient
+
+    before = record(store, "before", "ard")
+    fresh = record(store, "fresh", "bytedmd")
+    assert "bytedmd" not in before[0].metrics and before[-1].tags["sweep.batch.size"] == "2"
+    assert main(["before", "tracker=bytedmd", "--tracking-uri", store]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(before)} of {len(before)} run(s) scored with tracker=bytedmd (version 1)" in out
+    client = MlflowClient(store)
+    for old, new in zip(before, fresh):
+        run = client.get_run(old.run_id)
+        assert {k: run.data.metrics[k] for k in FIGURES} == {k: new.metrics[k] for k in FIGURES}
+        curves = [k for k in new.curves if k.endswith("_per_epoch")]
+        assert ("bytedmd_per_epoch" in curves) == (new.config["tracker"]["scope"] == "all_steps")
+        for key in curves:
+            assert history(client, old.run_id, key) == new.curves[key]
+        tags = run.data.tags
+        assert tags[TRACKER_VERSION_TAG + "bytedmd"] == "1" and tags[TRACKER_VERSION_TAG + "ard"] == "1"
+        table = client.download_artifacts(old.run_id, TABLE.format(tracker="bytedmd"), str(store_dir(store)))
+        assert open(table, newline="").read() == new.artifacts["tracker_buffers.csv"]
+        # the trace each writer stored is the run's own
+        assert (
+            client.download_artifacts(old.run_id, stored.ARTIFACT, str(store_dir(store)))
+            and old.artifacts[stored.ARTIFACT] == open(os.path.join(store_dir(store), stored.ARTIFACT)).read()
+        )
+
+
+def store_dir(uri: str):
+    from sweep.record.store import sqlite_path
+
+    return sqlite_path(uri).parent
+
+
+def test_the_stored_trace_is_the_runs_trace():
+    cfg = compose("tracker=dmd", *STUDY[1])
+    config, j = job.prepare(cfg)
+    solved = job.solve(j, cfg.device)
+    trace, pieces, steps = stored.loads(stored.dumps(j.ctx.trace, solved.outcome.traces))
+    assert steps == 0  # the pieces are epochs (a character model's run keeps its steps: tests/test_chars.py)
+    assert (trace.templates, trace.seq, trace.compute_ops) == (
+        j.ctx.trace.templates,
+        j.ctx.trace.seq,
+        j.ctx.trace.compute_ops,
+    )
+    assert list(pieces) == list(solved.outcome.traces) == ["epoch_1", "epoch_2", "epoch_3"]
+    for got, want in zip(pieces.values(), solved.outcome.traces.values()):
+        assert got.events == want.events and got.compute_ops == want.compute_ops
+    with pytest.raises(ValueError, match="format 99"):
+        stored.loads('{"format": 99}')
+
+
+def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, capsys):
+    rec = Recorder(store, "mixed")
+    traced, untraced = (job.run(compose(f"tracker={t}", *STUDY[0])) for t in ("ard", "none"))
+    rec.log(traced), rec.log(untraced)
+    assert stored.ARTIFACT not in untraced.artifacts
+    for args, said in (
+        (
+            ["tracker=bytdmd"],
+            "tracker=bytdmd is not allowed: expected one of ard, bytedmd, cache, dmd, energy (did you mean bytedmd?)",
+        ),
+        (["tracker=bytedmd", "tracker.bytes_per_elemnt=2"], "did you mean bytes_per_element?"),
+        (["tracker=bytedmd", "tracker.bytes_per_element=0"], "tracker.bytes_per_element=0 is not allowed"),
+        (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is of the scope"),
+        (["tracker=dmd", "method=km"], "takes tracker=<name> and tracker.<key>=<value> only"),
+    ):
+        assert main(["mixed", *args, "--tracking-uri", store]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
+    assert main(["mixd", "tracker=dmd", "--tracking-uri", store]) == 2
+    assert "no experiment or run 'mixd' in the store: experiments Default, mixed (did you mean mixed?)" in (
+        capsys.readouterr().err
+    )
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    assert "dmd" not in client.get_run(traced.run_id).data.metrics  # nothing written by the refused commands
+    assert main(["mixed", "tracker=dmd", "--tracking-uri", store]) == 1
+    captured = capsys.readouterr()
+    assert f"({untraced.run_id}): no trace.json (recorded with tracker=none" in captured.err
+    assert "1 of 2 run(s) scored" in captured.out
+    assert (
+        client.get_run(traced.run_id).data.metrics["dmd"] == job.run(compose("tracker=dmd", *STUDY[0])).metrics["dmd"]
+    )
+    assert main([traced.run_id, "tracker=dmd", "--tracking-uri", store]) == 0  # by run id; scoring again is harmless
+
+
+@pytest.mark.slow
+def test_rescore_through_a_tracking_server(server):
+    # the group's store: MLflow's tracking server with logins over PostgreSQL, written and read through its client;
+    # the console script as a user runs it
+    experiment = f"rescore-{uuid.uuid4().hex[:8]}"
+    r = job.run(compose("tracker=ard", *STUDY[1]))
+    Recorder(server.uri, experiment).log(r)
+    script = os.path.join(os.path.dirname(sys.executable), "sweep-rescore")
+    done = subprocess.run(
+        [script, experiment, "tracker=bytedmd", "tracker.bytes_per_element=4"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    from mlflow.tracking import MlflowClient
+
+    fresh = job.run(compose("tracker=bytedmd", "tracker.bytes_per_element=4", *STUDY[1]))
+    client = MlflowClient(server.uri)
+    assert client.get_run(r.run_id).data.metrics["bytedmd"] == fresh.metrics["bytedmd"]
+    assert history(client, r.run_id, "bytedmd_per_epoch") == fresh.curves["bytedmd_per_epoch"]
+
+
+def test_a_sweeps_parent_run_names_its_children(store, capsys):
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import record_small_sweep
+
+    rec, parent, results = record_small_sweep(store, "study", "s1", "tracker=ard", "problem.n_bits=12")
+    rec.end_parent(parent, "FINISHED", results)
+    assert main([parent, "tracker=dmd", "--tracking-uri", store]) == 0
+    assert "4 of 4 run(s) scored with tracker=dmd" in capsys.readouterr().out
+    client = MlflowClient(store)
+    assert all("dmd" in client.get_run(r.run_id).data.metrics for r in results)
+    assert "dmd" not in client.get_run(parent).data.metrics  # the parent has no trace of its own
