@@ -285,7 +285,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         interrupted_before_any_job(run, as_interrupted(e))
     if dispatcher is not None:
         returns.update(dispatcher.run())
-    hold()  # from the last job to the sweep's end (its records closed), a signal waits: `LaunchHooks`
+    if run.hooks:  # from the last job to the sweep's end (the hooks close it: `LaunchHooks`), a signal waits
+        hold()
     return [returns[j.idx] for j in jobs]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 _pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
+_before_hold: dict[int, Any] = {}  # the handlers `hold` replaced, put back by `exit_if_signalled`
 
 
 class Interrupted(KeyboardInterrupt):
@@ -40,10 +41,11 @@ class Interrupt:
     """Context: while inside, the three signals raise `Interrupted`, except while `in_write` (the raise then
     waits for `check()`, called once the write is done)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold_after: bool = False) -> None:
         self.requested: int = 0
         self.in_write = False
         self.previous: dict[int, Any] = {}
+        self.hold_after = hold_after  # after the loop a signal waits (`hold`): hooks will close the sweep
 
     def __enter__(self) -> "Interrupt":
         if threading.current_thread() is threading.main_thread():
@@ -56,7 +58,7 @@ class Interrupt:
         for s, h in self.previous.items():
             signal.signal(s, h)
         self.previous = {}
-        if exc_type is None:  # the loop is over: a signal now waits until the sweep is closed
+        if exc_type is None and self.hold_after:  # the loop is over: a signal waits until the hooks close the sweep
             hold()
 
     def _handler(self, signum: int, frame: Any) -> None:
@@ -92,10 +94,12 @@ def _holding(signum: int, frame: Any) -> None:
     _note(signum)
 
 
-def _install(handler: Any) -> None:
-    if threading.current_thread() is threading.main_thread():
-        for s in SIGNALS:
-            signal.signal(s, handler)
+def _install(handler: Any) -> dict[int, Any]:
+    """`handler` for the three signals (in the main thread: elsewhere signals do not reach Python); the handlers
+    it replaces."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in SIGNALS}
 
 
 def listen() -> None:
@@ -104,8 +108,10 @@ def listen() -> None:
 
 
 def hold() -> None:
-    """From here the three signals are noted and wait (`exit_if_signalled`)."""
-    _install(_holding)
+    """From here the three signals are noted and wait (`exit_if_signalled`, which puts back what was before)."""
+    previous = _install(_holding)
+    if not _before_hold:
+        _before_hold.update((s, h) for s, h in previous.items() if h is not _holding)
 
 
 def take() -> "Interrupted | None":
@@ -129,7 +135,12 @@ def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
 
 
 def exit_if_signalled(where: str) -> None:
-    """A signal held until now stops the command: one line (`where` it came), exit 128+signal."""
+    """The sweep is over: the handlers `hold` replaced are back (a process that goes on, such as a test's, keeps
+    its own), and a signal held until now stops the command: one line (`where` it came), exit 128+signal."""
+    for s, h in _before_hold.items():
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
+    _before_hold.clear()
     e = take()
     if e is not None:
         print(f"sweep: interrupted by {e.name} {where}", file=sys.stderr, flush=True)
