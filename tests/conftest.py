@@ -25,9 +25,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 
 def _make_empty_store(d: Path) -> None:
-    from sweep.record import store as stores
+    from sweep.record.creation import create
 
-    stores.create(f"sqlite:///{d / 'mlflow.db'}")  # the project's own making, as a first command's
+    create(f"sqlite:///{d / 'mlflow.db'}")  # the project's own making, as a first command's
 
 
 @pytest.fixture

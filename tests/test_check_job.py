@@ -26,8 +26,8 @@ def test_method_x_problem_comes_before_an_option_classes_own_check():
     loss, which problem=chars has not), so a method that does not apply is refused first."""
     with pytest.raises(ConfigError, match=r"^method=gf2 does not apply to problem=sparse_sum"):
         check_job(compose("method=gf2", "problem=sparse_sum", "variant=tiled"))
-    with pytest.raises(ConfigError, match=r"^variant=tiled needs a method with hidden units"):
-        check_job(compose("method=gf2", "variant=tiled"))
+    with pytest.raises(ConfigError, match=r"^variant=tiled does not apply to method=gf2: a variant orders the MLP"):
+        check_job(compose("method=gf2", "variant=tiled"))  # method x variant, before the variant's own check
     with pytest.raises(ConfigError, match=r"^method=sgd does not apply to problem=chars"):
         check_job(compose("method=sgd", "problem=chars"))
 
@@ -64,3 +64,73 @@ def test_each_field_is_checked_by_the_class_that_owns_it(overrides, field):
 
 def test_a_field_no_option_has_is_not_checked():
     check_job(compose("method=gf2"))  # gf2 has no lr, hidden, ...: nothing to check, nothing raised
+
+
+IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
+
+
+@pytest.mark.parametrize(
+    "overrides, line",
+    [
+        (("method.target_accuracy=-1",), f"method.target_accuracy=-1.0 is not allowed: {IN_01}"),
+        (("method.target_accuracy=nan",), f"method.target_accuracy=nan is not allowed: {IN_01}"),
+        (("method.target_accuracy=5",), f"method.target_accuracy=5.0 is not allowed: {IN_01}"),
+        (("method=forward_forward", "method.target_accuracy=0"), f"method.target_accuracy=0.0 is not allowed: {IN_01}"),
+        (("method=curriculum", "method.widen_scale=nan"), "method.widen_scale=nan is not allowed: expected a finite"),
+        (("method=curriculum", "method.schedule=[0,30]"), "method.schedule=[0, 30] is not allowed: expected a list"),
+        (("method=sign_sgd", "method.dead_zone=nan"), "method.dead_zone=nan is not allowed: expected a finite number"),
+        (("method=sign_sgd", "method.dead_zone=-1"), "method.dead_zone=-1.0 is not allowed: expected a finite number"),
+        (("method=forward_forward", "method.threshold=nan"), "method.threshold=nan is not allowed: expected a finite"),
+        (("method=forward_forward", "method.threshold=-inf"), "method.threshold=-inf is not allowed: expected a"),
+        (
+            ("method.batch_size=5000", "problem.n_train=1000"),
+            "method.batch_size=5000 is not allowed: expected an integer from 1 to problem.n_train",
+        ),
+        (("variant=fused", "variant.tile_size=50"), "variant.tile_size=50 is not allowed: expected 0: only the tiled"),
+        (("variant=fused", "method=gf2"), "variant=fused does not apply to method=gf2: a variant orders the MLP's"),
+        (("variant=perlayer", "method=forward_forward"), "variant=perlayer does not apply to method=forward_forward"),
+    ],
+)
+def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(overrides, line):
+    """Each of these ran and was recorded FINISHED (gf2 with variant=fused as `gf2-fused`)."""
+    with pytest.raises(ConfigError) as e:
+        check_job(compose(*overrides))
+    assert str(e.value).startswith(line), str(e.value)
+
+
+# checked by the option class's own check_config rather than a field rule: the hierarchy file must load with them;
+# a tile size must divide method.hidden (the line lists the divisors); a corpus's path must hold a corpus
+CHECKED_WHOLE = {
+    ("tracker", "energy"): {"hierarchy", "levels", "ops_pj", "bytes_per_float"},
+    ("problem", "chars"): {"path"},  # the corpus must be there
+    **{("variant", tiled): {"tile_size"} for tiled in ("tiled", "tiled_fused", "tiled_w2")},
+}
+
+
+def test_every_value_field_has_a_rule():
+    """Each option class's fields (the values a user may set) each have a rule on the class, or are checked
+    together by its own check_config (CHECKED_WHOLE): none runs unchecked."""
+    import dataclasses
+    import inspect
+
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf
+
+    from sweep.config.schema import SCHEMAS
+    from sweep.paths import CONF_DIR
+
+    unruled = []
+    for group in ("problem", "method", "variant", "tracker"):
+        for path in sorted((CONF_DIR / group).glob("*.yaml")):
+            schema = SCHEMAS[group].get(path.stem)
+            target = OmegaConf.load(path).get("_target_") or getattr(schema, "_target_", None)
+            cls = get_class(target or schema.source_class)
+            fields = (
+                [f.name for f in dataclasses.fields(cls)]
+                if dataclasses.is_dataclass(cls)
+                else list(inspect.signature(cls).parameters)
+            )
+            ruled = {r.field.split(".", 1)[1] for r in getattr(cls, "field_rules", ())}
+            ruled |= CHECKED_WHOLE.get((group, path.stem), set())
+            unruled += [f"{group}={path.stem}: {f}" for f in fields if f not in ruled and f != "name"]
+    assert unruled == []

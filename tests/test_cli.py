@@ -64,7 +64,7 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
         ("problem.n_bits=0", "problem.n_bits", "integer >= 1"),
         ("problem.n_train=-5", "problem.n_train", "integer >= 1"),
         ("method.hidden=0", "method.hidden", "integer >= 1"),
-        ("method.batch_size=0", "method.batch_size", "integer >= 1"),
+        ("method.batch_size=0", "method.batch_size", "integer from 1 to problem.n_train"),
         ("method.lr=0", "method.lr", "finite number > 0"),
         ("method.lr=-0.1", "method.lr", "finite number > 0"),
         ("method.lr=nan", "method.lr", "finite number > 0"),

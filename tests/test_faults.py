@@ -5,6 +5,7 @@ Each test asserts the exit code, the one line said, what the store holds and tha
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -326,6 +327,96 @@ def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 2 and len(children) == 4
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+# -- two sweeps of the same configs at once: each config recorded once ----------------------------------------------
+SLOW_SGD = ("method=sgd", "method.lr=0.01", "method.max_epochs=30", "problem.n_bits=10", "tracker=none")
+
+
+def two_sweeps_at_once(uri: str, cwd: Path, *args: str, env: dict | None = None) -> list:
+    """The same sweep of 40 seeds started twice at the same moment (two terminals, two machines): both end with
+    exit 0, every config has exactly one FINISHED run, and each sweep's summary accounts for its 40 jobs:
+    finished, skipped as done, or left to the other ("not run: another sweep is running them")."""
+    args = ("-m", *args, "problem.seed=range(0,40)", "hydra/launcher=local", "mlflow.experiment=twice")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sweep", *args],
+            cwd=cwd,
+            env={**os.environ, "MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(cwd / "sp"), **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        no_process_left(p.pid)
+        assert p.returncode == 0 and "Traceback" not in err, err
+        (summary,) = [ln for ln in (out + err).splitlines() if re.match(r"sweep: \d+ job\(s\) finished", ln)]
+        finished, skipped = (
+            int(x) for x in re.findall(r"(\d+) job\(s\) finished, 0 failed, (\d+) skipped", summary)[0]
+        )
+        elsewhere = re.findall(r", (\d+) not run: another sweep is running them \(parent run (\w+);", summary)
+        assert finished + skipped + sum(int(n) for n, _ in elsewhere) == 40, summary
+    from tests.test_launcher import runs
+
+    parents, children = runs(uri, "twice")
+    hashes = [c.data.tags["sweep.config_hash"] for c in children if c.info.status == "FINISHED"]
+    assert len(hashes) == len(set(hashes)) == 40, f"{len(hashes)} FINISHED runs for 40 configs"
+    assert len(parents) == 2 and all(p.info.status == "FINISHED" for p in parents)
+    assert not [k for p in parents for k in p.data.tags if k.startswith("sweep.claim.")]  # claims gone at the end
+    return outs
+
+
+@pytest.mark.parametrize("batch", ["1", "8"])
+def test_two_identical_sweeps_at_once_record_each_config_once(store, tmp_path, batch):
+    two_sweeps_at_once(store, tmp_path, *SLOW_SGD, f"hydra.launcher.batch={batch}")
+
+
+@pytest.mark.new_store
+def test_two_identical_first_sweeps_on_a_new_store_record_each_config_once(store, tmp_path):
+    two_sweeps_at_once(store, tmp_path, *SLOW_SGD)
+
+
+# -- values with no meaning, interpolations that do not resolve, sweeps of no job: one line, exit 2, no run --------
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (("method.target_accuracy=nan",), "method.target_accuracy=nan is not allowed: expected a number in (0, 1]"),
+        (("variant=fused", "method=gf2"), "variant=fused does not apply to method=gf2"),
+        (("problem.seed=${oops}",), "problem.seed=${oops} cannot be resolved: Interpolation key 'oops' not found"),
+        (("-m", "problem.seed=${oops}", "method=gf2,km"), "in job method=gf2: problem.seed=${oops} cannot be resolved"),
+        (
+            ("-m", "hydra/launcher=basic", "problem.seed=${oops}", "method=gf2,km"),
+            "in job method=gf2: problem.seed=${oops} cannot be resolved",
+        ),
+        (("-m", "problem.seed=range(0)"), "problem.seed=range(0) sweeps over no value, so the sweep has no job"),
+        (("-m", "problem.seed=range(5,1)", "method=gf2,km"), "problem.seed=range(5,1) sweeps over no value"),
+    ],
+    ids=["nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51"],
+)
+def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):
+    """Each of these ran and was recorded FINISHED, or was a 28-85 line traceback, or a sweep of no job that
+    exited 0 with "0 job(s) finished"."""
+    p = sweep(*args, "problem.n_bits=10", env={}, cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    said = one_line(p.stderr)
+    assert said.startswith("sweep: config error") and line in said, said
+    assert _runs(store) == [] and "[FINISHED]" not in p.stdout
+
+
+def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):
+    """hydra.launcher.n_workers=100000 started a worker per job (40 processes on 2 cores)."""
+    cpus = len(os.sched_getaffinity(0))
+    args = ("-m", "method=gf2", "problem.n_bits=10", "problem.seed=range(0,8)", "hydra/launcher=local")
+    p = sweep(*args, "hydra.launcher.n_workers=100000", env={}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = f"sweep: hydra.launcher.n_workers=100000 is more than the {cpus} CPU(s) this machine gives the sweep"
+    assert [ln for ln in p.stderr.splitlines() if "n_workers" in ln] == [f"{said}: {cpus} worker(s)"]
+    (parent,) = [r for r in _runs(store) if r.data.tags.get("sweep.parent") == "true"]
+    assert parent.data.params["launcher.n_workers"] == str(cpus)
 
 
 # -- 7. size guard, unused additions ---------------------------------------------------------------------------

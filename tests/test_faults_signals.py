@@ -50,10 +50,10 @@ def alive(pid: int) -> bool:
     return bool(s) and s[0] not in ("Z", "X")  # a zombie has ended: only its exit status is left
 
 
-def start_until_two_finished(store: str, cwd: Path, experiment: str) -> subprocess.Popen:
-    """Start the sweep; return once both short jobs are recorded and the two long ones run."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep", "-m", *ARGS, f"mlflow.experiment={experiment}"],
+def start_sweep(store: str, cwd: Path, *args: str) -> subprocess.Popen:
+    """`python -m sweep -m ARGS` into `store`, in a session of its own, its output read as it comes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweep", "-m", *args],
         cwd=cwd,
         env={**os.environ, "MLFLOW_TRACKING_URI": store},
         stdout=subprocess.PIPE,
@@ -61,6 +61,11 @@ def start_until_two_finished(store: str, cwd: Path, experiment: str) -> subproce
         text=True,
         start_new_session=True,
     )
+
+
+def start_until_two_finished(store: str, cwd: Path, experiment: str) -> subprocess.Popen:
+    """Start the sweep; return once both short jobs are recorded and the two long ones run."""
+    proc = start_sweep(store, cwd, *ARGS, f"mlflow.experiment={experiment}")
     deadline, finished = time.monotonic() + 120, 0
     while finished < 2 and time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -166,3 +171,75 @@ def test_kill_9_of_a_worker_fails_its_job_only(store, tmp_path):
     assert parent.info.status == "KILLED"
     assert sorted(c.info.status for c in children) == ["FAILED", "FINISHED", "FINISHED", "KILLED"]
     assert no_running(store, exp)
+
+
+# -- the sweep's two ends: before its first job, after its last ------------------------------------------------
+def _interrupted_lines(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
+
+
+@pytest.mark.parametrize(
+    "sig, group, args",
+    [
+        (signal.SIGTERM, False, ("method=gf2",)),
+        (signal.SIGINT, True, ("method=sgd", "method.max_epochs=2", "hydra.launcher.batch=8")),
+    ],
+    ids=["SIGTERM", "Ctrl-C-batched"],
+)
+def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_totals(store, tmp_path, sig, group, args):
+    """The signal comes as the last progress line (`40/40 · 40 done`) appears: the workers are being stopped and
+    the parent run not yet closed. The sweep is closed as it ended (its totals kept), then one line, exit 128+n."""
+    landed = 0
+    for attempt in range(3):  # the window is short: a signal that came after the command ended is tried again
+        exp = f"end_{sig.name}_{attempt}"
+        cmd = [*args, "problem.n_bits=10", "tracker=none", "problem.seed=range(0,40)", "hydra/launcher=local"]
+        proc = start_sweep(store, tmp_path, *cmd, f"mlflow.experiment={exp}")
+        try:
+            err = []
+            for line in proc.stderr:
+                err.append(line)
+                if "40/40 · 40 done" in line:
+                    (os.killpg if group else os.kill)(proc.pid, sig)
+                    break
+            out, rest = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        err = "".join(err) + rest
+        assert out.count("[FINISHED]") == 40 and "Traceback" not in err, err
+        (parent,), children = runs(store, exp)
+        assert sorted({c.info.status for c in children}) == ["FINISHED"] and len(children) == 40
+        assert parent.info.status in ("FINISHED", "KILLED") and parent.data.metrics["jobs_finished"] == 40, err
+        assert no_running(store, exp)
+        if proc.returncode == 0:  # the command had closed the sweep before the signal came
+            continue
+        assert proc.returncode == 128 + sig, err
+        said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+        (line,) = _interrupted_lines(err)
+        assert line.startswith(f"sweep: interrupted by {said}"), err
+        landed += 1
+    assert landed, "every signal came after the command had ended: the moment was never tested"
+
+
+def test_a_signal_while_the_jobs_are_checked_ends_the_sweep_before_any_job(store, tmp_path):
+    """SIGTERM while the launcher checks a large grid (its workers are up, no job has started): one line, exit 143,
+    no traceback, no job run, nothing left RUNNING, no worker left."""
+    exp = "check_pass"
+    args = ["method=gf2", "problem.n_bits=10", "problem.seed=range(0,20000)", "hydra/launcher=local"]
+    proc = start_sweep(store, tmp_path, *args, "hydra.launcher.n_workers=2", f"mlflow.experiment={exp}")
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers := children_of(proc.pid)) < 2:  # the pool starts as the check pass begins
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert _interrupted_lines(err) == ["sweep: interrupted by SIGTERM before any job of the batch started"], err
+    assert "Traceback" not in err and "[FINISHED]" not in out
+    assert_gone(workers)
+    parents, children = runs(store, exp)
+    assert children == [] and all(p.info.status == "KILLED" for p in parents)

@@ -40,10 +40,11 @@ def sweep(
 
 
 def runs(store: str, experiment: str) -> tuple[list, list]:
-    """(parents, children) of an experiment, oldest first."""
+    """(parents, children) of an experiment, oldest first (not the claims' bookkeeping run: sweep.record.claims)."""
     c = MlflowClient(store)
     exp = c.get_experiment_by_name(experiment)
     rs = c.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"]) if exp else []
+    rs = [r for r in rs if r.data.tags.get("sweep.claims") != "true"]
     return (
         [r for r in rs if r.data.tags.get("sweep.parent") == "true"],
         [r for r in rs if r.data.tags.get("sweep.parent") != "true"],

@@ -24,6 +24,7 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.test_faults import SLOW_SGD, two_sweeps_at_once
 from tests.test_faults_signals import _stat, alive, start_until_two_finished
 from tests.test_launcher import runs
 from tests.tracking_server import add_user, free_port
@@ -619,6 +620,18 @@ def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same
     assert p.returncode == 0 and "skipping 20 job(s)" in p.stdout, p.stdout + p.stderr
     p = sweep(tmp_path, *common, "problem.n_bits=11", "problem.seed=range(40,45)")
     assert p.returncode == 0 and "5 job(s) finished" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_two_identical_sweeps_at_once_on_the_server_record_each_config_once(server, tmp_path):
+    """The claims on the server: params of one bookkeeping run, which MLflow refuses to change once logged."""
+    outs = two_sweeps_at_once(server.uri, tmp_path, *SLOW_SGD)
+    assert any("another sweep is running them" in out + err for out, err in outs)  # they did overlap
+    c = MlflowClient(server.uri)
+    exp_id = c.get_experiment_by_name("twice").experiment_id
+    pointer = c.get_experiment_by_name(f".sweep-claims {exp_id}")  # deleted: in no list, its tag kept
+    assert pointer.lifecycle_stage == "deleted"
+    claims = c.get_run(pointer.tags["sweep.claims_run"])
+    assert claims.info.status == "FINISHED" and len(claims.data.params) == 40
 
 
 def descendants(pid: int) -> list[int]:

@@ -128,9 +128,10 @@ def test_compare_reads_a_store_on_a_read_only_mount(wal_store, tmp_path, no_log)
         subprocess.run(["umount", str(mnt)], check=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
-def test_compare_reads_a_read_only_store_as_a_non_root_user(wal_store):
-    """File and directory without write permission, read by user nobody: never "corrupt"."""
+@pytest.fixture
+def read_only_copy(wal_store):
+    """(a directory every user enters, the URI of a copy of the store in it that user nobody cannot write); in
+    the directory, `work/`, which nobody can write."""
     import tempfile
 
     d = Path(tempfile.mkdtemp(prefix="sweep-ro-"))
@@ -141,17 +142,23 @@ def test_compare_reads_a_read_only_store_as_a_non_root_user(wal_store):
         (d / "work").chmod(0o777)
         db.chmod(0o444)
         db.parent.chmod(0o555)
-        uri = f"sqlite:///{db}"
-        args = ("demo", "--markdown", "--no-plot", "--out", str(d / "work" / "o"), "--tracking-uri", uri)
-        p = sweep(*args, env={}, cwd=d / "work", as_nobody=True, module="sweep.compare")
-        assert p.returncode == 0, p.stderr
-        assert "| 2/2 | 1.000" in p.stdout
-        line = one_line(p.stderr)
-        assert "read-only" in line and "corrupt" not in line
-        made = [x.name for x in (d / "work").iterdir() if not x.name.startswith(".")]  # HOME too: its caches aside
-        assert made == ["o"]  # nothing made where it ran
+        yield d, f"sqlite:///{db}"
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_compare_reads_a_read_only_store_as_a_non_root_user(read_only_copy):
+    """File and directory without write permission, read by user nobody: never "corrupt"."""
+    d, uri = read_only_copy
+    args = ("demo", "--markdown", "--no-plot", "--out", str(d / "work" / "o"), "--tracking-uri", uri)
+    p = sweep(*args, env={}, cwd=d / "work", as_nobody=True, module="sweep.compare")
+    assert p.returncode == 0, p.stderr
+    assert "| 2/2 | 1.000" in p.stdout
+    line = one_line(p.stderr)
+    assert "read-only" in line and "corrupt" not in line
+    made = [x.name for x in (d / "work").iterdir() if not x.name.startswith(".")]  # HOME too: its caches aside
+    assert made == ["o"]  # nothing made where it ran
 
 
 # -- store errors at a sweep's start: one sweep: line, exit 1 --------------------------------------------------
@@ -244,3 +251,58 @@ def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         subprocess.run(["umount", "--lazy", str(mnt)], check=True)  # lazy: a server's last file closes after
+
+
+def test_spool_import_reads_only_its_own_spool_not_another_ones_results_in_the_last_resort(tmp_path, monkeypatch):
+    """The last resort (`sweep-unrecorded-<uid>` under $TMPDIR) is shared by every checkout and spool of a user:
+    an import takes from it only the results its own spool could not take."""
+    import tempfile
+
+    from sweep.record import spool
+    from sweep.result import RunResult
+
+    last, blocked = tmp_path / "tmp", tmp_path / "blocked"
+    last.mkdir()
+    blocked.write_text("a file where the spool's directory should be: the spool cannot take the result")
+    uri = f"sqlite:///{tmp_path / 'st' / 'mlflow.db'}"
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(blocked))
+    monkeypatch.setattr(tempfile, "tempdir", str(last))
+    where = spool.keep(RunResult(config={"problem": {"seed": 4}}, metrics={"accuracy": 1.0}), uri, "sweep", "full")
+    (kept,) = (last / f"sweep-unrecorded-{os.getuid()}").glob("*.json")
+    assert f"the result is kept in {kept}" in where
+    (tmp_path / "cwd").mkdir()
+    other = {"SWEEP_SPOOL_DIR": str(tmp_path / "other-spool"), "TMPDIR": str(last)}  # another checkout's spool
+    p = sweep("import", env=other, cwd=tmp_path / "cwd", module="sweep.spool")
+    assert p.returncode == 0 and "nothing to import" in p.stdout, (p.stdout, p.stderr)
+    assert kept.exists() and not (tmp_path / "st").exists()
+    p = sweep(
+        "import", env={"SWEEP_SPOOL_DIR": str(blocked), "TMPDIR": str(last)}, cwd=tmp_path / "cwd", module="sweep.spool"
+    )
+    assert p.returncode == 0 and "1 result(s) written" in p.stdout, (p.stdout, p.stderr)
+    assert not kept.exists() and [r.data.params["problem.seed"] for r in _runs(uri)] == ["4"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_compare_as_a_user_who_cannot_write_its_outputs_shows_the_table_and_claims_no_log(read_only_copy):
+    """Read-only store, and outputs/ not this user's: the table all the same, one line for what was not written,
+    none claiming a log that was not made."""
+    d, uri = read_only_copy
+    (d / "outputs").mkdir(mode=0o755)  # root's: nobody cannot write in it
+
+    def compare(out: Path):
+        args = ("demo", "--no-plot", "--out", str(out), "--tracking-uri", uri)
+        return sweep(*args, env={}, cwd=d / "work", as_nobody=True, module="sweep.compare")
+
+    p = compare(d / "outputs" / "o")
+    assert p.returncode == 1, p.stderr
+    assert "demo: parent run" in p.stdout and "1.000" in p.stdout  # the table
+    assert "logged to run" not in p.stdout and "wrote" not in p.stdout and "Traceback" not in p.stderr
+    read_only, unwritten = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert "read-only" in read_only and "not logged" in read_only
+    assert unwritten == (
+        f"sweep.compare: table and plot not written: {d / 'outputs' / 'o'}: Permission denied "
+        "(--out DIR writes them elsewhere)"
+    )
+    p = compare(d / "work" / "o")
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {d / 'work' / 'o' / 'table.csv'}" in p.stdout and "logged to run" not in p.stdout

@@ -235,7 +235,7 @@ def test_bad_input_is_one_line_exit_2_and_creates_nothing(source, tmp_path):
     missing, target = tmp_path / "nope" / "mlflow.db", f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
     cases = {
         ("--from", f"sqlite:///{missing}", "--to", target): "--from store sqlite:///",
-        ("--from", "mlflow.db", "--to", target): "--from mlflow.db: expected an MLflow tracking URI",
+        ("--from", "mlflow.db", "--to", target): "--from mlflow.db: a directory or file: address",
         ("--from", source, "--to", source.replace("/store/", "/store/../store/")): "is the --from store",
         ("--from", source, "--to", target, "--experiment", "nope"): f"--experiment 'nope' is not in {source}: its",
         ("--to", target): "the following arguments are required: --from",

@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from hydra_plugins.sweep_launcher._signals import as_interrupted, check_pending, listen
 from sweep.config.schema import register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR
@@ -56,12 +57,20 @@ def task(cfg: DictConfig) -> RunResult | None:
 
 
 def main() -> None:
+    # Ctrl-C, SIGTERM, SIGHUP: one line and 128+signal wherever they come (composition, the store's making), not
+    # a traceback, and not lost; the project's launcher takes them over for its jobs (`_signals`)
+    listen()
     try:
         sys.argv[1:] = check_command(sys.argv[1:])
         with composition_refused():
             task()
+        check_pending()
     except Refusal as e:
         e.exit()
+    except KeyboardInterrupt as e:
+        stopped = as_interrupted(e)
+        print(f"sweep: interrupted by {stopped.name}", file=sys.stderr, flush=True)
+        sys.exit(stopped.exit_code)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
+from sweep.record import address
 from sweep.record.recorder import Recorder
 from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
-from sweep.record.store import StoreError
+from sweep.record.store import StoreError, redacted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,6 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("files", nargs="*", type=Path, metavar="FILE", help="only these results (default: all waiting)")
     a = ap.parse_args(argv)
+    if a.tracking_uri is not None and (why := address.problem(a.tracking_uri)):
+        print(f"sweep.spool: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
+        return 2
     pending = entries(a.tracking_uri, a.files)
     if a.action == "list":
         for e in pending:
@@ -43,11 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = False
     for uri in uris:
         try:
+            address.check(uri)  # a result meant for an address no store is at stays: it names that address
             exp = next((e.experiment for e in pending if e.tracking_uri == uri), "sweep")
             rec = Recorder(uri, exp, import_spool=False)
             print(f"sweep.spool: {import_into(rec, [e.path for e in pending])} result(s) written into {uri}")
-        except StoreError as err:
-            print(f"sweep.spool: {err}; the results stay in {spool_dir()}", file=sys.stderr)
+        except (StoreError, address.BadAddress) as err:
+            shown = err if isinstance(err, StoreError) else f"store {redacted(uri)}: {err}"
+            print(f"sweep.spool: {shown}; the results stay in {spool_dir()}", file=sys.stderr)
             failed = True
     return 1 if failed else 0
 

@@ -105,7 +105,7 @@ class Dispatcher:
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
-        self.interrupt = Interrupt()
+        self.interrupt = Interrupt(hold_after=bool(hooks))
 
     # -- the loop ------------------------------------------------------------------------------------------
     def run(self) -> dict[int, JobReturn]:

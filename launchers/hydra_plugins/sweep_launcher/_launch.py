@@ -18,8 +18,9 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any, Hashable, Iterator, Optional, Sequence
+from typing import Any, Hashable, Iterator, NoReturn, Optional, Sequence
 
 from hydra.core.utils import JobReturn, configure_log, setup_globals
 from omegaconf import DictConfig, OmegaConf
@@ -28,6 +29,7 @@ from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
@@ -42,12 +44,31 @@ def at_least_one(key: str, requested: Any, meaning: str) -> int:
     return requested
 
 
-def worker_count(requested: Any) -> int:
-    """hydra.launcher.n_workers: an integer >= 1, or null for one worker per CPU; fewer than one worker would leave
-    every job waiting forever."""
-    if requested is None:
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or `taskset`'s share), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
         return os.cpu_count() or 1
-    return at_least_one("hydra.launcher.n_workers", requested, "an integer >= 1, or null (one worker per CPU)")
+
+
+def worker_count(requested: Any, local: bool = True) -> int:
+    """hydra.launcher.n_workers: an integer >= 1, or null for one worker per CPU; fewer than one worker would leave
+    every job waiting forever. `local`: the workers are processes of this machine, at most one per CPU it gives
+    the sweep (more would only share the CPUs, each a process and its memory: 100000 once started 40 on 2 cores),
+    said in one line when the request is cut."""
+    if requested is None:
+        return cpus()
+    n = at_least_one("hydra.launcher.n_workers", requested, "an integer >= 1, or null (one worker per CPU)")
+    if local and n > cpus():
+        print(
+            f"sweep: hydra.launcher.n_workers={n} is more than the {cpus()} CPU(s) this machine gives the sweep: "
+            f"{cpus()} worker(s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return cpus()
+    return n
 
 
 def batch_size(requested: Any, key: str = "hydra.launcher.batch") -> int:
@@ -74,13 +95,13 @@ def time_limit(requested: Any, key: str = "hydra.launcher.time_limit_s") -> Opti
 class Multirun:
     def __init__(self, launcher: Any) -> None:
         cfg: DictConfig = launcher.config
-        self.n_workers = worker_count(launcher.n_workers)
         self.hooks: list[LaunchHooks] = hooks_mod.take()
         self.batch = self.batch_setting(launcher.batch, cfg)
         self.time_limit = self.limit_setting(launcher.time_limit_s, cfg)
         self.tally = Tally()
         env_offline = os.environ.get("SWEEP_MODAL_OFFLINE", "").lower() in ("1", "true", "yes")
         self.offline = bool(launcher.modal.get("offline", False)) or env_offline
+        self.n_workers = worker_count(launcher.n_workers, local=launcher.route != "modal" or self.offline)
         self.tally.launcher = {
             "name": str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher", default=launcher.route)),
             "route": launcher.route,
@@ -228,19 +249,22 @@ def left_out_arms(jobs: list[Job]) -> str:
     return " ".join(f"{k}={','.join(v)}" for k, v in arms.items() if v) or "placed on Modal"
 
 
-def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> set[int]:
+def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> dict[int, Optional[str]]:
     """Every job checked before any starts, as a stream: each hook's `plan` over the batch (exit 2 on a refused
-    job, or the code the hooks give), and the jobs they skip. Without hooks, one pass places the jobs."""
+    job, or the code the hooks give), and the jobs they skip: index -> None (already done) or why. Without hooks,
+    one pass places the jobs."""
     stream = Stream(launcher, run, jobs)
-    skip: set[int] = set()
+    skip: dict[int, Optional[str]] = {}
     try:
         for h in run.hooks:
             it = iter(stream)
-            skip |= h.plan(it)
+            said = h.plan(it)
+            skip.update(said if isinstance(said, dict) else dict.fromkeys(said))
             drain(it)
         if not stream.placed:
             drain(iter(stream))
     except Refused as e:
+        check_pending()  # a signal that broke what the hooks were doing (their store's making) is what stops it
         run.tally.close()  # nothing runs: no worker may stay
         print(str(e), file=sys.stderr, flush=True)
         raise SystemExit(e.code) from None
@@ -248,14 +272,32 @@ def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> set[int]:
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
-
     setup_globals()
     cfg: DictConfig = launcher.config
     configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
     Path(str(cfg.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
     run: Multirun = launcher.multirun or Multirun(launcher)
     launcher.multirun = run
+    returns: dict[int, JobReturn] = {}
+    try:  # until the dispatcher's loop listens, a signal ends the sweep here, before any job of the batch starts
+        jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
+    except KeyboardInterrupt as e:
+        interrupted_before_any_job(run, as_interrupted(e))
+    if dispatcher is not None:
+        returns.update(dispatcher.run())
+    if run.hooks:  # from the last job to the sweep's end (the hooks close it: `LaunchHooks`), a signal waits
+        hold()
+    return [returns[j.idx] for j in jobs]
+
+
+def prepare(
+    launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]], initial_job_idx: int, returns: dict
+) -> tuple[list[Job], Any]:
+    """The batch's jobs, every one checked (`plan`), the skipped ones' returns put in `returns`, and the dispatcher
+    of the rest (None: nothing to run)."""
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
+
+    cfg: DictConfig = launcher.config
     if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process checks
         if run.offline and not modal_missing():  # import modal once here, before the fork, not once per worker
             import hydra_plugins.sweep_launcher._modal_app  # noqa: F401, PLC0415 - start-up: see the comment
@@ -271,19 +313,25 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     # full collection of a big grid's check pass rescans every job)
     gc.freeze()
     skip = plan(launcher, run, jobs)
-    returns: dict[int, JobReturn] = {}
-    if skip and not launcher.force:
-        task_name = str(cfg.hydra.job.name)
-        for j in jobs:
-            if j.idx in skip:
-                returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
-        run.tally.skipped += len(skip)
+    check_pending()  # a signal whose exception a callback swallowed while the hooks made their records
+    done = {i for i, why in skip.items() if why is None}
+    if done and not launcher.force:
+        run.tally.skipped += len(done)
         print(
-            f"sweep: skipping {len(skip)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True
+            f"sweep: skipping {len(done)} job(s) already done ({hooks_mod.rerun_hint(run.tally.force_key)})", flush=True
         )
+    else:
+        done = set()
+    others = {i: why for i, why in skip.items() if why is not None}
+    for why, n in Counter(others.values()).items():
+        run.tally.skipped_for[why] = run.tally.skipped_for.get(why, 0) + n
+        print(f"sweep: skipping {n} job(s): {why}", flush=True)
+    task_name = str(cfg.hydra.job.name)
+    for j in jobs:
+        if j.idx in done or j.idx in others:
+            returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
     left = [j for j in jobs if j.left_out and j.idx not in returns]
     if left:
-        task_name = str(cfg.hydra.job.name)
         for j in left:
             returns[j.idx] = skipped_return(j, composer(launcher, j), task_name)
         run.tally.left_out += len(left)
@@ -296,6 +344,17 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     todo = [j for j in jobs if j.idx not in returns]
     if run.batch > 1:
         todo = batched(todo, run.batch_key, run.batch, run.n_workers)
-    if todo:
-        returns.update(Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit).run())
-    return [returns[j.idx] for j in jobs]
+    if not todo:
+        return jobs, None
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit)
+
+
+def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:
+    """A signal while the batch's jobs were checked and the hooks made their records: the workers stopped, the
+    hooks told the sweep was KILLED (what they opened is closed), one line, exit 128+signal."""
+    Interrupt.ignore()  # a second signal must not cut the closing short
+    run.tally.close()
+    print(f"sweep: interrupted by {e.name} before any job of the batch started", file=sys.stderr, flush=True)
+    for h in run.hooks:
+        h.sweep_ended("KILLED", run.tally)
+    raise SystemExit(e.exit_code)

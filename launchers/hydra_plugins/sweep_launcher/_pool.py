@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher._pickling import dumps
+from hydra_plugins.sweep_launcher._signals import SIGNALS
 
 PR_SET_PDEATHSIG = 1
 
@@ -34,6 +35,11 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def _worker_entry(conn: Any, preload: Sequence[str], parent_pid: int, inherited: Sequence[Any]) -> None:
+    # the launching process owns Ctrl-C and SIGTERM (see worker_main); it forked this one with them blocked
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     die_with_parent(parent_pid)
     for c in inherited:  # the launcher's pipe ends a fork copied into this process (the objects themselves:
         c.close()  # closing them marks them closed, so nothing closes the fd numbers again later)
@@ -83,7 +89,13 @@ class Pool:
         proc = ctx.Process(
             target=_worker_entry, args=(child, self.preload, os.getpid(), inherited), daemon=True, name="sweep-worker"
         )
-        proc.start()
+        # a stop signal waits (the kernel holds it) until the fork is done: its handler would otherwise run inside
+        # fork's callbacks (logging's lock release), where Python only prints its exception
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        try:
+            proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
         return Worker(proc, parent)
 

@@ -1,15 +1,26 @@
 """Ctrl-C, SIGTERM and SIGHUP stop a sweep the same way: the launcher raises `Interrupted` in its main loop
 (never in the middle of recording a result), kills the running jobs, records them KILLED and exits 128+signal
-(130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal."""
+(130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal.
+
+Before the loop and after it the launching process listens too, so a signal is never lost: before any job
+(`listen`: an app's composition, the check of every job, the making of its records) it raises `Interrupted`
+where the process is, and the launcher ends the sweep before any job starts; a signal that a callback swallowed
+there (Python prints "Exception ignored in ..." for an exception raised inside a weakref callback or `__del__`)
+is still noted, and acted on at the next step (`check_pending`). After the loop (`hold`: the workers stopped, the
+app's records closed) it waits: the sweep ends as it would have, then the command stops with the signal's exit
+code (`exit_if_signalled`)."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+_pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
+_before_hold: dict[int, Any] = {}  # the handlers `hold` replaced, put back by `exit_if_signalled`
 
 
 class Interrupted(KeyboardInterrupt):
@@ -30,21 +41,25 @@ class Interrupt:
     """Context: while inside, the three signals raise `Interrupted`, except while `in_write` (the raise then
     waits for `check()`, called once the write is done)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold_after: bool = False) -> None:
         self.requested: int = 0
         self.in_write = False
         self.previous: dict[int, Any] = {}
+        self.hold_after = hold_after  # after the loop a signal waits (`hold`): hooks will close the sweep
 
     def __enter__(self) -> "Interrupt":
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 self.previous[s] = signal.signal(s, self._handler)
+        check_pending()  # one that came before the loop and was held (between a search's batches)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         for s, h in self.previous.items():
             signal.signal(s, h)
         self.previous = {}
+        if exc_type is None and self.hold_after:  # the loop is over: a signal waits until the hooks close the sweep
+            hold()
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.requested:
@@ -63,3 +78,70 @@ class Interrupt:
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
+
+
+def _note(signum: int) -> None:
+    if not _pending:
+        _pending.append(signum)
+
+
+def _listening(signum: int, frame: Any) -> None:
+    _note(signum)
+    raise Interrupted(signum)
+
+
+def _holding(signum: int, frame: Any) -> None:
+    _note(signum)
+
+
+def _install(handler: Any) -> dict[int, Any]:
+    """`handler` for the three signals (in the main thread: elsewhere signals do not reach Python); the handlers
+    it replaces."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in SIGNALS}
+
+
+def listen() -> None:
+    """From here the three signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
+    _install(_listening)
+
+
+def hold() -> None:
+    """From here the three signals are noted and wait (`exit_if_signalled`, which puts back what was before)."""
+    previous = _install(_holding)
+    if not _before_hold:
+        _before_hold.update((s, h) for s, h in previous.items() if h is not _holding)
+
+
+def take() -> "Interrupted | None":
+    """The signal noted and not acted on yet, as the exception that acts on it (now forgotten), or None."""
+    return Interrupted(_pending.pop()) if _pending else None
+
+
+def check_pending() -> None:
+    """Raise `Interrupted` for a signal noted and not acted on (one whose exception a callback swallowed)."""
+    e = take()
+    if e is not None:
+        raise e
+
+
+def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
+    """A KeyboardInterrupt as the signal it stands for (Python's own SIGINT handler raises a plain one)."""
+    if isinstance(e, Interrupted):
+        return e
+    noted = take()
+    return noted if noted is not None else Interrupted(signal.SIGINT)
+
+
+def exit_if_signalled(where: str) -> None:
+    """The sweep is over: the handlers `hold` replaced are back (a process that goes on, such as a test's, keeps
+    its own), and a signal held until now stops the command: one line (`where` it came), exit 128+signal."""
+    for s, h in _before_hold.items():
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
+    _before_hold.clear()
+    e = take()
+    if e is not None:
+        print(f"sweep: interrupted by {e.name} {where}", file=sys.stderr, flush=True)
+        raise SystemExit(e.exit_code)

@@ -10,7 +10,9 @@ then calls, in the launching process:
                                 its config (`job.cfg`, or `job.resolved` where the launcher made it)
     plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
                                 `Refused`: the launcher prints its message and exits 2), return the indices of
-                                jobs to skip (already done: resume; ignored with hydra.launcher.force=true).
+                                jobs to skip (already done: resume; ignored with hydra.launcher.force=true), or
+                                a dict of them: index -> None (already done) or why it is skipped all the same
+                                (e.g. another sweep is running it), said once per reason
                                 `jobs` is a stream: each job's `cfg` is composed while it is the current one
                                 and dropped when the next is drawn (a grid's configs never all exist at once;
                                 read it, do not change it: the next job of its shape is made on it), with
@@ -49,6 +51,7 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from hydra_plugins.sweep_launcher._signals import exit_if_signalled
 from hydra_plugins.sweep_launcher.commands import this_command
 
 _offered: list["LaunchHooks"] = []  # hooks of the multirun in progress in this process
@@ -106,6 +109,7 @@ class Tally:
     t0: float = field(default_factory=time.perf_counter)  # when the multirun's first batch began
     done: int = 0
     skipped: int = 0
+    skipped_for: dict[str, int] = field(default_factory=dict)  # jobs skipped for another reason than done: by why
     killed: int = 0
     left_out: int = 0  # jobs placed on Modal, which has no token here, in a sweep whose other jobs ran
     left_out_note: str = ""  # which they were and how to run them
@@ -135,7 +139,7 @@ class LaunchHooks(Callback):
         """The multirun's name on the progress line (`<title> 3/30 · 3 done · ...`); None: Hydra's job name."""
         return None
 
-    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
+    def plan(self, jobs: Iterator[PlannedJob]) -> "set[int] | dict[int, Optional[str]]":
         return set()
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
@@ -178,6 +182,7 @@ class LaunchHooks(Callback):
             f"sweep: {tally.done} job(s) finished, {n_failed} failed, {tally.skipped} skipped"
             + (f" (already done; {rerun_hint(tally.force_key)})" if tally.skipped else "")
             + (f", {tally.killed} killed" if tally.killed else "")
+            + "".join(f", {n} not run: {why}" for why, n in tally.skipped_for.items())
             + (f", {tally.left_out} left out ({tally.left_out_note})" if tally.left_out else "")
             + note
         )
@@ -200,8 +205,11 @@ class LaunchHooks(Callback):
             _offered.remove(self)
         tally, self.tally = self.tally, None
         if tally is not None:  # driven by the launcher: the sweep ends here (Hydra calls this after the sweeper)
-            tally.close()
-            self.sweep_ended("FAILED" if tally.failures else "FINISHED", tally)
+            try:
+                tally.close()
+                self.sweep_ended("FAILED" if tally.failures else "FINISHED", tally)
+            finally:  # a signal since the last job waited for this: now it stops the command
+                exit_if_signalled("after the last job: the sweep is recorded as it ended")
 
     def __getstate__(self) -> dict[str, Any]:
         # Hooks travel to the workers inside Hydra's context. Driven: only the flag (the app's state, an open

@@ -37,8 +37,12 @@ def swept_keys(overrides: Iterable[str]) -> set[str]:
 
 def sweep_overrides(hydra_cfg: Any) -> list[str]:
     """The multirun's own overrides: the command line's and the sweeper's `params` (a preset's sweep)."""
-    out = [str(o) for o in (hydra_cfg.get("overrides", {}).get("task") or [])]
-    params = hydra_cfg.get("sweeper", {}).get("params") or {}
+    from omegaconf import DictConfig, OmegaConf  # noqa: PLC0415 - Hydra's own dependency, loaded already
+
+    # as written: an override's value may look like an interpolation (`x=${oops}`), which is the job's to resolve
+    plain = OmegaConf.to_container(hydra_cfg, resolve=False) if isinstance(hydra_cfg, DictConfig) else hydra_cfg
+    out = [str(o) for o in (plain.get("overrides", {}).get("task") or [])]
+    params = (plain.get("sweeper") or {}).get("params") or {}
     return out + [f"{k}={v}" for k, v in params.items()]
 
 

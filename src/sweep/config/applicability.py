@@ -55,16 +55,36 @@ def check_method_applies(cfg: Any) -> None:
         )
 
 
+def check_variant_applies(cfg: Any) -> None:
+    """Raise ConfigError for a variant other than standard on a method whose step is not a variant's (the method
+    class declares `takes_variant`): it would change nothing, yet name the run (gf2-fused) and its params."""
+    variant = cfg.select("variant.name", "standard")
+    if variant == "standard" or not cfg.select("method._target_"):
+        return
+    if not getattr(option_class(cfg, "method"), "takes_variant", False):
+        takers = ", ".join(name for name, cls in _methods().items() if getattr(cls, "takes_variant", False))
+        raise ConfigError(
+            f"variant={variant} does not apply to method={cfg.select('method.name', '?')}: a variant orders the "
+            f"MLP's training step, which only method in {{{takers}}} takes: use variant=standard"
+        )
+
+
+def _target(path: Any, group: str) -> Any:
+    """The class of option file `path`: its _target_, or its schema's (conf/method/X.yaml starts from schema X)."""
+    own = OmegaConf.load(path).get("_target_")
+    return get_class(own or SCHEMAS[group][path.stem]._target_)
+
+
+@functools.cache
+def _methods() -> dict[str, Any]:
+    """Each method option (conf/method/) and its class."""
+    return {p.stem: _target(p, "method") for p in sorted((CONF_DIR / "method").glob("*.yaml"))}
+
+
 def applicability_table() -> str:
     """The method x problem table of the README, as Markdown, from the classes the configs name."""
-
-    def target(path: Any, group: str) -> Any:
-        """The option's _target_: set in its file, or its schema's (conf/method/X.yaml starts from schema X)."""
-        own = OmegaConf.load(path).get("_target_")
-        return get_class(own or SCHEMAS[group][path.stem]._target_)
-
-    methods = {p.stem: target(p, "method") for p in sorted((CONF_DIR / "method").glob("*.yaml"))}
-    problems = [target(p, "problem").name for p in sorted((CONF_DIR / "problem").glob("*.yaml"))]
+    methods = _methods()
+    problems = [_target(p, "problem").name for p in sorted((CONF_DIR / "problem").glob("*.yaml"))]
     rows = ["| method | " + " | ".join(problems) + " |", "|---|" + "---|" * len(problems)]
     for name, cls in methods.items():
         rows.append(f"| {name} | " + " | ".join("yes" if p in cls.problems else "-" for p in problems) + " |")

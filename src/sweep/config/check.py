@@ -7,6 +7,8 @@ In this order, so that the error names the most basic fault first:
    takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
 2. method x problem: the method's declared `problems` (sweep.config.applicability), before the options' own
    checks, which read the fields of the problems their method applies to (sgd on problem=chars has no loss);
+   and method x variant: a variant other than standard only for a method whose step is a variant's
+   (`takes_variant`);
 3. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
 4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
@@ -25,7 +27,7 @@ from typing import Any, Callable, Optional
 from omegaconf import DictConfig
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
-from sweep.config.applicability import check_method_applies, option_class
+from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import available_bytes, check_fits
 from sweep.config.prices import gpu_price_per_hour
@@ -135,6 +137,7 @@ def check_job(
     view = ConfigView.of(cfg)
     check_fields(view)
     check_method_applies(view)
+    check_variant_applies(view)
     check_options(view)
     check_fits(view, runs, available)
     check_device_here(view, runs_here)

@@ -38,6 +38,11 @@ def nonneg_finite(v: Any, _cfg: Any = None) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
+def fraction(v: Any, _cfg: Any = None) -> bool:
+    """A number in (0, 1]: a share of something that must be reached (an accuracy)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1
+
+
 def choice(field: str, values: Iterable[str], note: str = "") -> Rule:
     """The field takes one of `values`."""
     vals = tuple(values)
@@ -59,6 +64,12 @@ METHOD_RULES: tuple[Rule, ...] = (
     Rule("method.hidden", "an integer >= 1", positive_int),
     Rule("method.lr", "a finite number > 0", positive_finite),
     Rule("method.wd", "a finite number >= 0", nonneg_finite),
-    Rule("method.batch_size", "an integer >= 1", positive_int),
+    # a batch is drawn from the training set: larger, it would be the whole set under another name
+    Rule(
+        "method.batch_size",
+        "an integer from 1 to problem.n_train",
+        lambda v, c: positive_int(v) and v <= c.select("problem.n_train", v),
+    ),
     Rule("method.max_epochs", "an integer >= 1", positive_int),
+    Rule("method.target_accuracy", "a number in (0, 1]: the test accuracy at which training stops", fraction),
 )

@@ -38,7 +38,7 @@ from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks
 from sweep.paths import default_tracking_uri
-from sweep.preflight.jobs import check_grid, check_single_run
+from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
 from sweep.preflight.refusal import Refusal
 from sweep.preflight.store import check_store
 from sweep.record import spool, store
@@ -155,6 +155,7 @@ class MLflowCallback(Callback):
     def _start(self, config: DictConfig, **kwargs: Any) -> None:
         try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
             check_store(config, write=True)
+            check_not_empty(config)
         except Refusal as e:
             e.exit()
         self.hooks.on_multirun_start(config, **kwargs)  # offers the hooks to the project's launcher

@@ -12,6 +12,7 @@ import copy
 import resource
 import time
 from collections import Counter
+from functools import partial
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -23,7 +24,7 @@ from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.job import job_config
-from sweep.preflight.jobs import check_planned
+from sweep.preflight.jobs import check_planned, resolves
 from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
 from sweep.record.background import signals_held
@@ -76,9 +77,10 @@ class SweepLaunchHooks(LaunchHooks):
         value = outcome.job_return.return_value if outcome.job_return is not None else None
         return value.summary(job.label()) if isinstance(value, RunResult) else None
 
-    def plan(self, jobs: Iterator[PlannedJob]) -> set[int]:
+    def plan(self, jobs: Iterator[PlannedJob]) -> dict[int, Optional[str]]:
         """Every job checked before any starts (a bad one: Refused, exit 2), one at a time: only its config's
-        hash is kept; then the parent run opened and the jobs already done returned, to be skipped."""
+        hash is kept; then the parent run opened, and the jobs to skip returned: those already done (None), and
+        those another sweep running now has claimed (`sweep.record.claims`: why)."""
         first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
         launcher = self.tally.launcher if self.tally is not None else {}
         offline = bool(launcher.get("modal.offline"))
@@ -90,7 +92,7 @@ class SweepLaunchHooks(LaunchHooks):
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
         for job in jobs:
-            config = planned_config(job)
+            config = refused(resolves, partial(planned_config, job), job.label())
             if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue
             if first is None:
@@ -110,7 +112,7 @@ class SweepLaunchHooks(LaunchHooks):
                 first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
         check_batches(alike, first_of, batch, prices, available)
         if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
-            return set()
+            return {}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
                 first,
@@ -120,12 +122,14 @@ class SweepLaunchHooks(LaunchHooks):
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
-            if launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False):
-                return set()
-            done = self.session.done_hashes(first, set(hashes.values()))
+            force = launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False)
+            done = {} if force else self.session.done_hashes(first, set(hashes.values()))
+            held = self.session.claim(first, set(hashes.values()) - set(done))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
-        return {idx for idx, h in hashes.items() if h in done}
+        skip: dict[int, Optional[str]] = {idx: None for idx, h in hashes.items() if h in done}
+        skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
+        return skip
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
@@ -192,6 +196,7 @@ class SweepLaunchHooks(LaunchHooks):
                     "launcher_cpu_s": own.ru_utime + own.ru_stime,
                     "workers_cpu_s": workers.ru_utime + workers.ru_stime,
                     "jobs_skipped": float(tally.skipped),
+                    "jobs_claimed_elsewhere": float(sum(tally.skipped_for.values())),
                     "jobs_killed": float(tally.killed),
                     "jobs_left_out": float(tally.left_out),
                 },
@@ -208,6 +213,11 @@ class SweepLaunchHooks(LaunchHooks):
                 print(next_steps(r.store_client, r.tracking_uri, r.experiment_id, parent), flush=True)
         if refused and status != "KILLED":
             raise SystemExit(1)
+
+
+def running_elsewhere(parent_run_id: str) -> str:
+    """Why a job claimed by another sweep is skipped (said once per sweep that holds claims)."""
+    return f"another sweep is running them (parent run {parent_run_id}; a later sweep runs what it leaves)"
 
 
 def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:
@@ -238,9 +248,10 @@ def check_batches(
             refused(check_planned, config, job.label(), **placed, runs=min(batch, n), available=available)
 
 
-def refused(check: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-    """A preflight check (sweep.preflight) in the launcher's plan: its refusal as the launcher's `Refused`."""
+def refused(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A preflight check (sweep.preflight) in the launcher's plan: its refusal as the launcher's `Refused`; else
+    what it returns."""
     try:
-        check(*args, **kwargs)
+        return check(*args, **kwargs)
     except Refusal as e:
         raise Refused(f"sweep: {e.line}", code=e.code) from None

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
 from sweep.methods import batched
 from sweep.methods.base import Context, Outcome
 from sweep.methods.epoch_log import EpochLog
@@ -38,6 +39,15 @@ def stage_columns(secret: tuple[int, ...], n_bits: int, width: int) -> np.ndarra
 class Curriculum(SGD):
     # widening W1 is the MLP's (sparse_sum's linear model is sgd's)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        *METHOD_RULES,
+        Rule("method.widen_scale", "a finite number >= 0 (the std of W1's added columns)", nonneg_finite),
+        Rule(
+            "method.schedule",
+            "a list of input widths, integers >= 1 (those >= problem.n_bits are skipped)",
+            lambda v, c: isinstance(v, list) and all(positive_int(w) for w in v),
+        ),
+    )
     name: str = "curriculum"
     # input widths trained on before problem.n_bits (widths >= n_bits are skipped; n_bits always ends it)
     schedule: list[int] = field(default_factory=lambda: [10, 30])

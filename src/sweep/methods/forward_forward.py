@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sweep.config.fields import METHOD_RULES, Rule, positive_int
+from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
 from sweep.methods.base import Context, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
@@ -32,7 +32,11 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 class ForwardForward:
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
     trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
-    field_rules: ClassVar[tuple[Rule, ...]] = (*METHOD_RULES, Rule("method.layers", "an integer >= 1", positive_int))
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        *METHOD_RULES,
+        Rule("method.layers", "an integer >= 1", positive_int),
+        Rule("method.threshold", "a finite number >= 0 (a goodness: a mean square activation)", nonneg_finite),
+    )
 
     name: str = "forward_forward"
     hidden: int = 64

@@ -72,6 +72,7 @@ class SGD:
     models: ClassVar[dict[str, Callable[["SGD", Context], Outcome]]]  # problem.loss -> model (end of file)
     batch_models: ClassVar[dict[str, Callable]]  # the same, for R runs at once (solve_batch)
     field_rules: ClassVar[tuple[Rule, ...]] = METHOD_RULES
+    takes_variant: ClassVar[bool] = True  # its step is the variant's (sweep.variants): ordered, fused, tiled
 
     name: str = "sgd"
     hidden: int = 200

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite
 from sweep.methods.batched import RunsUpdate
 from sweep.methods.sgd import SGD
 from sweep.trace.trace import Trace
@@ -23,6 +24,11 @@ class SignSGD(SGD):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")
     name: str = "sign_sgd"
     lr: float = 0.01
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        *METHOD_RULES,
+        Rule("method.dead_zone", "a finite number >= 0 (|grad| at or below it counts as zero)", nonneg_finite),
+    )
+
     dead_zone: float = 1e-12  # |grad| at or below this counts as zero (rounding noise has no sign)
 
     def make_update(self, xp) -> Update:

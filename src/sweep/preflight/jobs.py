@@ -4,7 +4,8 @@ check, method x problem, memory, device and price), and named in the refusal as 
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
@@ -30,6 +31,15 @@ def check_planned(config: "dict[str, Any] | DictConfig", label: str, **placed: A
         raise Refusal(f"config error in job {label}: {e}") from None
 
 
+def resolves(make: Callable[[], Any], label: str) -> Any:
+    """A job's resolved config (`make()`: sweep.job.job_config of it); a value whose interpolation does not resolve
+    (`problem.seed='${oops}'`) is refused naming the job."""
+    try:
+        return make()
+    except ConfigError as e:
+        raise Refusal(f"config error in job {label}: {e}") from None
+
+
 def check_single_run(config: "dict[str, Any]") -> None:
     """A single run: it runs on this machine, so its device must be here."""
     try:
@@ -45,17 +55,15 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
     checked before any starts, as the project's launcher does. The grid is the basic sweeper's:
     hydra.sweeper.params, then the command line, one value list per key. Other sweepers (optuna) make jobs as
     they go: those are checked where they run."""
-    if not str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper"):
+    if not basic_sweeper(config):
         return
 
     from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only under Hydra's basic sweeper on another launcher
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
 
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    lines = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
     loader = GlobalHydra.instance().config_loader()
     grid: dict[str, list[str]] = {}
-    for o in OverridesParser.create(config_loader=loader).parse_overrides(lines):
+    for o in OverridesParser.create(config_loader=loader).parse_overrides(grid_lines(config)):
         key = o.get_key_element()
         grid[key] = (
             [f"{key}={v}" for v in o.sweep_string_iterator()]
@@ -71,4 +79,34 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
         if not is_sweep_job(cfg):
             return
         # the job named as the project's launcher names it: by what the sweep varies
-        check_planned(job_config(cfg), namer.names([list(job)], [idx])[0], runs_here=runs_here)
+        label = namer.names([list(job)], [idx])[0]
+        check_planned(resolves(partial(job_config, cfg), label), label, runs_here=runs_here)
+
+
+def check_not_empty(config: DictConfig) -> None:
+    """Under Hydra's basic sweeper, a key swept over no value (`problem.seed=range(0)`, `range(5,1)`) makes a sweep
+    of no job, which ended at once reporting "0 job(s) finished": refused, naming the key."""
+    if not basic_sweeper(config):
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
+
+    for o in OverridesParser.create().parse_overrides(grid_lines(config)):
+        if o.is_sweep_override() and next(iter(o.sweep_string_iterator()), None) is None:
+            raise Refusal.config_error(
+                f"{o.input_line} sweeps over no value, so the sweep has no job: expected at least one value "
+                "(e.g. range(0,5): 0 to 4)"
+            )
+
+
+def basic_sweeper(config: DictConfig) -> bool:
+    """Hydra's basic sweeper makes the grid (other sweepers, optuna's, make jobs as they go)."""
+    return str(OmegaConf.select(config, "hydra.sweeper._target_", default="")).endswith(".BasicSweeper")
+
+
+def grid_lines(config: DictConfig) -> list[str]:
+    """The basic sweeper's grid as override lines: hydra.sweeper.params, then the command line, as written (an
+    override's value may look like an interpolation, `x=${oops}`: the job's to resolve, not this one's)."""
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    written = OmegaConf.to_container(params, resolve=False) if params else {}
+    assert isinstance(written, dict)
+    return [f"{k}={v}" for k, v in written.items()] + list(OmegaConf.to_container(config.hydra.overrides.task))

@@ -1,6 +1,9 @@
-"""The store a command's runs go to, checked before any job: a name MLflow would refuse or a timeout that is not
-one is bad input (exit 2); a server that does not answer or refuses the login, or a store that cannot be
-written, is not there to use (exit 1)."""
+"""The store a command's runs go to, checked before any job: a name MLflow would refuse, a timeout that is not
+one, or an address no run can be kept at (`sweep.record.address`: in-memory SQLite, `file:`, a directory, an
+unknown scheme, a bad port) is bad input (exit 2); a server or database that does not answer, a server that
+refuses the login, an SQLite journal without its database, or a store that cannot be written, is not there to
+use (exit 1). The other commands that name a store (compare, migrate, the spool's import, the UI) check its
+address with the same `sweep.record.address.check`."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from omegaconf import DictConfig
 
 from sweep.paths import default_tracking_uri
 from sweep.preflight.refusal import UNUSABLE, Refusal
-from sweep.record import remote, store
+from sweep.record import address, remote, store
 from sweep.record.store import StoreError, experiment_name_problem
 
 
@@ -18,16 +21,21 @@ def tracking_uri(config: DictConfig) -> str:
 
 
 def check_settings(config: DictConfig) -> None:
-    """Bad input among the recording's settings: the experiment's name and the server's timeout."""
-    problem = experiment_name_problem(config.mlflow.experiment) or remote.timeout_problem(config.mlflow)
+    """Bad input among the recording's settings: the experiment's name, the server's timeout, the store's address."""
+    problem = (
+        experiment_name_problem(config.mlflow.experiment)
+        or remote.timeout_problem(config.mlflow)
+        or address.setting_problem(config.mlflow.tracking_uri)
+    )
     if problem:
         raise Refusal.config_error(problem)
 
 
 def check_server(config: DictConfig) -> None:
-    """A tracking server that does not answer within mlflow.connect_timeout_s, or refuses the login."""
+    """A tracking server or database that does not answer within mlflow.connect_timeout_s, a server that refuses
+    the login, an SQLite journal left without its database."""
     try:
-        remote.require(tracking_uri(config), config.mlflow.connect_timeout_s)
+        address.check(tracking_uri(config), config.mlflow.connect_timeout_s)
     except StoreError as e:
         raise Refusal(str(e), UNUSABLE) from None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import remote, spool, store
+from sweep.record import address, claims, creation, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
@@ -75,13 +75,6 @@ def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
     }
 
 
-def artifact_location(tracking_uri: str) -> str | None:
-    """Where a new experiment keeps its artifacts: beside an SQLite store's file (MLflow's default is ./mlruns of
-    whichever directory the command ran in); a server's own default elsewhere (None)."""
-    db = store.sqlite_path(tracking_uri)
-    return None if db is None else (db.parent / "artifacts").resolve().as_uri()
-
-
 @functools.cache
 def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
     """This process's one Recorder for a store and experiment: under Hydra's basic launcher and submitit a job's
@@ -98,24 +91,33 @@ class Recorder:
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
+        try:  # an address no run is kept at, a server or database that does not answer: where MLflow would
+            address.check(self.tracking_uri)  # keep nothing, fail after the job or retry for minutes
+        except address.BadAddress as e:
+            raise store.StoreError(self.tracking_uri, str(e)) from None
         store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
-        remote.require(self.tracking_uri)  # a tracking server: seconds, where MLflow would retry for minutes
 
         self._client: Any = None
-        # an existing SQLite store at the known schema: written without importing MLflow (seconds saved)
         path = store.sqlite_path(self.tracking_uri)
-        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
-        if self.sql is None and path is not None and path.exists() and not store.experiment_name_problem(experiment):
-            location = artifact_location(self.tracking_uri)
+        if path is not None and not path.exists():
+            try:
+                with creation.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
+                    creation.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
+            except store.StoreError:
+                raise
+            except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
+                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
+        # an SQLite store at the known schema: written without importing MLflow (seconds saved)
+        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None else None
+        if self.sql is None and path is not None and not store.experiment_name_problem(experiment):
+            location = store.artifact_location(self.tracking_uri)
             assert location is not None  # an SQLite store's
             self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
         if self.sql is not None:
             self.experiment_id = self.sql.experiment_id
         else:
             try:
-                with store.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
-                    store.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
-                    self.experiment_id = self._experiment(experiment)
+                self.experiment_id = self._experiment(experiment)
             except store.StoreError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
@@ -152,7 +154,7 @@ class Recorder:
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
-        location = artifact_location(self.tracking_uri)
+        location = store.artifact_location(self.tracking_uri)
         try:
             return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
         except Exception:  # noqa: BLE001 - two machines' first sweeps at once: the other one made it first
@@ -311,6 +313,7 @@ class Recorder:
     ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
+        claims.release(self, run_id)  # a closed parent holds no config (on SQLite its claim tags go)
         now = int(time.time() * 1000)
         totals = {**(extra or {}), **parent_totals(results)}
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]

@@ -1,11 +1,13 @@
-"""A tracking server, checked before any job: does it answer, and does it take this login?
+"""A tracking server or a database, checked before any job: does it answer, and does a server take this login?
 
 MLflow's client meets a server that does not answer with seven retries and growing back-off (about 250 s), then
 a traceback; a server that wants a login answers 401 only at the first write, after the first job ran. One
 request with a short timeout (mlflow.connect_timeout_s) tells both apart in seconds, and the answer is one line
 naming the URI and the cause (`sweep.record.store.StoreError`). A server that answered is not asked again by
 this process. MLflow's own HTTP retries are shortened too (`client_settings`), so that a server lost mid-sweep
-sends results to the spool in seconds rather than minutes.
+sends results to the spool in seconds rather than minutes. A database store (`postgresql://`, `mysql://`,
+`mssql://`) that does not answer costs MLflow's SQL store minutes of connection retries too: its host and port
+are tried once, with the same timeout, before MLflow opens it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import ssl
 import urllib.error
 import urllib.request
 from typing import Optional
+from urllib.parse import urlsplit
 
 from sweep.config.schema import MLflowConfig
 from sweep.record.store import StoreError
@@ -30,11 +33,37 @@ CLIENT_SETTINGS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
 }
+# the database stores MLflow opens, and the port each listens on unless the address names one
+DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
 _answered: set[tuple[str, str]] = set()  # (uri, user) that answered and took the login
 
 
 def is_remote(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
+
+
+def database_endpoint(uri: str) -> Optional[tuple[str, int]]:
+    """(host, port) of a database store's address; None for any other address, or one without a host (a local
+    socket) or with a port that is not one (`sweep.record.address` refuses that)."""
+    scheme = uri.partition("://")[0].split("+", 1)[0].lower()
+    if scheme not in DATABASE_PORTS:
+        return None
+    parts = urlsplit(uri)
+    try:
+        port = parts.port or DATABASE_PORTS[scheme]
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+def _database_problem(endpoint: tuple[str, int], timeout: float) -> Optional[str]:
+    try:
+        socket.create_connection(endpoint, timeout=timeout).close()
+    except (socket.timeout, TimeoutError):
+        return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
+    except OSError as e:
+        return f"unreachable: {_reason(e, timeout)}"
+    return None
 
 
 def client_settings() -> None:
@@ -61,14 +90,22 @@ def _tls() -> Optional[ssl.SSLContext]:
 
 
 def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
-    """Why the tracking server at `uri` cannot be used (one line), or None: it answered and took the login.
-    Not a server's URI (SQLite, a database): None, nothing asked."""
+    """Why the tracking server at `uri` cannot be used (one line), or None: it answered and took the login. A
+    database: None when its port takes a connection. An SQLite file: None, nothing asked."""
+    timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
+    endpoint = database_endpoint(uri)
+    if endpoint is not None:
+        if (uri, "") in _answered:
+            return None
+        why = _database_problem(endpoint, timeout)
+        if why is None:
+            _answered.add((uri, ""))
+        return why
     if not is_remote(uri):
         return None
     user = os.environ.get("MLFLOW_TRACKING_USERNAME", "")
     if (uri, user) in _answered:
         return None
-    timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
     try:
         with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
             body = r.read(1 << 16)
@@ -115,11 +152,10 @@ def timeout_problem(mlflow: object) -> Optional[str]:
 
 
 def require(uri: str, timeout_s: Optional[float] = None) -> None:
-    """Raise StoreError (one line: the URI and the cause) when the tracking server at `uri` cannot be used; set
-    MLflow's client to give up on a lost server in seconds."""
-    if not is_remote(uri):
-        return
-    client_settings()
+    """Raise StoreError (one line: the URI and the cause) when the tracking server or database at `uri` cannot be
+    used; set MLflow's client to give up on a lost server in seconds."""
+    if is_remote(uri):
+        client_settings()
     why = problem(uri, timeout_s)
     if why:
         raise StoreError(uri, why)

@@ -20,6 +20,7 @@ from sweep.challenge.scorer import this_scorer
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.paths import default_tracking_uri
+from sweep.record import claims
 from sweep.record.abandoned import repair_abandoned
 from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
@@ -175,6 +176,18 @@ class SweepSession:
     def done_hashes(self, config: DictConfig, hashes: set[str]) -> dict[str, str]:
         """`done` by the configs' hashes (`config_hash`)."""
         return self.store(config).finished_hashes(hashes)
+
+    def claim(self, config: DictConfig, hashes: set[str]) -> dict[str, str]:
+        """Claim the configs `hashes` for this sweep (`sweep.record.claims`); returns those another sweep running
+        now holds: hash -> its parent run's id. Raises StoreError (one line) when the store fails."""
+        assert self.parent is not None
+        try:
+            return claims.claim(self.store(config), self.parent, hashes)
+        except StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever the store raised: one line, before any job
+            uri = str(config.mlflow.tracking_uri or default_tracking_uri())
+            raise StoreError(uri, f"the sweep's claims could not be taken: {kind_of(e, sqlite_path(uri))}") from e
 
     def done_run(self, config: DictConfig, job_config: dict[str, Any]) -> Optional[str]:
         return self.done(config, [job_config]).get(config_hash(job_config))

@@ -10,9 +10,11 @@ opened on that store writes the spooled results in (oldest first) and removes th
 
 The spool is `<project>/outputs/spool/` (`$SWEEP_SPOOL_DIR` moves it). When the spool cannot take a result
 either (the disk that holds store and spool is full, both read-only), it goes to the last resort, a directory of
-this user's under the system's temporary directory (`last_resort_dir`), which import reads too; if even that
-fails, the result is printed on stdout as the JSON a spool file holds. Either way the command fails with one line
-naming the store, the spool, the causes and where the result is.
+this user's under the system's temporary directory (`last_resort_dir`, shared by every checkout and spool of
+this user), which import reads too, taking only the results meant for its own spool (each file names the spool
+that could not take it: another checkout's results are that checkout's to import); if even that fails, the
+result is printed on stdout as the JSON a spool file holds. Either way the command fails with one line naming the
+store, the spool, the causes and where the result is.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from sweep.paths import PROJECT_ROOT
 from sweep.record.store import absolute_uri
 from sweep.result import RunResult
 
+DEFAULT_SPOOL = PROJECT_ROOT / "outputs" / "spool"
+
 
 def kept(path: Path) -> str:
     """How a command that could not record names the spool file, and what writes it in."""
@@ -40,8 +44,7 @@ def kept(path: Path) -> str:
 
 
 def spool_dir() -> Path:
-
-    return Path(os.environ.get("SWEEP_SPOOL_DIR") or PROJECT_ROOT / "outputs" / "spool")
+    return Path(os.environ.get("SWEEP_SPOOL_DIR") or DEFAULT_SPOOL)
 
 
 def last_resort_dir() -> Path:
@@ -82,6 +85,7 @@ def keep(
         "extra_tags": extra_tags,
         "cause": cause,
         "spooled_at": time.time(),
+        "spool": str(spool_dir().absolute()),  # the spool it was meant for: in the last resort, whose it is
         "result": dataclasses.asdict(result),
     }
     text = json.dumps(doc, default=str)
@@ -128,9 +132,12 @@ def _write(directory: Path, name: str, text: str) -> Path:
 
 
 def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> list[Entry]:
-    """Spooled results (for `tracking_uri` only, if given), oldest first: those in the spool and the last resort,
-    or only those in `files` (a spool file, or one saved from what was printed)."""
-    found = list(files) or [p for d in (spool_dir(), last_resort_dir()) if d.is_dir() for p in d.glob("*.json")]
+    """Spooled results (for `tracking_uri` only, if given), oldest first: those in the spool and those in the last
+    resort that this spool could not take, or only those in `files` (a spool file, or one saved from what was
+    printed)."""
+    last = last_resort_dir()
+    found = list(files) or [p for d in (spool_dir(), last) if d.is_dir() for p in d.glob("*.json")]
+    mine = str(spool_dir().absolute())
     out = []
     for p in sorted(found, key=lambda p: p.name):
         try:
@@ -139,6 +146,8 @@ def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> l
             continue  # not ours, or being written by another process
         if tracking_uri is not None and absolute_uri(doc.get("tracking_uri", "")) != absolute_uri(tracking_uri):
             continue
+        if not files and p.parent == last and doc.get("spool", str(DEFAULT_SPOOL)) != mine:
+            continue  # another spool's (another checkout's, a test's): its own import takes it
         res = doc["result"]
         out.append(
             Entry(

@@ -23,6 +23,7 @@ the tables fails a test instead of corrupting a store.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import posixpath
@@ -31,7 +32,7 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 # The alembic revision of MLflow's tracking schema whose tables `run_rows` fills (MLflow 3.7's head).
@@ -50,6 +51,23 @@ ARTIFACT_LOCATION_ENV = "MLFLOW_ARTIFACT_LOCATION_MAX_LENGTH"
 MAX_EXPERIMENT_TAG_LEN = 20000
 
 Metric = tuple[str, float, int, int]  # key, value, timestamp (ms), step
+
+
+@contextlib.contextmanager
+def write_transaction(path: Path) -> Iterator[sqlite3.Connection]:
+    """One write transaction on a connection of its own, begun at once (`BEGIN IMMEDIATE`: SQLite lets one writer
+    in at a time, so what it reads stays true until it commits), rolled back on any exception."""
+    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
 
 
 def new_run_id() -> str:
@@ -192,31 +210,22 @@ class SqliteRunWriter:
         ):
             return None
         try:
-            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-            try:
-                conn.execute("BEGIN IMMEDIATE")  # the name looked up and taken in one write transaction
-                try:
-                    known = conn.execute("SELECT version_num FROM alembic_version").fetchone() == (KNOWN_SCHEMA,)
-                    taken = conn.execute(
-                        "SELECT 1 FROM experiments WHERE name = ? AND workspace = 'default'", (experiment,)
-                    ).fetchone()
-                    if known and taken is None:
-                        now = int(time.time() * 1000)
-                        eid = conn.execute(
-                            "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, "
-                            "last_update_time, workspace) VALUES (?, ?, 'active', ?, ?, 'default')",
-                            (experiment, artifact_location, now, now),
-                        ).lastrowid
-                        conn.executemany(
-                            'INSERT INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
-                            [(k, v, eid) for k, v in tags.items()],
-                        )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            finally:
-                conn.close()
+            with write_transaction(path) as conn:  # the name looked up and taken in one write transaction
+                known = conn.execute("SELECT version_num FROM alembic_version").fetchone() == (KNOWN_SCHEMA,)
+                taken = conn.execute(
+                    "SELECT 1 FROM experiments WHERE name = ? AND workspace = 'default'", (experiment,)
+                ).fetchone()
+                if known and taken is None:
+                    now = int(time.time() * 1000)
+                    eid = conn.execute(
+                        "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, "
+                        "last_update_time, workspace) VALUES (?, ?, 'active', ?, ?, 'default')",
+                        (experiment, artifact_location, now, now),
+                    ).lastrowid
+                    conn.executemany(
+                        'INSERT INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
+                        [(k, v, eid) for k, v in tags.items()],
+                    )
         except sqlite3.Error:
             return None
         return cls.open(path, experiment)  # made here or by another sweep meanwhile; a deleted one: None

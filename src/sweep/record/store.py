@@ -22,16 +22,13 @@ Only SQLite URIs (``sqlite:///path``) are checked here; a server or another data
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
-import logging
 import os
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
+from urllib.parse import urlsplit
 
 from hydra.errors import CompactHydraException
 
@@ -57,9 +54,39 @@ class StoreError(CompactHydraException):
     line and exits 1 instead of a traceback."""
 
     def __init__(self, uri: str, cause: str) -> None:
-        super().__init__(f"store {uri}: {cause}")
+        super().__init__(f"store {redacted(uri)}: {cause}")
         self.uri = uri
         self.cause = cause
+
+
+def redacted(uri: str) -> str:
+    """`uri` as a line may show it: a password in it (a database's address) as `***`."""
+    parts = urlsplit(uri)
+    try:
+        password = parts.password
+    except ValueError:
+        return uri
+    return uri if password is None else uri.replace(f":{password}@", ":***@", 1)
+
+
+JOURNALS = ("-wal", "-shm", "-journal")  # SQLite's files beside a database while it is written
+
+
+def orphan_journal(path: Path) -> Optional[str]:
+    """Why the store file at `path` must not be made (one line), or None: a journal of SQLite's is there without
+    its database (the file was deleted or moved, its -wal left). SQLite would replay that journal onto a new store
+    made under the same name, which then fails every command (duplicate rows); the journal may also hold the last
+    runs of the store it belonged to."""
+    if path.exists() or path.is_symlink():
+        return None
+    left = [f"{path.name}{s}" for s in JOURNALS if Path(f"{path}{s}").exists()]
+    if not left:
+        return None
+    return (
+        f"{' and '.join(left)} {'is' if len(left) == 1 else 'are'} there without the database {path.name} "
+        f"(deleted or moved?): put the database back, or move {' and '.join(left)} aside (they may hold its "
+        "last runs), then run again; no store is made under an old journal"
+    )
 
 
 def sqlite_path(uri: str) -> Optional[Path]:
@@ -68,6 +95,13 @@ def sqlite_path(uri: str) -> Optional[Path]:
         return None
     path = uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
+
+
+def artifact_location(tracking_uri: str) -> Optional[str]:
+    """Where a new experiment keeps its artifacts: beside an SQLite store's file (MLflow's default is ./mlruns of
+    whichever directory the command ran in); a server's own default elsewhere (None)."""
+    db = sqlite_path(tracking_uri)
+    return None if db is None else (db.parent / "artifacts").resolve().as_uri()
 
 
 def absolute_uri(uri: str) -> str:
@@ -86,6 +120,8 @@ def check(uri: str, write: bool) -> None:
     path = sqlite_path(uri)
     if path is None:
         return
+    if journal := orphan_journal(path):
+        raise StoreError(uri, journal)
     if not path.exists():
         if not write:
             raise StoreError(uri, "no store there (nothing has been recorded into it)")
@@ -252,70 +288,3 @@ def experiment_name_problem(name: object) -> Optional[str]:
             "characters (MLflow's limit)"
         )
     return None
-
-
-@contextlib.contextmanager
-def creation_lock(uri: str) -> Iterator[None]:
-    """Hold an exclusive lock beside the store while it may be created (no-op for non-SQLite stores)."""
-    path = sqlite_path(uri)
-    if path is None:
-        yield
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise StoreError(uri, f"read-only: cannot create the store's directory or lock ({e.strerror})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def create(uri: str) -> None:
-    """Make the SQLite store at `uri` if it is not there, whole or not at all: MLflow makes its tables in a file
-    beside it (`.<name>.creating-<pid>`), which is synced and renamed into place. A signal at any moment leaves
-    no store, or a whole one (MLflow's creation, some 60 schema migrations, takes a second or more and leaves
-    its half-done tables behind when cut short). Call under `creation_lock`: a creating file found then is one
-    a killed process left, and is removed."""
-    path = sqlite_path(uri)
-    if path is None:
-        return
-    for stale in path.parent.glob(f".{path.name}.creating-*"):
-        stale.unlink(missing_ok=True)
-    if path.exists():
-        return
-    aside = path.parent / f".{path.name}.creating-{os.getpid()}"
-    try:
-        from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine  # noqa: PLC0415 - MLflow: seconds to import, only to make a store
-
-        # its "Creating initial MLflow database tables" lines: the first run says where it recorded instead
-        logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
-        engine = create_sqlalchemy_engine(f"sqlite:///{aside}")
-        try:
-            _initialize_tables(engine)  # what MLflow's SqlAlchemyStore does to a database without its tables
-        finally:
-            engine.dispose()
-        conn = sqlite3.connect(aside)
-        try:  # the last connection: a write-ahead log (a WAL-mode engine) is copied in and removed
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
-        fd = os.open(aside, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(aside, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself on disk
-        finally:
-            os.close(fd)
-    except KeyboardInterrupt:  # Ctrl-C: one line, not the traceback of the migration it cut short
-        print(f"sweep: interrupted by SIGINT while making the store {uri}: nothing made", file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
-    finally:
-        for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
-            leftover.unlink(missing_ok=True)

@@ -36,6 +36,9 @@ TIME_LIMIT_TAG = "sweep.time_limit_s"
 SCORER_TAG, SOLVER_SHA_TAG = "sweep.scorer", "sweep.solver_sha"
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
+# which sweep runs a config (sweep.record.claims): a RUNNING parent's claim on a config hash (+ the hash; SQLite),
+# the bookkeeping run holding the claims as params (other stores), and the tag naming that run on its pointer
+CLAIM_TAG, CLAIMS_TAG, CLAIMS_RUN_TAG = "sweep.claim.", "sweep.claims", "sweep.claims_run"
 
 
 def order_key(name: str) -> str:

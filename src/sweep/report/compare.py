@@ -18,7 +18,7 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
-from sweep.record import remote, store
+from sweep.record import address, store
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
@@ -53,8 +53,8 @@ def compare(
     `settings` (baseline, relative) default to the preset's `compare:` node; a challenge's (`leaderboard`) makes
     its leaderboard instead (sweep.report.leaderboard)."""
     uri = tracking_uri or default_tracking_uri()
+    address.check(uri)  # an address no store is at (exit 2); a server or database that does not answer: seconds
     store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
-    remote.require(uri)  # a tracking server that does not answer: one line in seconds
     if log:
         try:
             store.check(uri, write=True)
@@ -73,12 +73,16 @@ def compare(
         board = leaderboard(
             rounds(client, parent, study), settings["leaderboard"], partial(last_line, client), study, experiment
         )
-        out_dir.mkdir(parents=True, exist_ok=True)
         files = [out_dir / "leaderboard.md", out_dir / "leaderboard.csv"]
-        files[0].write_text(f"# {study}\n\n" + board.markdown())
-        files[1].write_text(board.csv())
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            files[0].write_text(f"# {study}\n\n" + board.markdown())
+            files[1].write_text(board.csv())
+        except OSError as e:  # the ranking is shown, the line says what was not written
+            board.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
+            return board, []
         if log:
-            log_files(client, uri, board.parent_id, files)
+            board.logged = log_files(client, uri, board.parent_id, files)
         return board, files
     search = settings.get("objectives")  # a search's front: its runs are every sweep of the study
     objectives = search or settings.get("front")
@@ -96,41 +100,56 @@ def compare(
     )
     failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
+    if objectives:
+        cmp.front = front(cmp, objectives)
 
+    try:
+        files = write_files(cmp, runs, settings, out_dir, plot, objectives)
+    except OSError as e:  # a directory this user cannot write: the table is shown, the line says what was not written
+        cmp.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
+        return cmp, []
+    if log:
+        cmp.logged = log_files(client, uri, cmp.parent_id, files)
+    return cmp, files
+
+
+def write_files(
+    cmp: Comparison, runs: list, settings: dict[str, Any], out_dir: Path, plot: bool, objectives: Any
+) -> list[Path]:
+    """The table (CSV, Markdown), a search's front, the plot(s) and a proxy ranking, in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv", out_dir / "table.md"]
     files[0].write_text(cmp.csv())
     files[1].write_text(
-        f"# {study}\n\nParent run `{cmp.parent_id}` (experiment `{experiment}`), mean ± std "
+        f"# {cmp.study}\n\nParent run `{cmp.parent_id}` (experiment `{cmp.experiment}`), mean ± std "
         f"over seeds/repeats.\n\n" + cmp.markdown()
     )
-    if objectives:
-        cmp.front = front(cmp, objectives)
+    if cmp.front is not None:
         files.append(out_dir / "front.md")
         files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
-        png = out_dir / f"{safe_name(study)}.png"
+        png = out_dir / f"{safe_name(cmp.study)}.png"
         files.append(
             plot_front(cmp, cmp.front, objectives, png, settings.get("versus", ()))
             if cmp.front is not None
             else plot_comparison(cmp, png)
         )
         if any(r.curves for r in cmp.rows):
-            files.append(plot_curves(cmp, out_dir / f"{safe_name(study)}-curves.png"))
+            files.append(plot_curves(cmp, out_dir / f"{safe_name(cmp.study)}-curves.png"))
     if settings.get("proxies"):
         files += proxy_ranking(cmp, runs, settings["proxies"], out_dir, plot)
-    if log:
-        log_files(client, uri, cmp.parent_id, files)
-    return cmp, files
+    return files
 
 
-def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> None:
-    """The report's files as artifacts of the parent run, under compare/."""
+def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
+    """The report's files as artifacts of the parent run, under compare/; whether they were (one line if not)."""
     try:
         for f in files:
             client.log_artifact(parent_id, str(f), artifact_path=ARTIFACT_DIR)
     except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
         print(f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr)
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
+    except address.BadAddress as e:
+        print(f"sweep.compare: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
+        return 2
     except store.StoreError as e:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
@@ -167,15 +189,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(table)
         for note in cmp.notes:
             console.print(note, markup=False)
-        console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
-        return 0
-    if a.markdown:
+        if files:
+            console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
+    elif a.markdown:
         print(cmp.markdown(), end="")
         if getattr(cmp, "proxies", ""):
             print("\n" + cmp.proxies, end="")
         if getattr(cmp, "front", None) is not None:
             print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
-    else:
+    elif isinstance(cmp, Comparison):
         console = Console()
         tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
@@ -194,11 +216,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
-        console.print(
-            "wrote "
-            + ", ".join(str(f) for f in files)
-            + ("" if a.no_log else f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)")
+        if files:
+            console.print(
+                "wrote "
+                + ", ".join(str(f) for f in files)
+                + (f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)" if cmp.logged else "")
+            )
+    if cmp.unwritten:
+        print(
+            f"sweep.compare: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",
+            file=sys.stderr,
         )
+        return 1
     return 0
 
 

@@ -64,6 +64,8 @@ class Leaderboard:
     passed: list[Entry]  # ranked
     out: list[Entry]
     notes: list[str] = field(default_factory=list)  # what was left out, and why
+    logged: bool = False  # its files were logged on the parent run (sweep.report.compare)
+    unwritten: str = ""  # why its files could not be written (the ranking is shown all the same)
 
     def figures(self) -> list[str]:
         return [f for f in FIGURES if any(f in e.means for e in self.passed + self.out)]

@@ -73,6 +73,8 @@ class Comparison:
     front: "Comparison | None" = None  # a search study's Pareto front (sweep.report.pareto)
     key_metrics: list[str] = field(default_factory=list)  # the terminal table's metrics (all when empty)
     change: dict[str, str] = field(default_factory=dict)  # metric -> how `Row.paired` reads it (a RELATIVE rule)
+    logged: bool = False  # the files written were logged on the parent run (sweep.report.compare)
+    unwritten: str = ""  # why the files could not be written (the table is shown all the same)
 
     @property
     def paired(self) -> bool:

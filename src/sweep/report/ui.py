@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
-from sweep.record import remote, store
+from sweep.record import address, remote, store
 from sweep.record.sql_writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.metrics import UI
@@ -247,6 +247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     uri = a.tracking_uri or default_tracking_uri()
+    try:  # an address no store is at: exit 2; a server or database that does not answer: exit 1, in seconds
+        address.check(uri)
+    except address.BadAddress as e:
+        print(f"sweep.ui: store {store.redacted(uri)}: {e}", file=sys.stderr)
+        return 2
+    except store.StoreError as e:
+        print(f"sweep.ui: {e}", file=sys.stderr)
+        return 1
     if remote.is_remote(uri):
         return on_server(uri, a.study)
     if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///") :]):

@@ -15,11 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from hydra_plugins.sweep_launcher.commands import command
-from sweep.record import store
+from sweep.record import address, store
 from sweep.store.migrate import BadInput, migrate, plan
 
-# the tracking URIs MLflow opens as a store (a plain path would be read by MLflow as a file store)
-SCHEMES = ("sqlite:///", "http://", "https://", "postgresql", "mysql", "mssql")
 PROG = "sweep.store migrate"
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
@@ -67,8 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True)
     try:
         for flag, uri in (("--from", a.source), ("--to", a.target)):
-            if not uri.startswith(SCHEMES):
-                raise BadInput(f"{flag} {uri}: expected an MLflow tracking URI starting with {', '.join(SCHEMES)}")
+            if why := address.problem(uri):
+                raise BadInput(f"{flag} {store.redacted(uri)}: {why}")
+        for uri in (a.source, a.target):  # a server or database that does not answer: seconds, not minutes
+            address.check(uri)
         p = plan(a.source, a.target, a.experiment, a.dry_run)
         bar = Progress(
             TextColumn("{task.description}"),

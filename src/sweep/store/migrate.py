@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from sweep.record import store
-from sweep.record.recorder import artifact_location
-from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
+from sweep.record.creation import creation_lock
+from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
 USER_TAG = "mlflow.user"  # MLflow's own
@@ -93,7 +93,7 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
     if not dry_run:
         store.check(target_uri, write=True)
         target = MlflowClient(target_uri)
-        with store.creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
+        with creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
             target.search_experiments(max_results=1)
     elif path is None or path.exists():
         store.check(target_uri, write=False)
@@ -102,7 +102,8 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
     runs: list[tuple[str, Any]] = []
     copies: dict[str, Any] = {}
     for name in names:
-        runs += [(name, r) for r in _pages(source.search_runs, experiment_ids=[exps[name].experiment_id])]
+        found = _pages(source.search_runs, experiment_ids=[exps[name].experiment_id])
+        runs += [(name, r) for r in found if r.data.tags.get(CLAIMS_TAG) != "true"]  # bookkeeping of the source's
         dst = target.get_experiment_by_name(name) if target is not None else None
         if dst is not None:
             found = _pages(target.search_runs, experiment_ids=[dst.experiment_id], filter_string=_MIGRATED_FILTER)
@@ -201,7 +202,7 @@ def _experiment(p: Plan, name: str, source_id: str) -> str:
     if found is not None:
         return found.experiment_id
     tags = p.source.get_experiment(source_id).tags
-    return p.target.create_experiment(name, artifact_location=artifact_location(p.target_uri), tags=tags)
+    return p.target.create_experiment(name, artifact_location=store.artifact_location(p.target_uri), tags=tags)
 
 
 def _parents_first(runs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from sweep.config.fields import Rule
 from sweep.trace.trace import Trace
 
 Params = dict[str, Any]
@@ -39,6 +40,11 @@ class Update(Protocol):
 
 @dataclass
 class Variant:
+    # only the tiled variants take a tile size (sweep.variants.tiled): elsewhere a size would be recorded unused
+    field_rules: ClassVar[tuple[Rule, ...]] = (
+        Rule("variant.tile_size", "0: only the tiled variants (variant=tiled*) take a tile size", lambda v, c: v == 0),
+    )
+
     name: str = "standard"
     tile_size: int = 0  # only the tiled variants use it
 

@@ -10,8 +10,9 @@ dh_tile{t}, a cold read, as in the group's measurement. tile_size must divide me
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from sweep.config.fields import Rule
 from sweep.errors import ConfigError
 from sweep.trace.trace import Trace
 from sweep.variants.base import Params, Update, Variant, hinge_dout, relu
@@ -21,6 +22,8 @@ from sweep.variants.blocks import layer1_update, layer2_grad, layer2_update, rel
 @dataclass
 class Tiled(Variant):
     name: str = "tiled"
+    field_rules: ClassVar[tuple[Rule, ...]] = ()  # tile_size: check_config, against method.hidden
+
     tile_size: int = 100
 
     @classmethod

@@ -1,0 +1,148 @@
+"""A new SQLite store, made whole or not at all, and never under another process's feet.
+
+MLflow makes a store's tables in some 60 schema migrations (a second or more; many on a loaded machine), leaving
+its half-done tables behind when cut short, and its creation is not safe against a second process creating the
+same store at the same moment. So a new store is made in a file beside it (`.<name>.creating-<pid>`), by a process
+of its own, then synced and renamed into place, all under a file lock beside the store (`creation_lock`).
+
+The making runs in a child process so that a signal to this one is never lost and never a traceback: this
+process only waits for the child, and Ctrl-C, SIGTERM or SIGHUP stop the making there (the child is killed, its
+file removed), with one line and 128+n. Made in this process, a signal's KeyboardInterrupt could land inside a
+callback SQLAlchemy runs (a weakref's), where Python only prints it ("Exception ignored in ...") and goes on: the
+sweep then ran all its jobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from sweep.record.store import StoreError, artifact_location, orphan_journal, sqlite_path
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# the child: MLflow's SQL store opened on the file given makes its tables and its Default experiment (artifacts
+# beside the store), the last connection folds the -wal in, the file is synced
+MAKE = """
+import os, sqlite3, sys
+from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+aside, artifacts = sys.argv[1], sys.argv[2]
+SqlAlchemyStore(f"sqlite:///{aside}", artifacts).engine.dispose()
+conn = sqlite3.connect(aside)
+try:
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+finally:
+    conn.close()
+fd = os.open(aside, os.O_RDONLY)
+try:
+    os.fsync(fd)
+finally:
+    os.close(fd)
+"""
+
+
+@contextlib.contextmanager
+def creation_lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive lock beside the store while it may be created (no-op for non-SQLite stores)."""
+    path = sqlite_path(uri)
+    if path is None:
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        raise StoreError(uri, f"read-only: cannot create the store's directory or lock ({e.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+class MakingFailed(Exception):
+    """The child that made the tables failed: its last line (MLflow's or SQLite's words)."""
+
+
+def create(uri: str) -> None:
+    """Make the SQLite store at `uri` if it is not there, whole or not at all. Call under `creation_lock`: a
+    creating file found then is one a killed process left, and is removed. Raises StoreError (a dangling symlink,
+    a journal without its database) or MakingFailed; a signal: one line, SystemExit(128+n)."""
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    for stale in path.parent.glob(f".{path.name}.creating-*"):
+        stale.unlink(missing_ok=True)
+    if path.exists():
+        return
+    if path.is_symlink():  # a link to nothing (a disk not mounted): the rename below would replace the link
+        raise StoreError(uri, f"{path} is a symlink to {os.readlink(path)}, which does not exist: nothing made")
+    if journal := orphan_journal(path):
+        raise StoreError(uri, journal)
+    aside = path.parent / f".{path.name}.creating-{os.getpid()}"
+    cut: list[int] = []  # the signal that stops the making, noted where it came
+    previous = _on_signals(cut)
+    child = None
+    try:
+        # the signals wait while the child is forked (a child started and not yet ours to kill would be left); it
+        # keeps them blocked: this process stops it, with SIGKILL
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-c", MAKE, str(aside), str(artifact_location(uri))],
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        _, err = child.communicate()
+        if child.returncode != 0:
+            last = [ln for ln in err.strip().splitlines() if ln.strip()]
+            raise MakingFailed(last[-1] if last else f"the making process exited {child.returncode}")
+        os.rename(aside, path)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself on disk
+        finally:
+            os.close(fd)
+    except KeyboardInterrupt:
+        if child is not None and child.poll() is None:
+            child.kill()  # the tables half made: nothing of them may stay
+            child.wait()
+        signum = cut[0] if cut else signal.SIGINT
+        made = "the store is made" if path.exists() and not aside.exists() else "nothing made"
+        print(
+            f"sweep: interrupted by {signal.Signals(signum).name} while making the store {uri}: {made}",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(128 + signum) from None
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
+        for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
+            leftover.unlink(missing_ok=True)
+
+
+def _on_signals(cut: list[int]) -> dict[int, Any]:
+    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut` and raised as KeyboardInterrupt where
+    this process waits for the child (SIGTERM and SIGHUP would otherwise end it with no line). Returns the
+    handlers they replace (main thread only)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if not cut:
+            cut.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in SIGNALS}

@@ -1,0 +1,158 @@
+"""Store addresses, checked before any job by every command that names a store (`sweep.record.address`): real
+`python -m sweep` (single runs and sweeps), `sweep.compare`, `sweep.store migrate`, `sweep.spool import` and
+`sweep.ui` processes. An address that keeps nothing or names no store is bad input (one line, exit 2); a server
+or database that does not answer, or an SQLite journal left without its database, is one line and exit 1 in
+seconds; no job runs and nothing is spooled or made."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_faults import one_line, sweep
+
+GF2 = ("method=gf2", "problem.n_bits=10", "problem.seed=5")
+IN_MEMORY = "an in-memory SQLite store keeps nothing once the command ends"
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on: a connection to it is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bad_addresses(d: Path) -> dict[str, str]:
+    """Address -> what its one line says. A directory, a plain path, a dangling symlink are made in `d`."""
+    (d / "dir").mkdir()
+    (d / "link.db").symlink_to(d / "unmounted" / "mlflow.db")
+    return {
+        "sqlite://": IN_MEMORY,
+        "sqlite:///": IN_MEMORY,
+        "sqlite:///:memory:": IN_MEMORY,
+        "notascheme://x": "unknown scheme notascheme://: expected sqlite:///PATH",
+        f"file:{d / 'dir'}": "a directory or file: address (MLflow's file store, in maintenance mode",
+        str(d / "dir"): "a directory or file: address",
+        f"sqlite:///{d / 'dir'}": f"{d / 'dir'} is a directory: name the store's file in it",
+        "http://127.0.0.1:notaport": "is not a port: expected a number from 1 to 65535",
+        f"sqlite:///{d / 'link.db'}": f"is a symlink to {d / 'unmounted' / 'mlflow.db'}, which does not exist",
+    }
+
+
+def nothing_made(d: Path, p) -> None:
+    """No job ran, nothing was spooled, no store or MLflow directory made where the command ran."""
+    assert "[FINISHED]" not in p.stdout, p.stdout
+    assert not (d / "spool").exists()
+    assert not (d / "mlruns").exists() and not (d / "dir" / "mlflow.db").exists()
+    assert (d / "link.db").is_symlink() and not (d / "unmounted").exists()
+
+
+def test_a_single_run_refuses_an_address_that_keeps_nothing_before_its_job(tmp_path):
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    for uri, said in bad_addresses(tmp_path).items():
+        p = sweep(*GF2, f"mlflow.tracking_uri={uri}", env=env, cwd=tmp_path, timeout=120)
+        line = one_line(p.stderr)
+        assert p.returncode == 2, (uri, p.stderr)
+        assert line.startswith(f"sweep: config error: mlflow.tracking_uri={uri} is not allowed: "), line
+        assert said in line, (uri, line)
+        nothing_made(tmp_path, p)
+    p = sweep(*GF2, env={**env, "MLFLOW_TRACKING_URI": "sqlite://"}, cwd=tmp_path)  # the environment's address
+    assert p.returncode == 2 and "MLFLOW_TRACKING_URI=sqlite:// is not allowed" in one_line(p.stderr)
+    nothing_made(tmp_path, p)
+
+
+def test_every_command_refuses_an_in_memory_store(tmp_path):
+    bad_addresses(tmp_path)
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    real = f"sqlite:///{tmp_path / 'other' / 'mlflow.db'}"
+    commands = [
+        ("sweep", "-m", "method=gf2,km", "problem.n_bits=10", "mlflow.tracking_uri=sqlite://"),
+        ("sweep", "-m", "hydra/launcher=basic", "method=gf2,km", "problem.n_bits=10", "mlflow.tracking_uri=sqlite://"),
+        ("sweep.compare", "demo", "--tracking-uri", "sqlite://"),
+        ("sweep.store", "migrate", "--from", "sqlite://", "--to", real),
+        ("sweep.store", "migrate", "--from", real, "--to", "sqlite:///:memory:"),
+        ("sweep.spool", "import", "--tracking-uri", "sqlite://"),
+        ("sweep.ui", "--tracking-uri", "sqlite://"),
+    ]
+    for module, *args in commands:
+        p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=120)
+        assert p.returncode == 2, (module, p.stdout, p.stderr)
+        assert IN_MEMORY in one_line(p.stderr), (module, p.stderr)
+        nothing_made(tmp_path, p)
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_server_or_database_that_does_not_answer_is_one_line_in_seconds(tmp_path):
+    """Where MLflow retries for minutes (a database: ~200 s; a server under migrate: ~250 s), every command asks
+    once: nothing listens on the port, so the connection is refused at once."""
+    port = closed_port()
+    db, server = f"postgresql://nobody@127.0.0.1:{port}/x", f"http://127.0.0.1:{port}"
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    # a result spooled for the database (as an older version left one): the import keeps it, in seconds
+    (tmp_path / "spool").mkdir()
+    kept = tmp_path / "spool" / "20260101-000000-0.json"
+    kept.write_text(json.dumps({"tracking_uri": db, "experiment": "sweep", "result": {"config": {}}}))
+    commands = [
+        ("sweep", *GF2, f"mlflow.tracking_uri={db}"),
+        ("sweep", "-m", "method=gf2,km", "problem.n_bits=10", f"mlflow.tracking_uri={server}"),
+        ("sweep", "-m", "hydra/launcher=basic", "method=gf2,km", "problem.n_bits=10", f"mlflow.tracking_uri={db}"),
+        ("sweep.store", "migrate", "--from", server, "--to", f"sqlite:///{tmp_path / 'to' / 'mlflow.db'}"),
+        ("sweep.compare", "demo", "--tracking-uri", f"mysql://u@127.0.0.1:{port}/x"),
+        ("sweep.ui", "--tracking-uri", db),
+        ("sweep.spool", "import"),
+    ]
+    for module, *args in commands:
+        t0 = time.monotonic()
+        p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=120)
+        took = time.monotonic() - t0
+        assert p.returncode == 1, (module, p.stdout, p.stderr)
+        line = [ln for ln in p.stderr.splitlines() if ln.strip()][-1]
+        assert f"127.0.0.1:{port}" in line and "unreachable: connection refused" in line, (module, p.stderr)
+        assert "Traceback" not in p.stderr and "[FINISHED]" not in p.stdout
+        assert took < 30, (module, took)  # a command's start-up on a loaded machine; MLflow's retries take minutes
+    assert [f.name for f in (tmp_path / "spool").iterdir()] == [kept.name]  # kept, and nothing spooled
+    assert not (tmp_path / "to").exists()
+
+
+def test_a_journal_left_without_its_database_is_refused_and_no_store_is_made_under_it(store, tmp_path):
+    """`rm mlflow.db` after a sweep leaves its -wal: SQLite would replay it onto a new store made under the same
+    name, which then fails every command. Every command refuses it, in one line saying what to do."""
+    db = Path(store[len("sqlite:///") :])
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    p = sweep("-m", "method=gf2,km", "problem.n_bits=10", env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert Path(f"{db}-wal").exists()  # the sweep wrote in WAL mode: its journal stays beside the file
+    db.unlink()
+    for module, *args in [
+        ("sweep", "-m", "method=gf2,km", "problem.n_bits=10"),
+        ("sweep", *GF2),
+        ("sweep.compare", "x"),
+    ]:
+        p = sweep(*args, env=env, cwd=tmp_path, module=module)
+        assert p.returncode == 1, (module, p.stdout, p.stderr)
+        line = one_line(p.stderr)
+        assert f"store {store}: mlflow.db-wal" in line and "without the database mlflow.db" in line, line
+        assert "move mlflow.db-wal" in line and "aside" in line
+        assert "[FINISHED]" not in p.stdout and not db.exists() and not (tmp_path / "spool").exists()
+    for journal in db.parent.glob("mlflow.db-*"):  # as the line says: moved aside, the store is made anew
+        journal.rename(tmp_path / journal.name)
+    p = sweep("-m", "method=gf2,km", "problem.n_bits=10", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and "2 job(s) finished" in p.stdout, p.stderr
+
+
+@pytest.mark.new_store
+def test_a_store_that_is_a_symlink_to_nothing_is_not_replaced_by_a_file(store, tmp_path):
+    """Refused by the address check; and made by the recorder (as the store of a job already checked), the link
+    stays a link: the store file is not made in its place."""
+    from sweep.record.recorder import Recorder
+    from sweep.record.store import StoreError
+
+    link = tmp_path / "link.db"
+    link.symlink_to(tmp_path / "gone" / "mlflow.db")
+    with pytest.raises(StoreError, match="is a symlink to .* which does not exist"):
+        Recorder(f"sqlite:///{link}", "sweep")
+    assert link.is_symlink() and not (tmp_path / "gone").exists()
