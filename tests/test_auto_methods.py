@@ -61,7 +61,7 @@ def test_replayed_auto_steps_equal_recorded_steps(overrides, monkeypatch):
     """SGD's loop records each kind of step once under the tracer and replays it: the same trace, escapes and
     figures as tracing every step (so scope=all_steps stays cheap under auto)."""
     small = ("method.hidden=8", "problem.n_bits=6", "problem.n_train=50", "method.batch_size=4")
-    small += ("method.max_epochs=6", "method.lr=0.5", "method.target_accuracy=1.01")
+    small += ("method.max_epochs=6", "method.lr=0.5", "method.target_accuracy=1.0")
     trace, epochs = replayed("auto", *small, *overrides)
     monkeypatch.setattr(StepTemplates, "replay", False)
     ref, ref_epochs = replayed("auto", *small, *overrides)

@@ -228,7 +228,7 @@ def test_all_steps_per_epoch_energy_adds_up_to_the_solve():
             "method.hidden=16",
             "problem.n_train=64",
             "method.max_epochs=3",
-            "method.target_accuracy=2.0",
+            "method.target_accuracy=1.0",
         )
     )
     curve = r.curves["energy_pj_per_epoch"]
