@@ -239,9 +239,9 @@ def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
         )
         with urllib.request.urlopen(req, timeout=10) as r:
             runs = json.load(r)["runs"]
-        assert sorted(r["info"]["run_name"] for r in runs if r["info"]["run_name"].startswith("problem.seed")) == [
-            "problem.seed=1",
-            "problem.seed=2",
+        assert sorted(r["info"]["run_name"] for r in runs if r["info"]["run_name"].startswith("seed=")) == [
+            "seed=1",
+            "seed=2",
         ]
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=30) in (0, 130)

@@ -93,7 +93,7 @@ def test_all_steps_gives_per_epoch_curves():
         "problem.n_bits=10",
         "problem.n_train=200",
         "method.max_epochs=5",
-        "method.target_accuracy=2.0",
+        "method.target_accuracy=1.0",
         "tracker=cache",
         "tracker.scope=all_steps",
         "tracker.cache_size_floats=256",

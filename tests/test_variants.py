@@ -233,5 +233,5 @@ def test_tile_size_must_divide_hidden(T):
 
 
 def test_tiled_needs_a_hidden_layer():
-    with pytest.raises(ConfigError, match="method.hidden"):
+    with pytest.raises(ConfigError, match=r"variant=tiled does not apply to method=gf2.*use variant=standard"):
         check_job(compose("method=gf2", "variant=tiled"))

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.sweep_launcher.naming import Namer
 from sweep.config.check import check_job
@@ -104,9 +105,19 @@ def basic_sweeper(config: DictConfig) -> bool:
 
 
 def grid_lines(config: DictConfig) -> list[str]:
-    """The basic sweeper's grid as override lines: hydra.sweeper.params, then the command line, as written (an
-    override's value may look like an interpolation, `x=${oops}`: the job's to resolve, not this one's)."""
+    """The basic sweeper's grid as override lines: hydra.sweeper.params, resolved as Hydra resolves them when it
+    makes the sweeper (a preset's `${fresh_seeds:3}`), then the command line as written (an override's value may
+    look like an interpolation, `x=${oops}`: the job's to resolve, not this one's)."""
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
-    written = OmegaConf.to_container(params, resolve=False) if params else {}
-    assert isinstance(written, dict)
-    return [f"{k}={v}" for k, v in written.items()] + list(OmegaConf.to_container(config.hydra.overrides.task))
+    lines = [f"{k}={_resolved(params, k)}" for k in params or ()]
+    return lines + list(OmegaConf.to_container(config.hydra.overrides.task))
+
+
+def _resolved(params: DictConfig, key: str) -> Any:
+    try:
+        return params[key]
+    except OmegaConfBaseException as e:  # a resolver's own line (an empty round) when it has one
+        cause: BaseException = e
+        while isinstance(cause, OmegaConfBaseException) and (cause.__cause__ or cause.__context__):
+            cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+        raise Refusal.config_error(str(cause).splitlines()[0]) from None
