@@ -127,7 +127,10 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         ),
         (["problem.n_bitz=3"], "problem.n_bitz is not a key of problem=sparse_parity: did you mean n_bits"),
         (["mlflow.experimnt=x"], "mlflow.experimnt is not a key of mlflow: did you mean experiment?"),
-        (["method=sdg"], "method=sdg is not an option of method: did you mean sgd? expected one of bigram, curriculum, "),
+        (
+            ["method=sdg"],
+            "method=sdg is not an option of method: did you mean sgd? expected one of bigram, curriculum, ",
+        ),
         (
             ["device=gpu"],
             "device=gpu is not an option of device: did you mean cpu? expected one of cpu, cuda, torch_cpu",
