@@ -312,7 +312,8 @@ def test_a_click_in_the_groups_server_list_lands_on_the_runs(server, tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     client = MlflowClient(server.uri)
     experiment = client.get_experiment_by_name("on_server").experiment_id
-    runs = [r for r in client.search_runs([experiment]) if r.data.tags.get("sweep.parent") != "true"]
+    runs = [r for r in client.search_runs([experiment]) if "mlflow.parentRunId" in r.data.tags]  # the sweep's runs
+    assert len(runs) == 2
     shot = tmp_path / "mlflow-server-from-home.png"
     driver = _browser()  # a new profile: nothing chosen in MLflow's UI yet
     try:
