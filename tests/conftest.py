@@ -24,6 +24,16 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
+@pytest.fixture(autouse=True)
+def no_process_outlives_its_test():
+    """What a test starts in its own process (a launcher's workers, launched in-process as Hydra's suites do) ends
+    with it: a sweep launched with none of sweep's hooks once left its workers, ~30 idle forks by the suites' end."""
+    yield
+    import multiprocessing
+
+    assert multiprocessing.active_children() == []
+
+
 def _make_empty_store(d: Path) -> None:
     from sweep.record.creation import create
 

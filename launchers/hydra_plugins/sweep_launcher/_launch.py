@@ -283,8 +283,12 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
     except KeyboardInterrupt as e:
         interrupted_before_any_job(run, as_interrupted(e))
-    if dispatcher is not None:
-        returns.update(dispatcher.run())
+    try:
+        if dispatcher is not None:
+            returns.update(dispatcher.run())
+    finally:
+        if not run.hooks:  # no hooks will say when the sweep ends (an app of its own, Hydra's tests): the workers
+            run.close_pool()  # go with each launch (a fork starts them again in milliseconds), not with the process
     if run.hooks:  # from the last job to the sweep's end (the hooks close it: `LaunchHooks`), a signal waits
         hold()
     return [returns[j.idx] for j in jobs]
