@@ -161,6 +161,11 @@ def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig
             states = []
         complete = len(states) - states.count("RUNNING")
         if 1 <= complete <= 5 and (sig != signal.SIGKILL or "RUNNING" in states):
+            if sig == signal.SIGKILL:  # stopped, then looked at again: the copy seen RUNNING may have ended since
+                os.killpg(proc.pid, signal.SIGSTOP)
+                if "RUNNING" not in [r.info.status for r in runs(target, experiment)]:
+                    os.killpg(proc.pid, signal.SIGCONT)
+                    continue
             os.killpg(proc.pid, sig)
             proc.wait(timeout=60)
             return
