@@ -137,6 +137,7 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         ),
         (["method.hidden=abc"], "method.hidden=abc is not allowed: expected an integer"),
         (["method.lr=fast"], "method.lr=fast is not allowed: expected a number"),
+        (["mlflow.force=maybe"], "mlflow.force=maybe is not allowed: expected true or false"),
         (["method=[a"], "method=[a is not an override Hydra can read"),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),

@@ -83,6 +83,7 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
 def wrong_type(message: str, cause: ValidationError) -> Refusal:
     """`method.hidden=abc`: the value does not convert to the field's type."""
     value = message.partition("=")[2] if message.startswith("Error merging override") else "?"
-    m = re.search(r"could not be converted to (\w+)", str(cause.msg))
-    allowed = TYPES.get(m.group(1), m.group(1)) if m else str(cause.msg).splitlines()[0]
+    m = re.search(r"could not be converted to (\w+)|is not a valid (bool)\b", str(cause.msg))
+    name = m and (m.group(1) or "Boolean")  # (OmegaConf words a boolean's error apart)
+    allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")
