@@ -12,10 +12,15 @@ import re
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
-from hydra.errors import CompactHydraException, MissingConfigException, OverrideParseException
+from hydra.errors import (
+    CompactHydraException,
+    ConfigCompositionException,
+    MissingConfigException,
+    OverrideParseException,
+)
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from sweep.config.schema import SCHEMAS
+from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
 
@@ -65,7 +70,25 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return unknown_key(cause)
     if isinstance(cause, ValidationError) and cause.full_key:
         return wrong_type(str(e), cause)
+    not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
+    if isinstance(e, ConfigCompositionException) and not_chosen:
+        return not_a_choice(not_chosen.group(1))
     return None
+
+
+CHOICES = (*JOB_GROUPS, "sweeps")  # the groups a command chooses an option of (conf/config.yaml's defaults)
+# groups of conf/ that no command chooses: what reads them instead
+READ_BY = {"energy": "tracker=energy tracker.hierarchy=<cpu|gpu>", "prices": "hydra.launcher.modal.prices=<file>"}
+
+
+def not_a_choice(group: str) -> Refusal:
+    """`energy=gpu`: a group of conf/ (or a misspelt one) that a job does not choose an option of."""
+    if group in READ_BY:
+        return Refusal.config_error(
+            f"{group} is not a group a job chooses (its options are read by {READ_BY[group]}): "
+            f"expected one of {', '.join(sorted(CHOICES))}"
+        )
+    return Refusal.config_error(f"{group} is not a group a job chooses: {expected(group, CHOICES)}")
 
 
 def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
@@ -77,6 +100,8 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
     node, _, key = str(cause.full_key).rpartition(".")
     option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
     keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
+    if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
+        return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
 
 
