@@ -20,6 +20,7 @@ from hydra.errors import (
 )
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from hydra_plugins.sweep_launcher.commands import this_command
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
@@ -70,6 +71,9 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return unknown_key(cause)
     if isinstance(cause, ValidationError) and cause.full_key:
         return wrong_type(str(e), cause)
+    swept = re.match(r"Ambiguous value for argument '([^']+)'", str(e))  # a sweep's values without -m
+    if isinstance(e, ConfigCompositionException) and swept:
+        return values_without_multirun(swept.group(1))
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))
@@ -89,6 +93,15 @@ def not_a_choice(group: str) -> Refusal:
             f"expected one of {', '.join(sorted(CHOICES))}"
         )
     return Refusal.config_error(f"{group} is not a group a job chooses: {expected(group, CHOICES)}")
+
+
+def values_without_multirun(override: str) -> Refusal:
+    """`problem.seed=1,2` with no `-m`: the sweep it asks for, as a command; or the list it may have meant."""
+    key, _, values = override.partition("=")
+    listed = f" (a list value is written {key}=[{values}])" if "." in key else ""  # (a group takes no list)
+    return Refusal.config_error(
+        f"{override} is a sweep over {key}'s values, which needs -m: {this_command('-m')}{listed}"
+    )
 
 
 def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
