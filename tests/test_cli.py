@@ -143,6 +143,7 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         (["energy=gpu"], "energy is not a group a job chooses (its options are read by tracker=energy tracker.hi"),
         (["-m", "schema/method=sgd,gf2"], "schema/method is not a group a job chooses: did you mean method? "),
         (["method=gf2,km"], "method=gf2,km is a sweep over method's values, which needs -m: "),  # no -m
+        (["problem.seed=range(2)"], "problem.seed=range(2) is a sweep over problem.seed's values, which needs -m: "),
         (["method=[a"], "method=[a is not an override Hydra can read"),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),

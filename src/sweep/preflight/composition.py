@@ -71,9 +71,10 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return unknown_key(cause)
     if isinstance(cause, ValidationError) and cause.full_key:
         return wrong_type(str(e), cause)
-    swept = re.match(r"Ambiguous value for argument '([^']+)'", str(e))  # a sweep's values without -m
+    # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
+    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
     if isinstance(e, ConfigCompositionException) and swept:
-        return values_without_multirun(swept.group(1))
+        return values_without_multirun(swept.group(2), comma_list=swept.group(1).startswith("Ambiguous"))
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))
@@ -95,10 +96,10 @@ def not_a_choice(group: str) -> Refusal:
     return Refusal.config_error(f"{group} is not a group a job chooses: {expected(group, CHOICES)}")
 
 
-def values_without_multirun(override: str) -> Refusal:
+def values_without_multirun(override: str, comma_list: bool) -> Refusal:
     """`problem.seed=1,2` with no `-m`: the sweep it asks for, as a command; or the list it may have meant."""
     key, _, values = override.partition("=")
-    listed = f" (a list value is written {key}=[{values}])" if "." in key else ""  # (a group takes no list)
+    listed = f" (a list value is written {key}=[{values}])" if comma_list and "." in key else ""  # (not a group's)
     return Refusal.config_error(
         f"{override} is a sweep over {key}'s values, which needs -m: {this_command('-m')}{listed}"
     )
