@@ -28,8 +28,10 @@ def test_method_x_problem_comes_before_an_option_classes_own_check():
         check_job(compose("method=gf2", "problem=sparse_sum", "variant=tiled"))
     with pytest.raises(ConfigError, match=r"^variant=tiled does not apply to method=gf2: a variant orders the MLP"):
         check_job(compose("method=gf2", "variant=tiled"))  # method x variant, before the variant's own check
-    with pytest.raises(ConfigError, match=r"^method=sgd does not apply to problem=chars"):
+    with pytest.raises(ConfigError, match=r"^method=sgd does not apply to problem=chars") as e:
         check_job(compose("method=sgd", "problem=chars"))
+    # `problem=chars` alone (sgd is the default method): the line names the methods that take it
+    assert str(e.value).endswith("; problem=chars takes method in {bigram, gpt, mlp_lm}"), e.value
 
 
 def test_method_x_problem_comes_before_memory():

@@ -137,6 +137,13 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         ),
         (["method.hidden=abc"], "method.hidden=abc is not allowed: expected an integer"),
         (["method.lr=fast"], "method.lr=fast is not allowed: expected a number"),
+        (["mlflow.force=maybe"], "mlflow.force=maybe is not allowed: expected true or false"),
+        # a top-level key or a group no job chooses (--help lists energy and prices): Hydra's traceback, exit 1
+        (["sweep=tiled_w1"], "sweep is not a key of the config: did you mean sweeps? expected one of batch, "),
+        (["energy=gpu"], "energy is not a group a job chooses (its options are read by tracker=energy tracker.hi"),
+        (["-m", "schema/method=sgd,gf2"], "schema/method is not a group a job chooses: did you mean method? "),
+        (["method=gf2,km"], "method=gf2,km is a sweep over method's values, which needs -m: "),  # no -m
+        (["problem.seed=range(2)"], "problem.seed=range(2) is a sweep over problem.seed's values, which needs -m: "),
         (["method=[a"], "method=[a is not an override Hydra can read"),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),

@@ -92,6 +92,15 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
     assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 1
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
+    # a misspelt study gets the closest names of the store's studies and the presets, never a command that
+    # fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the command that runs it
+    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 1
+    said = capsys.readouterr().err
+    assert "'agian': did you mean again? the store's studies: " in said and "sweeps=" not in said, said
+    assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 1
+    assert "did you mean tiled_w1? " in capsys.readouterr().err
+    assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 1
+    assert " sweeps=tiled_w1` first (the store's studies: " in capsys.readouterr().err
 
 
 def test_swept_keys_ignore_keys_of_one_group_choice():

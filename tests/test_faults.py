@@ -200,6 +200,7 @@ def test_unknown_preset_exits_2_with_the_presets(store, tmp_path, preset):
     assert p.returncode == 2
     line = one_line(p.stderr)
     assert f"sweeps={preset} is not a preset" in line and "ard_variants" in line and "tiled_w1" in line
+    assert ("did you mean ard_variants?" in line) == (preset == "ard_variant"), line
     assert not Path(store[len("sqlite:///") :]).exists() and p.stdout == ""
 
 

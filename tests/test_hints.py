@@ -63,9 +63,11 @@ def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where, f
     assert appended.returncode == 0 and "sweep: 2 job(s) finished" in appended.stdout, appended.stderr[-2000:]
 
 
+@pytest.mark.new_store
 def test_a_single_runs_lines_say_where_it_went_and_work_pasted(store, tmp_path):
-    """The first run says where it was recorded and how to look at it; its repeat, how to record another: each
-    command runs pasted from another directory without the venv."""
+    """The first run (its store made by it) says where it was recorded and how to look at it, and nothing of
+    MLflow's; its repeat, how to record another: each command runs pasted from another directory without the
+    venv."""
     env = _without_venv()
     first = run_sweep("method=gf2", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr

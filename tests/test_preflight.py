@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from sweep.preflight.command import check_command
@@ -24,3 +26,32 @@ def test_a_refusal_is_one_line_and_its_exit_code(capsys):
         Refusal.config_error("x=1 is not allowed: expected 2").exit()
     assert e.value.code == 2
     assert capsys.readouterr().err == "sweep: config error: x=1 is not allowed: expected 2\n"
+
+
+def test_a_preset_is_named_whole_and_one_a_command(monkeypatch):
+    """A misspelt preset gets the closest names; two presets in one command were run as one job of each (their
+    sweeps ignored) into the first one's study: refused, with the command for each."""
+    monkeypatch.setattr("sys.argv", ["sweep", "sweeps=tiled_w1,sign_vs_sgd", "-m"])
+    with pytest.raises(Refusal) as e:
+        check_command(["sweeps=tiled_w1,sign_vs_sgd", "-m"])
+    assert e.value.line.startswith(
+        "config error: sweeps=tiled_w1,sign_vs_sgd names 2 presets: each is a sweep of its own, one a command: "
+    )
+    assert e.value.line.endswith(" sweeps=tiled_w1, then " + e.value.line.split(", then ")[1])
+    assert e.value.line.split(", then ")[1].endswith(" -m sweeps=sign_vs_sgd"), e.value.line
+    with pytest.raises(Refusal, match=r"sweeps=tiled is not a preset: did you mean tiled_w1\? expected one of "):
+        check_command(["sweeps=tiled"])
+    assert check_command(["sweeps=tiled_w1", "-m"]) == ["-m", "sweeps=tiled_w1"]
+
+
+def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command(store, tmp_path):
+    """`problem.seed=1,2` without `-m` was Hydra's traceback and exit 1: one line, exit 2, nothing recorded, with
+    the command that sweeps them (it runs pasted) and, for a key, how a list is written."""
+    p = run_sweep("method=gf2", "problem.seed=1,2", "problem.n_bits=10", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr[-2000:]
+    line = p.stderr.strip()
+    assert line.startswith("sweep: config error: problem.seed=1,2 is a sweep over problem.seed's values, which ")
+    assert line.endswith(" -m (a list value is written problem.seed=[1,2])"), line
+    command = line.split("which needs -m: ", 1)[1].removesuffix(" (a list value is written problem.seed=[1,2])")
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "sweep: 2 job(s) finished" in done.stdout, done.stderr[-2000:]

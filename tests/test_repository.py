@@ -108,3 +108,76 @@ def test_the_readme_is_a_map():
         assert heading in readme, heading
     for page in (ROOT / "docs").glob("*.md"):  # every concept page is on the map
         assert f"docs/{page.name}" in readme or f"]({page.name})" in readme, page.name
+
+
+def _code_map(readme: str) -> str:
+    return readme.split("## The code", 1)[1].split("```", 2)[1]
+
+
+def test_the_readme_names_every_preset_command_and_package():
+    """A newcomer finds every preset (`sweeps/<name>.yaml`), every console script and every folder of the package
+    on the map; a new one added without a line there fails here."""
+    readme = (ROOT / "README.md").read_text()
+    presets = sorted(p.stem for p in (ROOT / "sweeps").glob("*.yaml"))
+    assert [n for n in presets if f"`{n}`" not in readme] == []
+    section = (ROOT / "pyproject.toml").read_text().split("[project.scripts]\n", 1)[1].split("\n[", 1)[0]
+    scripts = re.findall(r"^([\w-]+) = ", section, re.M)  # (tomllib: Python 3.11 on)
+    assert "sweep-ui" in scripts
+    said = readme.split("Every command below is also a console script in `.venv/bin`", 1)[1].split(";", 1)[0]
+    assert sorted(re.findall(r"`([\w-]+)`", said)) == sorted(scripts)
+    code = _code_map(readme)
+    folders = [d.name for d in (ROOT / "src" / "sweep").iterdir() if d.is_dir() and d.name != "__pycache__"]
+    assert [f for f in folders if not re.search(rf"(?<![\w/]){f}/", code)] == []
+    modules = [f.name for f in (ROOT / "src" / "sweep").glob("*.py") if f.stem not in ("__init__", "errors", "paths")]
+    assert [m for m in modules if m not in code] == []
+
+
+def test_every_option_is_in_its_docs_table():
+    """Every setting of the project's launcher (`hydra.launcher.*`) is a row of docs/launchers.md's options table,
+    and every key of a job beside its groups (`mlflow.*`, `run_name`, `batch`, `time_limit_s`, ...) a row of
+    docs/configuration.md's: `time_limit_s` and `preload` were in neither."""
+    from dataclasses import fields
+
+    from hydra_plugins.sweep_launcher.config import ModalConf, SweepLauncherConf
+    from sweep.config.schema import Config, MLflowConfig
+
+    def rows(page: str, heading: str) -> set[str]:
+        text = (ROOT / "docs" / page).read_text().split(heading, 1)[1]
+        table = [ln for ln in text.split("\n\n", 2)[1].splitlines() if ln.startswith("| `")]
+        return {name for ln in table for name in re.findall(r"`([\w.<>*]+)`", ln.split(" | ")[0])}
+
+    launcher = rows("launchers.md", "## Options")
+    wanted = {f.name for f in fields(SweepLauncherConf) if f.name not in ("_target_", "modal")}
+    wanted |= {f"modal.{f.name}" for f in fields(ModalConf)}
+    assert sorted(wanted - launcher) == []
+    keys = rows("configuration.md", "Beside the groups, every job has these keys")
+    groups = {"problem", "method", "variant", "device", "tracker"}
+    wanted = {f.name for f in fields(Config) if f.name not in groups | {"mlflow", "extra", "compare", "challenge"}}
+    wanted |= {f"mlflow.{f.name}" for f in fields(MLflowConfig)} | {"extra.<key>", "compare.*", "challenge.*"}
+    assert sorted(wanted - keys) == []
+
+
+def test_every_key_of_every_option_is_documented():
+    """docs/configuration.md's groups table names each option's keys, or links the page that does (the character
+    models: chars.md; the solver: challenge.md; the energy tracker: energy.md): smt's pair_block and the gradient
+    methods' target_accuracy were on no page."""
+    from dataclasses import fields
+
+    from sweep.config.schema import SCHEMAS
+
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    table = doc.split("## The groups", 1)[1].split("\n\n", 2)[1]
+    cells = {ln.split(" | ")[0].strip("| "): ln.split(" | ")[2] for ln in table.splitlines()[2:]}
+    missing = []
+    for group, options in SCHEMAS.items():
+        for option, schema in options.items():
+            pages = [cells[group]] + [
+                (ROOT / "docs" / m).read_text() for m in re.findall(r"\]\((\w+\.md)\)", cells[group])
+            ]
+            own = [p for p in pages[1:] if re.search(rf"\b{option}\b", p)]  # the linked pages that name the option
+            for f in fields(schema):
+                if f.name not in ("_target_", "name") and not any(
+                    re.search(rf"\b{f.name}\b", p) for p in [pages[0], *own]
+                ):
+                    missing.append(f"{group}={option}: {f.name}")
+    assert missing == []

@@ -49,9 +49,11 @@ def check_method_applies(cfg: Any) -> None:
     problem = getattr(problem_cls, "name", None)
     if allowed is not None and problem not in allowed:
         method = cfg.select("method.name", method_cls.__name__)
+        takers = ", ".join(name for name, cls in _methods().items() if problem in getattr(cls, "problems", ()))
         raise ConfigError(
             f"method={method} does not apply to problem={problem}: "
-            f"method={method} applies to problem in {{{', '.join(allowed)}}}"
+            f"method={method} applies to problem in {{{', '.join(allowed)}}}; problem={problem} takes method in "
+            f"{{{takers}}}"
         )
 
 

@@ -14,8 +14,9 @@ from sweep.paths import CONF_DIR
 
 def cost_usd(seconds: float, price_per_hour: float) -> float:
     """cost = seconds x price_per_hour / 3600: a run's `cost_usd` from its solve's wall-clock, its
-    `task_cost_usd` from the seconds its task was billed (CPU seconds here, container seconds on Modal), both at
-    the device config's price_per_hour (cuda: the GPU's rate from conf/prices)."""
+    `task_cost_usd` from the seconds its task was billed: CPU seconds here at the device config's price_per_hour
+    (cuda: the GPU's rate from conf/prices), container seconds on Modal at Modal's rate (a CPU core's without a
+    GPU)."""
     return float(seconds) * float(price_per_hour) / 3600.0
 
 

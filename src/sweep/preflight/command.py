@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from hydra_plugins.sweep_launcher.commands import this_command
 from sweep.config.schema import Config
+from sweep.config.suggest import expected
 from sweep.paths import SWEEPS_DIR
 from sweep.preflight.refusal import Refusal
 
@@ -26,14 +28,22 @@ def multirun_first(argv: list[str]) -> list[str]:
 
 def check_unknown_preset(argv: list[str]) -> None:
     """`sweeps` is an optional config group, so Hydra skips an option it cannot find and runs the default job:
-    an unknown preset (a typo) is refused here, before anything is composed or run."""
+    an unknown preset (a typo) is refused here, before anything is composed or run. So are two presets in one
+    command: each is a sweep of its own, and Hydra would run one job of each (the presets' sweeps ignored) into
+    the first one's study."""
     for arg in argv:
         key, eq, value = arg.lstrip("+~").partition("=")
         if key != "sweeps" or not eq or "(" in value:
             continue
-        unknown = [v for v in value.split(",") if not (SWEEPS_DIR / f"{v.strip()}.yaml").is_file()]
+        names = [v.strip() for v in value.split(",")]
+        unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
         if unknown:
-            raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: expected one of {', '.join(presets())}")
+            raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: {expected(unknown[0], presets())}")
+        if len(names) > 1:
+            one_each = ", then ".join(this_command(f"sweeps={n}") for n in names)
+            raise Refusal.config_error(
+                f"{arg} names {len(names)} presets: each is a sweep of its own, one a command: {one_each}"
+            )
 
 
 def check_unused_additions(argv: list[str]) -> None:

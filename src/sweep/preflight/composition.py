@@ -12,10 +12,16 @@ import re
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
-from hydra.errors import CompactHydraException, MissingConfigException, OverrideParseException
+from hydra.errors import (
+    CompactHydraException,
+    ConfigCompositionException,
+    MissingConfigException,
+    OverrideParseException,
+)
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from sweep.config.schema import SCHEMAS
+from hydra_plugins.sweep_launcher.commands import this_command
+from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
 
@@ -65,7 +71,38 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return unknown_key(cause)
     if isinstance(cause, ValidationError) and cause.full_key:
         return wrong_type(str(e), cause)
+    # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
+    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and swept:
+        return values_without_multirun(swept.group(2), comma_list=swept.group(1).startswith("Ambiguous"))
+    not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
+    if isinstance(e, ConfigCompositionException) and not_chosen:
+        return not_a_choice(not_chosen.group(1))
     return None
+
+
+CHOICES = (*JOB_GROUPS, "sweeps")  # the groups a command chooses an option of (conf/config.yaml's defaults)
+# groups of conf/ that no command chooses: what reads them instead
+READ_BY = {"energy": "tracker=energy tracker.hierarchy=<cpu|gpu>", "prices": "hydra.launcher.modal.prices=<file>"}
+
+
+def not_a_choice(group: str) -> Refusal:
+    """`energy=gpu`: a group of conf/ (or a misspelt one) that a job does not choose an option of."""
+    if group in READ_BY:
+        return Refusal.config_error(
+            f"{group} is not a group a job chooses (its options are read by {READ_BY[group]}): "
+            f"expected one of {', '.join(sorted(CHOICES))}"
+        )
+    return Refusal.config_error(f"{group} is not a group a job chooses: {expected(group, CHOICES)}")
+
+
+def values_without_multirun(override: str, comma_list: bool) -> Refusal:
+    """`problem.seed=1,2` with no `-m`: the sweep it asks for, as a command; or the list it may have meant."""
+    key, _, values = override.partition("=")
+    listed = f" (a list value is written {key}=[{values}])" if comma_list and "." in key else ""  # (not a group's)
+    return Refusal.config_error(
+        f"{override} is a sweep over {key}'s values, which needs -m: {this_command('-m')}{listed}"
+    )
 
 
 def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
@@ -77,12 +114,15 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
     node, _, key = str(cause.full_key).rpartition(".")
     option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
     keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
+    if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
+        return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
 
 
 def wrong_type(message: str, cause: ValidationError) -> Refusal:
     """`method.hidden=abc`: the value does not convert to the field's type."""
     value = message.partition("=")[2] if message.startswith("Error merging override") else "?"
-    m = re.search(r"could not be converted to (\w+)", str(cause.msg))
-    allowed = TYPES.get(m.group(1), m.group(1)) if m else str(cause.msg).splitlines()[0]
+    m = re.search(r"could not be converted to (\w+)|is not a valid (bool)\b", str(cause.msg))
+    name = m and (m.group(1) or "Boolean")  # (OmegaConf words a boolean's error apart)
+    allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")

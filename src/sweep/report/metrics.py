@@ -49,8 +49,9 @@ REGISTRY: tuple[Metric, ...] = (
     # the solve's price: wall_clock_s x the device's hourly price (cuda: Modal's rate for device.gpu), the same
     # under every launcher
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
-    # the whole task's price: the seconds it was billed (cpu_s, its process's CPU seconds on a CPU host; billed_s,
-    # Modal's container seconds) x the same price; start-up and recording included
+    # the whole task's price: the seconds it was billed at the rate of where it ran (cpu_s, its process's CPU
+    # seconds on a CPU host, x the device's price; billed_s, Modal's container seconds, x Modal's rate for
+    # device.gpu or a CPU core); start-up and recording included
     Metric("task_cost_usd", "task cost (USD)", "{:.3g}"),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}

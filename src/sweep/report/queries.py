@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
+from sweep.config.suggest import closest
+from sweep.paths import SWEEPS_DIR
 from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
 from sweep.report.table import Comparison
 
@@ -40,12 +42,21 @@ def find_parent(client: Any, ref: str):
         r for r in parents if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)
     ]
     if not candidates:
-        raise LookupError(
-            f"no sweep parent run found for {ref!r}: run `{command('sweep', f'sweeps={ref}')}` "
-            "first, or pass a parent run id"
-        )
+        raise LookupError(f"no sweep parent run found for {ref!r}: {_studies_instead(ref, parents, exps)}")
     candidates.sort(key=lambda r: r.info.start_time, reverse=True)
     return next((r for r in candidates if has_children(client, r)), candidates[0])
+
+
+def _studies_instead(ref: str, parents: list, exps: dict[str, str]) -> str:
+    """What to do for a study the store has no sweep of: run it where it is a preset (the command), else the
+    store's studies, and the closest names of those and the presets (a misspelling: `tiled_w`); a run id does too."""
+    studies = sorted({study_of(r, exps.get(r.info.experiment_id, "")) for r in parents} - {""})
+    listed = f"the store's studies: {', '.join(studies)}" if studies else "the store has no sweep yet"
+    if (SWEEPS_DIR / f"{ref}.yaml").is_file():
+        return f"run `{command('sweep', f'sweeps={ref}')}` first ({listed}), or pass a parent run id"
+    near = closest(ref, {*studies, *(f.stem for f in SWEEPS_DIR.glob("*.yaml"))})  # a preset not run yet too
+    guess = f"did you mean {' or '.join(near)}? " if near else ""
+    return f"{guess}{listed}; or pass a parent run id"
 
 
 def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
