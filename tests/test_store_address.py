@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,14 +120,27 @@ def test_a_server_or_database_that_does_not_answer_is_one_line_in_seconds(tmp_pa
     assert not (tmp_path / "to").exists()
 
 
+KILLED_WRITER = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("UPDATE experiments SET last_update_time = last_update_time + 1")
+conn.commit()
+os._exit(0)  # no close, so no checkpoint: the -wal stays beside the file
+"""
+
+
 def test_a_journal_left_without_its_database_is_refused_and_no_store_is_made_under_it(store, tmp_path):
-    """`rm mlflow.db` after a sweep leaves its -wal: SQLite would replay it onto a new store made under the same
-    name, which then fails every command. Every command refuses it, in one line saying what to do."""
+    """Case 2 of issue 35. `rm mlflow.db` with its -wal left beside it (a sweep killed by kill -9 leaves one; one
+    that ends folds it in): SQLite would replay it onto a new store made under the same name, which then fails
+    every command. Every command refuses it, in one line saying what to do."""
     db = Path(store[len("sqlite:///") :])
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
     p = sweep("-m", "method=gf2,km", "problem.n_bits=10", env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert Path(f"{db}-wal").exists()  # the sweep wrote in WAL mode: its journal stays beside the file
+    # a writer of the store that dies without closing it, as a sweep killed by kill -9 does: its -wal stays
+    subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)], check=True)
+    assert Path(f"{db}-wal").stat().st_size > 0
     db.unlink()
     for module, *args in [
         ("sweep", "-m", "method=gf2,km", "problem.n_bits=10"),

@@ -48,6 +48,21 @@ def wal_store() -> Path:
     return made_once("wal-store", _make_wal_store) / "st" / "mlflow.db"
 
 
+def test_a_sweep_leaves_its_store_whole_in_its_one_file(wal_store, tmp_path):
+    """The sweep wrote in WAL mode and ended: its -wal folded into mlflow.db, none left beside it (a sweep left a
+    ~240 KB -wal, and a user who copied only mlflow.db lost its last runs). A copy of the file alone holds both
+    jobs' runs and the parent with its totals."""
+    assert sorted(p.name for p in wal_store.parent.iterdir() if p.name.startswith("mlflow.db")) == ["mlflow.db"]
+    alone = tmp_path / "copy" / "mlflow.db"
+    alone.parent.mkdir()
+    shutil.copy(wal_store, alone)
+    runs = _runs(f"sqlite:///{alone}")
+    (parent,) = [r for r in runs if r.data.tags.get("sweep.parent") == "true"]
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 2
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(r.data.params["problem.seed"] for r in children if r.info.status == "FINISHED") == ["1", "2"]
+
+
 # -- the -wal counts: a healthy store is not "corrupt: truncated" ------------------------------------------
 WRITE_TO_WAL_ONLY = """
 import os, sqlite3, sys
