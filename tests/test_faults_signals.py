@@ -194,8 +194,9 @@ def _interrupted_lines(err: str) -> list[str]:
     ids=["SIGTERM", "Ctrl-C-batched"],
 )
 def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_totals(store, tmp_path, sig, group, args):
-    """The signal comes as the last progress line (`40/40 · 40 done`) appears: the workers are being stopped and
-    the parent run not yet closed. The sweep is closed as it ended (its totals kept), then one line, exit 128+n."""
+    """Case 4 of issue 35. The signal comes as the last progress line (`40/40 · 40 done`) appears: the workers are
+    being stopped and the parent run not yet closed. The sweep is closed as it ended (its totals kept), then one
+    line, exit 128+n."""
     landed = 0
     for attempt in range(3):  # the window is short: a signal that came after the command ended is tried again
         exp = f"end_{sig.name}_{attempt}"
