@@ -55,6 +55,14 @@ def store(request, tmp_path, monkeypatch) -> str:
     return uri
 
 
+def journal_folded(uri: str) -> None:
+    """The SQLite store at `uri` whole in its one file, as a command that wrote it leaves it when it ends
+    (`sweep.record.journal`): no -wal beside it, or an empty one where another process (this test's own MLflow
+    client) still has the store open. Asked before this process reads the store again."""
+    wal = Path(f"{uri[len('sqlite:///') :]}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0, f"{wal.name} holds {wal.stat().st_size} bytes"
+
+
 def session_processes(sid: int) -> list[int]:
     """Live processes of session `sid` (a command started with start_new_session=True and all it started, unless
     one left the session on purpose): empty once the command is done means no process outlived it."""

@@ -94,7 +94,7 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
     ],
 )
 def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(overrides, line):
-    """Each of these ran and was recorded FINISHED (gf2 with variant=fused as `gf2-fused`)."""
+    """Case 8 of issue 35: each of these ran and was recorded FINISHED (gf2 with variant=fused as `gf2-fused`)."""
     with pytest.raises(ConfigError) as e:
         check_job(compose(*overrides))
     assert str(e.value).startswith(line), str(e.value)
@@ -110,7 +110,8 @@ CHECKED_WHOLE = {
 
 
 def test_every_value_field_has_a_rule():
-    """Each option class's fields (the values a user may set) each have a rule on the class, or are checked
+    """Case 8 of issue 35 ("every value field has a rule"). Each option class's fields (the values a user may set)
+    each have a rule on the class, or are checked
     together by its own check_config (CHECKED_WHOLE): none runs unchecked."""
     import dataclasses
     import inspect

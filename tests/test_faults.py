@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import made_once, record_small_sweep, session_processes
+from tests.conftest import journal_folded, made_once, record_small_sweep, session_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534
@@ -363,6 +363,8 @@ def two_sweeps_at_once(uri: str, cwd: Path, *args: str, env: dict | None = None)
         assert finished + skipped + sum(int(n) for n, _ in elsewhere) == 40, summary
     from tests.test_launcher import runs
 
+    if uri.startswith("sqlite:///"):  # the last sweep to end folded the store's -wal into its file
+        journal_folded(uri)
     parents, children = runs(uri, "twice")
     hashes = [c.data.tags["sweep.config_hash"] for c in children if c.info.status == "FINISHED"]
     assert len(hashes) == len(set(hashes)) == 40, f"{len(hashes)} FINISHED runs for 40 configs"
@@ -373,11 +375,13 @@ def two_sweeps_at_once(uri: str, cwd: Path, *args: str, env: dict | None = None)
 
 @pytest.mark.parametrize("batch", ["1", "8"])
 def test_two_identical_sweeps_at_once_record_each_config_once(store, tmp_path, batch):
+    """Case 5 of issue 35 on an existing store, unbatched and batched: 80 FINISHED runs for 40 configs before."""
     two_sweeps_at_once(store, tmp_path, *SLOW_SGD, f"hydra.launcher.batch={batch}")
 
 
 @pytest.mark.new_store
 def test_two_identical_first_sweeps_on_a_new_store_record_each_config_once(store, tmp_path):
+    """Case 5 of issue 35 on a store neither sweep has made yet."""
     two_sweeps_at_once(store, tmp_path, *SLOW_SGD)
 
 
@@ -399,7 +403,8 @@ def test_two_identical_first_sweeps_on_a_new_store_record_each_config_once(store
     ids=["nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51"],
 )
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):
-    """Each of these ran and was recorded FINISHED, or was a 28-85 line traceback, or a sweep of no job that
+    """Case 8 of issue 35 through real commands. Each of these ran and was recorded FINISHED, or was a 28-85 line
+    traceback, or a sweep of no job that
     exited 0 with "0 job(s) finished"."""
     p = sweep(*args, "problem.n_bits=10", env={}, cwd=tmp_path)
     assert p.returncode == 2, (p.stdout, p.stderr)
@@ -409,7 +414,7 @@ def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, a
 
 
 def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):
-    """hydra.launcher.n_workers=100000 started a worker per job (40 processes on 2 cores)."""
+    """Case 8 of issue 35: hydra.launcher.n_workers=100000 started a worker per job (40 processes on 2 cores)."""
     cpus = len(os.sched_getaffinity(0))
     args = ("-m", "method=gf2", "problem.n_bits=10", "problem.seed=range(0,8)", "hydra/launcher=local")
     p = sweep(*args, "hydra.launcher.n_workers=100000", env={}, cwd=tmp_path)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.conftest import journal_folded
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
 
 # max_epochs=1 jobs finish at once; max_epochs=100000 at a tiny lr never converge: running when the signal comes
@@ -52,10 +53,15 @@ def alive(pid: int) -> bool:
 
 def start_sweep(store: str, cwd: Path, *args: str) -> subprocess.Popen:
     """`python -m sweep -m ARGS` into `store`, in a session of its own, its output read as it comes."""
+    return start_command(cwd, "-m", *args, env={"MLFLOW_TRACKING_URI": store})
+
+
+def start_command(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
+    """`python -m sweep ARGS` with `env` added, in a session of its own, its output read as it comes."""
     return subprocess.Popen(
-        [sys.executable, "-m", "sweep", "-m", *args],
+        [sys.executable, "-m", "sweep", *args],
         cwd=cwd,
-        env={**os.environ, "MLFLOW_TRACKING_URI": store},
+        env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -107,6 +113,7 @@ def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store,
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
+    journal_folded(store)  # the interrupted sweep's -wal folded into the store file as it ended
     lines = [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
     said = "Ctrl-C" if sig == signal.SIGINT else sig.name
     assert lines == [f"sweep: interrupted by {said}: 2 running job(s) recorded KILLED, 0 not started"], err
@@ -187,8 +194,9 @@ def _interrupted_lines(err: str) -> list[str]:
     ids=["SIGTERM", "Ctrl-C-batched"],
 )
 def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_totals(store, tmp_path, sig, group, args):
-    """The signal comes as the last progress line (`40/40 · 40 done`) appears: the workers are being stopped and
-    the parent run not yet closed. The sweep is closed as it ended (its totals kept), then one line, exit 128+n."""
+    """Case 4 of issue 35. The signal comes as the last progress line (`40/40 · 40 done`) appears: the workers are
+    being stopped and the parent run not yet closed. The sweep is closed as it ended (its totals kept), then one
+    line, exit 128+n."""
     landed = 0
     for attempt in range(3):  # the window is short: a signal that came after the command ended is tried again
         exp = f"end_{sig.name}_{attempt}"
@@ -243,3 +251,56 @@ def test_a_signal_while_the_jobs_are_checked_ends_the_sweep_before_any_job(store
     assert_gone(workers)
     parents, children = runs(store, exp)
     assert children == [] and all(p.info.status == "KILLED" for p in parents)
+
+
+def _listens(pid: int) -> bool:
+    """The command has installed its handlers (`python -m sweep`'s first step, before Hydra composes): it catches
+    SIGTERM, which a Python process does not by default (/proc's SigCgt mask)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((int(ln.split()[1], 16) for ln in status.splitlines() if ln.startswith("SigCgt:")), 0)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize(
+    "sig, args",
+    [(signal.SIGINT, ("method=gf2",)), (signal.SIGTERM, ("method=gf2",)), (signal.SIGHUP, ("-m", "method=gf2,km"))],
+    ids=["Ctrl-C", "SIGTERM", "SIGHUP-sweep"],
+)
+def test_a_signal_while_hydra_composes_is_one_line_and_its_exit_code(tmp_path, sig, args):
+    """Case 9 of issue 35: Ctrl-C while the config is composed printed an ~80-line traceback, and SIGTERM there
+    ended the command with no line. The signal (to the whole process group, as a terminal sends it) comes once the
+    command listens and before its store is begun (a new store: its file appears once the config is composed):
+    one line, 128+n, no traceback, no store and nothing run."""
+    landed = 0
+    for delay in (0.0, 0.15, 0.3):
+        d = tmp_path / str(delay)
+        d.mkdir()
+        db = d / "st" / "mlflow.db"
+        uri = f"sqlite:///{db}"
+        cmd = [*args, "problem.n_bits=10", f"mlflow.tracking_uri={uri}"]
+        proc = start_command(d, *cmd, env={"SWEEP_SPOOL_DIR": str(d / "spool")})
+        try:
+            deadline = time.monotonic() + 60
+            while not _listens(proc.pid):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.002)
+            time.sleep(delay)
+            composing = not (d / "st").exists()  # the store not begun: the config still being composed
+            os.killpg(proc.pid, sig)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert proc.returncode == 128 + sig, err
+        assert "Traceback" not in err and "Exception ignored" not in err and "[FINISHED]" not in out, err
+        assert len(_interrupted_lines(err)) == 1, err
+        if composing and not (d / "st").exists():
+            said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+            assert [ln for ln in err.splitlines() if ln.strip()] == [f"sweep: interrupted by {said}"], err
+            assert not (d / "spool").exists() and not (d / "mlruns").exists()
+            landed += 1
+    assert landed, "every signal came after the config was composed: the moment was never tested"

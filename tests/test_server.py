@@ -625,7 +625,8 @@ def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same
 
 
 def test_two_identical_sweeps_at_once_on_the_server_record_each_config_once(server, tmp_path):
-    """The claims on the server: params of one bookkeeping run, which MLflow refuses to change once logged."""
+    """Case 5 of issue 35 on the shared server (PostgreSQL behind `mlflow server`). The claims on the server: params
+    of one bookkeeping run, which MLflow refuses to change once logged."""
     outs = two_sweeps_at_once(server.uri, tmp_path, *SLOW_SGD)
     assert any("another sweep is running them" in out + err for out, err in outs)  # they did overlap
     c = MlflowClient(server.uri)

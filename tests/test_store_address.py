@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -52,6 +54,9 @@ def nothing_made(d: Path, p) -> None:
 
 
 def test_a_single_run_refuses_an_address_that_keeps_nothing_before_its_job(tmp_path):
+    """Cases 1 and 7 of issue 35 (and 9's dangling symlink): an in-memory store ran, said FINISHED and kept
+    nothing; `notascheme://x`, `file:` and plain paths, a directory, `http://...:notaport` ran the job, then
+    spooled a result that could never be imported."""
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
     for uri, said in bad_addresses(tmp_path).items():
         p = sweep(*GF2, f"mlflow.tracking_uri={uri}", env=env, cwd=tmp_path, timeout=120)
@@ -66,6 +71,8 @@ def test_a_single_run_refuses_an_address_that_keeps_nothing_before_its_job(tmp_p
 
 
 def test_every_command_refuses_an_in_memory_store(tmp_path):
+    """Case 1 of issue 35, in every command: a sweep (its parent "FINISHED", a `next:` for a store gone), both
+    launchers, compare, migrate's two stores, the spool's import, the UI."""
     bad_addresses(tmp_path)
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
     real = f"sqlite:///{tmp_path / 'other' / 'mlflow.db'}"
@@ -87,8 +94,8 @@ def test_every_command_refuses_an_in_memory_store(tmp_path):
 
 
 def test_a_server_or_database_that_does_not_answer_is_one_line_in_seconds(tmp_path):
-    """Where MLflow retries for minutes (a database: ~200 s; a server under migrate: ~250 s), every command asks
-    once: nothing listens on the port, so the connection is refused at once."""
+    """Case 6 of issue 35. Where MLflow retries for minutes (a database: ~200 s; a server under migrate: ~250 s),
+    every command asks once: nothing listens on the port, so the connection is refused at once."""
     port = closed_port()
     db, server = f"postgresql://nobody@127.0.0.1:{port}/x", f"http://127.0.0.1:{port}"
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
@@ -118,14 +125,27 @@ def test_a_server_or_database_that_does_not_answer_is_one_line_in_seconds(tmp_pa
     assert not (tmp_path / "to").exists()
 
 
+KILLED_WRITER = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("UPDATE experiments SET last_update_time = last_update_time + 1")
+conn.commit()
+os._exit(0)  # no close, so no checkpoint: the -wal stays beside the file
+"""
+
+
 def test_a_journal_left_without_its_database_is_refused_and_no_store_is_made_under_it(store, tmp_path):
-    """`rm mlflow.db` after a sweep leaves its -wal: SQLite would replay it onto a new store made under the same
-    name, which then fails every command. Every command refuses it, in one line saying what to do."""
+    """Case 2 of issue 35. `rm mlflow.db` with its -wal left beside it (a sweep killed by kill -9 leaves one; one
+    that ends folds it in): SQLite would replay it onto a new store made under the same name, which then fails
+    every command. Every command refuses it, in one line saying what to do."""
     db = Path(store[len("sqlite:///") :])
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
     p = sweep("-m", "method=gf2,km", "problem.n_bits=10", env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert Path(f"{db}-wal").exists()  # the sweep wrote in WAL mode: its journal stays beside the file
+    # a writer of the store that dies without closing it, as a sweep killed by kill -9 does: its -wal stays
+    subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)], check=True)
+    assert Path(f"{db}-wal").stat().st_size > 0
     db.unlink()
     for module, *args in [
         ("sweep", "-m", "method=gf2,km", "problem.n_bits=10"),
@@ -146,7 +166,8 @@ def test_a_journal_left_without_its_database_is_refused_and_no_store_is_made_und
 
 @pytest.mark.new_store
 def test_a_store_that_is_a_symlink_to_nothing_is_not_replaced_by_a_file(store, tmp_path):
-    """Refused by the address check; and made by the recorder (as the store of a job already checked), the link
+    """Case 9 of issue 35 (a store path that is a dangling symlink was replaced by a file). Refused by the address
+    check; and made by the recorder (as the store of a job already checked), the link
     stays a link: the store file is not made in its place."""
     from sweep.record.recorder import Recorder
     from sweep.record.store import StoreError

@@ -52,8 +52,8 @@ WHOLE = -1.0  # a moment, not a delay: as soon as the store is in place (the par
     ids=["SIGKILL", "SIGTERM", "SIGINT"],
 )
 def test_a_signal_during_a_new_stores_creation_leaves_no_store_or_a_whole_one(tmp_path, sig, delays):
-    """Ctrl-C, SIGTERM: never swallowed (it was, 2 of 7 times: Python printed `Exception ignored in ...
-    KeyboardInterrupt` and the sweep ran all its jobs); one line, 128+n, no job run."""
+    """Case 3 of issue 35. Ctrl-C, SIGTERM: never swallowed (it was, 2 of 7 times: Python printed `Exception
+    ignored in ... KeyboardInterrupt` and the sweep ran all its jobs); one line, 128+n, no job run."""
     cut = []  # the delays at which the signal came before the store was whole
     for delay in delays:
         d = tmp_path / f"{delay}"

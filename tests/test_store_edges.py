@@ -48,6 +48,21 @@ def wal_store() -> Path:
     return made_once("wal-store", _make_wal_store) / "st" / "mlflow.db"
 
 
+def test_a_sweep_leaves_its_store_whole_in_its_one_file(wal_store, tmp_path):
+    """Issue 35's kept -wal (beside case 2). The sweep wrote in WAL mode and ended: its -wal folded into mlflow.db,
+    none left beside it (a sweep left a ~240 KB -wal, and a user who copied only mlflow.db lost its last runs). A
+    copy of the file alone holds both jobs' runs and the parent with its totals."""
+    assert sorted(p.name for p in wal_store.parent.iterdir() if p.name.startswith("mlflow.db")) == ["mlflow.db"]
+    alone = tmp_path / "copy" / "mlflow.db"
+    alone.parent.mkdir()
+    shutil.copy(wal_store, alone)
+    runs = _runs(f"sqlite:///{alone}")
+    (parent,) = [r for r in runs if r.data.tags.get("sweep.parent") == "true"]
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 2
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(r.data.params["problem.seed"] for r in children if r.info.status == "FINISHED") == ["1", "2"]
+
+
 # -- the -wal counts: a healthy store is not "corrupt: truncated" ------------------------------------------
 WRITE_TO_WAL_ONLY = """
 import os, sqlite3, sys
@@ -254,7 +269,8 @@ def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
 
 
 def test_spool_import_reads_only_its_own_spool_not_another_ones_results_in_the_last_resort(tmp_path, monkeypatch):
-    """The last resort (`sweep-unrecorded-<uid>` under $TMPDIR) is shared by every checkout and spool of a user:
+    """Case 9 of issue 35 (the import took other checkouts' results into their stores). The last resort
+    (`sweep-unrecorded-<uid>` under $TMPDIR) is shared by every checkout and spool of a user:
     an import takes from it only the results its own spool could not take."""
     import tempfile
 
@@ -284,7 +300,8 @@ def test_spool_import_reads_only_its_own_spool_not_another_ones_results_in_the_l
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
 def test_compare_as_a_user_who_cannot_write_its_outputs_shows_the_table_and_claims_no_log(read_only_copy):
-    """Read-only store, and outputs/ not this user's: the table all the same, one line for what was not written,
+    """Case 9 of issue 35 (a 24-line PermissionError; "not logged" and "(logged to run ...)" both). Read-only
+    store, and outputs/ not this user's: the table all the same, one line for what was not written,
     none claiming a log that was not made."""
     d, uri = read_only_copy
     (d / "outputs").mkdir(mode=0o755)  # root's: nobody cannot write in it

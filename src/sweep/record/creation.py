@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 from sweep.record.store import StoreError, artifact_location, orphan_journal, sqlite_path
 
@@ -87,7 +87,8 @@ def create(uri: str) -> None:
         raise StoreError(uri, journal)
     aside = path.parent / f".{path.name}.creating-{os.getpid()}"
     cut: list[int] = []  # the signal that stops the making, noted where it came
-    previous = _on_signals(cut)
+    waiting = [False]  # while this process waits for the child, a signal raises there (else it is only noted)
+    previous = _on_signals(cut, waiting)
     child = None
     try:
         # the signals wait while the child is forked (a child started and not yet ours to kill would be left); it
@@ -104,7 +105,11 @@ def create(uri: str) -> None:
             )
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        _, err = child.communicate()
+        waiting[0] = True
+        try:
+            _, err = child.communicate()
+        finally:
+            waiting[0] = False
         if child.returncode != 0:
             last = [ln for ln in err.strip().splitlines() if ln.strip()]
             raise MakingFailed(last[-1] if last else f"the making process exited {child.returncode}")
@@ -118,30 +123,36 @@ def create(uri: str) -> None:
         if child is not None and child.poll() is None:
             child.kill()  # the tables half made: nothing of them may stay
             child.wait()
-        signum = cut[0] if cut else signal.SIGINT
-        made = "the store is made" if path.exists() and not aside.exists() else "nothing made"
-        print(
-            f"sweep: interrupted by {signal.Signals(signum).name} while making the store {uri}: {made}",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(128 + signum) from None
+        _interrupted(uri, cut[0] if cut else signal.SIGINT, "nothing made")
     finally:
         for s, h in previous.items():
             signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
         for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
             leftover.unlink(missing_ok=True)
+    if cut:  # it came once the child was done (the rename, the handlers put back): noted, acted on here
+        _interrupted(uri, cut[0], "the store is made" if path.exists() else "nothing made")
 
 
-def _on_signals(cut: list[int]) -> dict[int, Any]:
-    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut` and raised as KeyboardInterrupt where
-    this process waits for the child (SIGTERM and SIGHUP would otherwise end it with no line). Returns the
+def _interrupted(uri: str, signum: int, made: str) -> NoReturn:
+    """A signal while the store was made: one line, exit 128+n (never a KeyboardInterrupt that a caller would
+    take for Ctrl-C)."""
+    name = signal.Signals(signum).name
+    print(f"sweep: interrupted by {name} while making the store {uri}: {made}", file=sys.stderr, flush=True)
+    raise SystemExit(128 + signum) from None
+
+
+def _on_signals(cut: list[int], waiting: list[bool]) -> dict[int, Any]:
+    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut`, and raised as KeyboardInterrupt while
+    this process waits for the child (`waiting`; SIGTERM and SIGHUP would otherwise end it with no line). Outside
+    that wait one is only noted: raised as the handlers are put back, it left `create` as a bare KeyboardInterrupt,
+    which the launcher took for Ctrl-C (SIGTERM as the store was renamed into place: exit 130). Returns the
     handlers they replace (main thread only)."""
 
     def handler(signum: int, frame: Any) -> None:
         if not cut:
             cut.append(signum)
-        raise KeyboardInterrupt
+        if waiting[0]:
+            raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         return {}

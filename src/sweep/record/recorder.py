@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, creation, remote, spool, store
+from sweep.record import address, claims, creation, journal, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.sql_client import SqliteClient
 from sweep.record.sql_writer import (
@@ -127,6 +127,8 @@ class Recorder:
             # server: its REST API (MLflow's SQL store, a second of imports, is not needed)
             fresh = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
             self.sql = fresh or (None if remote.is_remote(self.tracking_uri) else SqlRunWriter.for_client(self.client))
+        if path is not None:  # the store whole in its one file when the command ends, -wal folded in
+            journal.fold_at_exit(path, self.sql.close if isinstance(self.sql, SqliteRunWriter) else None)
         if import_spool:
             n = spool.import_into(self)
             if n:

@@ -305,6 +305,12 @@ class SqliteRunWriter:
                 self._conn.execute("PRAGMA synchronous=NORMAL")
         return self._conn
 
+    def close(self) -> None:
+        """Close the writer's connection (the command ends: `sweep.record.journal`); a later write opens another."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
     def use_wal(self) -> None:
         """WAL with synchronous=NORMAL from here on (the sweep launcher's choice: `sweep.record.session`)."""
         conn = self._db()
