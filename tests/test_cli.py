@@ -227,6 +227,10 @@ def test_a_cuda_job_without_a_gpu_or_a_token_says_what_runs_here_first(store, tm
     line = p.stderr.strip()
     assert "offline" not in line and line.index("device=torch_cpu runs the same torch code") < line.index("token new")
     pasted = line.split("on this CPU: ", 1)[1].split("; ", 1)[0]
+    if form == "-m first":  # the same line as the README's form; a command after either form pastes: test_hints
+        words = pasted.split()
+        assert words[1] == "-m" and "method=km,gf2" in words and words[-1] == "device=torch_cpu", pasted
+        return
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(["bash", "-c", pasted], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
