@@ -32,9 +32,8 @@ def _without_venv() -> dict:
     }
 
 
-@pytest.mark.parametrize(
-    "where, form", [("project root", "-m first"), ("elsewhere", "-m first"), ("elsewhere", "-m last")]
-)
+# each place and each form once (the suite's time: a case is six commands)
+@pytest.mark.parametrize("where, form", [("project root", "-m first"), ("elsewhere", "-m last")])
 def test_printed_commands_work_pasted_without_the_venv(store, tmp_path, where, form):
     """A sweep from the project root (`.venv/bin/...` hints) or another directory (absolute paths), with a PATH
     that has no project interpreter, written with `-m` first or last (the README's form): its `next:` commands,
