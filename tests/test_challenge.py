@@ -90,6 +90,12 @@ def test_a_bad_path_stops_a_run_and_a_sweep_before_any_job(store, tmp_path):
         f"examples/solvers/nope.py:solve: no file examples/solvers/nope.py (in {tmp_path} or {PROJECT_ROOT})"
     ]
     assert p.stdout == ""  # no job ran
+    # a round with no entrant: the preset's resolver says so in one line (it was a parse error of `${entrants:...}`)
+    p = run_sweep("sweeps=parity_challenge", "challenge.solvers=[]", "challenge.references=[]", cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "sweep: config error: challenge.solvers and challenge.references are both empty: a round needs an entrant"
+    ]
 
 
 def test_the_honest_example_is_measured_and_judged_after_its_solve():
