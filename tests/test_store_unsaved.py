@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sweep.record import spool
+from sweep.record.tags import CLAIM_TAG
 from sweep.result import RunResult
 from tests.disks import fill, tmpfs
 from tests.test_faults import _runs, made_store, no_process_left, one_line, sweep  # noqa: F401 - made_store: a fixture
@@ -80,10 +81,14 @@ def test_a_result_no_disk_takes_is_printed_and_the_printed_line_imports(store, t
 
 
 def _sweep_started(db: Path, with_params: bool) -> bool:
-    """The parent run is in the store (and its params, where the launcher writes some: its start is all written)."""
+    """The parent run is in the store (and, where the launcher writes them, its params and then its claims, the
+    last write before the first job: its start is all written)."""
     query = "SELECT count(*) FROM runs r WHERE r.status = 'RUNNING'"
     if with_params:
-        query = "SELECT count(*) FROM runs r JOIN params p ON p.run_uuid = r.run_uuid WHERE r.status = 'RUNNING'"
+        query = (
+            "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+            f"WHERE r.status = 'RUNNING' AND t.key LIKE '{CLAIM_TAG}%'"
+        )
     try:
         conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1)
         try:
