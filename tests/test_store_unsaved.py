@@ -80,11 +80,11 @@ def test_a_result_no_disk_takes_is_printed_and_the_printed_line_imports(store, t
     assert [r.data.params["problem.seed"] for r in _runs(store)] == ["11"]
 
 
-def _sweep_started(db: Path, with_params: bool) -> bool:
+def _sweep_started(db: Path, claims: bool) -> bool:
     """The parent run is in the store (and, where the launcher writes them, its params and then its claims, the
     last write before the first job: its start is all written)."""
     query = "SELECT count(*) FROM runs r WHERE r.status = 'RUNNING'"
-    if with_params:
+    if claims:
         query = (
             "SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
             f"WHERE r.status = 'RUNNING' AND t.key LIKE '{CLAIM_TAG}%'"
@@ -121,7 +121,7 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         )
         try:
             deadline = time.monotonic() + 240
-            while not _sweep_started(db, with_params=launcher != "basic"):  # the first job runs
+            while not _sweep_started(db, claims=launcher != "basic"):  # the first job runs
                 assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
                 time.sleep(0.02)
             filler = fill(disk)

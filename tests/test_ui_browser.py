@@ -181,6 +181,25 @@ def _browser():
     return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
 
 
+def _open_study_from_mlflows_list(driver, wait, study: str, runs) -> None:
+    """A click on `study` in MLflow's own experiments list lands on its runs (every one of `runs` a row), not on
+    MLflow's GenAI overview."""
+    from selenium.webdriver.common.by import By
+
+    experiment = runs[0].info.experiment_id
+    link = wait.until(
+        lambda d: [
+            a
+            for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
+            if a.text.strip() == study
+        ]
+    )
+    link[0].click()
+    wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
+    url = driver.current_url
+    assert "/runs" in url and "workflowType=genai" not in url, url
+
+
 def _needs_browser() -> None:
     missing = _requirements()
     if missing:
@@ -251,17 +270,7 @@ def test_a_click_in_mlflows_own_list_lands_on_the_runs_in_numeric_order(tmp_path
     try:
         driver.get(home)
         wait = WebDriverWait(driver, 60)
-        experiment = runs[0].info.experiment_id
-        link = wait.until(
-            lambda d: [
-                a
-                for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
-                if a.text.strip() == "ui_order"
-            ]
-        )
-        link[0].click()  # the study in MLflow's own experiments list
-        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
-        assert "/runs" in driver.current_url and "workflowType=genai" not in driver.current_url, driver.current_url
+        _open_study_from_mlflows_list(driver, wait, "ui_order", runs)
         for m in METRICS:  # the metrics the study compares, as columns
             wait.until(lambda d, m=m: d.find_elements(By.CSS_SELECTOR, f"div[col-id='metrics.`{m}`']"))
         time.sleep(0.5)  # let the grid finish painting before the screenshot
@@ -303,7 +312,6 @@ def test_a_click_in_the_groups_server_list_lands_on_the_runs(server, tmp_path):
     import base64
 
     from mlflow.tracking import MlflowClient
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     p = run_sweep(
@@ -321,17 +329,7 @@ def test_a_click_in_the_groups_server_list_lands_on_the_runs(server, tmp_path):
         driver.execute_cdp_cmd("Network.enable", {})  # the login on every request, as a browser sends it once asked
         driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {login}"}})
         driver.get(server.uri + "/")
-        wait = WebDriverWait(driver, 90)
-        link = wait.until(
-            lambda d: [
-                a
-                for a in d.find_elements(By.CSS_SELECTOR, f"a[href*='experiments/{experiment}']")
-                if a.text.strip() == "on_server"
-            ]
-        )
-        link[0].click()  # the study in MLflow's own experiments list
-        wait.until(lambda d: all(d.find_elements(By.CSS_SELECTOR, f"div[row-id='{r.info.run_id}']") for r in runs))
-        assert "/runs" in driver.current_url and "workflowType=genai" not in driver.current_url, driver.current_url
+        _open_study_from_mlflows_list(driver, WebDriverWait(driver, 90), "on_server", runs)
         driver.save_screenshot(str(shot))
     finally:
         if not shot.exists():
