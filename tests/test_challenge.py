@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from sweep import job
-from sweep.challenge import round as challenge_round
 from sweep.challenge.scorer import PACKAGE_DIR, scorer_hash, this_scorer
+from sweep.config import resolvers as challenge_round
 from sweep.config.check import check_job
+from sweep.config.fields import SEED_MAX
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, PROJECT_ROOT
-from sweep.problems.base import SEED_MAX
 from tests.conftest import compose, run_sweep
 
 EXAMPLES = PROJECT_ROOT / "examples" / "solvers"

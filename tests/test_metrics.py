@@ -3,7 +3,8 @@ table, the plots, a run's one-line summary and the MLflow UI's columns."""
 
 from __future__ import annotations
 
-from sweep.report import metrics, ui
+from sweep import metrics
+from sweep.report import ui
 from sweep.report.plots import plot_default
 from sweep.report.table import Stat
 from sweep.result import RunResult

@@ -10,10 +10,10 @@ import pytest
 from sweep import job
 from sweep.backend import Backend
 from sweep.methods.base import Context
+from sweep.trace.report import TrackerReport
 from sweep.trace.stack import COLD, depth_runs
 from sweep.trace.trace import READ, Trace
 from sweep.trackers.ard import ARDTracker, reuse_distances
-from sweep.trackers.base import TrackerReport
 from sweep.trackers.cache import CacheTracker
 from sweep.trackers.dmd import DMDTracker
 from sweep.trackers.energy import EnergyTracker

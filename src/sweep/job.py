@@ -15,7 +15,6 @@ from typing import Any
 import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import InterpolationResolutionError
 
 from hydra_plugins.sweep_launcher import timer
 from sweep.backend import KNOBS, Backend
@@ -23,49 +22,16 @@ from sweep.challenge.scorer import this_scorer
 from sweep.config.check import check_job
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
+from sweep.config.view import job_config
 from sweep.energy.meter import measure_solve
-from sweep.errors import ConfigError
 from sweep.methods.base import Context
 from sweep.record.tags import SCORER_TAG, TRACE_SOURCE_TAG, TRACKER_VERSION_TAG
 from sweep.result import RunResult
 from sweep.trace import stored
+from sweep.trace.report import TrackerReport
 from sweep.trace.scope import Scope
 from sweep.trace.source import METHOD, Source, resolve
 from sweep.trace.trace import NULL_TRACE, Trace
-from sweep.trackers.base import TrackerReport
-
-
-def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
-    """The resolved config that defines a job's result (what resume and params compare). `cfg`: the composed
-    config, or its top-level keys already resolved (a key still a DictConfig is resolved here).
-
-    `extra` holds user keys such as a preset's `extra.repeat`: they are part of a job's identity, so
-    repeats of one config are distinct jobs (and distinct params) rather than one resumed run."""
-    try:
-        out = {k: _plain(cfg[k]) for k in JOB_GROUPS}
-        extra = cfg.get("extra")
-        if extra:
-            out["extra"] = _plain(extra)
-    except InterpolationResolutionError as e:  # `${oops}`, a resolver that fails: bad input, one line
-        raise ConfigError(unresolved(cfg, e)) from None
-    return out
-
-
-def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError) -> str:
-    """A value whose interpolation cannot be resolved, in a config error's words: the key, its value as written,
-    OmegaConf's reason (its first line)."""
-    key = str(getattr(e, "full_key", "") or "")
-    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    if not key:
-        return f"an interpolation cannot be resolved: {reason}"
-    written: Any = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
-    for part in key.split("."):
-        written = written.get(part, "?") if isinstance(written, dict) else "?"
-    return f"{key}={written} cannot be resolved: {reason}"
-
-
-def _plain(node: Any) -> Any:
-    return node if isinstance(node, (dict, list)) else OmegaConf.to_container(node, resolve=True)
 
 
 def build(node: DictConfig | dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep.report.metrics import line
+from sweep.metrics import line
 
 
 @dataclass

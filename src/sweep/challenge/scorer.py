@@ -19,7 +19,7 @@ from sweep.paths import CONF_DIR
 PACKAGE_DIR = Path(sweep.__file__).resolve().parent
 # the scorer's files: folders (every .py under them) and files of the package, and the energy prices (conf/)
 CODE = ("trace", "trackers", "problems", "energy/hierarchy.py", "energy/model.py", "methods/base.py")
-CODE += ("methods/solver.py", "challenge/load.py")
+CODE += ("methods/solver.py", "methods/solver_path.py")
 CONF = ("energy",)
 
 

@@ -103,6 +103,14 @@ def check_options(view: ConfigView) -> None:
             check(view)
 
 
+def _default(view: ConfigView, dotted: str) -> Any:
+    """The default of field `dotted` in the chosen option's schema (sweep.config.schema)."""
+    group, _, key = dotted.partition(".")
+    options = SCHEMAS.get(group, {})
+    schema = options.get(str(view.select(f"{group}.name"))) or next(iter(options.values()), None)
+    return getattr(schema, key, None)
+
+
 def check_device_here(view: ConfigView, runs_here: bool) -> None:
     """Stage 5: a job that runs on this machine (a single run, a local worker, Modal offline) needs its device."""
     if runs_here:
@@ -139,7 +147,7 @@ def check_job(
     check_method_applies(view)
     check_variant_applies(view)
     check_options(view)
-    check_fits(view, runs, available)
+    check_fits(view, runs, available, functools.partial(_default, view))
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)
     return view

@@ -14,6 +14,10 @@ from sweep.errors import ConfigError
 
 _ABSENT = object()
 
+# numpy's RandomState takes 0 <= seed < 2**32; the problem seeds it with problem.seed and the MLP-style
+# methods with problem.seed + 1 (sweep.methods.sgd.init_params), so the largest seed every job can take is:
+SEED_MAX = 2**32 - 2
+
 
 @dataclass(frozen=True)
 class Rule:

@@ -8,7 +8,7 @@ big arrays every job of this project holds, in bytes, each with the config field
 - data: x_train and x_test as float64 (n_bits each), twice (numpy draws through a temporary of the same size);
 - weights: W1 (hidden x n_bits), its gradient, the initial copy and a working copy (methods with `hidden`);
 - activations: the hidden layer (before and after the ReLU) over the whole train set, as accuracy computes it;
-- snapshots: one weight copy per epoch for the curves (bounded by sweep.methods.epoch_log's budget);
+- snapshots: one weight copy per epoch for the curves (bounded by SNAPSHOT_BUDGET_FLOATS, sweep.methods.epoch_log);
 - trace: with `tracker.scope=all_steps`, ~EVENTS_PER_STEP events of ~EVENT_BYTES each, for every step.
 
 Method-specific scratch (fourier's chunks, smt's pair blocks) is bounded by the methods' own options and is
@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from sweep.config.schema import SCHEMAS
 from sweep.errors import ConfigError
-from sweep.methods.epoch_log import BUDGET_FLOATS as SNAPSHOT_BUDGET_FLOATS
 
 EVENTS_PER_STEP = 40  # buffer reads/writes of one SGD step (a few dozen in every variant)
 BATCH_KEY = "hydra.launcher.batch"  # the launcher's setting: the runs of a batch, in memory at once
 EVENT_BYTES = 64  # one trace event as Python keeps it (a small tuple in a list)
+# the weight copies a run keeps for evaluating its curves after the clock (sweep.methods.epoch_log); past it, the
+# curves are evaluated inline
+SNAPSHOT_BUDGET_FLOATS = 20_000_000
 
 
 @dataclass
@@ -108,13 +109,7 @@ def available_bytes() -> Optional[float]:
     return min(limits) if limits else None
 
 
-def _above_default(cfg: Any, dotted: str) -> bool:
-    """Is this numeric field above its schema default (sweep.config.schema) for the chosen option?"""
-
-    group, _, key = dotted.partition(".")
-    options = SCHEMAS.get(group, {})
-    schema = options.get(str(_get(cfg, f"{group}.name"))) or next(iter(options.values()), None)
-    default, value = getattr(schema, key, None), _get(cfg, dotted)
+def _above(value: Any, default: Any) -> bool:
     return isinstance(value, (int, float)) and isinstance(default, (int, float)) and value > default
 
 
@@ -122,9 +117,15 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def check_fits(cfg: Any, runs: int = 1, available: Callable[[], Optional[float]] = available_bytes) -> None:
+def check_fits(
+    cfg: Any,
+    runs: int = 1,
+    available: Callable[[], Optional[float]] = available_bytes,
+    default: Callable[[str], Any] = lambda dotted: None,
+) -> None:
     """Raise ConfigError when the job's estimate (times `runs`: a batch's runs are in memory together) exceeds the
-    available memory (`available()`), naming the fields behind the terms that make up most of it."""
+    available memory (`available()`), naming the fields behind the terms that make up most of it: those set above
+    their defaults (`default(dotted)`: the chosen option's, sweep.config.check) first."""
 
     avail = available()
     if avail is None:
@@ -142,7 +143,7 @@ def check_fits(cfg: Any, runs: int = 1, available: Callable[[], Optional[float]]
         shown.append(f"{t.what} {_gb(t.nbytes)}")
         drivers += [f for f in t.fields if f not in drivers]
     # the fields set above their defaults are the ones to lower (all of the terms' fields if none is)
-    raised = [f for f in drivers if _above_default(cfg, f)] or drivers
+    raised = [f for f in drivers if _above(_get(cfg, f), default(f))] or drivers
     values = ", ".join(
         [f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None]
         + ([f"{BATCH_KEY}={runs}"] if runs > 1 else [])

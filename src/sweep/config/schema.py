@@ -20,7 +20,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from sweep.backend import KNOBS, Backend
-from sweep.challenge.round import entrants, fresh_seeds
+from sweep.config.resolvers import entrants, fresh_seeds
 from sweep.paths import store_sibling
 
 
@@ -175,7 +175,7 @@ class CompareConfig:
 @dataclass
 class ChallengeConfig:
     """A challenge round's entrants (sweeps/parity_challenge.yaml; jobs ignore it): the sweep's `method.path` values
-    (sweep.challenge.round)."""
+    (sweep.config.resolvers)."""
 
     solvers: list[str] = field(default_factory=list)  # the users' solvers: <file.py>:<function> or <module>:<function>
     references: list[str] = field(default_factory=list)  # the project's exact methods (sweep.challenge.references)

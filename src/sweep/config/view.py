@@ -10,8 +10,10 @@ import functools
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from sweep.config.schema import JOB_GROUPS
+from sweep.errors import ConfigError
 
 
 @functools.lru_cache(maxsize=1024)
@@ -46,3 +48,36 @@ class ConfigView(dict):
         if isinstance(cfg, dict):
             return cls(cfg)
         return cls({k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS if k in cfg})
+
+
+def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
+    """The resolved config that defines a job's result (what resume and params compare). `cfg`: the composed
+    config, or its top-level keys already resolved (a key still a DictConfig is resolved here).
+
+    `extra` holds user keys such as a preset's `extra.repeat`: they are part of a job's identity, so
+    repeats of one config are distinct jobs (and distinct params) rather than one resumed run."""
+    try:
+        out = {k: _plain(cfg[k]) for k in JOB_GROUPS}
+        extra = cfg.get("extra")
+        if extra:
+            out["extra"] = _plain(extra)
+    except InterpolationResolutionError as e:  # `${oops}`, a resolver that fails: bad input, one line
+        raise ConfigError(unresolved(cfg, e)) from None
+    return out
+
+
+def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError) -> str:
+    """A value whose interpolation cannot be resolved, in a config error's words: the key, its value as written,
+    OmegaConf's reason (its first line)."""
+    key = str(getattr(e, "full_key", "") or "")
+    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if not key:
+        return f"an interpolation cannot be resolved: {reason}"
+    written: Any = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else cfg
+    for part in key.split("."):
+        written = written.get(part, "?") if isinstance(written, dict) else "?"
+    return f"{key}={written} cannot be resolved: {reason}"
+
+
+def _plain(node: Any) -> Any:
+    return node if isinstance(node, (dict, list)) else OmegaConf.to_container(node, resolve=True)

@@ -15,9 +15,9 @@ import numpy as np
 
 from sweep.energy.hierarchy import Hierarchy
 from sweep.trace.replay import PerResult
+from sweep.trace.report import TrackerReport
 from sweep.trace.stack import COLD, stack_replay
 from sweep.trace.trace import READ, Trace
-from sweep.trackers.base import TrackerReport
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from sweep.config.memory import SNAPSHOT_BUDGET_FLOATS
 from sweep.trace.trace import numel
 
 Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name: value}
@@ -19,11 +20,8 @@ Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name:
 RowsMeasure = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-BUDGET_FLOATS = 20_000_000  # snapshots kept for evaluation after the clock (sweep.config.memory counts them too)
-
-
 class EpochLog:
-    def __init__(self, budget_floats: int = BUDGET_FLOATS) -> None:
+    def __init__(self, budget_floats: int = SNAPSHOT_BUDGET_FLOATS) -> None:
         self.budget = budget_floats
         self.used = 0
         self.entries: list[Any] = []  # (params copy, measure) or an evaluated {name: value}

@@ -3,7 +3,7 @@
 The group's challenge's interface: the function gets the training rows (x: (n_train, n_bits) of +-1.0, y: their
 +-1.0 labels) and the sizes, nothing else (not the secret, not the test set), and returns the secret's indices;
 accuracy is the project's to evaluate, on the test set, after the clock. `method.path` names the function
-(`sweep.challenge.load`: a file or a module; checked before any job starts).
+(`sweep.methods.solver_path`: a file or a module; checked before any job starts).
 
 It runs under the automatic numpy trace (`tracker.source=auto`, the only source it has: sweep.trace.auto's
 NumpyTracer): every numpy operation on the data, or on what is made from it, is a read and a write of its
@@ -23,14 +23,14 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from sweep.challenge.load import load
 from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
-from sweep.record.tags import SOLVER_SHA_TAG
+from sweep.methods.solver_path import load
 from sweep.trace.source import METHOD, Source, recording
 
 SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
+SOLVER_SHA_TAG = "sweep.solver_sha"  # ... and its sha256 (16 hex digits), a tag on the run
 
 
 @dataclass

@@ -12,11 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from sweep.config.fields import Rule, nonneg_int, positive_int
+from sweep.config.fields import SEED_MAX, Rule, nonneg_int, positive_int
 
-# numpy's RandomState takes 0 <= seed < 2**32; the problem seeds it with problem.seed and the MLP-style
-# methods with problem.seed + 1 (sweep.methods.sgd.init_params), so the largest seed every job can take is:
-SEED_MAX = 2**32 - 2
 SEED_RULE = Rule(
     "problem.seed",
     f"an integer with 0 <= seed <= {SEED_MAX} (numpy's RandomState takes seed and seed + 1)",

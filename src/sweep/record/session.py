@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.challenge.scorer import this_scorer
 from sweep.config.prices import cost_usd, device_price_per_hour
 from sweep.config.schema import JOB_GROUPS
+from sweep.config.view import job_config
 from sweep.paths import default_tracking_uri
 from sweep.record import claims
 from sweep.record.abandoned import repair_abandoned
@@ -45,8 +46,6 @@ def failed_result(
 
     `error`: the traceback as text, for a job that raised in another process (the exception's traceback
     does not travel with it)."""
-    from sweep.job import job_config  # noqa: PLC0415 - start-up: see the comment; the job module (numpy, the methods) only when a job failed
-
     tb = error if error is not None else "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tags = {g: str(OmegaConf.select(job_cfg, f"{g}.name", default="?")) for g in JOB_GROUPS}
     tags[SCORER_TAG] = this_scorer()  # a run that failed is judged too (a challenge's leaderboard)
@@ -56,7 +55,7 @@ def failed_result(
 def bill(result: RunResult, seconds_key: str, seconds: float, price_per_hour: float) -> None:
     """What the job's whole task cost, known where it ran (the job's `cost_usd` prices its solve alone): the seconds
     it was billed for (a CPU host's CPU seconds, `cpu_s`; Modal's container seconds, `billed_s`) at their hourly
-    price, as `task_cost_usd` (sweep.report.metrics)."""
+    price, as `task_cost_usd` (sweep.metrics)."""
     result.metrics[seconds_key] = seconds
     result.metrics["task_cost_usd"] = cost_usd(seconds, price_per_hour)
 

@@ -32,8 +32,8 @@ MIGRATED_TAG = "sweep.migrated_from"  # on a run copied by `sweep.store migrate`
 TRACKER_VERSION_TAG = "sweep.tracker_version."
 # on a run FAILED for running past the launcher's time limit (hydra.launcher.time_limit_s): the limit, in seconds
 TIME_LIMIT_TAG = "sweep.time_limit_s"
-# the scorer's code (sweep.challenge.scorer), on every run; a user's solver's source (method=solver), on its runs
-SCORER_TAG, SOLVER_SHA_TAG = "sweep.scorer", "sweep.solver_sha"
+# the scorer's code (sweep.challenge.scorer), on every run (a user's solver's source: sweep.methods.solver's tag)
+SCORER_TAG = "sweep.scorer"
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
 # which sweep runs a config (sweep.record.claims): a RUNNING parent's claim on a config hash (+ the hash; SQLite),

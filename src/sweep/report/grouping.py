@@ -8,7 +8,7 @@ import re
 import statistics
 from typing import Any, Sequence
 
-from sweep.report.metrics import KEY, TABLE
+from sweep.metrics import KEY, TABLE
 from sweep.report.table import Comparison, Row, Stat
 
 # How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).

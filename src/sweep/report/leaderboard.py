@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 from rich import box
 from rich.table import Table
 
+from sweep.metrics import cell
 from sweep.record.tags import SCORER_TAG, TIME_LIMIT_TAG
-from sweep.report.metrics import cell
 
 PATH, SEED = "method.path", "problem.seed"
 REFERENCES = "sweep.challenge.references:"  # the project's own methods (sweep.challenge.references)

@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
+from sweep.metrics import label as metric_label
 from sweep.report.figure import plt, save
-from sweep.report.metrics import label as metric_label
 from sweep.report.table import Comparison, Row
 
 TRIAL_KEY = "extra.trial"  # sweeps/tune_sgd.yaml's hydra.sweeper.trial_key: a point is labelled by its trial

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from sweep.energy.proxies import Ranking, finite
+from sweep.metrics import PLOT
+from sweep.metrics import label as metric_label
 from sweep.report.figure import integer_ticks, legend, plt, save, style
-from sweep.report.metrics import PLOT
-from sweep.report.metrics import label as metric_label
 from sweep.report.table import Comparison, Row
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from sweep.metrics import KEY
 from sweep.paths import SWEEPS_DIR, safe_name
-from sweep.report.metrics import KEY
 from sweep.report.table import Comparison
 
 

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from rich import box
 from rich.table import Table
 
-from sweep.report.metrics import fmt
+from sweep.metrics import fmt
 
 # A batched run's wall-clock is its batch's solve divided by the batch's runs (sweep.batch.run): the runs of a
 # batch share one value, so its mean and std are not those of runs timed alone.

@@ -14,9 +14,9 @@ from typing import Sequence
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.errors import ConfigError
+from sweep.metrics import cell
 from sweep.paths import default_tracking_uri
 from sweep.record import remote, store
-from sweep.report.metrics import cell
 
 PROG = "sweep-rescore"
 

@@ -1,29 +1,16 @@
-"""What a tracker returns, and the tracker protocol."""
+"""The tracker contract: what every tracker option is, with its defaults (it returns a TrackerReport)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from sweep.config.fields import Rule, choice, positive_int
+from sweep.trace.report import TrackerReport
 from sweep.trace.scope import SCOPES
 from sweep.trace.source import METHOD, SOURCES
 from sweep.trace.trace import Trace
 from sweep.trackers.per_step import per_step_metrics
-
-
-@dataclass
-class TrackerReport:
-    """Scalar figures (logged as MLflow metrics) and a per-buffer table (logged as an artifact)."""
-
-    metrics: dict[str, float] = field(default_factory=dict)
-    table: list[dict] = field(default_factory=list)
-
-    def merge(self, other: "TrackerReport") -> "TrackerReport":
-        by_name = {row["buffer"]: dict(row) for row in self.table}
-        for row in other.table:
-            by_name.setdefault(row["buffer"], {}).update(row)
-        return TrackerReport({**self.metrics, **other.metrics}, list(by_name.values()))
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""A challenge round's sweep values (sweeps/parity_challenge.yaml): its entrants and its fresh seeds, as the
-resolvers `${entrants:<list>,<list>}` and `${fresh_seeds:<count>}` that the preset's `hydra.sweeper.params` read.
+"""The resolvers a preset's values may call (registered with the schemas, sweep.config.schema): a challenge round's
+entrants and its fresh seeds (sweeps/parity_challenge.yaml), `${entrants:<list>,<list>}` and `${fresh_seeds:<count>}`,
+that the preset's `hydra.sweeper.params` read.
 
 A solver must not be tuned to the seeds it is scored on, so a round draws its own from the operating system's
 randomness when the command starts. They are drawn once per process (the sweeper, the naming of the jobs and the
@@ -14,7 +15,7 @@ import random
 import re
 from typing import Any, Iterable
 
-from sweep.problems.base import SEED_MAX
+from sweep.config.fields import SEED_MAX
 
 PLAIN = re.compile(r"[\w./:-]+")  # a path Hydra's override grammar reads as it is
 
