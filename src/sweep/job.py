@@ -120,7 +120,7 @@ def build_job(cfg: DictConfig, config: dict[str, Any] | None = None) -> Job:
         trace=trace,
         scope=Scope(config["tracker"]["scope"]),
         variant=build(config["variant"]),
-        source=resolve(config["tracker"].get("source", METHOD), method),
+        source=resolve(config["tracker"].get("source", METHOD), method.trace_source),
     )
     return Job(data, backend, method, ctx, tracker)
 
@@ -148,8 +148,7 @@ def warm_up(method: Any, ctx: Context) -> None:
     """The untraced warm-up before a timed solve: the method's own (`warmup(ctx)`: a few steps of a long training),
     else a whole solve."""
     untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
-    own = getattr(method, "warmup", None)
-    own(untraced) if own is not None else method.solve(untraced)
+    method.warmup(untraced)
 
 
 def evaluate(

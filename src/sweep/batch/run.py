@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from hydra_plugins.sweep_launcher import timer
 from sweep.energy.meter import per_run
 from sweep.job import Job, evaluate, prepare, result, solve, summarise, warm_up
-from sweep.methods.base import Context
+from sweep.methods.base import Context, MethodBase
 from sweep.methods.batched import gc_paused
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
 from sweep.result import RunResult
@@ -63,8 +63,7 @@ def run_batch(cfgs: Sequence[DictConfig]) -> list[RunResult | BaseException]:
 
 
 def batchable(job: Job) -> bool:
-    says = getattr(type(job.method), "batchable", None)
-    return says is None or bool(says(job.ctx))
+    return type(job.method).batchable(job.ctx)
 
 
 def _alone(m: Member, started: float) -> RunResult | BaseException:
@@ -101,7 +100,7 @@ def meter_batch(members: list[Member]) -> tuple[dict[str, float], dict[str, str]
     """The batch's measured energy, each run's share (energy / runs, as its wall_clock_s): the batch solved
     again untraced while the counter runs. None where the tracker measures nothing."""
     tracker = members[0].job.tracker
-    if tracker is None or not hasattr(tracker, "measure"):
+    if tracker is None:
         return None
     untraced = [dataclasses.replace(m.job.ctx, trace=NULL_TRACE) for m in members]
     metrics, tags = tracker.measure(
@@ -118,7 +117,7 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
     warmup = None
     if backend.needs_warmup:
         t0 = backend.clock()
-        if hasattr(type(members[0].job.method), "warmup"):  # the method's own warm-up, run by run
+        if type(members[0].job.method).warmup is not MethodBase.warmup:  # the method's own warm-up, run by run
             for m in members:
                 warm_up(m.job.method, m.job.ctx)
         else:

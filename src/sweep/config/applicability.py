@@ -1,7 +1,8 @@
 """Which method applies to which problem, and the class behind each option of a job.
 
-Each method class declares ``problems = (...)``, the problem names it makes sense for. The check imports the
-``_target_`` classes, so a new method or problem needs no edit here. `python -m sweep.config.applicability`
+Each method class declares ``problems = (...)``, the problem names it makes sense for (MethodBase). The check
+imports the ``_target_`` classes, so a new method or problem needs no edit here; a class that is not a subclass of
+its group's contract (sweep.config.schema.CONTRACTS) is refused. `python -m sweep.config.applicability`
 prints the README's method x problem table (a test keeps the README equal to it).
 """
 
@@ -13,14 +14,15 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
-from sweep.config.schema import SCHEMAS
+from sweep.config.schema import CONTRACTS, SCHEMAS
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR
 
 
 def option_class(cfg: Any, group: str) -> Any:
     """The class an option of `group` is built from: its `_target_`, or for an option that builds nothing
-    (tracker=none) the class its schema was derived from; None for plain-data options (device)."""
+    (tracker=none) the class its schema was derived from; None for plain-data options (device). A class that is
+    not its group's contract's subclass (a function, another class) is a ConfigError."""
     target = cfg.select(f"{group}._target_")
     if not target:
         schema = SCHEMAS.get(group, {}).get(str(cfg.select(f"{group}.name")))
@@ -28,10 +30,16 @@ def option_class(cfg: Any, group: str) -> Any:
         if not target:
             return None
     try:
-        return _class(target)
+        cls = _class(target)
     except Exception as e:  # an unimportable _target_ is a config error, not a crash mid-run
         why = " ".join(str(e).split())  # Hydra's reason spans lines: one line, as every refusal
         raise ConfigError(f"{group}._target_={target!r} cannot be imported: {why}") from e
+    contract = CONTRACTS.get(group)
+    if contract and not (isinstance(cls, type) and issubclass(cls, _class(contract))):
+        raise ConfigError(
+            f"{group}._target_={target!r} is not a {group}: expected a subclass of {contract} (docs/extending.md)"
+        )
+    return cls
 
 
 @functools.lru_cache(maxsize=256)
@@ -44,16 +52,14 @@ def check_method_applies(cfg: Any) -> None:
     """Raise ConfigError when the method does not apply to the problem."""
     if not cfg.select("method._target_") or not cfg.select("problem._target_"):
         return
-    method_cls, problem_cls = option_class(cfg, "method"), option_class(cfg, "problem")
-    allowed = getattr(method_cls, "problems", None)
-    problem = getattr(problem_cls, "name", None)
-    if allowed is not None and problem not in allowed:
+    method_cls, problem = option_class(cfg, "method"), option_class(cfg, "problem").name
+    if not method_cls.applies_to(problem):
         method = cfg.select("method.name", method_cls.__name__)
-        takers = ", ".join(name for name, cls in _methods().items() if problem in getattr(cls, "problems", ()))
+        takers = ", ".join(name for name, cls in _methods().items() if cls.applies_to(problem))
         raise ConfigError(
             f"method={method} does not apply to problem={problem}: "
-            f"method={method} applies to problem in {{{', '.join(allowed)}}}; problem={problem} takes method in "
-            f"{{{takers}}}"
+            f"method={method} applies to problem in {{{', '.join(method_cls.problems)}}}; problem={problem} takes "
+            f"method in {{{takers}}}"
         )
 
 
@@ -63,8 +69,8 @@ def check_variant_applies(cfg: Any) -> None:
     variant = cfg.select("variant.name", "standard")
     if variant == "standard" or not cfg.select("method._target_"):
         return
-    if not getattr(option_class(cfg, "method"), "takes_variant", False):
-        takers = ", ".join(name for name, cls in _methods().items() if getattr(cls, "takes_variant", False))
+    if not option_class(cfg, "method").takes_variant:
+        takers = ", ".join(name for name, cls in _methods().items() if cls.takes_variant)
         raise ConfigError(
             f"variant={variant} does not apply to method={cfg.select('method.name', '?')}: a variant orders the "
             f"MLP's training step, which only method in {{{takers}}} takes: use variant=standard"
@@ -89,7 +95,7 @@ def applicability_table() -> str:
     problems = [_target(p, "problem").name for p in sorted((CONF_DIR / "problem").glob("*.yaml"))]
     rows = ["| method | " + " | ".join(problems) + " |", "|---|" + "---|" * len(problems)]
     for name, cls in methods.items():
-        rows.append(f"| {name} | " + " | ".join("yes" if p in cls.problems else "-" for p in problems) + " |")
+        rows.append(f"| {name} | " + " | ".join("yes" if cls.applies_to(p) else "-" for p in problems) + " |")
     return "\n".join(rows)
 
 

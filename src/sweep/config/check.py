@@ -59,8 +59,8 @@ DEVICE_RULES: tuple[Rule, ...] = (
 def check_fields(view: ConfigView) -> None:
     """Stage 1: every present field's value rule, group by group; then every key is one its option takes."""
     for group in JOB_GROUPS:
-        rules = DEVICE_RULES if group == "device" else getattr(option_class(view, group), "field_rules", ())
-        check_rules(rules, view)
+        cls = option_class(view, group)
+        check_rules(DEVICE_RULES if group == "device" else cls.field_rules if cls is not None else (), view)
     check_known_keys(view)
 
 
@@ -98,9 +98,9 @@ def check_known_keys(cfg: ConfigView) -> None:
 def check_options(view: ConfigView) -> None:
     """Stage 3: each option class's own `check_config(view)`."""
     for group in JOB_GROUPS:
-        check = getattr(option_class(view, group), "check_config", None)
-        if check is not None:
-            check(view)
+        cls = option_class(view, group)
+        if cls is not None:
+            cls.check_config(view)
 
 
 def _default(view: ConfigView, dotted: str) -> Any:

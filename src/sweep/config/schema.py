@@ -65,7 +65,16 @@ def from_class(target: str, base: tuple[type, ...] = (), instantiate: bool = Tru
     return schema
 
 
-# option -> the class it builds, per group; each option's schema is derived from its class
+# group -> the contract every option class of the group is a subclass of: what the check, the job and the batch read
+# of an option class, each with its default (docs/extending.md)
+CONTRACTS: dict[str, str] = {
+    "problem": "sweep.problems.base.ProblemBase",
+    "method": "sweep.methods.base.MethodBase",
+    "variant": "sweep.variants.base.Variant",
+    "tracker": "sweep.trackers.base.TrackerBase",
+}
+# the registry: option -> the class it builds, per group (conf/<group>/<option>.yaml starts from its schema, derived
+# from the class; tests/test_registry.py keeps the two equal)
 CLASSES: dict[str, dict[str, str]] = {
     "problem": {
         "sparse_parity": "sweep.problems.sparse_parity.SparseParity",

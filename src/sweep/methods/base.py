@@ -1,13 +1,15 @@
-"""What every method returns, and the context it runs in."""
+"""The method contract (MethodBase: what a method is, with its defaults), what every method returns, and the
+context it runs in."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Optional
+from typing import Any, Callable, ClassVar, ContextManager, Optional
 
 import numpy as np
 
 from sweep.backend import Backend
+from sweep.config.fields import Rule
 from sweep.problems.base import Dataset, Problem
 from sweep.trace.scope import Scope, traced
 from sweep.trace.source import Recording, Source, recording
@@ -104,3 +106,47 @@ def subset_accuracy(problem: Problem, found: tuple[int, ...], x, y) -> float:
         return 0.0
     pred = problem.labels(x, tuple(found))
     return float(np.mean(np.asarray(pred) == np.asarray(y)))
+
+
+class MethodBase:
+    """What a method is: the class a conf/method/ option's `_target_` names (docs/extending.md, "Add a method").
+
+    A method is a dataclass subclass of this: its fields are its hyper-parameters (the option's schema is derived
+    from them, sweep.config.schema) and it implements `solve`. What else a method may say has its default here,
+    the one place it is written; the check refuses a `method._target_` that is not a MethodBase."""
+
+    # the problems (their `name`) the method makes sense for (sweep.config.applicability); None: every problem
+    problems: ClassVar[Optional[tuple[str, ...]]] = None
+    # dotted job-config keys that may differ between runs solved together in one task (sweep.batch.key):
+    # () never batches; SEEDS_ONLY: several seeds' solves one after another
+    vectorised: ClassVar[tuple[str, ...]] = ()
+    # tracker.source=method's source (sweep.trace.source): its hand-placed trace calls, or auto (every array op)
+    trace_source: ClassVar[str] = Source.HAND.value
+    # its step is a variant's (sweep.variants): a variant other than standard applies to it
+    takes_variant: ClassVar[bool] = False
+    field_rules: ClassVar[tuple[Rule, ...]] = ()  # its fields' value rules (sweep.config.fields)
+
+    name: str  # the option's name (a dataclass field of the subclass, its default the option's name)
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """What a field's rule cannot say (sweep.config.check, stage 3): raise ConfigError naming the field."""
+
+    @classmethod
+    def applies_to(cls, problem: str) -> bool:
+        """Does the method make sense for problem `problem` (its name)?"""
+        return cls.problems is None or problem in cls.problems
+
+    @classmethod
+    def batchable(cls, ctx: Context) -> bool:
+        """May this run be solved with the others of its batch (sweep.batch.run)? No: it is solved alone."""
+        return True
+
+    def solve(self, ctx: Context) -> Outcome:
+        """Learn the answer (timed: sweep.job); evaluating it is the Outcome's `evaluate`, after the clock."""
+        raise NotImplementedError
+
+    def warmup(self, ctx: Context) -> None:
+        """The untraced, untimed warm-up before the timed solve on a backend that needs one (torch's lazy start):
+        a whole solve, unless the method has a cheaper one (a long training: a few steps)."""
+        self.solve(ctx)

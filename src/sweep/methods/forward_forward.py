@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
-from sweep.methods.base import Context, Outcome
+from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
 from sweep.trace.scope import Scope
@@ -29,7 +29,7 @@ Layers = list[dict[str, Any]]  # [{"W": (H, in), "b": (H,)}, ...]
 
 
 @dataclass
-class ForwardForward:
+class ForwardForward(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and")  # +-1 labels to embed
     trace_source: ClassVar[str] = Source.HAND.value  # tracker.source=method: its hand trace is the protocol
     field_rules: ClassVar[tuple[Rule, ...]] = (

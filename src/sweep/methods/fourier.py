@@ -21,13 +21,13 @@ from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
 from sweep.trace.trace import Trace
 
 
 @dataclass
-class Fourier:
+class Fourier(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads

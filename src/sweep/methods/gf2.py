@@ -15,7 +15,7 @@ from typing import ClassVar, Iterable, Iterator
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.auto.packed import WORD_BITS, load_rows
 from sweep.trace.source import Recording, Source
 from sweep.trace.trace import Trace
@@ -96,7 +96,7 @@ def back_substitute(basis: dict[int, int], n: int) -> tuple[int, ...]:
 
 
 @dataclass
-class GF2:
+class GF2(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # only parity is linear over GF(2)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads

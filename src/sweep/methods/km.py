@@ -17,12 +17,12 @@ from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
 from sweep.errors import ConfigError
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
 
 
 @dataclass
-class KM:
+class KM(MethodBase):
     # any label oracle; AND's influence is 2^-(k-1), so it needs influence_samples >> 2^(k-1)
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task

@@ -12,12 +12,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome
 from sweep.trace.source import Source
 
 
 @dataclass
-class OLS:
+class OLS(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_sum",)  # a +-1 product or minimum is not linear in the bits
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads

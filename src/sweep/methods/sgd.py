@@ -19,7 +19,7 @@ from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
 from sweep.errors import ConfigError
 from sweep.methods import batched, counter_rng
-from sweep.methods.base import Context, Outcome
+from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress, per_row
 from sweep.methods.linear_sgd import train_linear, train_linear_runs
@@ -64,7 +64,7 @@ class SGDUpdate:
 
 
 @dataclass
-class SGD:
+class SGD(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     # the config keys whose values may differ between the runs of one batch (hydra.launcher.batch)
     vectorised: ClassVar[tuple[str, ...]] = ("problem.seed", "method.lr", "method.wd")

@@ -17,12 +17,12 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
 
 
 @dataclass
-class SMT:
+class SMT(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity", "sparse_and", "sparse_sum")
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads

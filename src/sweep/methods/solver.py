@@ -25,7 +25,7 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.methods.solver_path import load
 from sweep.trace.source import METHOD, Source, recording
 
@@ -34,7 +34,7 @@ SOLVER_SHA_TAG = "sweep.solver_sha"  # ... and its sha256 (16 hex digits), a tag
 
 
 @dataclass
-class Solver:
+class Solver(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("sparse_parity",)  # the challenge's problem: labels are parities
     trace_source: ClassVar[str] = Source.AUTO.value  # its only source: a user's code has no hand-placed trace
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task

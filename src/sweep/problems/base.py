@@ -8,7 +8,7 @@ fold of the secret bits under an associative ``combine`` (product, minimum, sum)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,6 +21,24 @@ SEED_RULE = Rule(
 )
 
 
+class ProblemBase:
+    """What a problem is: the class a conf/problem/ option's `_target_` names. A problem is a dataclass subclass of
+    this (its fields are the option's, sweep.config.schema) that draws its data in `generate`; the rest has its
+    default here. Methods say which problems they take by the problems' `name` (MethodBase.problems)."""
+
+    field_rules: ClassVar[tuple[Rule, ...]] = ()  # its fields' value rules (sweep.config.fields)
+
+    name: str  # the option's name (a dataclass field of the subclass)
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """What a field's rule cannot say (sweep.config.check, stage 3): raise ConfigError naming the field."""
+
+    def generate(self) -> Any:
+        """The data a method learns from (host arrays), drawn from the problem's seed."""
+        raise NotImplementedError
+
+
 @dataclass
 class Dataset:
     x_train: np.ndarray  # (n_train, n_bits), entries +-1.0
@@ -31,7 +49,7 @@ class Dataset:
 
 
 @dataclass
-class Problem:
+class Problem(ProblemBase):
     """Base for the sparse-bit problems: n random +-1 bits, k secret indices, a label from those bits."""
 
     # What a learner needs to know about the labels (read by methods, so no method tests problem names):

@@ -27,7 +27,7 @@ import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.errors import ConfigError
-from sweep.problems.base import SEED_RULE
+from sweep.problems.base import SEED_RULE, ProblemBase
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
 WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (its wiki.test.raw is not read)
@@ -89,7 +89,7 @@ class Corpus:
 
 
 @dataclass
-class Chars:
+class Chars(ProblemBase):
     """Next-character prediction: the corpus at `path`, contexts of `block_size` characters."""
 
     field_rules: ClassVar[tuple[Rule, ...]] = (

@@ -32,10 +32,10 @@ METHOD = "method"
 SOURCES: tuple[str, ...] = (METHOD, *(s.value for s in Source))  # tracker.source's values
 
 
-def resolve(value: str, method: Any) -> Source:
-    """The source a job traces from: ``value`` (tracker.source), or the method's own where it says ``method``
-    (its class's ``trace_source``; hand where it declares none)."""
-    return Source(getattr(method, "trace_source", Source.HAND) if value == METHOD else value)
+def resolve(value: str, own: str) -> Source:
+    """The source a job traces from: ``value`` (tracker.source), or the method's own, ``own`` (its class's
+    ``trace_source``, sweep.methods.base.MethodBase), where it says ``method``."""
+    return Source(own if value == METHOD else value)
 
 
 @dataclass

@@ -38,7 +38,12 @@ class TrackerBase:
         Rule("tracker.cache_size_floats", "an integer >= 1", positive_int),
     )
 
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """What a field's rule cannot say (sweep.config.check, stage 3): raise ConfigError naming the field."""
+
     def summarize(self, trace: Trace) -> TrackerReport:
+        """The figures of a whole trace (metrics) and, per buffer, its own (table)."""
         raise NotImplementedError
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:

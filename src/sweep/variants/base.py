@@ -40,6 +40,9 @@ class Update(Protocol):
 
 @dataclass
 class Variant:
+    """What a variant is: the class a conf/variant/ option's `_target_` names. A subclass implements `step`; the
+    rest has its default here. It applies to the methods that declare `takes_variant` (MethodBase)."""
+
     # only the tiled variants take a tile size (sweep.variants.tiled): elsewhere a size would be recorded unused
     field_rules: ClassVar[tuple[Rule, ...]] = (
         Rule("variant.tile_size", "0: only the tiled variants (variant=tiled*) take a tile size", lambda v, c: v == 0),
@@ -47,6 +50,10 @@ class Variant:
 
     name: str = "standard"
     tile_size: int = 0  # only the tiled variants use it
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """What a field's rule cannot say (sweep.config.check, stage 3): raise ConfigError naming the field."""
 
     def init_trace(self, trace: Trace, p: Params) -> None:
         """The writes that put the parameters in memory (INIT in the spec, before x and y)."""

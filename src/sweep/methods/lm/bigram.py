@@ -13,13 +13,13 @@ from typing import ClassVar
 import numpy as np
 
 from sweep.config.fields import Rule, positive_finite
-from sweep.methods.base import SEEDS_ONLY, Context, Outcome
+from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome
 from sweep.problems.chars import Corpus
 from sweep.trace.source import Source
 
 
 @dataclass
-class Bigram:
+class Bigram(MethodBase):
     problems: ClassVar[tuple[str, ...]] = ("chars",)
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # exact: a seed changes nothing, its runs share a task
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source's default, as the other exact methods'

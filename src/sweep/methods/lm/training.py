@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from sweep.config.fields import Rule, positive_finite, positive_int
 from sweep.errors import ConfigError
-from sweep.methods.base import Context, Outcome
+from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.trace.source import Source
 
 _unit = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
@@ -32,7 +32,7 @@ TRAIN_RULES: tuple[Rule, ...] = (
 
 
 @dataclass
-class Training:
+class Training(MethodBase):
     """AdamW with decoupled weight decay on the matrices (not on norms and biases), a linear warm-up and a cosine
     decay to `min_lr` at `max_steps` (nanoGPT's schedule). Training stops at the first of: `target_accuracy` of
     validation characters reached at an evaluation (every `eval_interval` steps), `max_steps`, `time_budget_s`
