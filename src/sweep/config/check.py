@@ -2,9 +2,10 @@
 plans a sweep with it, the Hydra callback checks another launcher's grid, a single run checks itself).
 
 In this order, so that the error names the most basic fault first:
-1. fields: each field's value rule (type and range), declared by the class that owns the field
-   (`field_rules`: Problem, the methods, the trackers; the device's here); then every key is one its option
-   takes (`+method.lrr=0.1`, Hydra's way to add a key, is a misspelt key);
+1. fields: each option's class is one of its group's (its contract, sweep.config.schema.CONTRACTS); each field's
+   value rule (type and range), declared by the class that owns the field (`field_rules`: the problems, methods,
+   variants and trackers; the device's here); then every key is one its option takes (`+method.lrr=0.1`, Hydra's
+   way to add a key, is a misspelt key);
 2. method x problem: the method's declared `problems` (sweep.config.applicability), before the options' own
    checks, which read the fields of the problems their method applies to (sgd on problem=chars has no loss);
    and method x variant: a variant other than standard only for a method whose step is a variant's
