@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from sweep.record.sql_writer import SqliteRunWriter, write_transaction
+from sweep.record.sqlite.writer import SqliteRunWriter, write_transaction
 from sweep.record.tags import CLAIM_TAG, CLAIMS_RUN_TAG, CLAIMS_TAG, PARENT_TAG
 
 CLAIMS_RUN_NAME = "sweep claims (bookkeeping: which sweep runs which config)"

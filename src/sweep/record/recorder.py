@@ -19,8 +19,9 @@ from typing import Any, Iterable
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.record import address, claims, creation, journal, remote, spool, store
 from sweep.record.abandoned import owner_tags
-from sweep.record.sql_client import SqliteClient
-from sweep.record.sql_writer import (
+from sweep.record.sqlalchemy_writer import SqlRunWriter
+from sweep.record.sqlite.client import SqliteClient
+from sweep.record.sqlite.writer import (
     MAX_PARAM_LEN,
     MAX_TAG_LEN,
     MLFLOW_RUN_NAME,
@@ -28,7 +29,6 @@ from sweep.record.sql_writer import (
     new_run_id,
     plainly_valid,
 )
-from sweep.record.sqlalchemy_writer import SqlRunWriter
 from sweep.record.tags import (
     GIT_TAG,
     HASH_TAG,

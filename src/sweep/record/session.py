@@ -25,7 +25,7 @@ from sweep.record.abandoned import repair_abandoned
 from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
 from sweep.record.remote import is_remote
-from sweep.record.sql_writer import SqliteRunWriter
+from sweep.record.sqlite.writer import SqliteRunWriter
 from sweep.record.store import StoreError, kind_of, sqlite_path
 from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 from hydra_plugins.sweep_launcher import commands
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store
-from sweep.record.sql_writer import MAX_EXPERIMENT_TAG_LEN
+from sweep.record.sqlite.writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.metrics import UI
 from sweep.report.owned_process import run_owned
