@@ -13,6 +13,8 @@ from sweep.record.sqlite.writer import ARTIFACTS_FOLDER, Metric, local_dir, run_
 class SqlRunWriter:
     """Through the SQLAlchemy engine of MLflow's store object (MLflow already imported)."""
 
+    direct = False  # MLflow's own engine: the rest of a sweep's writes go through MLflow's client
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self._artifact_root: dict[str, str] = {}

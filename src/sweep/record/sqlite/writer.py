@@ -166,6 +166,8 @@ def run_rows(
 class SqliteRunWriter:
     """Through Python's sqlite3, without importing MLflow: for a SQLite store at `KNOWN_SCHEMA`."""
 
+    direct = True  # writes without MLflow: the recorder takes a sweep's start, claims, end and resume through it
+
     def __init__(self, path: Path, experiment_id: str, artifact_root: str) -> None:
         self.path = path
         self.experiment_id = experiment_id
