@@ -60,7 +60,7 @@ class Store(Protocol):
 
 
 Builder = Callable[[str], Store]
-_builders: dict[str, Builder] = {
+BUILT_IN: dict[str, Builder] = {
     "sqlite": kinds.sqlite_or_database,
     "postgresql": kinds.DatabaseStore,
     "mysql": kinds.DatabaseStore,
@@ -68,6 +68,7 @@ _builders: dict[str, Builder] = {
     "http": kinds.ServerStore,
     "https": kinds.ServerStore,
 }
+_builders = dict(BUILT_IN)
 
 
 def scheme(uri: str) -> str:
@@ -79,6 +80,11 @@ def scheme(uri: str) -> str:
 def register(name: str, builder: Builder) -> None:
     """Stores at `name://...` are built by `builder(uri)` from now on (a kind added, or one replaced)."""
     _builders[name.lower()] = builder
+
+
+def added(name: str) -> bool:
+    """Whether `name` is a scheme a kind was registered for beyond the built-in ones (its addresses are its own)."""
+    return name.lower() in _builders and name.lower() not in BUILT_IN
 
 
 def open_store(uri: str) -> Store:
