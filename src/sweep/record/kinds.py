@@ -48,10 +48,13 @@ class DatabaseStore:
     def artifact_location(self) -> Optional[str]:
         return None
 
+    def address(self, write: bool = True) -> str:
+        return self.uri
+
     def client(self, write: bool = True) -> Any:
         from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; only where a command reads or writes through it
 
-        return MlflowClient(tracking_uri=self.uri)
+        return MlflowClient(tracking_uri=self.address(write))
 
     def direct_writer(self, experiment: str) -> Any:
         return None
@@ -116,10 +119,8 @@ class SqliteStore(DatabaseStore):
     def artifact_location(self) -> Optional[str]:
         return store.artifact_location(self.uri)
 
-    def client(self, write: bool = True) -> Any:
-        from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; only where a command reads or writes through it
-
-        return MlflowClient(tracking_uri=self.uri if write else store.read_uri(self.uri))
+    def address(self, write: bool = True) -> str:
+        return self.uri if write else store.read_uri(self.uri)
 
     def direct_writer(self, experiment: str) -> Any:
         """At the schema this MLflow writes: sqlite3 from the first write (its experiment made here too, when the

@@ -43,6 +43,10 @@ class Store(Protocol):
     def artifact_location(self) -> Optional[str]:
         """Where a new experiment keeps its files (None: the store's own default)."""
 
+    def address(self, write: bool = True) -> str:
+        """The address MLflow opens it by; `write=False`: one that opens it read-only where this process cannot
+        write it (MLflow opens an SQLite file for writing, and fails on a read-only one)."""
+
     def client(self, write: bool = True) -> Any:
         """A client that reads it (MLflow's public reads: get_run, search_runs...); `write=False`: one that opens
         a store this process cannot write, read-only. Writes go through `sweep.record.writes` and `copy`."""

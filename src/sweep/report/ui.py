@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sweep.ui: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
     view = study_view if writable else (lambda client, parent: None)
     client = target.client(write=writable)
-    read = uri if writable else store.read_uri(uri)  # what MLflow's server opens: read-only, where it must be
+    read = target.address(write=writable)  # what MLflow's server opens: read-only, where it must be
     url, studies = runs_url(a.host, a.port), []
     if a.study is not None:
         try:
