@@ -113,13 +113,17 @@ class Recorder:
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
                 raise store.StoreError(self.tracking_uri, self.store.explain(e)) from e
             self.sql = self.store.run_writer(self.client, experiment)
-        # the writer that needs no MLflow (sqlite3): the sweep's start, claims, end and resume go through it too
-        self.direct: Optional[SqliteRunWriter] = self.sql if self.sql is not None and self.sql.direct else None
         self.store.close_at_exit(self.direct)
         if import_spool:
             n = spool.import_into(self)
             if n:
                 print(f"sweep: {n} spooled result(s) written into {self.tracking_uri}", flush=True)
+
+    @property
+    def direct(self) -> Optional[SqliteRunWriter]:
+        """The run writer when it needs no MLflow (sqlite3): the sweep's start, claims, end and resume go through
+        it too; None where MLflow's client makes them."""
+        return self.sql if self.sql is not None and self.sql.direct else None
 
     @property
     def client(self) -> Any:
