@@ -25,7 +25,7 @@ def test_the_documented_store_kind_records_a_run_mlflow_reads(tmp_path, monkeypa
     monkeypatch.setattr(registry, "_builders", dict(registry._builders))  # the registration undone afterwards
     monkeypatch.setenv("LAB_STORES", str(tmp_path / "lab"))
     exec(compile(_example(), "docs/extending.md", "exec"), {"__name__": "lab_store"})
-    assert registry.added("lab") and type(registry.open_store("lab://team")).__name__ == "LabStore"
+    assert registry.known("lab") and type(registry.open_store("lab://team")).__name__ == "LabStore"
 
     rec = Recorder("lab://team", "demo", import_spool=False)
     result = RunResult(config={"method": {"name": "gf2"}}, metrics={"accuracy": 1.0}, tags={"method": "gf2"})
@@ -37,4 +37,4 @@ def test_the_documented_store_kind_records_a_run_mlflow_reads(tmp_path, monkeypa
     run = client.get_run(run_id)
     assert run.data.metrics["accuracy"] == 1.0 and run.data.params["method.name"] == "gf2"
     assert client.get_experiment(run.info.experiment_id).name == "demo"
-    assert not registry.added("nope")
+    assert not registry.known("nope")

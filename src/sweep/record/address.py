@@ -48,7 +48,7 @@ def problem(uri: str) -> Optional[str]:
             f"expected an SQLite file, sqlite:///PATH (e.g. {EXAMPLE})"
         )
     if base not in SERVER_SCHEMES and base not in DATABASE_SCHEMES:
-        if registry.added(base):  # a kind of store added to the registry: its own address
+        if registry.known(base):  # a kind added to the registry (docs/extending.md): its address is its own
             return None
         return f"unknown scheme {scheme}://: expected {EXPECTED}"
     parts = urlsplit(uri)

@@ -86,9 +86,9 @@ def register(name: str, builder: Builder) -> None:
     _builders[name.lower()] = builder
 
 
-def added(name: str) -> bool:
-    """Whether `name` is a scheme a kind was registered for beyond the built-in ones (its addresses are its own)."""
-    return name.lower() in _builders and name.lower() not in BUILT_IN
+def known(name: str) -> bool:
+    """Whether a kind of store is registered for the scheme `name`."""
+    return name.lower() in _builders
 
 
 def open_store(uri: str) -> Store:
