@@ -38,3 +38,24 @@ def test_the_documented_store_kind_records_a_run_mlflow_reads(tmp_path, monkeypa
     assert run.data.metrics["accuracy"] == 1.0 and run.data.params["method.name"] == "gf2"
     assert client.get_experiment(run.info.experiment_id).name == "demo"
     assert not registry.known("nope")
+
+
+def test_the_registry_picks_the_kind_by_the_uris_scheme(tmp_path):
+    """MLflow's choice of store, by scheme (a driver after `+` does not change it), made in one place."""
+    from sweep.record.kinds import DatabaseStore, ServerStore, SqliteStore
+
+    db = tmp_path / "x.db"
+    cases = {
+        f"sqlite:///{db}": SqliteStore,
+        f"sqlite+pysqlite:///file:{db}?mode=ro&uri=true": DatabaseStore,  # a read-only opening: MLflow's as given
+        "postgresql+psycopg://u@h:5432/mlflow": DatabaseStore,
+        "MySQL://h/db": DatabaseStore,
+        "https://mlflow.example:443": ServerStore,
+    }
+    for uri, kind in cases.items():
+        store = registry.open_store(uri)
+        assert type(store) is kind and store.remote == (kind is ServerStore), uri
+    sqlite = registry.open_store(f"sqlite:///{db}")
+    assert sqlite.artifact_location() == (tmp_path / "artifacts").resolve().as_uri() and not sqlite.exists()
+    assert registry.open_store("http://h:5000").artifact_location() is None
+    assert sqlite.identity() == registry.open_store(f"sqlite:///{tmp_path}/../{tmp_path.name}/x.db").identity()
