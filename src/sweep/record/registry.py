@@ -1,9 +1,11 @@
 """The one place that decides what kind of store an address names, as MLflow decides it
 (`mlflow/tracking/_tracking_service/registry.py`: a builder per URI scheme, asked once per URI).
 
-`open_store(uri)` picks the kind by the URI's scheme and returns a `Store`: what the project does with a store
-(check it, make it, explain its errors, open it for a sweep's writing, read it, tag, log files, copy runs into
-it). Every other module asks that object, never what kind it is. The kinds (`sweep.record.kinds`): an SQLite file
+`open_store(uri)` picks the kind by the URI's scheme and returns a `Store`: what differs by kind in what the project
+does with a store (check it, make it, explain its errors, choose the writer of a sweep's runs, open it to read).
+The writes themselves are made in record/ alone: a sweep's (`recorder`, `claims`, `session`), and those on runs
+already recorded (`writes`: tags, files, figures; `copy`: runs copied into it), on the client the store opened.
+Every other module asks that object, never what kind it is. The kinds (`sweep.record.kinds`): an SQLite file
 (written without MLflow where its schema is known), a database through SQLAlchemy, a tracking server. A new kind
 is one `register` call (docs/extending.md, "Add a store").
 """
