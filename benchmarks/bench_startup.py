@@ -4,7 +4,7 @@ existing SQLite store, against `python -c pass`, `import mlflow` and the same co
     .venv/bin/python benchmarks/bench_startup.py [--repeats 5]
 
 Target: <= 1.5 s on a 2-core machine. A single run into an existing store writes through Python's sqlite3
-(`sweep.record.sql_writer.SqliteRunWriter`) and never imports MLflow, whose SQL store alone costs seconds to
+(`sweep.record.sqlite.writer.SqliteRunWriter`) and never imports MLflow, whose SQL store alone costs seconds to
 import. Prints medians of wall and CPU seconds (on a loaded machine, read the CPU time and the ratios) and the
 ratios; the run's own `python -X importtime` check is that `mlflow` is not among its imports.
 """

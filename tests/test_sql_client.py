@@ -15,9 +15,9 @@ from mlflow.tracking import MlflowClient
 
 from sweep import job
 from sweep.record.recorder import Recorder
-from sweep.record.sql_client import SqliteClient
-from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.sqlalchemy_writer import SqlRunWriter
+from sweep.record.sqlite.client import SqliteClient
+from sweep.record.sqlite.writer import SqliteRunWriter
 from sweep.report import ui
 from tests.conftest import compose, run_sweep
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from sweep.record.recorder import Recorder, config_hash
-from sweep.record.sql_writer import SqliteRunWriter
 from sweep.record.sqlalchemy_writer import SqlRunWriter
+from sweep.record.sqlite.writer import SqliteRunWriter
 from sweep.record.tags import HASH_TAG
 from sweep.result import RunResult
 
@@ -132,7 +132,7 @@ def test_bad_metric_name_is_refused_before_anything_is_written(store, tmp_path, 
 
 @pytest.mark.parametrize("writer", WRITERS)
 def test_a_run_is_written_whole_or_not_at_all(store, writer):
-    from sweep.record.sql_writer import new_run_id
+    from sweep.record.sqlite.writer import new_run_id
 
     rec = recorder(store, "atomic", writer)
     dup = [("a", "1"), ("a", "2")]  # the params insert fails after the run row went in
@@ -149,7 +149,7 @@ def test_restated_mlflow_facts_match_the_installed_mlflow(store):
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.utils import validation as v
 
-    from sweep.record import sql_writer as w
+    from sweep.record.sqlite import writer as w
     from sweep.record.store import schema_version, sqlite_path
 
     Recorder(store, "facts")

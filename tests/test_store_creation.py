@@ -61,7 +61,9 @@ def test_a_signal_during_a_new_stores_creation_leaves_no_store_or_a_whole_one(tm
         d.mkdir()
         db = d / "new.db"
         uri = f"sqlite:///{db}"
-        env = {"SWEEP_SPOOL_DIR": str(d / "spool")}
+        # an empty template cache: the store is made by MLflow's migrations (seconds), the moments tested here; made
+        # from the template it takes milliseconds (tests/test_store_template.py)
+        env = {"SWEEP_SPOOL_DIR": str(d / "spool"), "SWEEP_CACHE_DIR": str(d / "cache")}
         proc = subprocess.Popen(
             [sys.executable, "-m", "sweep", *GRID, f"mlflow.tracking_uri={uri}"],
             cwd=d,

@@ -42,8 +42,9 @@ from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
 from sweep.preflight.refusal import Refusal
 from sweep.preflight.store import check_store
 from sweep.record import spool, store
+from sweep.record.registry import open_store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
-from sweep.record.store import StoreError, kind_of
+from sweep.record.store import StoreError
 from sweep.record.tags import JOB_NUM_TAG, REFUSED_TAG, ROUTE_TAG, SKIPPED_TAG
 from sweep.report.ui import recorded_line, run_hint
 from sweep.result import RunResult
@@ -220,7 +221,7 @@ class MLflowCallback(Callback):
                 self.session.store(config)
             except Exception as e:  # noqa: BLE001 - the store cannot be opened: keep the result, then say so
                 uri = getattr(e, "uri", None) or config.mlflow.tracking_uri or default_tracking_uri()
-                cause = e.cause if isinstance(e, StoreError) else kind_of(e, store.sqlite_path(uri))
+                cause = e.cause if isinstance(e, StoreError) else open_store(uri).explain(e)
                 where = spool.keep(
                     result,
                     uri,
@@ -262,7 +263,7 @@ class MLflowCallback(Callback):
         except Exception as e:  # noqa: BLE001 - the store failed at the end (a full disk): one line, exit 1
             uri = config.mlflow.tracking_uri or default_tracking_uri()
             print(
-                f"sweep: parent run {parent} not closed: store {uri}: {kind_of(e, store.sqlite_path(uri))}",
+                f"sweep: parent run {parent} not closed: store {uri}: {open_store(uri).explain(e)}",
                 file=sys.stderr,
                 flush=True,
             )

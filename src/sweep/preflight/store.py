@@ -11,7 +11,8 @@ from omegaconf import DictConfig
 
 from sweep.paths import default_tracking_uri
 from sweep.preflight.refusal import UNUSABLE, Refusal
-from sweep.record import address, remote, store
+from sweep.record import address, remote
+from sweep.record.registry import open_store
 from sweep.record.store import StoreError, experiment_name_problem
 
 
@@ -43,7 +44,7 @@ def check_server(config: DictConfig) -> None:
 def check_writable(config: DictConfig) -> None:
     """A store file that cannot be written (read-only, full, locked, damaged): found in milliseconds."""
     try:
-        store.check(tracking_uri(config), write=True)
+        open_store(tracking_uri(config)).check(write=True)
     except StoreError as e:
         raise Refusal(str(e), UNUSABLE) from None
 

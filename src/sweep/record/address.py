@@ -18,7 +18,7 @@ from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
 from sweep.paths import default_tracking_uri
-from sweep.record import remote
+from sweep.record import registry, remote
 from sweep.record.store import StoreError, orphan_journal, redacted, sqlite_path
 
 EXAMPLE = "sqlite:///mlruns/mlflow.db"
@@ -48,6 +48,8 @@ def problem(uri: str) -> Optional[str]:
             f"expected an SQLite file, sqlite:///PATH (e.g. {EXAMPLE})"
         )
     if base not in SERVER_SCHEMES and base not in DATABASE_SCHEMES:
+        if registry.known(base):  # a kind added to the registry (docs/extending.md): its address is its own
+            return None
         return f"unknown scheme {scheme}://: expected {EXPECTED}"
     parts = urlsplit(uri)
     try:

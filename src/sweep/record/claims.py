@@ -6,9 +6,9 @@ A claim is held by a sweep's parent run while that run is RUNNING; a sweep that 
 or marked KILLED after its launcher was killed: `sweep.record.abandoned`) holds nothing, so its unfinished
 configs are free for the next sweep (resume skips the finished ones before claiming).
 
-- An SQLite store written through sqlite3 (`SqliteRunWriter`): a tag `sweep.claim.<hash>` on the claiming parent,
-  looked up against the other RUNNING parents' and written in one write transaction (`BEGIN IMMEDIATE`: SQLite
-  lets one writer in at a time), removed when the parent closes.
+- An SQLite store written through sqlite3 (the recorder's direct writer): a tag `sweep.claim.<hash>` on the
+  claiming parent, looked up against the other RUNNING parents' and written in one write transaction
+  (`BEGIN IMMEDIATE`: SQLite lets one writer in at a time), removed when the parent closes.
 - Any other store, through MLflow's client (a tracking server, a database): MLflow has no transaction a client can
   span, but it refuses to change a param once logged, in one database transaction per `log_batch`. The claims
   are params of one bookkeeping run per experiment (`CLAIMS_RUN_NAME`, tag `sweep.claims`), key = the hash (then
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from sweep.record.sql_writer import SqliteRunWriter, write_transaction
+from sweep.record.sqlite.writer import SqliteRunWriter, write_transaction
 from sweep.record.tags import CLAIM_TAG, CLAIMS_RUN_TAG, CLAIMS_TAG, PARENT_TAG
 
 CLAIMS_RUN_NAME = "sweep claims (bookkeeping: which sweep runs which config)"
@@ -38,15 +38,15 @@ def claim(recorder: Any, parent_id: str, hashes: Iterable[str]) -> dict[str, str
     wanted = sorted(set(hashes))
     if not wanted:
         return {}
-    if isinstance(recorder.sql, SqliteRunWriter):
-        return _claim_sqlite(recorder.sql, parent_id, wanted)
+    if recorder.direct is not None:
+        return _claim_sqlite(recorder.direct, parent_id, wanted)
     return _claim_client(recorder.client, recorder.experiment_id, parent_id, wanted)
 
 
 def release(recorder: Any, parent_id: str) -> None:
     """The parent closes: its claims go (on SQLite its tags are removed; elsewhere a closed holder holds nothing)."""
-    if isinstance(recorder.sql, SqliteRunWriter):
-        with recorder.sql._db() as conn:
+    if recorder.direct is not None:
+        with recorder.direct._db() as conn:
             conn.execute("DELETE FROM tags WHERE run_uuid = ? AND key LIKE ?", (parent_id, f"{CLAIM_TAG}%"))
 
 

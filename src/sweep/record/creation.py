@@ -2,10 +2,12 @@
 
 MLflow makes a store's tables in some 60 schema migrations (a second or more; many on a loaded machine), leaving
 its half-done tables behind when cut short, and its creation is not safe against a second process creating the
-same store at the same moment. So a new store is made in a file beside it (`.<name>.creating-<pid>`), by a process
-of its own, then synced and renamed into place, all under a file lock beside the store (`creation_lock`).
+same store at the same moment. So a new store is made in a file beside it (`.<name>.creating-<pid>`), then synced
+and renamed into place, all under a file lock beside the store (`creation_lock`). MLflow makes it, in a process of
+its own, the first time this MLflow's schema is made; that store is kept as a template
+(`sweep.record.sqlite.template`), and every later new store is the template copied (milliseconds).
 
-The making runs in a child process so that a signal to this one is never lost and never a traceback: this
+MLflow's making runs in a child process so that a signal to this one is never lost and never a traceback: this
 process only waits for the child, and Ctrl-C, SIGTERM or SIGHUP stop the making there (the child is killed, its
 file removed), with one line and 128+n. Made in this process, a signal's KeyboardInterrupt could land inside a
 callback SQLAlchemy runs (a weakref's), where Python only prints it ("Exception ignored in ...") and goes on: the
@@ -24,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
+from sweep.record.sqlite import template
 from sweep.record.store import StoreError, artifact_location, orphan_journal, sqlite_path
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -89,30 +92,13 @@ def create(uri: str) -> None:
     cut: list[int] = []  # the signal that stops the making, noted where it came
     waiting = [False]  # while this process waits for the child, a signal raises there (else it is only noted)
     previous = _on_signals(cut, waiting)
-    child = None
     try:
-        # the signals wait while the child is forked (a child started and not yet ours to kill would be left); it
-        # keeps them blocked: this process stops it, with SIGKILL
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-        try:
-            child = subprocess.Popen(
-                [sys.executable, "-c", MAKE, str(aside), str(artifact_location(uri))],
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        waiting[0] = True
-        try:
-            _, err = child.communicate()
-        finally:
-            waiting[0] = False
-        if child.returncode != 0:
-            last = [ln for ln in err.strip().splitlines() if ln.strip()]
-            raise MakingFailed(last[-1] if last else f"the making process exited {child.returncode}")
+        kept = template.usable()
+        if kept is not None:  # milliseconds: a signal here is noted, and acted on once the store is in place
+            template.copy_into(kept, aside, str(artifact_location(uri)))
+        else:
+            _make(aside, str(artifact_location(uri)), waiting)
+            template.keep(aside)  # the next new store is a copy of this one
         os.rename(aside, path)
         fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -120,17 +106,45 @@ def create(uri: str) -> None:
         finally:
             os.close(fd)
     except KeyboardInterrupt:
-        if child is not None and child.poll() is None:
-            child.kill()  # the tables half made: nothing of them may stay
-            child.wait()
         _interrupted(uri, cut[0] if cut else signal.SIGINT, "nothing made")
     finally:
         for s, h in previous.items():
             signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
         for leftover in (aside, *(Path(f"{aside}{s}") for s in ("-journal", "-wal", "-shm"))):
             leftover.unlink(missing_ok=True)
-    if cut:  # it came once the child was done (the rename, the handlers put back): noted, acted on here
+    if cut:  # it came outside the wait for MLflow's making (the copy, the rename, the handlers put back): acted on here
         _interrupted(uri, cut[0], "the store is made" if path.exists() else "nothing made")
+
+
+def _make(aside: Path, artifacts: str, waiting: list[bool]) -> None:
+    """MLflow makes the store at `aside`, in a child process (`MAKE`) that this one waits for; a signal in that wait
+    (KeyboardInterrupt, `_on_signals`) kills the child, whose half-made tables the caller removes."""
+    # the signals wait while the child is forked (a child started and not yet ours to kill would be left); it
+    # keeps them blocked: this process stops it, with SIGKILL
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", MAKE, str(aside), artifacts],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    waiting[0] = True
+    try:
+        _, err = child.communicate()
+    except KeyboardInterrupt:
+        child.kill()  # the tables half made: nothing of them may stay
+        child.wait()
+        raise
+    finally:
+        waiting[0] = False
+    if child.returncode != 0:
+        last = [ln for ln in err.strip().splitlines() if ln.strip()]
+        raise MakingFailed(last[-1] if last else f"the making process exited {child.returncode}")
 
 
 def _interrupted(uri: str, signum: int, made: str) -> NoReturn:

@@ -14,13 +14,15 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, creation, journal, remote, spool, store
+from sweep.record import address, claims, spool, store
 from sweep.record.abandoned import owner_tags
-from sweep.record.sql_client import SqliteClient
-from sweep.record.sql_writer import (
+from sweep.record.registry import Store, open_store
+from sweep.record.sqlalchemy_writer import SqlRunWriter
+from sweep.record.sqlite.client import SqliteClient
+from sweep.record.sqlite.writer import (
     MAX_PARAM_LEN,
     MAX_TAG_LEN,
     MLFLOW_RUN_NAME,
@@ -28,7 +30,6 @@ from sweep.record.sql_writer import (
     new_run_id,
     plainly_valid,
 )
-from sweep.record.sqlalchemy_writer import SqlRunWriter
 from sweep.record.tags import (
     GIT_TAG,
     HASH_TAG,
@@ -95,24 +96,13 @@ class Recorder:
             address.check(self.tracking_uri)  # keep nothing, fail after the job or retry for minutes
         except address.BadAddress as e:
             raise store.StoreError(self.tracking_uri, str(e)) from None
-        store.check(self.tracking_uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        self.store: Store = open_store(self.tracking_uri)
+        self.store.check(write=True)  # milliseconds, where MLflow would retry for minutes
+        self.store.create()  # a new SQLite store: made aside, renamed into place when whole
 
         self._client: Any = None
-        path = store.sqlite_path(self.tracking_uri)
-        if path is not None and not path.exists():
-            try:
-                with creation.creation_lock(self.tracking_uri):  # MLflow's table creation is not concurrency-safe
-                    creation.create(self.tracking_uri)  # a new store: made aside, renamed into place when whole
-            except store.StoreError:
-                raise
-            except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
-                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
-        # an SQLite store at the known schema: written without importing MLflow (seconds saved)
-        self.sql: Any = SqliteRunWriter.open(path, experiment) if path is not None else None
-        if self.sql is None and path is not None and not store.experiment_name_problem(experiment):
-            location = store.artifact_location(self.tracking_uri)
-            assert location is not None  # an SQLite store's
-            self.sql = SqliteRunWriter.create(path, experiment, location, {KIND_TAG: MODEL_TRAINING})
+        # a store written without importing MLflow (seconds saved): an SQLite store at the known schema
+        self.sql: Any = self.store.direct_writer(experiment)
         if self.sql is not None:
             self.experiment_id = self.sql.experiment_id
         else:
@@ -121,26 +111,25 @@ class Recorder:
             except store.StoreError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever MLflow or SQLAlchemy raise: one line, no traceback
-                raise store.StoreError(self.tracking_uri, store.kind_of(e, path)) from e
-            # a SQLite store MLflow has just made (or upgraded) at the known schema: sqlite3 from here on, ~5x
-            # cheaper a run than SQLAlchemy; any other SQL store: one SQLAlchemy transaction per run; a tracking
-            # server: its REST API (MLflow's SQL store, a second of imports, is not needed)
-            fresh = SqliteRunWriter.open(path, experiment) if path is not None and path.exists() else None
-            self.sql = fresh or (None if remote.is_remote(self.tracking_uri) else SqlRunWriter.for_client(self.client))
-        if path is not None:  # the store whole in its one file when the command ends, -wal folded in
-            journal.fold_at_exit(path, self.sql.close if isinstance(self.sql, SqliteRunWriter) else None)
+                raise store.StoreError(self.tracking_uri, self.store.explain(e)) from e
+            self.sql = self.store.run_writer(self.client, experiment)
+        self.store.close_at_exit(self.direct)
         if import_spool:
             n = spool.import_into(self)
             if n:
                 print(f"sweep: {n} spooled result(s) written into {self.tracking_uri}", flush=True)
 
     @property
+    def direct(self) -> Optional[SqliteRunWriter]:
+        """The run writer when it needs no MLflow (sqlite3): the sweep's start, claims, end and resume go through
+        it too; None where MLflow's client makes them."""
+        return self.sql if self.sql is not None and self.sql.direct else None
+
+    @property
     def client(self) -> Any:
         """MLflow's client for this store, created on first use (importing MLflow costs seconds)."""
         if self._client is None:
-            from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
-
-            self._client = MlflowClient(tracking_uri=self.tracking_uri)
+            self._client = self.store.client()
         return self._client
 
     @property
@@ -148,15 +137,15 @@ class Recorder:
         """The store's reads and tags as the sweep's start and end make them (`SqliteClient`'s methods): through
         sqlite3 where the runs are (an existing SQLite store at the known schema: no MLflow import), else
         MLflow's client."""
-        if isinstance(self.sql, SqliteRunWriter):
-            return SqliteClient(self.sql)
+        if self.direct is not None:
+            return SqliteClient(self.direct)
         return self.client
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             return exp.experiment_id
-        location = store.artifact_location(self.tracking_uri)
+        location = self.store.artifact_location()
         try:
             return self.client.create_experiment(name, artifact_location=location, tags={KIND_TAG: MODEL_TRAINING})
         except Exception:  # noqa: BLE001 - two machines' first sweeps at once: the other one made it first
@@ -181,7 +170,7 @@ class Recorder:
         try:
             return self.write(result, parent_run_id, run_name, extra_tags, at_once)
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
-            cause = store.kind_of(e, store.sqlite_path(self.tracking_uri))
+            cause = self.store.explain(e)
             where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
             raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
 
@@ -212,7 +201,7 @@ class Recorder:
         files = {**result.artifacts, **({"traceback.txt": result.error} if result.error else {})}
         start = int(result.start_time * 1000) if result.start_time else now
         writer = self.sql
-        if isinstance(writer, SqlRunWriter) or (writer is not None and not plainly_valid(tags, params, metrics)):
+        if writer is not None and (not writer.direct or not plainly_valid(tags, params, metrics)):
             SqlRunWriter.check(tags, params, metrics)  # MLflow's own rules judge, and name, what is wrong
         if writer is not None:
             rid = new_run_id()
@@ -299,9 +288,9 @@ class Recorder:
         owner = owner_tags()
         tags = {**tags, **owner, PARENT_TAG: "true", GIT_TAG: git_commit()}
         plain = [(k, str(v)[:MAX_PARAM_LEN]) for k, v in (params or {}).items()][:100]
-        if isinstance(self.sql, SqliteRunWriter) and plainly_valid({**tags, MLFLOW_RUN_NAME: name}, plain, []):
+        if self.direct is not None and plainly_valid({**tags, MLFLOW_RUN_NAME: name}, plain, []):
             rid = new_run_id()
-            self.sql.start_run(rid, name, int(time.time() * 1000), tags, plain)
+            self.direct.start_run(rid, name, int(time.time() * 1000), tags, plain)
             return rid
         run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
         if plain:
@@ -319,8 +308,8 @@ class Recorder:
         now = int(time.time() * 1000)
         totals = {**(extra or {}), **parent_totals(results)}
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]
-        if isinstance(self.sql, SqliteRunWriter) and plainly_valid({}, [], metrics):
-            self.sql.end_run(run_id, status, now, metrics)
+        if self.direct is not None and plainly_valid({}, [], metrics):
+            self.direct.end_run(run_id, status, now, metrics)
             return
         from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
@@ -347,8 +336,8 @@ class Recorder:
     def finished_hashes(self, wanted: set[str]) -> dict[str, str]:
         """`finished` by the configs' hashes (`config_hash`): a grid's jobs are checked one at a time and only
         their hashes kept."""
-        if isinstance(self.sql, SqliteRunWriter):  # a single run's repeat check costs no MLflow import
-            found = self.sql.finished(HASH_TAG, wanted)
+        if self.direct is not None:  # a single run's repeat check costs no MLflow import
+            found = self.direct.finished(HASH_TAG, wanted)
             if found is not None:
                 return found
         found = {}

@@ -25,9 +25,8 @@ from sweep.record import claims
 from sweep.record.abandoned import repair_abandoned
 from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
-from sweep.record.remote import is_remote
-from sweep.record.sql_writer import SqliteRunWriter
-from sweep.record.store import StoreError, kind_of, sqlite_path
+from sweep.record.registry import open_store
+from sweep.record.store import StoreError
 from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
 
@@ -64,32 +63,6 @@ def bill_cpu(result: RunResult, cfg: DictConfig, cpu_s: float) -> None:
     """A job that ran on a CPU host (not a Modal GPU): its task's CPU seconds at device.price_per_hour."""
     price = device_price_per_hour(cfg.device) if OmegaConf.select(cfg, "device") is not None else 0.0
     bill(result, "cpu_s", cpu_s, price)
-
-
-def _sqlite_wal(recorder: Recorder) -> None:
-    """SQLite stores written by this process use WAL with synchronous=NORMAL: a commit no longer waits for an
-    fsync (MLflow commits ~9 times per run, ~6 ms each on a slow disk), and the store still survives a crash
-    of the process; only the last transactions could be lost to a power cut. Readers are unaffected. A store
-    written through sqlite3 (`SqliteRunWriter`) sets it on its own connection, with no SQLAlchemy import."""
-    if isinstance(recorder.sql, SqliteRunWriter):
-        recorder.sql.use_wal()
-        return
-    if getattr(_sqlite_wal, "on", False):
-        return
-    import sqlite3  # noqa: PLC0415 - start-up: see the comment
-
-    from sqlalchemy import event  # noqa: PLC0415 - SQLAlchemy loads with MLflow: only when a sweep opens its store
-    from sqlalchemy.engine import Engine  # noqa: PLC0415 - SQLAlchemy loads with MLflow: only when a sweep opens its store
-
-    def on_connect(dbapi_conn: Any, _record: Any) -> None:
-        if isinstance(dbapi_conn, sqlite3.Connection):
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-    event.listen(Engine, "connect", on_connect)
-    _sqlite_wal.on = True  # type: ignore[attr-defined]
 
 
 class SweepSession:
@@ -136,14 +109,14 @@ class SweepSession:
             raise
         except Exception as e:  # noqa: BLE001 - the store failed while the sweep starts (a full disk): one line
             uri = str(config.mlflow.tracking_uri or default_tracking_uri())
-            raise StoreError(uri, kind_of(e, sqlite_path(uri))) from e
+            raise StoreError(uri, open_store(uri).explain(e)) from e
 
     def _open(
         self, config: DictConfig, multirun_cfg: DictConfig, launcher: str, params: dict[str, Any], fast: bool
     ) -> str:
         recorder = self.store(config)
         if fast:
-            _sqlite_wal(recorder)
+            recorder.store.for_long_sweep(recorder.direct)
             gc.freeze()  # MLflow, Hydra and the composed configs stay: per-job collections need not rescan them
         repaired = repair_abandoned(recorder.store_client, recorder.experiment_id)
         if repaired:
@@ -164,7 +137,7 @@ class SweepSession:
             params=params,
         )
         self.launching_pid = os.getpid()
-        if fast and is_remote(recorder.tracking_uri):
+        if fast and recorder.store.remote:  # each write a round trip: written while the sweep goes on
             self.writer = BackgroundWriter(recorder)
         return self.parent
 
@@ -186,7 +159,7 @@ class SweepSession:
             raise
         except Exception as e:  # noqa: BLE001 - whatever the store raised: one line, before any job
             uri = str(config.mlflow.tracking_uri or default_tracking_uri())
-            raise StoreError(uri, f"the sweep's claims could not be taken: {kind_of(e, sqlite_path(uri))}") from e
+            raise StoreError(uri, f"the sweep's claims could not be taken: {open_store(uri).explain(e)}") from e
 
     def done_run(self, config: DictConfig, job_config: dict[str, Any]) -> Optional[str]:
         return self.done(config, [job_config]).get(config_hash(job_config))

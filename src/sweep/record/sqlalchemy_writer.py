@@ -1,17 +1,19 @@
 """`SqlRunWriter`: one finished run inserted in one transaction through the SQLAlchemy engine of MLflow's own store
 object, with MLflow's own checks: any SQL database MLflow stores runs in, once MLflow is imported. The rows are
-`sweep.record.sql_writer.run_rows`' (the sqlite3 writer's too); why a run is written this way is said there."""
+`sweep.record.sqlite.writer.run_rows`' (the sqlite3 writer's too); why a run is written this way is said there."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
-from sweep.record.sql_writer import ARTIFACTS_FOLDER, Metric, local_dir, run_rows
+from sweep.record.sqlite.writer import ARTIFACTS_FOLDER, Metric, local_dir, run_rows
 
 
 class SqlRunWriter:
     """Through the SQLAlchemy engine of MLflow's store object (MLflow already imported)."""
+
+    direct = False  # MLflow's own engine: the rest of a sweep's writes go through MLflow's client
 
     def __init__(self, store: Any) -> None:
         self.store = store

@@ -8,7 +8,7 @@ milliseconds (a lock held by another process: the few seconds of SQLite's busy t
 - locked: another process holds a lock on it beyond the busy timeout;
 - half-made: its creation was never finished (by an older version of this project, which let MLflow make the
   tables in place: a signal in its first second left them half made), and it holds no runs;
-- another schema revision: older or newer than the one this MLflow writes (`sweep.record.schema`);
+- another schema revision: older or newer than the one this MLflow writes (`sweep.record.sqlite.schema`);
 - not an MLflow store: an SQLite database with other tables;
 - corrupt, and only then: not an SQLite file, a file shorter than its own header says (truncated) whose
   write-ahead log does not hold the rest, or one SQLite itself calls malformed;
@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from hydra.errors import CompactHydraException
 
-from sweep.record.schema import (  # noqa: F401 - schema_version: part of the store's reading, named here too
+from sweep.record.sqlite.schema import (  # noqa: F401 - schema_version: part of the store's reading, named here too
     LOCK_WAIT_S,
     REMOVE,
     is_read_only_error,

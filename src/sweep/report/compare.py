@@ -18,7 +18,8 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.commands import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
-from sweep.record import address, store
+from sweep.record import address, store, writes
+from sweep.record.registry import open_store
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
@@ -54,16 +55,15 @@ def compare(
     its leaderboard instead (sweep.report.leaderboard)."""
     uri = tracking_uri or default_tracking_uri()
     address.check(uri)  # an address no store is at (exit 2); a server or database that does not answer: seconds
-    store.check(uri, write=False)  # a missing store is not created; a corrupt one is one line
+    target = open_store(uri)
+    target.check(write=False)  # a missing store is not created; a corrupt one is one line
     if log:
         try:
-            store.check(uri, write=True)
+            target.check(write=True)
         except store.StoreError as e:  # a read-only store is read: the table and plot stay on disk
             print(f"sweep.compare: {e}: table and plot not logged to the parent run", file=sys.stderr)
             log = False
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - seconds to import: after the store's quick checks
-
-    client = MlflowClient(tracking_uri=uri if log else store.read_uri(uri))  # MLflow opens a store to write it
+    client = target.client(write=log)  # MLflow opens a store to write it: one it cannot write is opened read-only
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)
@@ -144,8 +144,7 @@ def write_files(
 def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
     """The report's files as artifacts of the parent run, under compare/; whether they were (one line if not)."""
     try:
-        for f in files:
-            client.log_artifact(parent_id, str(f), artifact_path=ARTIFACT_DIR)
+        writes.log_files(client, parent_id, files, ARTIFACT_DIR)
     except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
         print(f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr)
         return False

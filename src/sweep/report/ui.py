@@ -33,14 +33,14 @@ import socket
 import subprocess
 import sys
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import commands
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
-from sweep.record import address, remote, store
-from sweep.record.sql_writer import MAX_EXPERIMENT_TAG_LEN
+from sweep.record import address, remote, store, writes
+from sweep.record.registry import open_store
+from sweep.record.sqlite.writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
@@ -95,7 +95,7 @@ def port_taken(host: str, port: int) -> str | None:
 
 def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str:
     """Where the UI of a store is: a tracking server serves its own; a local store's is what `sweep.ui` starts."""
-    if tracking_uri is not None and remote.is_remote(tracking_uri):
+    if tracking_uri is not None and open_store(tracking_uri).remote:
         return tracking_uri.rstrip("/")
     return f"http://{host}:{port}"
 
@@ -167,9 +167,7 @@ def study_view(client: Any, parent: Any) -> None:
     width = min(600, max(180, 7 * max((len(r.run_name) for r in runs), default=0) + 60))
     state.update(columnOrder=[NAME_COLUMN], columnWidths={NAME_COLUMN: width})
     # sorted by name, not by date: MLflow nests children under their (collapsed) parent when sorting by date
-    for r in runs:
-        if r.order != (key := order_key(r.run_name)):
-            client.set_tag(r.run_id, ORDER_TAG, key)
+    writes.tag_runs(client, {r.run_id: {ORDER_TAG: k} for r in runs if r.order != (k := order_key(r.run_name))})
     state.update(orderByKey=f"tags.`{ORDER_TAG}`", orderByAsc=True)
     if any(r.parent_id != parent.info.run_id for r in runs):  # resumed: every part
         ids = ", ".join(f"'{r.run_id}'" for r in runs)
@@ -177,8 +175,9 @@ def study_view(client: Any, parent: Any) -> None:
         if len(json.dumps(whole)) <= MAX_EXPERIMENT_TAG_LEN:
             state = whole
     experiment_id = parent.info.experiment_id
-    client.set_experiment_tag(experiment_id, KIND_TAG, MODEL_TRAINING)
-    client.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
+    writes.tag_experiment(
+        client, experiment_id, {KIND_TAG: MODEL_TRAINING, VIEW_TAG_PREFIX + VIEW_KEY: json.dumps(state)}
+    )
 
 
 def _store_args(tracking_uri: str) -> tuple[str, ...]:
@@ -211,20 +210,14 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
 def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     """Where to see one run: the command that starts the UI, and the run's address in it."""
     url = run_url(experiment_id, run_id, base=ui_base(tracking_uri))
-    if remote.is_remote(tracking_uri):  # the server serves its UI: nothing to start
+    if open_store(tracking_uri).remote:  # the server serves its UI: nothing to start
         return f"see it: {url}"
     return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {url}"
 
 
 def store_label(tracking_uri: str) -> str:
     """A store as a user finds it: its SQLite file (from the current directory where below it), else its address."""
-    path = store.sqlite_path(tracking_uri)
-    if path is None:
-        return tracking_uri
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    return open_store(tracking_uri).label()
 
 
 def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id: str) -> str:
@@ -255,9 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except store.StoreError as e:
         print(f"sweep.ui: {e}", file=sys.stderr)
         return 1
-    if remote.is_remote(uri):
+    target = open_store(uri)
+    if target.remote:
         return on_server(uri, a.study)
-    if uri.startswith("sqlite:///") and not os.path.exists(uri[len("sqlite:///") :]):
+    if not target.exists():
         print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
         return 1
 
@@ -275,13 +269,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
-
-    read = store.read_uri(uri)  # a read-only store is read (and the study views, which write, are left out)
-    view = study_view if read == uri else (lambda client, parent: None)
-    if read != uri:
+    try:  # a read-only store is read (and the study views, which write, are left out)
+        target.check(write=True)
+        writable = True
+    except store.StoreError:
+        writable = False
         print(f"sweep.ui: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
-    client = MlflowClient(tracking_uri=read)
+    view = study_view if writable else (lambda client, parent: None)
+    client = target.client(write=writable)
+    read = target.address(write=writable)  # what MLflow's server opens: read-only, where it must be
     url, studies = runs_url(a.host, a.port), []
     if a.study is not None:
         try:
@@ -322,9 +318,8 @@ def on_server(uri: str, study: str | None) -> int:
         print(f"sweep.ui: {e}", file=sys.stderr)
         return 1
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
 
-    client = MlflowClient(tracking_uri=uri)
+    client = open_store(uri).client()
 
     def view(parent: Any) -> None:
         try:

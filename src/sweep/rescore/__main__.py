@@ -17,6 +17,7 @@ from sweep.errors import ConfigError
 from sweep.metrics import cell
 from sweep.paths import default_tracking_uri
 from sweep.record import remote, store
+from sweep.record.registry import open_store
 
 PROG = "sweep-rescore"
 
@@ -42,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     uri = a.tracking_uri or default_tracking_uri()
     try:
-        store.check(uri, write=True)  # milliseconds, where MLflow would retry for minutes
+        target = open_store(uri)
+        target.check(write=True)  # milliseconds, where MLflow would retry for minutes
         remote.require(uri)
     except store.StoreError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
@@ -50,9 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line of its own per run read
     remote.client_settings()  # a tracking server lost mid-way: an answer in seconds, not minutes of retries
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - seconds to import: after the store's quick checks
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415
 
-    client = MlflowClient(tracking_uri=uri)
+    client = target.client()
     name, version = node["name"], build(node).version
     done, left = 0, []
     try:

@@ -22,13 +22,13 @@ from sweep.config.schema import CLASSES, SCHEMAS, register_configs
 from sweep.errors import ConfigError
 from sweep.job import build, job_config, table_csv
 from sweep.paths import CONF_DIR
+from sweep.record import writes
 from sweep.record.tags import PARENT_TAG, TRACKER_VERSION_TAG
 from sweep.report.queries import RUN_ID, load_children, pages
 from sweep.trace import stored
 from sweep.trackers.base import TrackerReport
 
 TABLE = "rescore/{tracker}/tracker_buffers.csv"  # a rescored run's per-buffer table (its own is tracker_buffers.csv)
-BATCH = 1000  # MLflow's most metrics in one log_batch
 RECORDED = ("tracker.scope", "tracker.source")  # what was traced: fixed by the stored trace
 
 
@@ -126,22 +126,16 @@ def score(client: Any, run: Any, tracker_node: dict[str, Any]) -> Scored:
     return Scored(run, report, curves)
 
 
-def _metrics(scored: Scored, now: int) -> Iterator[Any]:
-    from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import
-
+def _metrics(scored: Scored, now: int) -> Iterator[tuple[str, float, int, int]]:
     for k, v in scored.report.metrics.items():
-        yield Metric(k, float(v), now, 0)
+        yield (k, float(v), now, 0)
     for k, values in scored.curves.items():  # per epoch, at the steps a run logs its curves (1, 2, ...)
         for i, v in enumerate(values):
-            yield Metric(k, float(v), now, i + 1)
+            yield (k, float(v), now, i + 1)
 
 
 def log(client: Any, scored: Scored, tracker: str, version: str) -> None:
     """The figures on the run; the version tag last, so a run that has it has them all."""
-    rid = scored.run.info.run_id
-    metrics = list(_metrics(scored, int(time.time() * 1000)))
-    for i in range(0, len(metrics), BATCH):
-        client.log_batch(rid, metrics=metrics[i : i + BATCH])
-    if scored.report.table:
-        client.log_text(rid, table_csv(scored.report.table), TABLE.format(tracker=tracker))
-    client.set_tag(rid, TRACKER_VERSION_TAG + tracker, version)
+    table = {TABLE.format(tracker=tracker): table_csv(scored.report.table)} if scored.report.table else {}
+    metrics = _metrics(scored, int(time.time() * 1000))
+    writes.add_figures(client, scored.run.info.run_id, metrics, table, (TRACKER_VERSION_TAG + tracker, version))

@@ -12,20 +12,17 @@ migrate; its children are copied, and get their parent link once the parent is c
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from sweep.record import copy as copying
 from sweep.record import store
-from sweep.record.creation import creation_lock
+from sweep.record.registry import open_store
 from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
-USER_TAG = "mlflow.user"  # MLflow's own
 PAGE = 1000  # MLflow's largest page of runs or experiments
-# MLflow's limits on one log_batch call
-PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
 
 
 class BadInput(ValueError):
@@ -70,34 +67,32 @@ def identity_of(uri: str) -> str:
 
 
 def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_run: bool = False) -> Plan:
-    """Open both stores and list what to copy. The source is only read (`store.read_uri`: never created); an
-    SQLite target is checked for writing and created under the store's creation lock (not on a dry run)."""
-    if _same_store(source_uri, target_uri):
+    """Open both stores and list what to copy. The source is only read (read-only where it cannot be written; never
+    created); the target is checked for writing and, an SQLite file, made as a sweep makes it (not on a dry run)."""
+    source_store, target_store = open_store(source_uri), open_store(target_uri)
+    if source_store.identity() == target_store.identity():
         raise BadInput(f"--to {target_uri} is the --from store: give another store to copy into")
     try:
-        store.check(source_uri, write=False)
+        source_store.check(write=False)
     except store.StoreError as e:
         raise BadInput(f"--from {e}") from None
     from mlflow.entities import ViewType  # noqa: PLC0415 - MLflow: seconds to import; bad input is refused first
-    from mlflow.tracking import MlflowClient  # noqa: PLC0415
 
-    source = MlflowClient(store.read_uri(source_uri))
+    source = source_store.client(write=False)
     exps = {e.name: e for e in _pages(source.search_experiments, view_type=ViewType.ACTIVE_ONLY)}
     unknown = [n for n in experiments if n not in exps]
     if unknown:
         raise BadInput(f"--experiment {unknown[0]!r} is not in {source_uri}: its experiments are {', '.join(exps)}")
     names = list(experiments) or list(exps)
 
-    path = store.sqlite_path(target_uri)
     target = None
     if not dry_run:
-        store.check(target_uri, write=True)
-        target = MlflowClient(target_uri)
-        with creation_lock(target_uri):  # MLflow's table creation is not safe against a second creator
-            target.search_experiments(max_results=1)
-    elif path is None or path.exists():
-        store.check(target_uri, write=False)
-        target = MlflowClient(store.read_uri(target_uri))
+        target_store.check(write=True)
+        target_store.create()  # an SQLite file made whole or not at all, as a sweep makes it
+        target = target_store.client()
+    elif target_store.exists():
+        target_store.check(write=False)
+        target = target_store.client(write=False)
 
     runs: list[tuple[str, Any]] = []
     copies: dict[str, Any] = {}
@@ -109,11 +104,6 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
             found = _pages(target.search_runs, experiment_ids=[dst.experiment_id], filter_string=_MIGRATED_FILTER)
             copies.update({r.data.tags[MIGRATED_TAG].split(" ", 1)[0]: r for r in found})
     return Plan(source, target, target_uri, identity_of(source_uri), _parents_first(runs), copies)
-
-
-def _same_store(a: str, b: str) -> bool:
-    pa, pb = store.sqlite_path(a), store.sqlite_path(b)
-    return pa.resolve() == pb.resolve() if pa is not None and pb is not None else a.rstrip("/") == b.rstrip("/")
 
 
 _MIGRATED_FILTER = f"tags.`{MIGRATED_TAG}` LIKE '%'"
@@ -142,17 +132,20 @@ def migrate(
         elif copy is not None and copy.info.status in TERMINAL:
             summary.already += 1
             if not dry_run and parent is not None and copy.data.tags.get(PARENT_RUN_TAG) != parent.info.run_id:
-                p.target.set_tag(copy.info.run_id, PARENT_RUN_TAG, parent.info.run_id)  # the parent came later
+                copying.link_parent(p.target, copy.info.run_id, parent.info.run_id)  # the parent came later
         elif dry_run:
             summary.copied += 1
         else:
             try:
                 if copy is not None:  # a copy a failed or interrupted migrate left unfinished
-                    p.target.delete_run(copy.info.run_id)
+                    copying.drop(p.target, copy.info.run_id)
                     del p.copies[src_id]  # no child is linked to it
                 if name not in experiment_ids:
                     experiment_ids[name] = _experiment(p, name, run.info.experiment_id)
-                p.copies[src_id] = _copy(p, run, experiment_ids[name], parent)
+                parent_id = parent.info.run_id if parent is not None else None
+                p.copies[src_id] = copying.copy_run(
+                    p.source, p.target, run, experiment_ids[name], parent_id, p.identity
+                )
                 summary.copied += 1
             except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
                 cause = " ".join(str(e).split())  # MLflow's causes can be on its message's later lines
@@ -161,48 +154,13 @@ def migrate(
     return summary
 
 
-def _copy(p: Plan, run: Any, experiment_id: str, parent: Any) -> Any:
-    """One run into the target: created with the migration tag, filled, its status and end time written last."""
-    from mlflow.entities import Metric, Param, RunTag  # noqa: PLC0415 - MLflow: seconds to import
-
-    info, data = run.info, run.data
-    tags = {k: v for k, v in data.tags.items() if k != PARENT_RUN_TAG}
-    if parent is not None:
-        tags[PARENT_RUN_TAG] = parent.info.run_id
-    creation = {MIGRATED_TAG: f"{info.run_id} {p.identity}"}
-    if USER_TAG in tags:  # create_run takes the run's user from its tags
-        creation[USER_TAG] = tags.pop(USER_TAG)
-    new = p.target.create_run(experiment_id, start_time=info.start_time, tags=creation, run_name=info.run_name)
-    new_id = new.info.run_id
-    try:
-        for batch in _chunks([RunTag(k, v) for k, v in tags.items()], PARAMS_PER_BATCH):
-            p.target.log_batch(new_id, tags=batch)
-        for batch in _chunks([Param(k, v) for k, v in data.params.items()], PARAMS_PER_BATCH):
-            p.target.log_batch(new_id, params=batch)
-        history = [p.source.get_metric_history(info.run_id, k) for k in data.metrics]
-        points = [Metric(m.key, m.value, m.timestamp, m.step) for h in history for m in h]
-        for batch in _chunks(points, METRICS_PER_BATCH):
-            p.target.log_batch(new_id, metrics=batch)
-        if p.source.list_artifacts(info.run_id):
-            with tempfile.TemporaryDirectory(prefix="sweep-migrate-") as tmp:
-                p.target.log_artifacts(new_id, p.source.download_artifacts(info.run_id, "", tmp))
-        p.target.set_terminated(new_id, info.status, end_time=info.end_time)
-    except BaseException:  # failed or Ctrl-C: no half copy stays behind (a kill -9 leaves one for the next run)
-        try:
-            p.target.delete_run(new_id)
-        except Exception:  # noqa: BLE001 - the first error is the one to report; the next migrate deletes it
-            pass
-        raise
-    return new
-
-
 def _experiment(p: Plan, name: str, source_id: str) -> str:
     """The target's experiment of this name, created like the source's (its tags) if missing."""
     found = p.target.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
     tags = p.source.get_experiment(source_id).tags
-    return p.target.create_experiment(name, artifact_location=store.artifact_location(p.target_uri), tags=tags)
+    return copying.create_experiment(p.target, name, open_store(p.target_uri).artifact_location(), tags)
 
 
 def _parents_first(runs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -224,8 +182,3 @@ def _pages(search: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
         token = page.token
         if not token:
             return
-
-
-def _chunks(items: list, size: int) -> Iterator[list]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

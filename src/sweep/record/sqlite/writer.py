@@ -13,7 +13,7 @@ Two writers share the rows (`run_rows`):
   a single run into an existing SQLite store whose schema is the revision this module was checked against
   (`KNOWN_SCHEMA`), with an existing experiment, takes this path. Anything else (a new store, another schema
   revision, a name MLflow's rules might refuse) goes through MLflow. A sweep's parent run (opened RUNNING,
-  closed with its totals) and the reads and tags of its last line (`sweep.record.sql_client`) take it too.
+  closed with its totals) and the reads and tags of its last line (`sweep.record.sqlite.client`) take it too.
 
 tests/test_sql_run_writer.py checks that a run written either way reads back exactly like one written through
 MlflowClient (info, params, metrics and their history, tags, artifacts), that `KNOWN_SCHEMA` is the schema the
@@ -165,6 +165,8 @@ def run_rows(
 
 class SqliteRunWriter:
     """Through Python's sqlite3, without importing MLflow: for a SQLite store at `KNOWN_SCHEMA`."""
+
+    direct = True  # writes without MLflow: the recorder takes a sweep's start, claims, end and resume through it
 
     def __init__(self, path: Path, experiment_id: str, artifact_root: str) -> None:
         self.path = path

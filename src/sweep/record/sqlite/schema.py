@@ -22,7 +22,7 @@ REMOVE = "remove it (with any -wal and -shm beside it) and run again"
 def schema_problem(path: Path) -> Optional[str]:
     """Why MLflow could not use this SQLite database as its store (None: it can); `URI` in the line stands for the
     store's URI. Raises sqlite3.DatabaseError where SQLite cannot read it."""
-    tables, version, runs, experiments = _schema_facts(path)
+    tables, version, runs, experiments = schema_facts(path)
     head, known = mlflow_head()
     leftover = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
     if not tables:
@@ -51,7 +51,7 @@ def schema_problem(path: Path) -> Optional[str]:
     )
 
 
-def _schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
+def schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
     """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default), read
     without writing anything: a store SQLite can only open read-only (e.g. in a read-only directory) is read as
     an immutable file."""
@@ -81,7 +81,7 @@ def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int]:
 
 def schema_version(path: Path) -> Optional[str]:
     """The store's MLflow schema revision (alembic_version; None: it has none), read without writing anything."""
-    return _schema_facts(path)[1]
+    return schema_facts(path)[1]
 
 
 @functools.cache

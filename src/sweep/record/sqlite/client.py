@@ -20,7 +20,7 @@ import time
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from sweep.record.sql_writer import SqliteRunWriter
+from sweep.record.sqlite.writer import SqliteRunWriter
 
 _CLAUSE = re.compile(r"^\s*(?:tags\.`([^`]+)`|attributes\.(status))\s*=\s*'([^']*)'\s*$")
 _CHUNK = 500  # within SQLite's limit on bound parameters

@@ -1,0 +1,59 @@
+"""A new SQLite store: copied from the template of MLflow's migrated empty schema (`sweep.record.sqlite.template`)
+against made by MLflow's schema migrations (the path every new store took before, and the first one of each MLflow
+version still takes), both through `sweep.record.creation.create` (a file beside the store, synced, renamed into
+place, under the creation lock), measured in the same run.
+
+    .venv/bin/python benchmarks/bench_store.py [--repeats 5]
+
+Prints the median seconds of each path, their ratio, and the median of a recorder opening a new store whole (made,
+its experiment created: what a sweep's first command does before its first job). The copy's parity with MLflow's
+own making is tested in tests/test_store_template.py; this only times it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def make(uri: str) -> float:
+    from sweep.record import creation
+
+    t0 = time.perf_counter()
+    with creation.creation_lock(uri):
+        creation.create(uri)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    from sweep.record.recorder import Recorder
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        os.environ["SWEEP_CACHE_DIR"] = str(root / "cache")
+        make(f"sqlite:///{root / 'warm' / 'mlflow.db'}")  # the template kept (MLflow's making, not timed)
+        migrations, copied, opened = [], [], []
+        for i in range(a.repeats):
+            copied.append(make(f"sqlite:///{root / f'copy{i}' / 'mlflow.db'}"))
+            t0 = time.perf_counter()
+            Recorder(f"sqlite:///{root / f'open{i}' / 'mlflow.db'}", "bench", import_spool=False)
+            opened.append(time.perf_counter() - t0)
+            os.environ["SWEEP_CACHE_DIR"] = str(root / f"empty{i}")  # no template: MLflow's migrations
+            migrations.append(make(f"sqlite:///{root / f'mlflow{i}' / 'mlflow.db'}"))
+            os.environ["SWEEP_CACHE_DIR"] = str(root / "cache")
+    old, new = statistics.median(migrations), statistics.median(copied)
+    print(f"new store, MLflow's migrations (a child process): {old:.3f} s (median of {a.repeats})")
+    print(f"new store, the template copied:                   {new:.3f} s (median of {a.repeats})")
+    print(f"ratio: {old / new:.0f}x faster")
+    print(f"a recorder opening a new store (made, its experiment created): {statistics.median(opened):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
