@@ -13,11 +13,12 @@ from tests.conftest import ROOT
 
 SOURCES = {"src": ROOT / "src", "launchers": ROOT / "launchers"}
 FAST_PATH = {
-    "hydra_plugins.sweep_launcher._compose",
-    "hydra_plugins.sweep_launcher._in_place",
-    "hydra_plugins.sweep_launcher._run_job",
-    "hydra_plugins.sweep_launcher._parse_cache",
-    "hydra_plugins.sweep_launcher._template",
+    "hydra_plugins.sweep_launcher._fast.compose",
+    "hydra_plugins.sweep_launcher._fast.in_place",
+    "hydra_plugins.sweep_launcher._fast.run_job",
+    "hydra_plugins.sweep_launcher._fast.parse_cache",
+    "hydra_plugins.sweep_launcher._fast.template",
+    "hydra_plugins.sweep_launcher._fast.compose_once",
 }
 MAX_LINES = 400
 

@@ -193,7 +193,7 @@ class Dispatcher:
 
     def _config(self, job: Job, via: Any) -> Any:
         """The job's config as it goes to a local worker: what the worker adds to the job's template
-        (`_template`), where the job has one and runs on the worker itself; else composed and pickled whole."""
+        (`_fast/template`), where the job has one and runs on the worker itself; else composed and pickled whole."""
         if via is None and job.template is not None and self.session.fast:
             overrides, values = self.loader.given(job.overrides)
             cache = OmegaConf.get_cache(self.launcher.config)

@@ -50,8 +50,8 @@ class SweepLauncherConf:
     # (the app's hooks add their own: LaunchHooks.preload)
     preload: List[str] = field(default_factory=list)
     # fast paths (they reproduce Hydra; gated): compose each distinct set of group choices once, then apply a
-    # job's value overrides (_compose.py), and the lean run_job (_run_job.py). null: on where the Hydra and
-    # OmegaConf versions were tested (launcher.TESTED_HYDRA, TESTED_OMEGACONF), else Hydra's public
+    # job's value overrides (_fast/compose.py), and the lean run_job (_fast/run_job.py). null: on where the Hydra and
+    # OmegaConf versions were tested (_fast.TESTED_HYDRA, TESTED_OMEGACONF), else Hydra's public
     # load_sweep_config and run_job; false: always the public path
     fast: Optional[bool] = None
     modal: ModalConf = field(default_factory=ModalConf)
