@@ -3,6 +3,7 @@ launcher's own and may change.
 
     the seam         LaunchHooks (subclass it, list it in hydra.callbacks), PlannedJob, Outcome, Tally,
                      Refused; rerun_hint
+    backends         Backend (a place jobs run: hydra.launcher.backends), execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell)
     signals          listen, check_pending, as_interrupted (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
@@ -26,6 +27,8 @@ _HOME = {
     "Tally": "hooks",
     "Refused": "hooks",
     "rerun_hint": "hooks",
+    "Backend": "backends",
+    "execute": "_core",
     "Namer": "naming",
     "command": "commands",
     "this_command": "commands",

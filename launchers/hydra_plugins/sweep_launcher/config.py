@@ -8,7 +8,7 @@ Hydra scans this module at start-up: it must stay light (no mlflow, modal or ric
 import sys
 import types
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -55,6 +55,9 @@ class SweepLauncherConf:
     # load_sweep_config and run_job; false: always the public path
     fast: Optional[bool] = None
     modal: ModalConf = field(default_factory=ModalConf)
+    # an app's own places to run jobs (backends.Backend): name -> its config with `_target_`, made once per sweep;
+    # route=<name> sends every job there (docs/extending.md, "Add a launcher backend")
+    backends: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

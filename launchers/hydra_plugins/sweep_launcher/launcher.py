@@ -20,7 +20,8 @@ from hydra_plugins.sweep_launcher._fast import TESTED_HYDRA, TESTED_OMEGACONF, f
 
 __all__ = ["ROUTES", "SweepLauncher", "TESTED_HYDRA", "TESTED_OMEGACONF", "fast_paths", "fast_paths_tested"]
 
-ROUTES = ("device", "local", "modal")  # hydra.launcher.route: the app's hooks place each job | all local | all Modal
+# hydra.launcher.route: the app's hooks place each job | all local | all Modal (| all on an app's backend)
+ROUTES = ("device", "local", "modal")
 
 
 class SweepLauncher(Launcher):
@@ -35,11 +36,13 @@ class SweepLauncher(Launcher):
         preload: Sequence[str] = (),
         fast: Optional[bool] = None,
         modal: Any = None,
+        backends: Any = None,
     ) -> None:
-        if route not in ROUTES:  # one line and exit 2, before any job (an exception would be Hydra's report)
+        routes = [*ROUTES, *(str(k) for k in (backends or {}))]  # an app's backends too (backends.py)
+        if route not in routes:  # one line and exit 2, before any job (an exception would be Hydra's report)
             print(
-                f"sweep: hydra.launcher.route={route!r} is not allowed: expected {', '.join(ROUTES[:-1])} or "
-                f"{ROUTES[-1]}",
+                f"sweep: hydra.launcher.route={route!r} is not allowed: expected {', '.join(routes[:-1])} or "
+                f"{routes[-1]}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -55,6 +58,7 @@ class SweepLauncher(Launcher):
         # OmegaConf versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
         self.fast = fast_paths(fast)
         self.modal: dict[str, Any] = dict(modal or {})
+        self.backends: dict[str, Any] = dict(backends or {})  # name -> its _target_ config (backends.py)
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.task_function: Optional[TaskFunction] = None
