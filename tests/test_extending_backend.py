@@ -12,21 +12,17 @@ import textwrap
 
 from tests.conftest import ROOT
 
-APP = textwrap.dedent("""
-    import os
-    import hydra
-
-    @hydra.main(version_base=None, config_path=".", config_name="config")
-    def main(cfg):
-        print(f"JOB x={cfg.x} pid={os.getpid()}", flush=True)
-        if cfg.x == 3:
-            raise ValueError("three")
-        return cfg.x * 10
-
-    if __name__ == "__main__":
-        print(f"LAUNCHER pid={os.getpid()}", flush=True)
-        main()
-""")
+# each job says its process and the launching process's (inherited through the environment)
+APP = """import os, hydra
+@hydra.main(version_base=None, config_path=".", config_name="config")
+def main(cfg):
+    print(f"JOB x={cfg.x} pid={os.getpid()} launcher={os.environ['LAUNCHER_PID']}", flush=True)
+    assert cfg.x != 3, "three"
+    return cfg.x * 10
+if __name__ == "__main__":
+    os.environ["LAUNCHER_PID"] = str(os.getpid())
+    main()
+"""
 HOOKS = textwrap.dedent("""
     from hydra_plugins.sweep_launcher.api import LaunchHooks
 
@@ -56,10 +52,10 @@ def test_the_pages_backend_runs_a_sweep_each_job_in_a_process_of_its_own(tmp_pat
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
     p = app("hydra.launcher.route=process")
-    launcher = re.search(r"LAUNCHER pid=(\d+)", p.stdout).group(1)
-    jobs = dict(re.findall(r"JOB x=(\d) pid=(\d+)", p.stdout))
+    jobs = {x: (pid, launcher) for x, pid, launcher in re.findall(r"JOB x=(\d) pid=(\d+) launcher=(\d+)", p.stdout)}
     assert sorted(jobs) == ["1", "2", "3"], p.stdout + p.stderr
-    assert launcher not in jobs.values() and len(set(jobs.values())) == 3  # each job in a process of its own
+    assert all(pid != launcher for pid, launcher in jobs.values())  # not in the launching process
+    assert len({pid for pid, _ in jobs.values()}) == 3  # each job in a process of its own
     ended = sorted(re.findall(r"ENDED x=x=(\d) (\w+) value=(.*)", p.stdout))
     assert ended[:2] == [("1", "FINISHED", "10"), ("2", "FINISHED", "20")], p.stdout
     assert ended[2][:2] == ("3", "FAILED") and "three" in ended[2][2]
