@@ -151,7 +151,7 @@ def fast_composer(*sweep_overrides: str) -> Iterator[tuple[Any, Any, Any]]:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.types import RunMode
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from hydra_plugins.sweep_launcher._fast.compose import FastComposer
     from sweep.config.schema import register_configs
 
     register_configs()

@@ -68,7 +68,7 @@ def test_the_check_pass_reads_each_job_as_the_full_composition_would(tmp_path, c
     from hydra.types import RunMode
     from omegaconf import OmegaConf, open_dict
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from hydra_plugins.sweep_launcher._fast.compose import FastComposer
     from hydra_plugins.sweep_launcher.hooks import PlannedJob
     from sweep.batch.key import batch_key
     from sweep.config.placement import placement
@@ -111,7 +111,7 @@ def test_a_value_the_config_refuses_takes_hydras_path_and_error(tmp_path):
     from hydra.errors import ConfigCompositionException
     from hydra.types import RunMode
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from hydra_plugins.sweep_launcher._fast.compose import FastComposer
     from sweep.config.schema import register_configs
 
     register_configs()
@@ -140,7 +140,7 @@ def test_a_number_line_parses_as_hydras_grammar_parses_it():
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from hydra_plugins.sweep_launcher._compose import FastComposer
+    from hydra_plugins.sweep_launcher._fast.compose import FastComposer
     from sweep.config.schema import register_configs
 
     register_configs()

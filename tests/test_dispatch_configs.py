@@ -20,7 +20,7 @@ def test_a_job_made_from_its_template_is_the_job_the_launcher_composes():
     from omegaconf import OmegaConf, open_dict
 
     from hydra_plugins.sweep_launcher._core import Spec
-    from hydra_plugins.sweep_launcher._template import Template
+    from hydra_plugins.sweep_launcher._fast.template import Template
 
     with fast_composer("method=gf2,sgd", "problem.seed=1,2") as (_, master, fast):
         sweep_dir = str(master.hydra.sweep.dir)  # as the launcher resolves it first: `now` is in the cache

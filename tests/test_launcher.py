@@ -363,7 +363,7 @@ def test_fast_composer_equals_hydra_composition():
     import yaml
     from omegaconf import OmegaConf, open_dict
 
-    from hydra_plugins.sweep_launcher._run_job import HydraYaml
+    from hydra_plugins.sweep_launcher._fast.run_job import HydraYaml
 
     with fast_composer("method=gf2,km", "problem.seed=1,2") as (loader, master, fast):
         for num, overrides in enumerate(

@@ -7,8 +7,8 @@ import yaml
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
+from hydra_plugins.sweep_launcher._fast.run_job import to_yaml
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, ReturnedJob
-from hydra_plugins.sweep_launcher._run_job import to_yaml
 from sweep.job import config_yaml
 from tests.conftest import compose
 
@@ -67,7 +67,7 @@ def test_memoised_interpolation_parser_resolves_each_config_afresh():
     import omegaconf.base
     import omegaconf.grammar_parser
 
-    from hydra_plugins.sweep_launcher._parse_cache import install
+    from hydra_plugins.sweep_launcher._fast.parse_cache import install
 
     install()
     install()  # idempotent: one cache, not a cache of a cache
@@ -89,7 +89,7 @@ def test_a_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path):
     file, unless its log config differs in more than the file names or the task changed logging meanwhile."""
     import logging
 
-    from hydra_plugins.sweep_launcher import _run_job
+    from hydra_plugins.sweep_launcher._fast import run_job as _run_job
 
     def log_config(job: int, level: str = "INFO") -> OmegaConf:
         return OmegaConf.create(
@@ -142,7 +142,7 @@ def test_a_jobs_log_reuses_the_handlers_and_writes_its_own_file(tmp_path):
 
 def test_a_job_log_config_resolves_as_omegaconf_resolves_it():
     """The log config of jobs sharing one hydra section: its interpolations resolved afresh for each job."""
-    from hydra_plugins.sweep_launcher._run_job import _resolved
+    from hydra_plugins.sweep_launcher._fast.run_job import _resolved
 
     cfg = OmegaConf.create(
         {

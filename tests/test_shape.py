@@ -13,11 +13,12 @@ from tests.conftest import ROOT
 
 SOURCES = {"src": ROOT / "src", "launchers": ROOT / "launchers"}
 FAST_PATH = {
-    "hydra_plugins.sweep_launcher._compose",
-    "hydra_plugins.sweep_launcher._in_place",
-    "hydra_plugins.sweep_launcher._run_job",
-    "hydra_plugins.sweep_launcher._parse_cache",
-    "hydra_plugins.sweep_launcher._template",
+    "hydra_plugins.sweep_launcher._fast.compose",
+    "hydra_plugins.sweep_launcher._fast.in_place",
+    "hydra_plugins.sweep_launcher._fast.run_job",
+    "hydra_plugins.sweep_launcher._fast.parse_cache",
+    "hydra_plugins.sweep_launcher._fast.template",
+    "hydra_plugins.sweep_launcher._fast.compose_once",
 }
 MAX_LINES = 400
 
@@ -196,3 +197,22 @@ def test_an_options_schema_has_its_class_fields_and_defaults_and_its_yaml_repeat
                 if k in own and k != "name" and own[k] == v
             ]
     assert checked >= 15 and not bad, "\n".join(bad)
+
+
+def test_the_app_imports_only_the_launchers_public_api():
+    """The app's side of the seam is `hydra_plugins.sweep_launcher.api`: the plugin's other modules are its own."""
+    public = "hydra_plugins.sweep_launcher.api"
+    bad = [
+        f"{m} imports {dep}"
+        for m, f in _modules().items()
+        if m == "sweep" or m.startswith("sweep.")
+        for dep, _ in _imports(m, f)
+        if dep.startswith("hydra_plugins.sweep_launcher")
+        and dep not in (public, "hydra_plugins.sweep_launcher")
+        and not dep.startswith(public + ".")
+    ]
+    assert not bad, "\n".join(bad)
+    from hydra_plugins.sweep_launcher import api
+
+    missing = [name for name in api.__all__ if getattr(api, name, None) is None]
+    assert not missing, f"api.__all__ names what it does not have: {missing}"

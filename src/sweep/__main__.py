@@ -9,7 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from hydra_plugins.sweep_launcher._signals import as_interrupted, check_pending, listen
+from hydra_plugins.sweep_launcher.api import as_interrupted, check_pending, compose_once, listen
 from sweep.config.schema import register_configs
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR
@@ -62,6 +62,7 @@ def main() -> None:
     listen()
     try:
         sys.argv[1:] = check_command(sys.argv[1:])
+        compose_once(sys.argv[1:])  # Hydra composes the config to read its mode, then again to run it: once
         with composition_refused():
             task()
         check_pending()

@@ -16,7 +16,7 @@ import yaml
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher import timer
+from hydra_plugins.sweep_launcher.api import timer
 from sweep.backend import KNOBS, Backend
 from sweep.challenge.scorer import this_scorer
 from sweep.config.check import check_job

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.record import address
 from sweep.record.recorder import Recorder
 from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir

@@ -35,7 +35,7 @@ class Session:
     hydra_context: HydraContext
     task_function: Callable[[DictConfig], Any]
     singleton_state: dict[Any, Any]
-    fast: bool = False  # the lean run_job of _run_job (tested Hydra versions only); else Hydra's own run_job
+    fast: bool = False  # the lean run_job of _fast/run_job (tested Hydra versions only); else Hydra's own run_job
     batcher: Any = None  # the hooks whose run_batch solves a batch (hydra.launcher.batch > 1)
     time_limited: bool = False  # a time limit holds: the worker passes on what the app says it covers (timer.py)
 
@@ -71,7 +71,7 @@ def _restore(session: Session) -> None:
     global _restored
     if _restored != id(session):
         if session.fast:
-            from hydra_plugins.sweep_launcher._parse_cache import install  # noqa: PLC0415 - the fast path: imported only behind its version gate
+            from hydra_plugins.sweep_launcher._fast.parse_cache import install  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             install()
         setup_globals()
@@ -90,7 +90,7 @@ def dump_config(cfg: DictConfig) -> bytes:
 
 @dataclass
 class Spec:
-    """A job as it travels to a local worker that holds its template (`_template`): what it adds to the template."""
+    """A job as it travels to a local worker that holds its template (`_fast/template`): what it adds to it."""
 
     template: int  # the FastComposer template's id
     overrides: list[tuple[str, str]]  # each of the job's overrides: (key or group, as written)
@@ -101,7 +101,7 @@ class Spec:
 
 class Pickled:
     """A job config pickled whole (`dump_config`): for Modal, for Hydra's own composition, for a job without a
-    template. What `run_one` reads a job's config from, as `_template.Made` is."""
+    template. What `run_one` reads a job's config from, as `_fast/template.Made` is."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -130,12 +130,12 @@ def run_one(
     solved: Optional[tuple[Any, float, float]] = None,
     task_cfg: Optional[DictConfig] = None,
 ) -> Reply:
-    """Run the job config `source.config()` (`Pickled`, `_template.Made`) as Hydra's run_job would in-process;
+    """Run the job config `source.config()` (`Pickled`, `_fast/template.Made`) as Hydra's run_job would in-process;
     never raises.
 
     The reply's JobReturn travels without its cfg and hydra_cfg: the launcher composed them and rebuilds
     them from its own copy if anything asks (`_jobs.ReturnedJob`); `output_dir` is what the worker added.
-    `hydra_template`: a `_run_job.HydraYaml` (fast path only). `solved`: (value or exception, wall, CPU
+    `hydra_template`: a `_fast/run_job.HydraYaml` (fast path only). `solved`: (value or exception, wall, CPU
     seconds) of a job its batch solved (`run_batch`): the task returns (or raises) it instead of running, and
     `task_cfg` is the config the batch solved it from (fast path: the task's config, not loaded again)."""
     _restore(session)
@@ -161,7 +161,7 @@ def run_one(
     error = reason = output_dir = None
     try:
         if session.fast:
-            from hydra_plugins.sweep_launcher._run_job import run_job as lean_run_job  # noqa: PLC0415 - the fast path: imported only behind its version gate
+            from hydra_plugins.sweep_launcher._fast.run_job import run_job as lean_run_job  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             ret = lean_run_job(
                 hydra_context=session.hydra_context,

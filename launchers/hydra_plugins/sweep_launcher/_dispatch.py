@@ -40,16 +40,11 @@ from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
 from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.backends import Backend
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
-
-
-def modal_missing_help() -> str:
-    pip = command("pip", "install", "sweep-launcher[modal]")
-    return f"this job runs on Modal, which needs the modal package: {pip} (or {command('pip', 'install', 'modal')})"
 
 
 def modal_missing() -> bool:
@@ -70,6 +65,7 @@ class Dispatcher:
         tally: Tally,
         offline: bool,
         time_limit: Optional[float] = None,
+        backends: Optional[dict[str, Backend]] = None,
     ) -> None:
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
@@ -91,10 +87,14 @@ class Dispatcher:
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
         self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
-        # without the modal package a job placed on Modal fails at once, with how to install it
-        self.unplaceable = [j for j in jobs if j.where == "modal"] if modal_missing() else []
-        self.local = deque(j for j in jobs if (j.where == "local" or offline) and j not in self.unplaceable)
-        self.remote = [j for j in jobs if j.where == "modal" and not offline and j not in self.unplaceable]
+        # each job's place: this machine's workers, or a backend (Modal offline: its Function on the workers)
+        self.backends = backends if backends is not None else {}
+        here = [j for j in jobs if j.where == "local" or (offline and j.where == "modal")]
+        # a job whose backend cannot run here (the modal package missing) fails at once, with how to fix it
+        self.missing = {name: b.missing() for name, b in self.backends.items() if any(j.where == name for j in jobs)}
+        self.unplaceable = [j for j in jobs if j.where != "local" and self.missing.get(j.where)]
+        self.local = deque(j for j in here if j not in self.unplaceable)
+        self.remote = [j for j in jobs if j not in here and j not in self.unplaceable]
         self.by_idx = {j.idx: j for j in jobs}
         self.loader = launcher.hydra_context.config_loader  # a FastComposer when jobs carry a template id
         self.returns: dict[int, JobReturn] = {}
@@ -112,7 +112,7 @@ class Dispatcher:
         try:
             with self.interrupt, self.progress:
                 for job in self.unplaceable:
-                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{modal_missing_help()}\n"))
+                    self._handle(job, Reply(idx=job.idx, job_return=None, error=f"{self.missing[job.where]}\n"))
                 if self.remote:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():
@@ -193,7 +193,7 @@ class Dispatcher:
 
     def _config(self, job: Job, via: Any) -> Any:
         """The job's config as it goes to a local worker: what the worker adds to the job's template
-        (`_template`), where the job has one and runs on the worker itself; else composed and pickled whole."""
+        (`_fast/template`), where the job has one and runs on the worker itself; else composed and pickled whole."""
         if via is None and job.template is not None and self.session.fast:
             overrides, values = self.loader.given(job.overrides)
             cache = OmegaConf.get_cache(self.launcher.config)
@@ -319,31 +319,41 @@ class Dispatcher:
         finally:
             self.interrupt.in_write = False
 
-    # -- Modal ---------------------------------------------------------------------------------------------------
+    # -- backends (Modal, an app's own) -------------------------------------------------------------------------
     def _start_remote(self) -> None:
-        from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
-
+        """Each backend's units (a job, or a batch answered under its first job's index) go out from a thread of
+        its own; every answer comes back on one pipe, which the loop waits on with the workers'."""
         self.remote_conn, sender = mp.Pipe(duplex=False)
-        # a container has nothing of this process: the config by cloudpickle (classes of a script by value); a
-        # batch is one call, answered under its first job's index
-        queue, payloads = deque(self.remote), []
-        while queue:
-            unit = take(queue)
-            if len(unit) == 1:
-                payload = make_payload(self.session_bytes, self._remote_config(unit[0]), True)
-            else:
-                self.remote_batches[unit[0].idx] = unit
-                payload = make_batch_payload(self.session_bytes, [(j.idx, self._remote_config(j)) for j in unit], True)
-            payloads.append((unit[0].idx, unit[0].gpu, payload))
+        lock = threading.Lock()
+
+        def reply(idx: int, data: bytes) -> None:
+            with lock:
+                sender.send_bytes(pickle.dumps((idx, data), protocol=pickle.HIGHEST_PROTOCOL))
+
+        by_place: dict[str, list[Job]] = {}
         for j in self.remote:
-            j.started = time.perf_counter()
-            self.progress.job_started(j)
-        threading.Thread(
-            target=_modal_app.run_remote,
-            args=(payloads, self.modal_opts, sender, self.stop),
-            daemon=True,
-            name="sweep-modal",
-        ).start()
+            by_place.setdefault(j.where, []).append(j)
+        for where, jobs in by_place.items():
+            backend = self.backends[where]
+            # a backend's machine has nothing of this process: the config by cloudpickle (a script's classes by value)
+            queue, units = deque(jobs), []
+            while queue:
+                unit = take(queue)
+                files = backend.collect_files
+                if len(unit) == 1:
+                    payload = make_payload(self.session_bytes, self._remote_config(unit[0]), files)
+                else:
+                    self.remote_batches[unit[0].idx] = unit
+                    payload = make_batch_payload(
+                        self.session_bytes, [(j.idx, self._remote_config(j)) for j in unit], files
+                    )
+                units.append((unit[0].idx, unit[0].gpu, payload))
+            for j in jobs:
+                j.started = time.perf_counter()
+                self.progress.job_started(j)
+            threading.Thread(
+                target=backend.run, args=(units, reply, self.stop), daemon=True, name=f"sweep-{where}"
+            ).start()
 
     def _remote_config(self, job: Job) -> bytes:
         try:

@@ -30,6 +30,7 @@ from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
+from hydra_plugins.sweep_launcher.backends import backends
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
@@ -116,6 +117,7 @@ class Multirun:
             h.driven, h.tally = True, self.tally  # driven travels to the workers with Hydra's context
         self.pool: Optional[Pool] = None
         self.namer = Namer.for_multirun(cfg.hydra)
+        self.backends = backends(launcher.modal, launcher.backends)  # where jobs run but here: chosen once
 
     def close_pool(self, kill: bool = False) -> None:
         if self.pool is not None:
@@ -187,7 +189,7 @@ class Stream:
                 job.cfg, job.template = compose(self.launcher, job.overrides, job.idx, in_turn=True)
             if place:
                 where, gpu = self.run.placement(job, self.launcher.route)
-                job.where, job.gpu = where, (gpu if where == "modal" else None)
+                job.where, job.gpu = where, (gpu if where != "local" else None)
                 if where == "modal" and self.no_token is None:
                     self.no_token = modal_without_token(self.run)
                 if where == "modal" and self.no_token:
@@ -350,7 +352,7 @@ def prepare(
         todo = batched(todo, run.batch_key, run.batch, run.n_workers)
     if not todo:
         return jobs, None
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit)
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit, run.backends)
 
 
 def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:

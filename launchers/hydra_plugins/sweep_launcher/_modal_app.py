@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import re
 import sys
 import threading
@@ -208,8 +207,8 @@ def failure(idx: int, message: str) -> bytes:
 def run_remote(
     jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any, stop: threading.Event
 ) -> None:
-    """Thread body: run `jobs` (idx, gpu, payload) on Modal, send each (idx, reply bytes) on `out` (plain
-    pickle) as it finishes.
+    """Thread body (`backends.ModalBackend.run`): run `jobs` (idx, gpu, payload) on Modal, call `out(idx, reply
+    bytes)` as each finishes.
 
     One `Function.starmap` over (idx, payload) per GPU type (in parallel), unordered: each reply arrives as its
     job ends. `execute` never raises (a task's error is in its Reply), so an exception out of the map is Modal's
@@ -222,7 +221,7 @@ def run_remote(
         with lock:
             if idx not in answered:
                 answered.add(idx)
-                out.send_bytes(pickle.dumps((idx, data), protocol=pickle.HIGHEST_PROTOCOL))
+                out(idx, data)
 
     def fan_out(fn: Any, group: list[tuple[int, bytes]]) -> None:
         errors: list[str] = []

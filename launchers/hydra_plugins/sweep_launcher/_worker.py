@@ -27,12 +27,12 @@ from hydra_plugins.sweep_launcher._core import (
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
-    """The job's template (`_template.Template`), made from what the launcher sends the first time it comes:
+    """The job's template (`_fast/template.Template`), made from what the launcher sends the first time it comes:
     (id, (hydra section as plain data, whole config pickled, task part pickled) or None), or None."""
     if tpl is None:
         return None
     if tpl[1] is not None:
-        from hydra_plugins.sweep_launcher._template import Template  # noqa: PLC0415 - the fast path: imported only behind its version gate
+        from hydra_plugins.sweep_launcher._fast.template import Template  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
         templates[tpl[0]] = Template(*tpl[1])
     return templates.get(tpl[0])
@@ -59,7 +59,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     """("session", sid, bytes) once per batch, then ("job", sid, idx, config, modal options or None, template) or
     ("batch", sid, [(idx, config, template), ...], modal options or None: jobs solved together, one reply each)
     ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
-    see `_template`."""
+    see `_fast/template`."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -79,7 +79,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
     sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
-    templates: dict[int, Any] = {}  # template id -> its _template.Template (sent once)
+    templates: dict[int, Any] = {}  # template id -> its _fast/template.Template (sent once)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
     while True:

@@ -8,7 +8,7 @@ Hydra scans this module at start-up: it must stay light (no mlflow, modal or ric
 import sys
 import types
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -50,11 +50,14 @@ class SweepLauncherConf:
     # (the app's hooks add their own: LaunchHooks.preload)
     preload: List[str] = field(default_factory=list)
     # fast paths (they reproduce Hydra; gated): compose each distinct set of group choices once, then apply a
-    # job's value overrides (_compose.py), and the lean run_job (_run_job.py). null: on where the Hydra and
-    # OmegaConf versions were tested (launcher.TESTED_HYDRA, TESTED_OMEGACONF), else Hydra's public
+    # job's value overrides (_fast/compose.py), and the lean run_job (_fast/run_job.py). null: on where the Hydra and
+    # OmegaConf versions were tested (_fast.TESTED_HYDRA, TESTED_OMEGACONF), else Hydra's public
     # load_sweep_config and run_job; false: always the public path
     fast: Optional[bool] = None
     modal: ModalConf = field(default_factory=ModalConf)
+    # an app's own places to run jobs (backends.Backend): name -> its config with `_target_`, made once per sweep;
+    # route=<name> sends every job there (docs/extending.md, "Add a launcher backend")
+    backends: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

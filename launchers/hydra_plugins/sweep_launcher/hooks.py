@@ -6,7 +6,8 @@ Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`
 `on_multirun_end`, ...). Under this launcher they offer themselves at `on_multirun_start`, and the launcher
 then calls, in the launching process:
 
-    placement(job)              where a job runs under route=device: ("local" | "modal", Modal gpu or None), from
+    placement(job)              where a job runs under route=device: ("local" | "modal" | a backend's name under
+                                hydra.launcher.backends (backends.py), its gpu or None), from
                                 its config (`job.cfg`, or `job.resolved` where the launcher made it)
     plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
                                 `Refused`: the launcher prints its message and exits 2), return the indices of
@@ -74,7 +75,7 @@ class PlannedJob:
     overrides: list[str]
     # composed, hydra section included, while the hooks look at this job (plan's stream, job_ended); else None
     cfg: Optional[DictConfig] = None
-    where: str = "local"  # local | modal
+    where: str = "local"  # local | modal | a backend's name (backends.py)
     gpu: Optional[str] = None
     data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
     name: str = ""  # what the job varies within the sweep (naming.py): console lines, run name, failures

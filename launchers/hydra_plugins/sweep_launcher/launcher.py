@@ -9,7 +9,6 @@ scans this module at every start-up, so it stays light).
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any, Optional, Sequence
 
 from hydra.core.utils import JobReturn
@@ -17,43 +16,12 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
-# the versions the fast paths were checked against (version prefixes): Hydra's, and OmegaConf's, whose private
-# helpers (`omegaconf._utils`, `_get_node`, `_set_parent`) the lean run_job uses
-TESTED_HYDRA = ("1.3.",)
-TESTED_OMEGACONF = ("2.3.",)
-ROUTES = ("device", "local", "modal")  # hydra.launcher.route: the app's hooks place each job | all local | all Modal
+from hydra_plugins.sweep_launcher._fast import TESTED_HYDRA, TESTED_OMEGACONF, fast_paths, fast_paths_tested
 
+__all__ = ["ROUTES", "SweepLauncher", "TESTED_HYDRA", "TESTED_OMEGACONF", "fast_paths", "fast_paths_tested"]
 
-def fast_paths_tested(hydra_version: Optional[str] = None, omegaconf_version: Optional[str] = None) -> bool:
-    """Whether these versions (default: the installed ones) are ones the fast paths were tested against."""
-    if hydra_version is None:
-        from hydra import __version__ as hydra_version  # noqa: PLC0415 - only to compare versions, once
-    if omegaconf_version is None:
-        from omegaconf import __version__ as omegaconf_version  # noqa: PLC0415 - only to compare versions, once
-    return hydra_version.startswith(TESTED_HYDRA) and omegaconf_version.startswith(TESTED_OMEGACONF)
-
-
-def fast_paths(requested: Optional[bool]) -> bool:
-    """Whether to take the fast paths (`_compose.py`, `_run_job.py`: they reproduce Hydra's composition and
-    run_job, the latter with private helpers of Hydra and OmegaConf). None: where the Hydra and OmegaConf
-    versions were tested; true: asked for. Either way only if what they use is there; otherwise Hydra's public
-    load_sweep_config and run_job (with a warning if asked for)."""
-    if requested is False or (requested is None and not fast_paths_tested()):
-        return False
-    try:
-        import hydra_plugins.sweep_launcher._compose  # noqa: F401, PLC0415 - the fast path: imported only behind its version gate
-        import hydra_plugins.sweep_launcher._run_job  # noqa: F401, PLC0415 - the fast path: imported only behind its version gate
-    except (ImportError, AttributeError) as e:
-        if requested:
-            from hydra import __version__  # noqa: PLC0415 - only to compare versions, once
-
-            warnings.warn(
-                f"hydra.launcher.fast=true: Hydra {__version__} lacks an internal the fast path uses "
-                f"({e}); taking Hydra's public path",
-                stacklevel=2,
-            )
-        return False
-    return True
+# hydra.launcher.route: the app's hooks place each job | all local | all Modal (| all on an app's backend)
+ROUTES = ("device", "local", "modal")
 
 
 class SweepLauncher(Launcher):
@@ -68,11 +36,13 @@ class SweepLauncher(Launcher):
         preload: Sequence[str] = (),
         fast: Optional[bool] = None,
         modal: Any = None,
+        backends: Any = None,
     ) -> None:
-        if route not in ROUTES:  # one line and exit 2, before any job (an exception would be Hydra's report)
+        routes = [*ROUTES, *(str(k) for k in (backends or {}))]  # an app's backends too (backends.py)
+        if route not in routes:  # one line and exit 2, before any job (an exception would be Hydra's report)
             print(
-                f"sweep: hydra.launcher.route={route!r} is not allowed: expected {', '.join(ROUTES[:-1])} or "
-                f"{ROUTES[-1]}",
+                f"sweep: hydra.launcher.route={route!r} is not allowed: expected {', '.join(routes[:-1])} or "
+                f"{routes[-1]}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -88,6 +58,7 @@ class SweepLauncher(Launcher):
         # OmegaConf versions they were tested against; elsewhere Hydra's public load_sweep_config and run_job
         self.fast = fast_paths(fast)
         self.modal: dict[str, Any] = dict(modal or {})
+        self.backends: dict[str, Any] = dict(backends or {})  # name -> its _target_ config (backends.py)
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.task_function: Optional[TaskFunction] = None
@@ -96,7 +67,7 @@ class SweepLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
         if self.fast and hydra_context is not None:
-            from hydra_plugins.sweep_launcher._compose import FastComposer  # noqa: PLC0415 - the fast path: imported only behind its version gate
+            from hydra_plugins.sweep_launcher._fast.compose import FastComposer  # noqa: PLC0415 - the fast path: imported only behind its version gate
 
             # The sweeper composes each job through this same context before launch: share the work.
             hydra_context.config_loader = FastComposer(hydra_context.config_loader)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig
 
-from hydra_plugins.sweep_launcher import timer
+from hydra_plugins.sweep_launcher.api import timer
 from sweep.energy.meter import per_run
 from sweep.job import Job, evaluate, prepare, result, solve, summarise, warm_up
 from sweep.methods.base import Context, MethodBase

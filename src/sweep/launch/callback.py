@@ -31,9 +31,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.sweep_launcher.commands import this_command
-from hydra_plugins.sweep_launcher.hooks import Tally
-from hydra_plugins.sweep_launcher.naming import Namer
+from hydra_plugins.sweep_launcher.api import Namer, Tally, this_command
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks

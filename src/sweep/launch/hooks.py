@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, PlannedJob, Refused, Tally
+from hydra_plugins.sweep_launcher.api import LaunchHooks, Outcome, PlannedJob, Refused, Tally
 from sweep.batch.key import batch_key
 from sweep.config.memory import available_bytes
 from sweep.config.placement import placement

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from hydra_plugins.sweep_launcher.commands import this_command
+from hydra_plugins.sweep_launcher.api import this_command
 from sweep.config.schema import Config
 from sweep.config.suggest import expected
 from sweep.paths import SWEEPS_DIR

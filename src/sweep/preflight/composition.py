@@ -20,7 +20,7 @@ from hydra.errors import (
 )
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from hydra_plugins.sweep_launcher.commands import this_command
+from hydra_plugins.sweep_launcher.api import this_command
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal

@@ -11,7 +11,7 @@ from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from hydra_plugins.sweep_launcher.naming import Namer
+from hydra_plugins.sweep_launcher.api import Namer
 from sweep.config.check import check_job
 from sweep.errors import ConfigError, NoDeviceHere
 from sweep.job import job_config

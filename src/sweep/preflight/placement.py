@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from hydra_plugins.sweep_launcher.commands import command, this_command
+from hydra_plugins.sweep_launcher.api import command, this_command
 
 OFFLINE = "hydra.launcher.modal.offline=true"  # the launcher's switch: Modal's jobs on this machine's workers
 

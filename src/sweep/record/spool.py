@@ -30,7 +30,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT
 from sweep.record.store import absolute_uri
 from sweep.result import RunResult

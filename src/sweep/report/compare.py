@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.config.suggest import closest
 from sweep.paths import SWEEPS_DIR
 from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG

@@ -35,7 +35,7 @@ import sys
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
-from hydra_plugins.sweep_launcher import commands
+from hydra_plugins.sweep_launcher import api
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store, writes
@@ -201,7 +201,7 @@ def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id
     except Exception:  # noqa: BLE001 - sweeps ending at once on a server write the same tags: once more
         study_view(client, parent)
     store = _store_args(tracking_uri)
-    compare, ui = (commands.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
+    compare, ui = (api.command(m, study, *store) for m in ("sweep.compare", "sweep.ui"))
     return (
         f"next: {compare}  ·  {ui}  →  {runs_url(experiment_id=parent.info.experiment_id, base=ui_base(tracking_uri))}"
     )
@@ -212,7 +212,7 @@ def run_hint(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     url = run_url(experiment_id, run_id, base=ui_base(tracking_uri))
     if open_store(tracking_uri).remote:  # the server serves its UI: nothing to start
         return f"see it: {url}"
-    return f"see it: {commands.command('sweep.ui', *_store_args(tracking_uri))}  →  {url}"
+    return f"see it: {api.command('sweep.ui', *_store_args(tracking_uri))}  →  {url}"
 
 
 def store_label(tracking_uri: str) -> str:
@@ -228,7 +228,7 @@ def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog=commands.command("sweep.ui"), description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
     ap.add_argument(
         "study",
         nargs="?",
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if target.remote:
         return on_server(uri, a.study)
     if not target.exists():
-        print(f"sweep.ui: no store at {uri} yet: run a job first ({commands.command('sweep')})", file=sys.stderr)
+        print(f"sweep.ui: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
         return 1
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.errors import ConfigError
 from sweep.metrics import cell
 from sweep.paths import default_tracking_uri

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
 from sweep.server.keys import kept, private_file
 from sweep.server.postgres import ServerError

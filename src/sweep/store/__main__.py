@@ -14,7 +14,7 @@ from typing import NoReturn, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from hydra_plugins.sweep_launcher.commands import command
+from hydra_plugins.sweep_launcher.api import command
 from sweep.record import address, store
 from sweep.store.migrate import BadInput, migrate, plan
 

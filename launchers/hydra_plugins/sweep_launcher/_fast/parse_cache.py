@@ -4,7 +4,7 @@ Every job resolves the same handful of interpolation strings (`hydra.sweep.dir`,
 log's file name, ...), and OmegaConf parses each one afresh with ANTLR's pure-Python runtime on every access:
 ~a third of a batched job's time in a worker. A parse tree only depends on its string (its tokens keep their own
 input stream; resolving reads the tree and never changes it), so it is shared. Errors are not cached (raised
-again). Fast path only: installed behind the launcher's OmegaConf version gate (`launcher.fast_paths`).
+again). Fast path only: installed behind the launcher's OmegaConf version gate (`_fast.fast_paths`).
 """
 
 from __future__ import annotations

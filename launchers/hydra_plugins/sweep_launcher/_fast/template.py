@@ -1,13 +1,13 @@
 """A job's config made in the local worker from its template and its values, instead of pickled whole per job.
 
-The launcher composes a sweep's jobs from a few templates (`_compose.FastComposer`: one per set of group choices),
+The launcher composes a sweep's jobs from a few templates (`_fast/compose.FastComposer`: one per set of group choices),
 and a job differs from its template only in its plain value overrides and in the keys set per job
-(`_run_job.PER_JOB_KEYS`). Composing and pickling each whole config in the launching process was most of that
+(`_fast/run_job.PER_JOB_KEYS`). Composing and pickling each whole config in the launching process was most of that
 process's time per job; so a worker gets each template once (pickled, as the composer holds it) and then each job
 as a `_core.Spec`, and makes the job's config as `FastComposer.take_in_turn` does: a copy of the template's task
 part with the job's values applied, holding the template's one hydra section with the job's own keys set in place
 (a worker runs one job at a time). tests/test_dispatch_configs.py checks it equals the launcher's composition.
-Fast path only, as `_run_job`.
+Fast path only, as `_fast/run_job`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, NamedTuple, Optional
 
 from omegaconf import DictConfig, OmegaConf, flag_override, open_dict, read_write
 
-from hydra_plugins.sweep_launcher._compose import apply_plain, overrides_dirname
 from hydra_plugins.sweep_launcher._core import Spec
+from hydra_plugins.sweep_launcher._fast.compose import apply_plain, overrides_dirname
+from hydra_plugins.sweep_launcher._fast.run_job import HydraYaml
 from hydra_plugins.sweep_launcher._jobs import job_id
-from hydra_plugins.sweep_launcher._run_job import HydraYaml
 
 
 class _Given(NamedTuple):

@@ -11,14 +11,14 @@ is kept: the launcher composes a job when it needs it (its check, then just befo
 memory stays flat in the grid's size. The sweeper's check that every job composes
 (`Sweeper.validate_batch_is_legal`) sets each job's values on one working copy per template, and the launcher's
 check pass composes the jobs of one shape (template and value keys) on one working config, with the template's
-task part resolved once (`Shape`, `_in_place`): a few tens of µs a job, so a 50,000-job grid starts in seconds.
+task part resolved once (`Shape`, `_fast/in_place`): a few tens of µs a job, so a 50,000-job grid starts in seconds.
 A grid's numbers (`problem.seed=N`) skip Hydra's grammar once one line of their key went through it.
 tests/test_launcher.py and tests/test_check_pass.py check the results equal Hydra's full composition.
 
 Public APIs (the ConfigLoader and ConfigSource interfaces, Hydra's override parser, OmegaConf), but for the values
-set in place (`_in_place.py`: OmegaConf's node internals, as its own assignment uses them); as it reproduces what
-Hydra and OmegaConf do, it stays a fast path: imported when `launcher.fast_paths` says so (the Hydra
-and OmegaConf versions in `launcher.TESTED_HYDRA`/`TESTED_OMEGACONF`, or `hydra.launcher.fast=true`);
+set in place (`_fast/in_place.py`: OmegaConf's node internals, as its own assignment uses them); as it reproduces what
+Hydra and OmegaConf do, it stays a fast path: imported when `_fast.fast_paths` says so (the Hydra
+and OmegaConf versions in `_fast.TESTED_HYDRA`/`TESTED_OMEGACONF`, or `hydra.launcher.fast=true`);
 `hydra.launcher.fast=false` turns it off.
 """
 
@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf, flag_override, open_dict, read_writ
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 from omegaconf.nodes import ValueNode
 
-from hydra_plugins.sweep_launcher._in_place import independent_keys, is_plain, value_node
+from hydra_plugins.sweep_launcher._fast.in_place import independent_keys, is_plain, value_node
 
 # `key=<int or decimal>` as Hydra's grammar reads it (no underscores, exponents, signs but `-`, or leading zeros)
 _NUMBER_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)=(-?(?:0|[1-9][0-9]*)(\.[0-9]+)?)\Z")
@@ -75,7 +75,7 @@ def overrides_dirname(overrides: Sequence[Override], exclude_keys: Sequence[str]
 
 
 def set_in_place(values: Sequence[Override], nodes: dict[str, Optional[ValueNode]], cfg: DictConfig) -> bool:
-    """Plain values set on `cfg` as `apply_values` sets them (`_in_place`), through the value nodes found so far
+    """Plain values set on `cfg` as `apply_values` sets them (`_fast/in_place`), through the value nodes found so far
     (`nodes`, kept with `cfg`). False: a value this does not take, or one its node refuses (`cfg` may then hold
     some of the values: apply them all again through `apply_values`, for Hydra's error)."""
     for o in values:
@@ -97,7 +97,7 @@ class Shape:
     """The jobs of one template whose lines differ only in the values of the same keys, in the same order: one
     working config (the first job's, composed whole), each job's values and its own hydra keys set in place, and
     the template's task part resolved once as plain data where no interpolation reads the values
-    (`_in_place`)."""
+    (`_fast/in_place`)."""
 
     def __init__(self, cfg: DictConfig, lines: Sequence[tuple[Override, bool]], template: int) -> None:
         self.cfg, self.template = cfg, template
@@ -264,7 +264,7 @@ class FastComposer:
 
     def hydra_doc(self, template_id: int) -> dict[str, Any]:
         """The template's {hydra: ...} section as plain data (unresolved, as `.hydra/hydra.yaml` writes it).
-        A job made from the template differs from it only in `_run_job.PER_JOB_KEYS`: value
+        A job made from the template differs from it only in `_fast/run_job.PER_JOB_KEYS`: value
         overrides never touch `hydra.*` (those take Hydra's full path)."""
         doc = self.hydra_docs.get(template_id)
         if doc is None:
@@ -276,7 +276,7 @@ class FastComposer:
 
     def given(self, overrides: Sequence[str]) -> tuple[list[tuple[str, str]], list[tuple[str, Any, str]]]:
         """A job's overrides as (key or group, as written), and its plain values as (key, value, as written): with
-        its template, what a worker makes the job's config from (`_template`)."""
+        its template, what a worker makes the job's config from (`_fast/template`)."""
         hits = [self._parse(line) for line in overrides]
         return [(o.key_or_group, o.input_line) for o, _ in hits], [
             (o.key_or_group, o.value(), o.input_line) for o, is_value in hits if is_value

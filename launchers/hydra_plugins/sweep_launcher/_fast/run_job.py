@@ -3,14 +3,14 @@
 `hydra.core.utils.run_job` spends ~50 ms a job on a 2-core machine before the task starts: it deep-copies the
 job config four times (HydraConfig.set_config twice, the task config, the hydra config) and writes the
 `.hydra/*.yaml` files with PyYAML's pure-Python emitter. Here the worker makes the job config and the task's
-copy each from pickled bytes (`_core.Pickled`, or the job's template: `_template`), ~6x faster than
+copy each from pickled bytes (`_core.Pickled`, or the job's template: `_fast/template`), ~6x faster than
 `copy.deepcopy` of an OmegaConf tree; HydraConfig holds the job config's own hydra node (the worker discards
 both after the job), and the YAML goes through libyaml's emitter with OmegaConf's own representers (the same
 documents; long strings may wrap at other places). Everything else is Hydra's: output dir, `hydra.job.chdir`,
 job logging, env_set, callbacks, the JobReturn. Hydra's launcher test suites run against this path
 (tests/test_launcher_hydra_suites.py).
-Fast path only: imported when `launcher.fast_paths` says so (the Hydra and OmegaConf versions in
-`launcher.TESTED_HYDRA` and `TESTED_OMEGACONF`).
+Fast path only: imported when `_fast.fast_paths` says so (the Hydra and OmegaConf versions in
+`_fast.TESTED_HYDRA` and `TESTED_OMEGACONF`).
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def configure_job_log(log_config: DictConfig, verbose: Any) -> None:
 
 
 def _resolved(log_config: DictConfig) -> Any:
-    """`OmegaConf.to_container(log_config, resolve=True)`. Jobs made from one template (`_template`) share its
+    """`OmegaConf.to_container(log_config, resolve=True)`. Jobs made from one template (`_fast/template`) share its
     hydra section, so the same node comes job after job: its unresolved data is kept, and only the values that
     interpolate (a file name: `${hydra.runtime.output_dir}/...`) are resolved again."""
     global _job_log_raw
@@ -247,7 +247,7 @@ def run_job(
     task_cfg: Optional[DictConfig] = None,
 ) -> JobReturn:
     """`hydra.core.utils.run_job(task_function, source.config(), ...)` with cheap copies (`source`: a
-    `_core.Pickled` or `_template.Made` config); `hydra_template`: the hydra.yaml of the template the job was
+    `_core.Pickled` or `_fast/template.Made` config); `hydra_template`: the hydra.yaml of the template the job was
     composed from. `task_cfg`: the task's own copy where the caller already made it (`source.task()`: a batch's
     jobs, solved before they come here)."""
     callbacks = hydra_context.callbacks
