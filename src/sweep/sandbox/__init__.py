@@ -34,3 +34,6 @@ from sweep.sandbox.box import EntrantFailed, Limits, Sandbox, TimeLimit
 from sweep.sandbox.wire import Handle
 
 __all__ = ["EntrantFailed", "Handle", "Limits", "Sandbox", "TimeLimit"]
+
+# the public name in a traceback's last line (a failed run's reason on a leaderboard): sweep.sandbox.EntrantFailed
+EntrantFailed.__module__ = TimeLimit.__module__ = __name__

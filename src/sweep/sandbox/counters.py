@@ -20,13 +20,18 @@ class Counters:
     minor_faults: int = 0  # pages first touched (memory the process made or first used)
     major_faults: int = 0  # pages read from disk
     peak_rss_mb: float = 0.0  # the largest resident set of one of its processes, so far
+    processes: int = 0  # how many there are
+    waited_cpu_s: float = 0.0  # the CPU seconds of processes that ended and were waited for by one of them
 
     def __sub__(self, before: "Counters") -> "Counters":
+        """What changed since `before` (the peak: as it is now)."""
         return Counters(
             self.cpu_s - before.cpu_s,
             self.minor_faults - before.minor_faults,
             self.major_faults - before.major_faults,
             self.peak_rss_mb,
+            self.processes - before.processes,
+            self.waited_cpu_s - before.waited_cpu_s,
         )
 
 
@@ -68,5 +73,7 @@ def read(pid: int) -> Counters:
         c.minor_faults += int(fields[7]) + int(fields[8])
         c.major_faults += int(fields[9]) + int(fields[10])
         c.cpu_s += sum(int(x) for x in fields[11:15]) / TICK
+        c.waited_cpu_s += sum(int(x) for x in fields[13:15]) / TICK
         c.peak_rss_mb = max(c.peak_rss_mb, hwm / 1024)
+        c.processes += 1
     return c

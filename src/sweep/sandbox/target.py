@@ -31,10 +31,11 @@ class Target:
     module: Optional[str]  # the module's name, for the module form
     origin: Optional[Path]  # the file or package folder the module is (to be seen in the sandbox)
     root: Optional[Path]  # the folder on sys.path the module is found in
+    module_file: Optional[Path] = None  # the module's own file, for the module form
 
     def identity(self) -> tuple:
         """What a check of this target depends on: the file's path, size and modification time."""
-        f = self.file or (self.origin if self.origin and self.origin.is_file() else None)
+        f = self.file or self.module_file
         st = f.stat() if f is not None else None
         return (self.path, str(f), st.st_size if st else 0, st.st_mtime_ns if st else 0)
 
@@ -56,8 +57,8 @@ def find(path: str, field: str = "method.path") -> Target:
     where, name = split(path, field)
     if is_file(where):
         return Target(path, where, name, _file(path, where, field), None, None, None)
-    origin, root = _module(path, where, field)
-    return Target(path, where, name, None, where, origin, root)
+    origin, root, own = _module(path, where, field)
+    return Target(path, where, name, None, where, origin, root, own)
 
 
 def _file(path: str, where: str, field: str) -> Path:
@@ -72,8 +73,9 @@ def _file(path: str, where: str, field: str) -> Path:
     return file.resolve()
 
 
-def _module(path: str, where: str, field: str) -> tuple[Path, Path]:
-    """(the top package's folder or the module's file, the sys.path folder it is in), by the finders alone."""
+def _module(path: str, where: str, field: str) -> tuple[Path, Path, Optional[Path]]:
+    """(the top package's folder or the module's file, the sys.path folder it is in, the module's own file), by
+    the finders alone."""
     parts = where.split(".")
     entries = [p if p else str(Path.cwd()) for p in sys.path]
     spec = importlib.machinery.PathFinder.find_spec(parts[0], entries)
@@ -84,8 +86,9 @@ def _module(path: str, where: str, field: str) -> tuple[Path, Path]:
     locations = list(spec.submodule_search_locations or [])
     top = Path(locations[0]) if locations else Path(str(spec.origin))
     for i in range(1, len(parts)):
-        sub = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), locations)
-        if sub is None:
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), locations)
+        if spec is None:
             raise ConfigError(f"{field}={path}: no module named {'.'.join(parts[: i + 1])!r} on the path")
-        locations = list(sub.submodule_search_locations or [])
-    return top.resolve(), top.resolve().parent
+        locations = list(spec.submodule_search_locations or [])
+    own = Path(spec.origin) if spec.origin and Path(spec.origin).is_file() else None
+    return top.resolve(), top.resolve().parent, own
