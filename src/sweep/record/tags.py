@@ -34,6 +34,7 @@ TRACKER_VERSION_TAG = "sweep.tracker_version."
 TIME_LIMIT_TAG = "sweep.time_limit_s"
 # the scorer's code (sweep.challenge.scorer), on every run; a user's solver's source (method=solver), on its runs
 SCORER_TAG, SOLVER_SHA_TAG = "sweep.scorer", "sweep.solver_sha"
+SANDBOX_TAG = "sweep.sandbox"  # on a user's solver's run: how its sandbox isolated it (bwrap | process: the fallback)
 # a run solved in a batch (hydra.launcher.batch): the batch's id, and how many runs it solved together
 BATCH_ID_TAG, BATCH_SIZE_TAG = "sweep.batch.id", "sweep.batch.size"
 # which sweep runs a config (sweep.record.claims): a RUNNING parent's claim on a config hash (+ the hash; SQLite),

@@ -18,6 +18,7 @@ from sweep.sandbox import counters, isolation, wire
 from sweep.sandbox.target import Target, find
 
 PR_SET_CHILD_SUBREAPER = 36
+DIR_PREFIX = "sweep-sandbox-"  # + the parent's pid: a folder whose parent was killed is removed by the next one
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ class Sandbox:
     def open(self) -> "Sandbox":
         """Start the process and load the function in it, within `limits.load_s` (ConfigError naming the field:
         the module raised, exited or hung as it loaded, or has no such function, or not that signature)."""
-        self._dir = Path(tempfile.mkdtemp(prefix="sweep-sandbox-"))
+        _remove_orphaned_dirs()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
         work = self._dir / "work"
         work.mkdir()
         seen = [p for p in (self.target.file, self.target.origin) if p is not None]
@@ -127,9 +129,11 @@ class Sandbox:
         p, self._proc = self._proc, None
         if p is not None:
             total = counters.read(p.pid)
+            killed: set[int] = set()
             for _ in range(3):  # what it started meanwhile too
                 for pid in reversed(counters.tree(p.pid)):
                     _kill(pid)
+                    killed.add(pid)
             if self.how == "process":
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
@@ -141,6 +145,7 @@ class Sandbox:
             p.wait()
             if self.how == "process":
                 self._reap_orphans()
+            _gone(killed - {p.pid})
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -239,6 +244,34 @@ class Sandbox:
         except (OSError, TypeError):
             return ""
         return lines[-1][:300] if lines else ""
+
+
+def _remove_orphaned_dirs() -> None:
+    """The folders of sandboxes whose parent was killed (a worker past the launcher's time limit) before it could
+    remove them."""
+    for d in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*-*"):
+        pid = d.name[len(DIR_PREFIX) :].partition("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _gone(pids: set[int], within_s: float = 5.0) -> None:
+    """Wait (a while) until the processes killed have ended: SIGKILL is delivered, not yet acted on, when kill
+    returns, and no process may outlive the sandbox's close."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                alive.append(pid)
+        if not alive:
+            return
+        time.sleep(0.005)
 
 
 def _kill(pid: int) -> None:
