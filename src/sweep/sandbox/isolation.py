@@ -7,8 +7,8 @@ empty temporary one, its own session and process group.
 With bubblewrap (`bwrap`, Debian's bubblewrap): no network, its own PID, IPC, UTS and user namespaces (as
 `nobody`, no capabilities) and `--die-with-parent`, so every process the entrant starts dies with the sandbox;
 a filesystem that holds only the interpreter, the folders on its `sys.path` (the project's code, its
-site-packages), the entrant's file or package (all read-only), /dev, /proc, an empty /tmp and the working
-directory. The store, the config, Hydra's job folders and the user's home are not there to be read.
+site-packages), the entrant's file or package (all read-only), /dev, /proc, an empty temporary folder and the
+working directory. The store, the config, Hydra's job folders and the user's home are not there to be read.
 
 The fallback (`SWEEP_SANDBOX=process`, or where bwrap is missing or cannot start: one warning line) keeps the
 process, the environment, the working directory and the limits, but not the filesystem's or the network's
@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -88,7 +89,8 @@ def command(how: str, work: Path, seen: Sequence[Path], limits: dict) -> list[st
     python = [sys.executable, "-I", "-m", "sweep.sandbox.child", json.dumps(limits)]
     if how != "bwrap":
         return python
-    args = ["bwrap", *NAMESPACES, "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args = ["bwrap", *NAMESPACES, "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--tmpfs", tempfile.gettempdir()]  # empty: the working directory is bound inside it
     for d in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
