@@ -89,7 +89,7 @@ def test_each_way_out_ends_the_call_with_its_reason_and_kills_what_it_started(ho
             b.call(timeout=1)
 
 
-def test_loading_is_checked_in_the_child_within_its_limit(how, tmp_path):
+def test_loading_is_checked_in_the_child_within_its_limit(how, tmp_path, monkeypatch):
     bad = {
         "leaves.py": ("import sys\nsys.exit(0)\n", "loading leaves.py raised SystemExit: 0 \\(line 2\\)"),
         "vanishes.py": ("import os\nos._exit(0)\n", "loading vanishes.py: its process exited with code 0"),
@@ -106,6 +106,18 @@ def test_loading_is_checked_in_the_child_within_its_limit(how, tmp_path):
     mod = Sandbox("sweep.challenge.references:fourier", signature=("x", "y", "n_bits", "k_sparse")).open()
     assert "def fourier" in mod.source
     mod.close()
+    # a user's package on the parent's path (found without running it here), seen in the child and nothing beside
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "__init__.py").write_text("raise RuntimeError('never run in the parent')\n")
+    (tmp_path / "mine" / "model.py").write_text("import os\n\ndef files(d):\n    return sorted(os.listdir(d))\n")
+    (tmp_path / "mlflow.db").write_text("beside it")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match="importing mine.model raised RuntimeError: never run in the parent"):
+        Sandbox("mine.model:files").open()
+    (tmp_path / "mine" / "__init__.py").write_text("")
+    with Sandbox("mine.model:files") as b:
+        seen = b.call(str(tmp_path), timeout=30)
+    assert seen == (["mine"] if how == "bwrap" else sorted(p.name for p in tmp_path.iterdir()))
 
 
 def test_the_wire_is_json_and_npy_never_pickle():

@@ -92,7 +92,8 @@ class Solver:
                 "(the solver gets numpy arrays and is measured by the numpy trace): device=cpu"
             )
         limits = Limits(
-            load_s=float(cfg.select("method.load_limit_s", 30.0)), memory_mb=int(cfg.select("method.memory_mb", 4096))
+            load_s=float(cfg.select("method.load_limit_s", cls.load_limit_s)),
+            memory_mb=int(cfg.select("method.memory_mb", cls.memory_mb)),
         )
         load.check(str(cfg.select("method.path")), limits)  # loaded in a sandbox: ConfigError
 
