@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from sweep.errors import ConfigError
 from sweep.sandbox import EntrantFailed, Limits, Sandbox, TimeLimit, isolation
-from sweep.sandbox.wire import WireError, decode, encode
+from sweep.sandbox.wire import WireError, decode, encode, receive
 
 PROBE = Path(__file__).parent / "hostile" / "probe.py"
 
@@ -82,7 +83,7 @@ def test_each_way_out_ends_the_call_with_its_reason_and_kills_what_it_started(ho
         "hog": (EntrantFailed, "raised MemoryError"),
         "hang": (TimeLimit, "ran past the time limit of 1 s"),
         "crash": (EntrantFailed, "its process crashed \\(SIGSEGV\\)"),
-        "garbage": (EntrantFailed, "returned what cannot be sent back: a object cannot be sent"),
+        "garbage": (EntrantFailed, "returned what cannot be sent back: a value of type object cannot be sent"),
     }
     for fn, (kind, why) in cases.items():
         with box(fn) as b, pytest.raises(kind, match=why):
@@ -151,3 +152,17 @@ def test_without_bwrap_the_fallback_runs_and_says_so_once(monkeypatch, tmp_path,
             isolation.mode()
     finally:
         isolation.bwrap_missing.cache_clear()
+
+
+def test_the_parent_reads_no_message_larger_than_its_bounds():
+    r, w = os.pipe()
+    os.write(w, struct.pack(">II", 1, 300 << 20))  # one frame of 300 MiB announced
+    with pytest.raises(WireError, match="a frame of 314572800 bytes: at most"):
+        receive(r, time.monotonic() + 5)
+    os.write(w, struct.pack(">I", 1))  # a message cut short: the deadline, not a hang
+    with pytest.raises(WireError, match="no answer before the deadline"):
+        receive(r, time.monotonic() + 0.2)
+    os.close(w)
+    with pytest.raises(WireError, match="the pipe closed"):
+        receive(r, time.monotonic() + 5)
+    os.close(r)

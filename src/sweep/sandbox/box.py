@@ -103,11 +103,10 @@ class Sandbox:
         request = {
             "op": "load", "path": t.path, "where": t.where, "function": t.function, "field": self.field,
             "file": str(t.file) if t.file else None, "module": t.module,
-            "sys_path": [str(t.root)] if t.root else [], "signature": list(self.signature or ()) or None,
+            "sys_path": [str(t.root)] if t.root else [],
+            "signature": None if self.signature is None else list(self.signature),
             "harnesses": list(self.harnesses),
         }  # fmt: skip
-        if self.signature is not None:
-            request["signature"] = list(self.signature)
         what = f"loading {t.file.name}" if t.file else f"importing {t.module}"
         try:
             reply = self._ask(request, lim.load_s)

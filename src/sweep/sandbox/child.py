@@ -43,8 +43,8 @@ def main() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # noqa: S110 - not Linux: the parent's kill at close is what ends it
         pass
-    if os.getppid() != limits.get("parent", os.getppid()) and limits.get("parent"):
-        os._exit(70)  # the parent died before the request to die with it
+    if limits.get("parent") and os.getppid() != limits["parent"]:
+        os._exit(70)  # the parent died before the request to die with it (the fallback; bwrap's init is the parent)
     for name, key in (("RLIMIT_AS", "memory_bytes"), ("RLIMIT_CPU", "cpu_s"), ("RLIMIT_FSIZE", "file_bytes")):
         value = limits.get(key)
         if value:

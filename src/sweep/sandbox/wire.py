@@ -5,7 +5,7 @@ Never pickle: unpickling bytes runs the code they name, and the child is untrust
 numbers, strings, lists, dicts with string keys) in which an array is ``{"$array": i}`` (the i-th array frame)
 and an object kept in the child is ``{"$handle": i}``. Anything else is refused where it is encoded (a dtype
 of Python objects among them: ``np.save`` would pickle it). A frame is at most MAX_FRAME bytes, a message at most
-MAX_ARRAYS arrays, so a child cannot make the parent read without end.
+MAX_MESSAGE bytes in MAX_ARRAYS arrays, so a child cannot make the parent read without end.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 MAX_FRAME = 256 << 20
+MAX_MESSAGE = 512 << 20  # all its frames together
 MAX_ARRAYS = 64
 _LEN = struct.Struct(">I")
 
@@ -74,7 +75,7 @@ def encode(value: Any) -> list[bytes]:
             if not all(isinstance(k, str) for k in v):
                 raise ValueError("a dict with keys that are not strings cannot be sent")
             return {k: plain(x) for k, x in v.items()}
-        raise ValueError(f"a {type(v).__name__} cannot be sent (JSON data and numpy arrays only)")
+        raise ValueError(f"a value of type {type(v).__name__} cannot be sent (JSON data and numpy arrays only)")
 
     header = json.dumps({"value": plain(value), "arrays": len(arrays)}, allow_nan=False).encode()
     if len(arrays) > MAX_ARRAYS:
@@ -133,11 +134,12 @@ def receive(fd: int, deadline: float | None = None) -> Any:
     count = _LEN.unpack(_read(fd, 4, deadline))[0]
     if not 1 <= count <= MAX_ARRAYS + 1:
         raise WireError(f"not a message ({count} frames)")
-    frames = []
+    frames, total = [], 0
     for _ in range(count):
         n = _LEN.unpack(_read(fd, 4, deadline))[0]
-        if n > MAX_FRAME:
-            raise WireError(f"not a message (a frame of {n} bytes: at most {MAX_FRAME})")
+        total += n
+        if n > MAX_FRAME or total > MAX_MESSAGE:
+            raise WireError(f"not a message (a frame of {n} bytes: at most {MAX_FRAME}, {MAX_MESSAGE} in all)")
         frames.append(_read(fd, n, deadline))
     return decode(frames)
 
