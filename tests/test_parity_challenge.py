@@ -65,7 +65,9 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
     assert by[BELOW]["disqualified_for"].startswith("accuracy: 0.")
     assert by[SLOW]["disqualified_for"] == "time: 2 of 2 seeds ran past 3 s"
     assert by[LISTS]["disqualified_for"] == "outside numpy: 672 values taken out of arrays into Python (allowed 20)"
-    assert by[f"{raises}:solve"]["disqualified_for"] == "error on 2 of 2 seeds: ValueError: no idea"
+    assert by[f"{raises}:solve"]["disqualified_for"] == (
+        "error on 2 of 2 seeds: sweep.sandbox.EntrantFailed: raised ValueError: no idea (line 2)"
+    )
     assert GF2 not in by  # measured by another scorer: left out, and said so
     board = (out / "leaderboard.md").read_text()
     assert f"{GF2}: left out, its latest round (parent run {parents[0].info.run_id}) had another scorer" in board

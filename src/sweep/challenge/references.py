@@ -20,12 +20,16 @@ from sweep.problems.base import Dataset
 from sweep.problems.sparse_parity import SparseParity
 from sweep.trace.trace import NULL_TRACE
 
+# the array API the methods compute through, imported as this module loads (in the sandbox: before the clock,
+# as a user's module imports what it needs), not at the first solve (under the clock and the trace)
+NUMPY = Backend("numpy")
+
 
 def solved_by(method: Any, x: Any, y: Any, n_bits: int, k_sparse: int) -> tuple[int, ...]:
     """The secret `method` finds from the training rows (x, y) alone."""
     problem = SparseParity(n_bits=n_bits, k_sparse=k_sparse, n_train=len(x), n_test=1)
     data = Dataset(x_train=x, y_train=y, x_test=x[:0], y_test=y[:0], secret=())
-    outcome = method.solve(Context(problem=problem, data=data, backend=Backend("numpy"), trace=NULL_TRACE))
+    outcome = method.solve(Context(problem=problem, data=data, backend=NUMPY, trace=NULL_TRACE))
     return tuple(outcome.secret_found or ())
 
 

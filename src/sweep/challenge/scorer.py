@@ -3,7 +3,8 @@
 
 The scorer is what turns a solve into figures: the trace and its trackers (ARD, DMC, DMD, ByteDMD, cache,
 energy, with the memory hierarchies' prices), the problem (the data and the labels), and the evaluation (the
-accuracy of an answer, the solver's harness: its inputs, its answer's checks, values taken out of arrays).
+accuracy of an answer, the solver's harness: its inputs, its answer's and its trace's checks, values taken out of
+arrays, the sandbox it runs in).
 Anything else (a method, the launcher, the reports) may change without changing a run's score.
 """
 
@@ -19,7 +20,7 @@ from sweep.paths import CONF_DIR
 PACKAGE_DIR = Path(sweep.__file__).resolve().parent
 # the scorer's files: folders (every .py under them) and files of the package, and the energy prices (conf/)
 CODE = ("trace", "trackers", "problems", "energy/hierarchy.py", "energy/model.py", "methods/base.py")
-CODE += ("methods/solver.py", "methods/solver_path.py")
+CODE += ("methods/solver.py", "methods/solver_path.py", "challenge/traced.py", "sandbox")
 CONF = ("energy",)
 
 

@@ -7,9 +7,11 @@ figures. Rounds are compared only when one scorer measured them (`sweep.challeng
 `sweep.scorer`): the latest round's scorer decides, an entrant whose latest round another scorer measured is left
 out with a note. An entrant is out for each rule it breaks (the preset's `compare.leaderboard`):
 - error: a run FAILED by raising (its traceback's last line);
-- time: a run killed for the launcher's time limit, or one that finished past `time_limit_s`;
+- time: a run killed for the launcher's time limit or stopped by its sandbox's, or one that finished past
+  `time_limit_s`;
 - accuracy: the mean test accuracy of its finished runs below `accuracy`;
-- outside numpy: a run that took more values out of its arrays into Python than it may (`outside_numpy`).
+- outside numpy: a run that took more values out of its arrays into Python than it may (`outside_numpy`);
+- untraced: a run whose trace did not see its work (`untraced`: it never read x or y, or a process ran beside it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ RULES = ("problem.n_bits", "problem.k_sparse", "problem.n_train", "problem.n_tes
 FIGURES = ("accuracy", "dmd", "bytedmd", "energy_pj", "wall_clock_s", "escaped")
 RANKED_BY = "dmd"
 OUT_TERMINAL_DROPS = ("bytedmd", "energy_pj", "wall_clock_s")  # the disqualified's figures the terminal leaves out
+TIMED_OUT = "TimeLimit: ran past the time limit"  # a run the solver's sandbox stopped (sweep.sandbox.TimeLimit)
 LIMIT_PARAM = "launcher.time_limit_s"  # a sweep's time limit, on its parent run (sweep.launch.hooks.PARENT_PARAMS)
 
 
@@ -76,7 +79,7 @@ class Leaderboard:
             f"{self.study}: parent run {self.parent_id} (experiment {self.experiment}), scorer {self.scorer}; "
             f"latest round's seeds {', '.join(self.seeds)}; pass: mean accuracy >= {self.rules.get('accuracy')}"
             + (f", within {limit:g} s a run" if limit else "")
-            + f", no work outside numpy; ranked by mean {RANKED_BY}"
+            + f", no work outside numpy or the trace; ranked by mean {RANKED_BY}"
         )
 
     def rows(self) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
@@ -157,13 +160,14 @@ def judge(e: Entry, accuracy: float, time_limit: float | None, failure: Callable
         if values:
             e.means[f] = statistics.fmean(values)
     failed = [r for r in e.runs if r.info.status != "FINISHED"]
-    timed = [r for r in failed if TIME_LIMIT_TAG in r.data.tags]
+    # killed by the launcher (its tag) or by the solver's sandbox (sweep.sandbox.TimeLimit: its traceback's last line)
+    timed = [r for r in failed if TIME_LIMIT_TAG in r.data.tags or TIMED_OUT in failure(r)]
     late = [r for r in done if time_limit and r.data.metrics.get("wall_clock_s", 0.0) > time_limit]
     errors = [r for r in failed if r not in timed]
     if errors:
         e.reasons.append(f"error on {len(errors)} of {len(e.runs)} seeds: {failure(errors[0])}")
     if timed or late:
-        limit = float(timed[0].data.tags[TIME_LIMIT_TAG]) if timed else time_limit
+        limit = next((float(r.data.tags[TIME_LIMIT_TAG]) for r in timed if TIME_LIMIT_TAG in r.data.tags), time_limit)
         e.reasons.append(f"time: {len(timed) + len(late)} of {len(e.runs)} seeds ran past {limit:g} s")
     if done and e.means.get("accuracy", 0.0) < accuracy:
         e.reasons.append(f"accuracy: {e.means.get('accuracy', 0.0):.3f} < {accuracy:g}")
@@ -174,6 +178,12 @@ def judge(e: Entry, accuracy: float, time_limit: float | None, failure: Callable
         e.reasons.append(
             f"outside numpy: {most:,.0f} values taken out of arrays into Python"
             + (f" (allowed {allowed:,.0f})" if allowed is not None else "")
+        )
+    unseen = [r for r in done if r.data.metrics.get("untraced", 0.0) > 0]
+    if unseen:
+        e.reasons.append(
+            f"untraced: on {len(unseen)} of {len(e.runs)} seeds its trace did not see its work (no read of x or y, "
+            "or a process beside it)"
         )
 
 

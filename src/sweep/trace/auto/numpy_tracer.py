@@ -37,7 +37,18 @@ import numpy as np
 
 from sweep.trace.auto.kinds import arithmetic
 from sweep.trace.auto.recorder import Recorder
-from sweep.trace.auto.traced_array import TracedArray, _generic, _ndarray, _state, active, arrays, owner, plain, traced
+from sweep.trace.auto.traced_array import (
+    TracedArray,
+    _busy,
+    _generic,
+    _ndarray,
+    _open,
+    active,
+    arrays,
+    owner,
+    plain,
+    traced,
+)
 from sweep.trace.trace import Trace
 
 # functions that read only metadata (shapes, dtypes, addresses): no events
@@ -78,22 +89,18 @@ class NumpyTracer:
     def __init__(self, trace: Trace) -> None:
         self.rec = Recorder(trace)
         self.trace = trace
-        self.busy = False  # running numpy itself: what it does inside is part of the operation being recorded
 
     @property
     def escaped(self) -> int:
         return self.rec.escaped
 
     def __enter__(self) -> "NumpyTracer":
-        stack = getattr(_state, "stack", None)
-        if stack is None:
-            stack = _state.stack = []
-        stack.append(self)
+        _open.append(self)
         _patch()
         return self
 
     def __exit__(self, kind: type | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        _state.stack.remove(self)
+        _open.remove(self)
         _unpatch()
 
     def wrap(self, a: Any, name: str, write: bool = True) -> TracedArray:
@@ -288,11 +295,11 @@ def _recorded(orig: Callable, name: str) -> Callable:
         t = active()
         if t is None:
             return orig(*args, **kwargs)
-        t.busy = True
+        _busy.on = True
         try:
             res = orig(*plain(args), **plain(kwargs))
         finally:
-            t.busy = False
+            _busy.on = False
         return t.function(name, args, kwargs, res)
 
     run.__name__ = run.__qualname__ = name

@@ -18,30 +18,35 @@ import numpy as np
 
 _ndarray = np.ndarray
 _generic = np.generic
-_state = threading.local()  # .stack: the open tracers of this thread, innermost last
+_view = _ndarray.view  # ndarray's own: TracedArray.view keeps a view traced, the tracer unwraps with this
+_base = _ndarray.base.__get__  # ndarray's own: TracedArray.base keeps the base traced
+# the open tracers, innermost last: one stack for every thread, so that a thread a traced function starts is
+# traced too (its operations go into the same trace)
+_open: list[Any] = []
+# per thread: it is running numpy itself (what numpy does inside is part of the operation being recorded); not an
+# attribute of the tracer, which the traced code is handed nothing of
+_busy = threading.local()
 
 
 def active() -> Any:
-    """The innermost open tracer of this thread, or None (none open, or it is running numpy itself)."""
-    stack = getattr(_state, "stack", None)
-    if not stack:
+    """The innermost open tracer, or None (none open, or this thread is running numpy itself)."""
+    if not _open or getattr(_busy, "on", False):
         return None
-    t = stack[-1]
-    return None if t.busy else t
+    return _open[-1]
 
 
 def owner(a: np.ndarray) -> np.ndarray:
     """The array that owns ``a``'s memory (the end of its .base chain): the identity of its buffer."""
-    b = a.base
+    b = _base(a)
     while isinstance(b, _ndarray):
-        a, b = b, b.base
+        a, b = b, _base(b)
     return a
 
 
 def plain(x: Any) -> Any:
     """``x`` with every TracedArray replaced by a plain ndarray view of it (tuples, lists and dicts too)."""
     if isinstance(x, TracedArray):
-        return x.view(_ndarray)
+        return _view(x, _ndarray)
     cls = x.__class__
     if cls is tuple or cls is list:
         return cls(plain(v) for v in x)
@@ -70,22 +75,22 @@ class TracedArray(np.ndarray):
         t = active()
         if t is None:
             return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
-        t.busy = True
+        _busy.on = True
         try:
             res = getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
         finally:
-            t.busy = False
+            _busy.on = False
         return t.ufunc(ufunc, method, inputs, kwargs, res)
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         t = active()
         if t is None:
             return func(*plain(args), **plain(kwargs))
-        t.busy = True
+        _busy.on = True
         try:
             res = func(*plain(args), **plain(kwargs))
         finally:
-            t.busy = False
+            _busy.on = False
         return t.function(func.__name__, args, kwargs, res)
 
     def __array_finalize__(self, obj: Any) -> None:
@@ -94,19 +99,19 @@ class TracedArray(np.ndarray):
         if obj.__class__ is TracedArray:
             t = active()
             if t is not None and owner(self) is not owner(obj):
-                t.function("copy", (obj,), {}, self.view(_ndarray))
+                t.function("copy", (obj,), {}, _view(self, _ndarray))
 
     def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
         # numpy code that took this array's data through an internal asarray and computed on it unseen hands the
         # result back here (numpy.linalg's _makearray): at least a read of this array and a write of the result
         t = active()
         if t is not None:
-            t.busy = True
+            _busy.on = True
         try:
             res = _ndarray.__array_wrap__(self, arr, context, return_scalar)
         finally:
             if t is not None:
-                t.busy = False
+                _busy.on = False
         if t is None or not isinstance(arr, _ndarray) or owner(arr) is owner(self):
             return res
         t.function("wrap", (self,), {}, arr)
@@ -114,7 +119,7 @@ class TracedArray(np.ndarray):
 
     def __getitem__(self, key: Any) -> Any:
         t = active()
-        p, k = self.view(_ndarray), plain(key)
+        p, k = _view(self, _ndarray), plain(key)
         res = p[k]
         if t is None:
             return res
@@ -125,17 +130,37 @@ class TracedArray(np.ndarray):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         t = active()
-        p, k = self.view(_ndarray), plain(key)
+        p, k = _view(self, _ndarray), plain(key)
         if t is None:
             p[k] = plain(value)
             return
-        t.busy = True
+        _busy.on = True
         try:
             p[k] = plain(value)
             sel = p[k]
         finally:
-            t.busy = False
+            _busy.on = False
         t.setitem(self, key, value, sel.size if isinstance(sel, _ndarray) else 1)
+
+    # -- ways to the same memory as a plain ndarray, which the trace would not see: kept traced while one is open --
+    def view(self, *args: Any, **kwargs: Any) -> Any:
+        res = _view(self, *args, **kwargs)
+        if isinstance(res, _ndarray) and not isinstance(res, TracedArray) and active() is not None:
+            return _view(res, TracedArray)  # x.view(np.ndarray): the same buffer, still traced
+        return res
+
+    @property
+    def base(self) -> Any:  # type: ignore[override]
+        b = _base(self)
+        if isinstance(b, _ndarray) and not isinstance(b, TracedArray) and active() is not None:
+            return _view(b, TracedArray)  # x.base: the buffer it views, still traced
+        return b
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        res = _ndarray.__array__(self, *args, **kwargs)
+        if isinstance(res, _ndarray) and not isinstance(res, TracedArray) and active() is not None:
+            return _view(res, TracedArray)
+        return res
 
     # -- values leaving the arrays as Python values: reads, counted in t.escaped --
     def item(self, *args: Any) -> Any:
@@ -184,7 +209,7 @@ def _escaping(a: TracedArray, count: int, method: Callable, args: tuple = ()) ->
     t = active()
     if t is not None:
         t.escape(a, count)
-    return method(a.view(_ndarray), *args)
+    return method(_view(a, _ndarray), *args)
 
 
 def _method(name: str, writes_self: bool = False) -> Callable:
@@ -195,12 +220,12 @@ def _method(name: str, writes_self: bool = False) -> Callable:
     def method(self: TracedArray, *args: Any, **kwargs: Any) -> Any:
         t = active()
         if t is None:
-            return base(self.view(_ndarray), *plain(args), **plain(kwargs))
-        t.busy = True
+            return base(_view(self, _ndarray), *plain(args), **plain(kwargs))
+        _busy.on = True
         try:
-            res = base(self.view(_ndarray), *plain(args), **plain(kwargs))
+            res = base(_view(self, _ndarray), *plain(args), **plain(kwargs))
         finally:
-            t.busy = False
+            _busy.on = False
         return t.function(name, (self, *args), kwargs, res, written=(self,) if writes_self else ())
 
     method.__name__ = method.__qualname__ = name
@@ -222,7 +247,7 @@ for _name in ("sort", "partition", "fill", "put", "resize"):
 def traced(x: Any) -> Any:
     """``x`` with every plain ndarray as a TracedArray view of it (tuples and lists too)."""
     if isinstance(x, _ndarray) and not isinstance(x, TracedArray):
-        return x.view(TracedArray)
+        return _view(x, TracedArray)
     if x.__class__ in (tuple, list):
         return x.__class__(traced(v) for v in x)
     return x
