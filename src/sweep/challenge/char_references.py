@@ -1,0 +1,69 @@
+"""The project's character models as entrants of the character challenge, `train(train_text, valid_text=None)`:
+the references `sweeps=char_challenge` ranks users' models against, run by the same harness under the same rules
+(`method=char_model method.path=sweep.challenge.char_references:gpt`).
+
+- `ngram`: a 5-gram with interpolated backoff, numpy only (sweep.challenge.ngram);
+- `mlp_lm`, `gpt`: the project's Bengio MLP and nanoGPT transformer (sweep.methods.lm), trained by the project's
+  step (AdamW, warm-up and cosine decay, clipping) on nanoGPT's random windows, then read as streams with a
+  key/value cache (sweep.methods.lm.streaming).
+Sizes are small, for a round on a 2-core CPU in minutes (their constants below); each reads at most MAX_CHARS of
+the training text (WikiText-103's 540 M characters would not fit the references' budgets). They train on a CUDA
+GPU where torch sees one, float32. The harness has seeded numpy's and torch's generators from the run's seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sweep.challenge.ngram import NGram
+
+MAX_CHARS = 10_000_000  # of the training text, from its start
+NGRAM_ORDER = 5
+# the trained references: sizes and steps for a round on 2 CPU cores (docs/char_challenge.md)
+MLP = {"context": 8, "n_embd": 24, "hidden": 256, "max_steps": 300, "warmup_steps": 30, "batch_size": 32}
+GPT = {"n_layer": 2, "n_head": 4, "n_embd": 48, "max_steps": 300, "warmup_steps": 30, "batch_size": 16}
+BLOCK = 64  # the gpt's positions (and both models' training windows)
+
+
+def ngram(train_text: str, valid_text: str | None = None) -> NGram:
+    """Counts of every context of up to NGRAM_ORDER - 1 characters (valid_text is not used)."""
+    return NGram(train_text[:MAX_CHARS], NGRAM_ORDER)
+
+
+def mlp_lm(train_text: str, valid_text: str | None = None) -> Any:
+    from sweep.methods.lm.mlp_lm import MLPLM  # noqa: PLC0415 - torch: only for this reference
+    from sweep.methods.lm.streaming import MLPStream  # noqa: PLC0415
+
+    model, vocab = _trained(MLPLM(**MLP), train_text)
+    return MLPStream(model, vocab)
+
+
+def gpt(train_text: str, valid_text: str | None = None) -> Any:
+    from sweep.methods.lm.gpt import GPT as GPTMethod  # noqa: PLC0415 - torch: only for this reference
+    from sweep.methods.lm.streaming import GPTStream  # noqa: PLC0415
+
+    model, vocab = _trained(GPTMethod(**GPT), train_text)
+    return GPTStream(model, vocab)
+
+
+def _trained(method: Any, text: str) -> tuple[Any, str]:
+    """`method`'s model (sweep.methods.lm.training: its hyper-parameters) trained on `text`, and its vocabulary."""
+    import torch  # noqa: PLC0415
+
+    from sweep.methods.lm.train import adamw, step  # noqa: PLC0415
+    from sweep.problems.chars import encode  # noqa: PLC0415
+
+    text = text[:MAX_CHARS]
+    data = encode(text, text[-BLOCK - 1 :], "training text", BLOCK, 0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = method.model(len(data.vocab) + 1, BLOCK).to(device)  # one more id: a character the text lacks
+    opt = adamw(model, method, device)
+    rng = np.random.RandomState(np.random.randint(2**31))  # the harness seeded numpy
+    for s in range(method.max_steps):
+        for group in opt.param_groups:
+            group["lr"] = method.lr_at(s)
+        x, y = (torch.from_numpy(a).to(device) for a in data.batch(rng, method.batch_size))
+        step(model, model.forward, opt, x, y, method.grad_clip)
+    return model, data.vocab
