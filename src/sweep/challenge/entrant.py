@@ -16,11 +16,13 @@ from __future__ import annotations
 import random
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep.challenge.load import Loaded, load
 from sweep.challenge.sampled_steps import SampledSteps
+from sweep.trace.source import Source, recording
 from sweep.trace.trace import Trace
 
 TRAIN_ARGS = ("train_text", "valid_text")  # the group's interface: train(train_text, valid_text=None) -> CharModel
@@ -59,18 +61,16 @@ def seed_everything(seed: int) -> None:
 
 
 def start(path: str, train_text: str, valid_text: str, seed: int, max_train_s: float, trace: Trace | None) -> Trained:
-    """Train the model `path` names (the module's docstring); `trace`: where to sample two of its torch steps
-    (None: not sampled, as on a GPU whose counter is read instead)."""
+    """Train the model `path` names (the module's docstring); `trace`: where its training is traced (None: not
+    traced, as on a GPU whose counter is read instead): the whole of it by the automatic numpy trace, and two of
+    its torch optimizer steps where it has them (sweep.challenge.sampled_steps)."""
     loaded = load(path, TRAIN_ARGS)
     seed_everything(seed)
     sampler = SampledSteps(trace) if trace is not None else None
-    t0 = time.perf_counter()
-    if sampler is not None:
-        with sampler:
-            model = loaded.fn(train_text, valid_text)
-    else:
+    with recording(trace, Source.AUTO, "numpy") if trace is not None else nullcontext(), sampler or nullcontext():
+        t0 = time.perf_counter()
         model = loaded.fn(train_text, valid_text)
-    train_s = time.perf_counter() - t0
+        train_s = time.perf_counter() - t0
     if train_s > max_train_s:
         raise TrainingTimeLimit(f"training took {train_s:.1f} s, past challenge.max_train_s={max_train_s:g}")
     lacking = [m for m in INTERFACE if not callable(getattr(model, m, None))]

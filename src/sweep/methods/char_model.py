@@ -10,9 +10,10 @@ their first `score_chars` characters each; `accuracy` is the gated split's (`gat
 never received; valid, the group's rule, which train() was given).
 
 Energy: on a CUDA device, the GPU's counter around training (sweep.energy.meter.meter_once: idle measured on the
-host, the calibration probe, and what the group's fixed 50 W idle would have reported beside it); elsewhere, two
-of the model's own torch optimizer steps traced (sweep.challenge.sampled_steps), whose modelled energy times the
-steps is the run's `energy_pj` under tracker=energy. Evaluation is never charged energy.
+host, the calibration probe, and what the group's fixed 50 W idle would have reported beside it); elsewhere
+modelled, the run's `energy_pj` under tracker=energy: two of the model's own torch optimizer steps traced
+(sweep.challenge.sampled_steps) times its steps, or, for a model with no torch optimizer step, the automatic
+numpy trace of its whole training. Evaluation is never charged energy.
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ class CharModel:
             extra={
                 "train_s": trained.train_s,
                 "optimizer_steps": float(trained.steps),
-                # 1: two of its steps were traced, so tracker=energy's energy_pj is its training's (modelled)
-                "energy_sampled": float(trained.steps > 0 and len(trained.step_traces) == 2),
+                # 1: tracker=energy's energy_pj is its training's (modelled): two of its torch steps traced, times
+                # the steps, or, with no torch optimizer step, the numpy trace of the whole training
+                "energy_modelled": float(sampled is not None and (not trained.steps or len(trained.step_traces) == 2)),
                 "train_chars": float(len(train)),
                 **measured,
             },

@@ -4,7 +4,7 @@ mean and 95% interval over its seeds, ties where intervals overlap, and the run-
 An entrant is a `method.path`, with the runs of the latest round that ran it (sweep.report.leaderboard
 `latest_entries`: one scorer, one corpus). Its figures per finished run: `accuracy` (the gated split's), and the
 training energy in Joules: measured (`train_energy_measured_j`, a GPU's counter less the idle measured) or, where
-none was measured, modelled (`energy_pj` of two traced steps times the steps, `energy_sampled` = 1). A board ranks
+none was measured, modelled (`energy_pj` where `energy_modelled` = 1: sweep.methods.char_model). A board ranks
 one kind: measured where any entrant has it, else modelled; an entrant of the other kind is listed, not ranked.
 
 - floor (`accuracy_floor`): mean accuracy at least the floor, ranked by mean training Joules, lowest first;
@@ -90,7 +90,7 @@ def energy_of(run: Any) -> tuple[float | None, str]:
     m = run.data.metrics
     if "train_energy_measured_j" in m:
         return m["train_energy_measured_j"], MEASURED
-    if m.get("energy_sampled") == 1.0 and "energy_pj" in m:
+    if m.get("energy_modelled") == 1.0 and "energy_pj" in m:
         return m["energy_pj"] * 1e-12, MODELLED
     return None, ""
 
@@ -116,7 +116,7 @@ def judge(e: Entry, min_seeds: int, failure: Callable[[Any], str]) -> CharEntry:
         c.reasons.append(f"seeds: {len(done)} finished, the ranking needs {min_seeds}")
     if done and not kind:
         c.reasons.append(
-            "no training energy: measured only on a GPU, modelled only from a torch optimizer's steps"
+            "no training energy: not measured (no GPU counter) nor modelled (tracker=energy on a CPU)"
             if not kinds - {""}
             else "its seeds' energy is of two kinds (measured and modelled)"
         )
