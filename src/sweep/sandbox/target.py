@@ -1,0 +1,91 @@
+"""Where a user's function is, `<file.py>:<function>` or `<package.module>:<function>`, found by the parent
+without running any of it (the module is imported only in the sandbox, sweep.sandbox.box).
+
+A relative file is looked for in the directory the command runs in, then in the project's root (where
+`examples/` is, so a preset's paths hold from any directory). A module is found on the parent's `sys.path` by
+its finder alone (no package's `__init__` runs here). A path that has not the form, a missing file or module is
+one `ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.machinery
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from sweep.errors import ConfigError
+from sweep.paths import PROJECT_ROOT
+
+FORM = "<file.py>:<function> or <package.module>:<function>"
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # as the user wrote it
+    where: str  # its file or module part, as written
+    function: str
+    file: Optional[Path]  # the resolved file, for the file form
+    module: Optional[str]  # the module's name, for the module form
+    origin: Optional[Path]  # the file or package folder the module is (to be seen in the sandbox)
+    root: Optional[Path]  # the folder on sys.path the module is found in
+
+    def identity(self) -> tuple:
+        """What a check of this target depends on: the file's path, size and modification time."""
+        f = self.file or (self.origin if self.origin and self.origin.is_file() else None)
+        st = f.stat() if f is not None else None
+        return (self.path, str(f), st.st_size if st else 0, st.st_mtime_ns if st else 0)
+
+
+def split(path: str, field: str) -> tuple[str, str]:
+    """(file or module, function name); ConfigError when `path` has not the form."""
+    where, sep, name = str(path).rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise ConfigError(f"{field}={path!r} is not allowed: expected {FORM}")
+    return where, name
+
+
+def is_file(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or "\\" in where
+
+
+def find(path: str, field: str = "method.path") -> Target:
+    """The target `path` names (ConfigError naming `field`: its form, a missing file or module)."""
+    where, name = split(path, field)
+    if is_file(where):
+        return Target(path, where, name, _file(path, where, field), None, None, None)
+    origin, root = _module(path, where, field)
+    return Target(path, where, name, None, where, origin, root)
+
+
+def _file(path: str, where: str, field: str) -> Path:
+    file = Path(where)
+    if not file.is_file() and not file.is_absolute() and (PROJECT_ROOT / file).is_file():
+        file = PROJECT_ROOT / file
+    if not file.is_file():
+        folder = file.parent if file.parent.is_dir() else None
+        near = difflib.get_close_matches(file.name, [p.name for p in folder.glob("*.py")], n=1) if folder else []
+        hint = f" (did you mean {file.parent / near[0]}?)" if near else ""
+        raise ConfigError(f"{field}={path}: no file {where} (in {Path.cwd()} or {PROJECT_ROOT}){hint}")
+    return file.resolve()
+
+
+def _module(path: str, where: str, field: str) -> tuple[Path, Path]:
+    """(the top package's folder or the module's file, the sys.path folder it is in), by the finders alone."""
+    parts = where.split(".")
+    entries = [p if p else str(Path.cwd()) for p in sys.path]
+    spec = importlib.machinery.PathFinder.find_spec(parts[0], entries)
+    if spec is None or spec.origin in (None, "built-in", "frozen") and not spec.submodule_search_locations:
+        if parts[0] in sys.builtin_module_names or spec is not None:
+            raise ConfigError(f"{field}={path}: {parts[0]} is built into Python: expected a module in a file")
+        raise ConfigError(f"{field}={path}: no module named {parts[0]!r} on the path")
+    locations = list(spec.submodule_search_locations or [])
+    top = Path(locations[0]) if locations else Path(str(spec.origin))
+    for i in range(1, len(parts)):
+        sub = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), locations)
+        if sub is None:
+            raise ConfigError(f"{field}={path}: no module named {'.'.join(parts[: i + 1])!r} on the path")
+        locations = list(sub.submodule_search_locations or [])
+    return top.resolve(), top.resolve().parent
