@@ -1,32 +1,35 @@
 """Running a user's character model: the one place that calls `train(train_text, valid_text)` and holds what it
 returns (method=char_model).
 
-`start` loads the function (`method.path`), seeds the global generators from the run's seed (Python's, numpy's,
-torch's where the file uses it: the interface has no seed, so a seed is the harness's), calls it with the training
-and validation texts (never the test text) on this process's clock, and checks what came back has the group's
-streaming interface. Training past `max_train_s` fails the run (TrainingTimeLimit), as the group disqualifies it.
-
-The model runs in this process: nothing stops it from reaching what the process holds. The sandboxed entrant
-(a fresh process given only the texts, its model kept there as a handle: issue 41) replaces the call in `start`
-and nothing else: the scorer calls `reset/predict/observe` on whatever `start` returns.
+`start` loads the function (`method.path`) in a sandboxed process of its own (sweep.sandbox: a fresh
+interpreter, an environment and a working directory of its own, bubblewrap's isolation where it runs), sends it
+the training and validation texts (never the test text: it is read by the parent after training), and calls it
+there through the harness (sweep.challenge.harness: the run's seed, the trace) under the parent's clock: past
+`max_train_s` the process is killed and the run fails (TrainingTimeLimit), as the group disqualifies it. The
+model stays in that process; what `start` returns streams through it one round trip a character (`Remote`), for
+the parent's scorer (sweep.challenge.stream). Closing it ends the process and everything it started.
 """
 
 from __future__ import annotations
 
-import random
-import sys
-import time
-from contextlib import nullcontext
+import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from sweep.challenge.load import Loaded, load
-from sweep.challenge.sampled_steps import SampledSteps
-from sweep.trace.source import Source, recording
+import numpy as np
+
+from sweep.sandbox import EntrantFailed, Handle, Limits, Sandbox, TimeLimit
+from sweep.trace import stored
 from sweep.trace.trace import Trace
 
 TRAIN_ARGS = ("train_text", "valid_text")  # the group's interface: train(train_text, valid_text=None) -> CharModel
 INTERFACE = ("reset", "predict", "observe")
+HARNESS = "sweep.challenge.harness:train_here"
+LOAD_S = 60.0  # importing the entrant's module (and torch, for the harness) in its process
+CALL_S = 60.0  # the most seconds one reset/predict/observe round trip may take
+PIECE = 64 << 20  # bytes of text a message frame carries (a frame is at most 256 MB)
+# no address-space limit: a CUDA context reserves far more virtual memory than any limit a GPU job could set
+LIMITS = Limits(load_s=LOAD_S, memory_mb=0)
 
 
 class TrainingTimeLimit(RuntimeError):
@@ -37,47 +40,116 @@ class NotACharModel(TypeError):
     """train() returned an object without the streaming interface."""
 
 
+class EntrantError(RuntimeError):
+    """The entrant's process failed (raised, exited, crashed, ran out of memory, answered garbage)."""
+
+
+def check(path: str) -> None:
+    """The function `path` names, loaded and checked in a sandbox of its own (ConfigError naming method.path)."""
+    Sandbox(path, signature=TRAIN_ARGS, limits=LIMITS).open().close()
+
+
 @dataclass
 class Trained:
-    model: Any  # the handle the scorer streams through (in this process: the model itself)
-    loaded: Loaded  # the function, its source and the source's hash
-    train_s: float  # train()'s wall-clock on this process's clock
+    model: Any  # the handle the scorer streams through (Remote)
+    source: str  # the entrant's module's text
+    train_s: float  # the training call on the parent's clock
     steps: int = 0  # torch optimizer steps training took (0: none seen)
-    step_traces: dict[str, Trace] = field(default_factory=dict)  # two sampled steps ({} where none were traced)
+    trace: Trace | None = None  # the training's trace (None: not traced)
+    step_traces: dict[str, Trace] = field(default_factory=dict)  # two sampled steps ({} where none were)
+    box: Sandbox | None = None
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
     def close(self) -> None:
-        """Let the model go (a sandboxed one: its process ends)."""
-        self.model = None
+        """End the entrant's process."""
+        if self.box is not None:
+            self.box.close()
+            self.box = None
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    import numpy as np  # noqa: PLC0415 - numpy is always there; imported here to keep the seam's imports short
+class Repr:
+    """What the entrant sent that was not a key or a number, shown as it was (the scorer rejects it)."""
 
-    np.random.seed(seed % 2**32)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(seed)
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
-def start(path: str, train_text: str, valid_text: str, seed: int, max_train_s: float, trace: Trace | None) -> Trained:
-    """Train the model `path` names (the module's docstring); `trace`: where its training is traced (None: not
-    traced, as on a GPU whose counter is read instead): the whole of it by the automatic numpy trace, and two of
-    its torch optimizer steps where it has them (sweep.challenge.sampled_steps)."""
-    loaded = load(path, TRAIN_ARGS)
-    seed_everything(seed)
-    sampler = SampledSteps(trace) if trace is not None else None
-    with recording(trace, Source.AUTO, "numpy") if trace is not None else nullcontext(), sampler or nullcontext():
-        t0 = time.perf_counter()
-        model = loaded.fn(train_text, valid_text)
-        train_s = time.perf_counter() - t0
-    if train_s > max_train_s:
-        raise TrainingTimeLimit(f"training took {train_s:.1f} s, past challenge.max_train_s={max_train_s:g}")
-    lacking = [m for m in INTERFACE if not callable(getattr(model, m, None))]
-    if lacking:
-        raise NotACharModel(
-            f"method.path={path}: train() returned a {type(model).__name__} without {', '.join(lacking)}: "
-            f"expected a model with {', '.join(INTERFACE)}"
-        )
-    steps, traces = (sampler.steps, sampler.traces) if sampler is not None else (0, {})
-    return Trained(model, loaded, train_s, steps, traces)
+class Remote:
+    """The model in its process, as the scorer's `Streaming`: reset() and observe(char) are one round trip each
+    and bring back the next prediction, which predict() returns."""
+
+    def __init__(self, box: Sandbox, run: Handle) -> None:
+        self.box, self.run = box, run
+        self.next: Any = None
+
+    def reset(self) -> None:
+        self.next = self._call("reset")
+
+    def predict(self) -> Any:
+        return self.next
+
+    def observe(self, char: str) -> None:
+        self.next = self._call("step", char)
+
+    def _call(self, name: str, *args: Any) -> Any:
+        try:
+            payload = self.box.method(self.run, name, *args, timeout=CALL_S)
+        except EntrantFailed as e:
+            raise EntrantError(f"the model's {'observe' if name == 'step' else name}() failed: {e}") from None
+        if isinstance(payload, dict):
+            return Repr(str(payload.get("not_a_mapping")))
+        return {
+            k if isinstance(k, str) else Repr(str(k.get("key"))): v if isinstance(v, float) else Repr(str(v))
+            for k, v in payload
+        }
+
+
+def _pieces(text: str) -> list[np.ndarray]:
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return [data[i : i + PIECE] for i in range(0, len(data), PIECE)] or [data]
+
+
+def start(
+    path: str,
+    train_text: str,
+    valid_text: str,
+    seed: int,
+    max_train_s: float,
+    traced: bool,
+    around: Callable[[Callable[[], Any]], Any] = lambda call: call(),
+) -> Trained:
+    """Train the model `path` names (the module's docstring); `traced`: trace its training (not on a GPU, whose
+    counter is read instead); `around`: what wraps the training call alone (the GPU's meter)."""
+    box = Sandbox(path, signature=TRAIN_ARGS, limits=LIMITS, harnesses=(HARNESS,)).open()
+    try:
+        texts = (_pieces(train_text), _pieces(valid_text))
+        try:
+            run = around(lambda: box.call(*texts, seed, traced, timeout=max_train_s, harness=HARNESS, keep=True))
+        except TimeLimit:
+            raise TrainingTimeLimit(
+                f"training ran past challenge.max_train_s={max_train_s:g} (its process killed)"
+            ) from None
+        except EntrantFailed as e:
+            raise EntrantError(f"method.path={path}: train() failed: {e}") from None
+        train_s = box.wall_s
+        *lacking, kind = box.method(run, "lacking", timeout=CALL_S)
+        if lacking:
+            raise NotACharModel(
+                f"method.path={path}: train() returned a {kind} without {', '.join(lacking)}: "
+                f"expected a model with {', '.join(INTERFACE)}"
+            )
+        figures = box.method(run, "figures", timeout=CALL_S)
+    except BaseException:
+        box.close()
+        raise
+    trace, pieces = None, {}
+    if figures.get("trace"):
+        trace, pieces, _ = stored.loads(figures["trace"])
+        trace.escaped = int(figures["escaped"])
+    return Trained(Remote(box, run), box.source, train_s, int(figures["steps"]), trace, pieces, box)

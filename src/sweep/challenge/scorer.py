@@ -21,7 +21,8 @@ PACKAGE_DIR = Path(sweep.__file__).resolve().parent
 CODE = ("trace", "trackers", "problems", "energy/hierarchy.py", "energy/model.py", "methods/base.py")
 CODE += ("methods/solver.py", "challenge/load.py")
 # the character challenge's harness: its method, the entrant's run, the streaming score, the sampled steps
-CODE += ("methods/char_model.py", "challenge/entrant.py", "challenge/stream.py", "challenge/sampled_steps.py")
+CODE += ("methods/char_model.py", "challenge/entrant.py", "challenge/harness.py", "challenge/stream.py")
+CODE += ("challenge/sampled_steps.py",)
 CONF = ("energy",)
 
 

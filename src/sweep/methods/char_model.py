@@ -24,7 +24,6 @@ from types import SimpleNamespace
 from typing import Any, ClassVar
 
 from sweep.challenge import entrant
-from sweep.challenge.load import load
 from sweep.challenge.stream import score
 from sweep.config.fields import Rule, choice, positive_finite, positive_int
 from sweep.energy.meter import meter_once
@@ -80,7 +79,7 @@ class CharModel:
                 f"problem.path={cfg.select('problem.path')!r} is a directory without {WIKITEXT_TEST}: "
                 "method=char_model scores the test split"
             )
-        load(str(cfg.select("method.path")), entrant.TRAIN_ARGS)  # the file, the function, its signature
+        entrant.check(str(cfg.select("method.path")))  # the file, the function, its signature: in a sandbox
 
     def warmup(self, ctx: Context) -> None:
         """Nothing: a user's model pays its own start-up inside training, as the group's clock charges it."""
@@ -89,16 +88,18 @@ class CharModel:
         p, be = ctx.problem, ctx.backend
         train, valid = (challenge_text(p.path, p.val_fraction, s) for s in ("train", "valid"))
         on_gpu = be.name == "torch" and str(be.device).startswith("cuda")
-        sampled = ctx.trace if ctx.trace.enabled and not on_gpu else None
+        metered: dict[str, Any] = {}
 
-        def run() -> entrant.Trained:
-            return entrant.start(self.path, train, valid, p.seed, self.max_train_s, sampled)
-
-        if on_gpu:
+        def meter(call: Any) -> Any:  # the GPU's counter around the training call alone
             device = SimpleNamespace(backend=be.name, torch_device=be.device)
-            trained, measured, meter_tags = meter_once(run, device, be.clock)
-        else:
-            trained, measured, meter_tags = run(), {}, {}
+            out, metered["metrics"], metered["tags"] = meter_once(call, device, be.clock)
+            return out
+
+        traced = ctx.trace.enabled and not on_gpu
+        args = (self.path, train, valid, p.seed, self.max_train_s, traced)
+        trained = entrant.start(*args, around=meter) if on_gpu else entrant.start(*args)
+        if trained.trace is not None:
+            ctx.trace.extend(trained.trace)  # the training's, as its process traced it (its escaped values too)
 
         def evaluate(o: Outcome) -> None:
             texts = {"valid": valid, "test": challenge_text(p.path, p.val_fraction, "test")}  # after training only
@@ -122,23 +123,23 @@ class CharModel:
                 "eval_s": sum(sc.seconds for sc in scores.values()),
             }
 
-        outcome = Outcome(
-            steps=trained.steps,
-            step_traces=trained.step_traces if trained.steps and len(trained.step_traces) == 2 else {},
+        sampled = len(trained.step_traces) == 2
+        return Outcome(
+            steps=trained.steps if sampled else 0,
+            step_traces=trained.step_traces if sampled else {},
             extra={
                 "train_s": trained.train_s,
                 "optimizer_steps": float(trained.steps),
                 # 1: tracker=energy's energy_pj is its training's (modelled): two of its torch steps traced, times
                 # the steps, or, with no torch optimizer step, the numpy trace of the whole training
-                "energy_modelled": float(sampled is not None and (not trained.steps or len(trained.step_traces) == 2)),
+                "energy_modelled": float(traced and (sampled or not trained.steps)),
                 "train_chars": float(len(train)),
-                **measured,
+                **metered.get("metrics", {}),
             },
-            tags={SOLVER_SHA_TAG: trained.loaded.sha, **meter_tags},
-            artifacts={SOURCE_ARTIFACT: trained.loaded.source},
+            tags={SOLVER_SHA_TAG: trained.sha, **metered.get("tags", {})},
+            artifacts={SOURCE_ARTIFACT: trained.source},
             evaluate=evaluate,
         )
-        return outcome
 
 
 def _is_dir(path: Any, inside: str = "") -> bool:
