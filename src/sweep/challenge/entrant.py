@@ -12,6 +12,7 @@ the parent's scorer (sweep.challenge.stream). Closing it ends the process and ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sweep.sandbox import EntrantFailed, Handle, Limits, Sandbox, TimeLimit
+from sweep.sandbox.target import find
 from sweep.trace import stored
 from sweep.trace.trace import Trace
 
@@ -45,7 +47,15 @@ class EntrantError(RuntimeError):
 
 
 def check(path: str) -> None:
-    """The function `path` names, loaded and checked in a sandbox of its own (ConfigError naming method.path)."""
+    """The function `path` names, loaded and checked in a sandbox of its own (ConfigError naming method.path);
+    once per process while its file is unchanged (a sweep checks each of its jobs)."""
+    file = find(path).file
+    stat = file.stat() if file is not None else None
+    _check(path, stat and (stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _check(path: str, version: Any) -> None:
     Sandbox(path, signature=TRAIN_ARGS, limits=LIMITS).open().close()
 
 
@@ -54,8 +64,10 @@ class Trained:
     model: Any  # the handle the scorer streams through (Remote)
     source: str  # the entrant's module's text
     train_s: float  # the training call on the parent's clock
+    train_cpu_s: float  # its process's CPU seconds in that call (the kernel's: whatever ran, Python included)
     steps: int = 0  # torch optimizer steps training took (0: none seen)
     trace: Trace | None = None  # the training's trace (None: not traced)
+    late_torch: bool = False  # torch was imported inside train(): its steps could not be sampled
     step_traces: dict[str, Trace] = field(default_factory=dict)  # two sampled steps ({} where none were)
     box: Sandbox | None = None
 
@@ -137,7 +149,7 @@ def start(
             ) from None
         except EntrantFailed as e:
             raise EntrantError(f"method.path={path}: train() failed: {e}") from None
-        train_s = box.wall_s
+        train_s, cpu_s = box.wall_s, box.used.cpu_s
         *lacking, kind = box.method(run, "lacking", timeout=CALL_S)
         if lacking:
             raise NotACharModel(
@@ -152,4 +164,5 @@ def start(
     if figures.get("trace"):
         trace, pieces, _ = stored.loads(figures["trace"])
         trace.escaped = int(figures["escaped"])
-    return Trained(Remote(box, run), box.source, train_s, int(figures["steps"]), trace, pieces, box)
+    steps, late = int(figures["steps"]), bool(figures["late_torch"])
+    return Trained(Remote(box, run), box.source, train_s, cpu_s, steps, trace, late, pieces, box)

@@ -4,7 +4,9 @@ the entrant's module, and called around its `train`).
 `train_here` takes the texts (UTF-8 bytes, in pieces: a pipe's frame is at most 256 MB), seeds the global
 generators from the run's seed, and calls `train(train_text, valid_text)`; where asked it traces the training
 (the automatic numpy trace of the whole of it, two torch optimizer steps where it has them:
-sweep.challenge.sampled_steps). The model stays in this process, inside a `Run` kept as a handle: the parent
+sweep.challenge.sampled_steps). A torch model imports torch at its module's top, loaded before the clock starts:
+one that imports it inside train() pays the import on its clock, and its steps cannot be sampled (`late_torch`:
+its energy is not modelled). The model stays in this process, inside a `Run` kept as a handle: the parent
 streams through `reset()` and `step(char)`, each one round trip that returns the next prediction, so the parent
 sends position i only once it holds the prediction of position i. Predictions go back as (key, value) pairs,
 anything that is not a string key or a number sent as its repr, for the parent to judge (sweep.challenge.stream):
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import numbers
 import random
+import sys
 from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any, Callable
@@ -26,11 +29,6 @@ from sweep.trace import stored
 from sweep.trace.source import Source, recording
 from sweep.trace.trace import Trace
 
-try:  # imported as the sandbox loads, before the entrant: not on the training clock
-    import torch
-except ImportError:  # a numpy-only installation
-    torch = None  # type: ignore[assignment]
-
 INTERFACE = ("reset", "predict", "observe")
 
 
@@ -41,8 +39,8 @@ def text_of(pieces: list[np.ndarray]) -> str:
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    if torch is not None:
-        torch.manual_seed(seed)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
 
 
 def train_here(fn: Callable[..., Any], train: list, valid: list, seed: int, traced: bool) -> "Run":
@@ -50,16 +48,17 @@ def train_here(fn: Callable[..., Any], train: list, valid: list, seed: int, trac
     seed_everything(seed)
     trace = Trace() if traced else None
     sampler = SampledSteps(trace) if trace is not None else None
+    torch_before = "torch" in sys.modules  # the entrant's module imported it as it loaded (not on the clock)
     with recording(trace, Source.AUTO, "numpy") if trace is not None else nullcontext(), sampler or nullcontext():
         model = fn(train_text, valid_text)
-    return Run(model, trace, sampler)
+    return Run(model, trace, sampler, late_torch="torch" in sys.modules and not torch_before)
 
 
 class Run:
     """A trained model and what its training left (the trace), kept in the entrant's process."""
 
-    def __init__(self, model: Any, trace: Trace | None, sampler: SampledSteps | None) -> None:
-        self.model, self.trace, self.sampler = model, trace, sampler
+    def __init__(self, model: Any, trace: Trace | None, sampler: SampledSteps | None, late_torch: bool) -> None:
+        self.model, self.trace, self.sampler, self.late_torch = model, trace, sampler, late_torch
 
     def lacking(self) -> list[str]:
         """The interface's methods the model has not (their names, and its type's)."""
@@ -68,10 +67,11 @@ class Run:
     def figures(self) -> dict[str, Any]:
         """The training's trace (sweep.trace.stored's text, with the sampled steps as its pieces) and its steps."""
         if self.trace is None or self.sampler is None:
-            return {"steps": 0, "trace": None}
+            return {"steps": 0, "trace": None, "late_torch": self.late_torch}
         s, t = self.sampler, self.trace
         pieces = s.traces if len(s.traces) == 2 else {}
-        return {"steps": s.steps, "trace": stored.dumps(t, pieces, len(pieces) and s.steps), "escaped": t.escaped}
+        dumped = stored.dumps(t, pieces, len(pieces) and s.steps)
+        return {"steps": s.steps, "trace": dumped, "escaped": t.escaped, "late_torch": self.late_torch}
 
     def reset(self) -> list:
         self.model.reset()

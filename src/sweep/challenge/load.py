@@ -2,8 +2,7 @@
 
 A relative file is looked for in the directory the command runs in (the workers run there too), then in the
 project's root (where `examples/solvers/` is, so the preset's paths hold from any directory). The function must
-take the challenge's arguments: `solve(x, y, n_bits, k_sparse)`, or a character model's `train(train_text,
-valid_text)`. Everything that can be wrong with the path
+take the challenge's four arguments, `solve(x, y, n_bits, k_sparse)`. Everything that can be wrong with the path
 (its form, a missing file or module, a module that fails to import, a missing function, a signature that cannot
 take those four) is one `ConfigError` naming `method.path`, raised by the check before any job starts. A file is
 loaded once per process while it is unchanged (its size and modification time), under a module name of its own,
@@ -49,9 +48,8 @@ def is_file(where: str) -> bool:
     return where.endswith(".py") or "/" in where or "\\" in where
 
 
-def load(path: str, args: tuple[str, ...] = ARGS) -> Loaded:
-    """The function `path` names, checked (see the module's docstring); `args`: the arguments the harness calls it
-    with (the character challenge's `train(train_text, valid_text)`: sweep.methods.char_model)."""
+def load(path: str) -> Loaded:
+    """The solver `path` names, checked (see the module's docstring)."""
     where, name = split(path)
     module = _file_module(path, where) if is_file(where) else _package_module(path, where)
     fn = getattr(module, name, None)
@@ -64,10 +62,10 @@ def load(path: str, args: tuple[str, ...] = ARGS) -> Loaded:
         raise ConfigError(f"method.path={path}: {name} is a {type(fn).__name__}, not a function")
     try:
         signature = inspect.signature(fn)
-        signature.bind(*args)
+        signature.bind(*ARGS)
     except TypeError as e:
         raise ConfigError(
-            f"method.path={path}: {name}{_signature(fn)} cannot be called as {name}({', '.join(args)}): {e}"
+            f"method.path={path}: {name}{_signature(fn)} cannot be called as {name}({', '.join(ARGS)}): {e}"
         ) from None
     except ValueError:  # a builtin without a signature: it is called and its own error says why
         pass

@@ -16,7 +16,7 @@ outside optimizer steps (a hand-written update, features computed before the loo
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from typing import Any
 
 from sweep.trace.trace import Trace
@@ -35,7 +35,7 @@ class SampledSteps:
         self._mark: tuple[int, dict[str, int]] = (0, {})
 
     def __enter__(self) -> "SampledSteps":
-        if importlib.util.find_spec("torch") is not None:  # a file may import torch inside train()
+        if "torch" in sys.modules:  # a torch model's module imported it as it loaded
             from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: PLC0415
 
             self._hook = register_optimizer_step_post_hook(self._stepped)

@@ -281,6 +281,12 @@ def _rich(title: str, head: list[str], rows: list[list[str]], style: str | None 
     return t
 
 
+def _rule(runs: list, settings: dict[str, Any], key: str) -> float | None:
+    """A ranking rule: the round's own (its runs' param extra.<key>, sweeps/char_challenge.yaml), else the preset's."""
+    value = next((r.data.params[f"extra.{key}"] for r in runs if f"extra.{key}" in r.data.params), settings.get(key))
+    return None if value in (None, "None", "") else float(value)
+
+
 def char_leaderboard(
     rounds: Sequence[tuple[Any, list]],
     settings: dict[str, Any],
@@ -301,8 +307,8 @@ def char_leaderboard(
         scorer=scorer_of(latest_runs),
         seeds=sorted({r.data.params.get("problem.seed", "?") for r in latest_runs}),
         rules={
-            "floor": float(settings.get("accuracy_floor", 0.70)),
-            "budget": None if settings.get("energy_budget_j") is None else float(settings["energy_budget_j"]),
+            "floor": float(_rule(latest_runs, settings, "accuracy_floor") or 0.70),
+            "budget": _rule(latest_runs, settings, "energy_budget_j"),
             "gate": "valid" if "valid" in gates else "test",
             "kind": MEASURED if MEASURED in kinds else MODELLED if MODELLED in kinds else "",
         },
