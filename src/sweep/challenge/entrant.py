@@ -67,6 +67,7 @@ class Trained:
     train_cpu_s: float  # its process's CPU seconds in that call (the kernel's: whatever ran, Python included)
     steps: int = 0  # torch optimizer steps training took (0: none seen)
     trace: Trace | None = None  # the training's trace (None: not traced)
+    torch_model: bool = False  # its module imported torch as it loaded: modelled by sampled optimizer steps alone
     late_torch: bool = False  # torch was imported inside train(): its steps could not be sampled
     step_traces: dict[str, Trace] = field(default_factory=dict)  # two sampled steps ({} where none were)
     box: Sandbox | None = None
@@ -164,5 +165,5 @@ def start(
     if figures.get("trace"):
         trace, pieces, _ = stored.loads(figures["trace"])
         trace.escaped = int(figures["escaped"])
-    steps, late = int(figures["steps"]), bool(figures["late_torch"])
-    return Trained(Remote(box, run), box.source, train_s, cpu_s, steps, trace, late, pieces, box)
+    steps, torch_model, late = int(figures["steps"]), bool(figures["torch"]), bool(figures["late_torch"])
+    return Trained(Remote(box, run), box.source, train_s, cpu_s, steps, trace, torch_model, late, pieces, box)

@@ -9,9 +9,9 @@ times the steps taken (sweep.trackers.per_step): a model, not a measurement, and
 alike" (a loop that changes its batch size or model mid-run breaks it).
 
 The two traced steps run inside training, so their tracing is on the training clock (for a small model, a few
-tenths of a second against the minutes allowed). A model with no torch optimizer step (the numpy n-gram) is
-measured by the automatic numpy trace of its whole training instead (sweep.challenge.entrant); torch work done
-outside optimizer steps (a hand-written update, features computed before the loop) is not seen by either.
+tenths of a second against the minutes allowed). A model that is not torch's (the numpy n-gram) is traced whole
+by the automatic numpy trace instead (sweep.challenge.harness); a torch model's work outside its optimizer's
+steps (a hand-written update, features computed before the loop, its numpy batches) is not seen.
 """
 
 from __future__ import annotations

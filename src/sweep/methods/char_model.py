@@ -131,12 +131,10 @@ class CharModel:
                 "train_s": trained.train_s,
                 "optimizer_steps": float(trained.steps),
                 "train_cpu_s": trained.train_cpu_s,
-                # 1: tracker=energy's energy_pj is its training's (modelled): two of its torch steps traced, times
-                # the steps, or, with no torch optimizer step, the numpy trace of the whole training where it saw
-                # work (a model that trains in plain Python has none: not modelled, not ranked as free)
-                "energy_modelled": float(
-                    traced and not trained.late_torch and (sampled or (not trained.steps and bool(trained.trace)))
-                ),
+                # 1: tracker=energy's energy_pj is its training's (modelled): a torch model's two sampled optimizer
+                # steps times its steps, another's numpy trace of its whole training where it saw work (a model
+                # that trains in plain Python has none: not modelled, not ranked as free)
+                "energy_modelled": float(traced and (sampled if trained.torch_model else bool(trained.trace))),
                 "train_chars": float(len(train)),
                 **metered.get("metrics", {}),
             },

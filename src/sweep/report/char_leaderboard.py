@@ -116,7 +116,8 @@ def judge(e: Entry, min_seeds: int, failure: Callable[[Any], str]) -> CharEntry:
         c.reasons.append(f"seeds: {len(done)} finished, the ranking needs {min_seeds}")
     if done and not kind:
         c.reasons.append(
-            "no training energy: not measured (no GPU counter) nor modelled (tracker=energy on a CPU)"
+            "no training energy: none measured (a GPU's counter), none modelled (tracker=energy saw no numpy work "
+            "or torch optimizer steps in its training)"
             if not kinds - {""}
             else "its seeds' energy is of two kinds (measured and modelled)"
         )

@@ -3,9 +3,10 @@
 
 - GPTStream keeps every layer's keys and values of the positions seen (a key/value cache of `block_size`
   positions), so a step is one position's projections and MLP and its attention over the cache. The positions
-  are learned absolute ones up to `block_size`: a full cache keeps its last half, run again from position 0
-  (block_size / 2 steps every block_size / 2 characters, a constant cost per character on average). The stream
-  starts from a newline (the model needs one input before its first prediction).
+  are learned absolute ones up to `block_size`: a full cache keeps its last half, run again from position 0 in
+  one causal pass (one pass of block_size / 2 positions every block_size / 2 characters: a constant cost per
+  character on average). The stream starts from a newline (the model needs one input before its first
+  prediction).
 - MLPStream keeps the last `context` ids, padded as in training (and started from a newline too); a step is
   one window.
 A character the training text lacks is the id `unk` (the models have one more id than the vocabulary); the
@@ -50,11 +51,25 @@ class GPTStream(Stream):
 
     @torch.no_grad()
     def feed(self, token: int) -> None:
-        if len(self.ids) == self.model.block_size:  # full: the last half again, from position 0
-            kept, self.ids = self.ids[len(self.ids) // 2 :], []
-            for t in kept:
-                self._step(t)
+        if len(self.ids) == self.model.block_size:  # full: the last half again, from position 0, in one pass
+            self._prefill(self.ids[len(self.ids) // 2 :])
         self._step(token)
+
+    def _prefill(self, tokens: list[int]) -> None:
+        """The cache of `tokens` at positions 0.. (one causal pass over them, as the model's forward)."""
+        m, T = self.model, len(tokens)
+        x = m.wte(torch.tensor([tokens], device=self.device)) + m.wpe(torch.arange(T, device=self.device))
+        for block, keys, values in zip(m.h, self.keys, self.values):
+            a = block.attn
+            C = x.size(-1)
+            q, k, v = (
+                z.view(1, T, a.n_head, C // a.n_head).transpose(1, 2) for z in a.c_attn(block.ln_1(x)).split(C, 2)
+            )
+            keys[:, :, :T], values[:, :, :T] = k, v
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + a.c_proj(y.transpose(1, 2).reshape(1, T, C))
+            x = x + block.mlp(block.ln_2(x))
+        self.ids = list(tokens)
 
     def _step(self, token: int) -> None:
         m, t = self.model, len(self.ids)
