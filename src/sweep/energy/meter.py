@@ -393,28 +393,33 @@ FIXED_IDLE_W = 50.0  # the group's character challenge subtracts this constant (
 
 
 def meter_once(
-    run: Callable[[], Any], device: Any, clock: Callable[[], float], counter: Counter | None = None
+    run: Callable[[], Any],
+    device: Any,
+    clock: Callable[[], float],
+    counter: Counter | None = None,
+    now: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Any, dict[str, float], dict[str, str]]:
     """`run()` once (a user's training) between two reads of the device's counter aligned to its updates:
     (its result, metrics, tags). Metrics train_energy_measured_j (less the idle power measured on this host, in
     this process, within BASELINE_TTL_S), train_energy_gross_j, train_energy_fixed50_j (less FIXED_IDLE_W, what
     the group's meter reports) and the baseline's energy_idle_w / energy_calibration_ratio /
     energy_counter_period_s; none, and the reason as the tag energy.meter_reason, where the counter cannot be
-    read or trusted (then `run` is run unmetered)."""
+    read or trusted (then `run` is run unmetered). `counter`, `now`, `sleep`: as meter_solve's (tests)."""
     reason = ""
     if counter is None:
         counter, reason = open_counter(device)
     if counter is None:
         return run(), {}, {"energy.meter": "none", "energy.meter_reason": reason}
     facts = counter.facts()
-    base = baseline_of(counter, str(getattr(device, "torch_device", "cpu")))
+    base = baseline_of(counter, str(getattr(device, "torch_device", "cpu")), now, sleep)
     if base.reason:
         print(f"sweep: measured energy not recorded: {base.reason}", file=sys.stderr)
         return run(), {}, {"energy.meter": "none", "energy.meter_reason": base.reason, **facts}
     wait = 3 * base.period_s
-    e0, t0 = edge(counter, clock, time.sleep, wait)
+    e0, t0 = edge(counter, clock, sleep, wait)
     out = run()
-    e1, t1 = edge(counter, clock, time.sleep, wait)
+    e1, t1 = edge(counter, clock, sleep, wait)
     gross, span = e1 - e0, t1 - t0
     return (
         out,
