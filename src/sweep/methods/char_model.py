@@ -48,9 +48,9 @@ class CharModel:
             "<file.py>:<function> or <package.module>:<function>",
             lambda v, c: isinstance(v, str) and ":" in v,
         ),
-        Rule("method.max_train_s", "a finite number > 0 (challenge.max_train_s)", positive_finite),
-        Rule("method.score_chars", "an integer >= 1 (challenge.score_chars)", positive_int),
-        choice("method.gate_split", GATES),
+        Rule("method.max_train_s", "a finite number > 0 (set as challenge.max_train_s)", positive_finite),
+        Rule("method.score_chars", "an integer >= 1 (set as challenge.score_chars)", positive_int),
+        choice("method.gate_split", GATES, " (set as challenge.gate_split)"),
     )
 
     name: str = "char_model"
