@@ -16,8 +16,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from sweep.challenge.char_references import NGRAM_ORDER
-from sweep.challenge.ngram import NGram
+from sweep.challenge.ngram import ORDER, NGram
 from sweep.challenge.stream import NotADistribution, checked, score
 from sweep.problems.chars import challenge_text
 from tests.conftest import run_sweep
@@ -25,7 +24,7 @@ from tests.conftest import run_sweep
 NOT_DIST, NO_STREAM, MEMORISE = (
     f"examples/char_models/{n}.py:train" for n in ("not_a_distribution", "no_stream", "memorise_valid")
 )
-NGRAM = "sweep.challenge.char_references:ngram"
+NGRAM = "sweep.challenge.ngram:train"
 # a user's model: the most frequent next character after the current one, counted by numpy
 USER = """
 import numpy as np
@@ -59,7 +58,7 @@ def train(train_text, valid_text=None):
 """
 
 
-def independent_accuracy(train: str, text: str, order: int = NGRAM_ORDER, kappa: float = 2.0) -> float:
+def independent_accuracy(train: str, text: str, order: int = ORDER, kappa: float = 2.0) -> float:
     """Greedy-argmax accuracy of an interpolated n-gram on `text`, counted in pure Python, apart from the project's
     scorer and its numpy n-gram: contexts counted by collections.Counter, the argmax the first highest in
     code-point order."""
@@ -86,7 +85,7 @@ def independent_accuracy(train: str, text: str, order: int = NGRAM_ORDER, kappa:
 
 def test_streamed_accuracy_equals_an_independent_greedy_count():
     train, text = challenge_text(None, 0.1, "train")[:60_000], challenge_text(None, 0.1, "test")[:1500]
-    got = score(NGram(train, NGRAM_ORDER), text)
+    got = score(NGram(train, ORDER), text)
     assert got.chars == 1500 and got.unpredicted == 0
     assert got.accuracy == independent_accuracy(train, text)
     assert 0.2 < got.accuracy < 0.9 and 1.0 < got.bits_per_char < 5.0

@@ -1,8 +1,8 @@
-"""The project's character models as entrants of the character challenge, `train(train_text, valid_text=None)`:
-the references `sweeps=char_challenge` ranks users' models against, run by the same harness under the same rules
-(`method=char_model method.path=sweep.challenge.char_references:gpt`).
+"""The project's trained character models as entrants of the character challenge, `train(train_text,
+valid_text=None)`: references `sweeps=char_challenge` ranks users' models against, run by the same harness under
+the same rules (`method=char_model method.path=sweep.challenge.char_references:gpt`); the third is the numpy
+n-gram, `sweep.challenge.ngram:train`, in a module without torch.
 
-- `ngram`: a 5-gram with interpolated backoff, numpy only (sweep.challenge.ngram);
 - `mlp_lm`, `gpt`: the project's Bengio MLP and nanoGPT transformer (sweep.methods.lm), trained by the project's
   step (AdamW, warm-up and cosine decay, clipping) on nanoGPT's random windows, then read as streams with a
   key/value cache (sweep.methods.lm.streaming).
@@ -17,24 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from sweep.challenge.ngram import NGram
+from sweep.challenge.ngram import MAX_CHARS
 
 try:  # at the top, as a torch model's file should: the sandbox loads it before training's clock starts
     import torch  # noqa: F401
 except ImportError:  # a numpy-only installation: the n-gram alone
     pass
 
-MAX_CHARS = 10_000_000  # of the training text, from its start
-NGRAM_ORDER = 5
 # the trained references: sizes and steps for a round on 2 CPU cores (docs/char_challenge.md)
 MLP = {"context": 8, "n_embd": 24, "hidden": 256, "max_steps": 300, "warmup_steps": 30, "batch_size": 32}
 GPT = {"n_layer": 2, "n_head": 4, "n_embd": 48, "max_steps": 300, "warmup_steps": 30, "batch_size": 16}
 BLOCK = 64  # the gpt's positions (and both models' training windows)
-
-
-def ngram(train_text: str, valid_text: str | None = None) -> NGram:
-    """Counts of every context of up to NGRAM_ORDER - 1 characters (valid_text is not used)."""
-    return NGram(train_text[:MAX_CHARS], NGRAM_ORDER)
 
 
 def mlp_lm(train_text: str, valid_text: str | None = None) -> Any:

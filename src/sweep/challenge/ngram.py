@@ -1,5 +1,6 @@
 """A character n-gram with backoff, in numpy alone: the character challenge's simplest reference (method=char_model
-method.path=sweep.challenge.char_references:ngram).
+method.path=sweep.challenge.ngram:train, the method's default). A module of its own, without torch: the harness
+takes a module that imports torch for a torch model (sweep.challenge.harness).
 
 Training counts, for every context length k = 0 .. order - 1, how often each character follows each context of k
 characters (one np.unique over the context-and-next keys of the whole text). The prediction after a history
@@ -12,6 +13,9 @@ prefix.
 from __future__ import annotations
 
 import numpy as np
+
+ORDER = 5
+MAX_CHARS = 10_000_000  # of the training text, from its start (WikiText-103's 540 M would not fit a quick round)
 
 
 class NGram:
@@ -60,3 +64,9 @@ class NGram:
             c[nxt[rows]] = counts[rows]
             p = (c + self.kappa * p) / (counts[rows].sum() + self.kappa)
         return dict(zip(self.vocab, p.tolist()))
+
+
+def train(train_text: str, valid_text: str | None = None) -> NGram:
+    """Counts of every context of up to ORDER - 1 characters in the first MAX_CHARS of the training text (the
+    validation text is not used)."""
+    return NGram(train_text[:MAX_CHARS], ORDER)

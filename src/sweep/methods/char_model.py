@@ -55,7 +55,7 @@ class CharModel:
 
     name: str = "char_model"
     # train(train_text, valid_text=None); the default is the project's n-gram reference
-    path: str = "sweep.challenge.char_references:ngram"
+    path: str = "sweep.challenge.ngram:train"
     max_train_s: float = 300.0  # the group's rule: training past it is disqualified
     score_chars: int = 60_000  # characters of each split streamed (the group's TEST_CHARS)
     gate_split: str = "test"  # the split `accuracy` is of: test (never given to train) or valid (the group's)

@@ -30,7 +30,7 @@ from sweep.report.leaderboard import Entry, Leaderboard, latest_entries, scorer_
 from sweep.report.leaderboard import _md as markdown_table
 
 CORPUS = ("problem.path", "problem.val_fraction", "method.score_chars")  # a round's texts: rounds compare on these
-CHAR_REFERENCES = "sweep.challenge.char_references:"
+REFERENCES = "sweep.challenge."  # the project's own entrants (char_references, ngram)
 MEASURED, MODELLED = "measured", "modelled"
 MIN_SEEDS = 3
 
@@ -77,8 +77,11 @@ class CharEntry:
 
     @property
     def label(self) -> str:
-        p = self.entry.path
-        return f"{p[len(CHAR_REFERENCES) :]} (reference)" if p.startswith(CHAR_REFERENCES) else self.entry.label
+        """A reference by its name (`gpt`, `ngram`), another entrant by its path."""
+        module, _, fn = self.entry.path.rpartition(":")
+        if not module.startswith(REFERENCES):
+            return self.entry.path
+        return f"{fn if fn != 'train' else module.rpartition('.')[2]} (reference)"
 
     @property
     def seeds(self) -> str:
