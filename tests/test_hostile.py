@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep.paths import PROJECT_ROOT
 from sweep.methods.solver import SANDBOX_TAG
+from sweep.paths import PROJECT_ROOT
 from sweep.report.leaderboard import leaderboard
 from sweep.report.queries import last_line
 from sweep.sandbox import isolation

@@ -104,6 +104,21 @@ def test_idle_power_is_measured_first_and_subtracted():
     assert metrics["energy_calibration_ratio"] == pytest.approx(1.0, abs=0.01)
 
 
+def test_a_training_is_metered_once_beside_what_a_fixed_50_w_idle_would_report():
+    """method=char_model's meter: one window around the training call, less the idle measured on the host (53.3 W
+    here, lwta_k2's), and beside it the group's constant 50 W: 3.3 W x the window apart."""
+    m = Machine(seconds=0.0, watts=0.0, idle=53.3, period=0.1)
+    meter._baselines.clear()
+    device = ConfigView({"backend": "torch", "torch_device": "cuda"})
+    out, metrics, tags = meter.meter_once(lambda: m.run(2.0, 250.0) or "model", device, m.clock, m, m.clock, m.sleep)
+    assert out == "model" and tags == {"energy.meter": "fake", "gpu.name": "Fake"}
+    assert metrics["energy_idle_w"] == pytest.approx(53.3)
+    assert metrics["train_energy_measured_j"] == pytest.approx((250.0 - 53.3) * 2.0, rel=0.01)
+    span = metrics["energy_measure_window_s"]
+    assert metrics["train_energy_fixed50_j"] - metrics["train_energy_measured_j"] == pytest.approx(3.3 * span)
+    assert m.solves == 0  # the training ran once: never repeated to fill a window
+
+
 def test_a_counter_that_disagrees_with_the_power_reading_records_nothing(capsys):
     m = Machine(seconds=0.3, watts=250.0, idle=100.0, period=0.1, skew=0.8)
     metrics, tags = metered(m)

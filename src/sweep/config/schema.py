@@ -21,6 +21,7 @@ from omegaconf import MISSING, OmegaConf
 
 from sweep.backend import KNOBS, Backend
 from sweep.config.resolvers import entrants, fresh_seeds
+from sweep.methods.char_model import CharModel
 from sweep.paths import store_sibling
 
 
@@ -96,6 +97,7 @@ CLASSES: dict[str, dict[str, str]] = {
         "mlp_lm": "sweep.methods.lm.mlp_lm.MLPLM",
         "gpt": "sweep.methods.lm.gpt.GPT",
         "solver": "sweep.methods.solver.Solver",
+        "char_model": "sweep.methods.char_model.CharModel",
     },
     "variant": {
         "standard": "sweep.variants.standard.Standard",
@@ -181,14 +183,24 @@ class CompareConfig:
     leaderboard: dict[str, Any] = field(default_factory=dict)
 
 
+_CHAR = {f.name: f.default for f in dataclasses.fields(CharModel)}  # method=char_model's rules, written there
+
+
 @dataclass
 class ChallengeConfig:
-    """A challenge round's entrants (sweeps/parity_challenge.yaml; jobs ignore it): the sweep's `method.path` values
-    (sweep.config.resolvers)."""
+    """A challenge round's entrants (sweeps/parity_challenge.yaml, sweeps/char_challenge.yaml): the sweep's
+    `method.path` values (sweep.config.resolvers); and the character challenge's rules, which method=char_model's
+    keys and the leaderboard read (`${challenge.max_train_s}`)."""
 
     solvers: list[str] = field(default_factory=list)  # the users' solvers: <file.py>:<function> or <module>:<function>
     references: list[str] = field(default_factory=list)  # the project's exact methods (sweep.challenge.references)
     seeds: int = 3  # fresh seeds a round draws (the group's scorer runs 3)
+    models: list[str] = field(default_factory=list)  # the users' character models: <file.py>:<function>
+    max_train_s: float = _CHAR["max_train_s"]
+    score_chars: int = _CHAR["score_chars"]
+    gate_split: str = _CHAR["gate_split"]
+    accuracy_floor: float = 0.70  # the group's floor: below it disqualified; above, ranked by training Joules
+    energy_budget_j: Optional[float] = None  # the other framing: above it disqualified; within, ranked by accuracy
 
 
 @dataclass

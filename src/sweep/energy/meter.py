@@ -374,7 +374,7 @@ def meter_solve(
 def measure_solve(tracker: Any, method: Any, ctx: Any, device: Any) -> tuple[dict[str, float], dict[str, str]]:
     """The tracker's measured figures of `method`'s solve (only the energy tracker measures): untraced repeats
     after the timed solve, inside the job, so a Modal job's figure comes back with its result."""
-    if tracker is None:
+    if tracker is None or getattr(method, "meters_itself", False):  # a user's training is not run twice
         return {}, {}
     untraced = dataclasses.replace(ctx, trace=NULL_TRACE)
     return tracker.measure(lambda: method.solve(untraced), device, ctx.backend.clock)
@@ -387,3 +387,50 @@ PER_SOLVE = ("energy_measured_j", "energy_measured_gross_j")
 def per_run(measured: dict[str, float], runs: int) -> dict[str, float]:
     """A batch's measured figures as each of its ``runs`` runs' share (its energy / runs, as wall_clock_s)."""
     return {k: v / runs if k in PER_SOLVE else v for k, v in measured.items()}
+
+
+FIXED_IDLE_W = 50.0  # the group's character challenge subtracts this constant (cybertronai/wikitext, EnergyMeter)
+
+
+def meter_once(
+    run: Callable[[], Any],
+    device: Any,
+    clock: Callable[[], float],
+    counter: Counter | None = None,
+    now: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Any, dict[str, float], dict[str, str]]:
+    """`run()` once (a user's training) between two reads of the device's counter aligned to its updates:
+    (its result, metrics, tags). Metrics train_energy_measured_j (less the idle power measured on this host, in
+    this process, within BASELINE_TTL_S), train_energy_gross_j, train_energy_fixed50_j (less FIXED_IDLE_W, what
+    the group's meter reports) and the baseline's energy_idle_w / energy_calibration_ratio /
+    energy_counter_period_s; none, and the reason as the tag energy.meter_reason, where the counter cannot be
+    read or trusted (then `run` is run unmetered). `counter`, `now`, `sleep`: as meter_solve's (tests)."""
+    reason = ""
+    if counter is None:
+        counter, reason = open_counter(device)
+    if counter is None:
+        return run(), {}, {"energy.meter": "none", "energy.meter_reason": reason}
+    facts = counter.facts()
+    base = baseline_of(counter, str(getattr(device, "torch_device", "cpu")), now, sleep)
+    if base.reason:
+        print(f"sweep: measured energy not recorded: {base.reason}", file=sys.stderr)
+        return run(), {}, {"energy.meter": "none", "energy.meter_reason": base.reason, **facts}
+    wait = 3 * base.period_s
+    e0, t0 = edge(counter, clock, sleep, wait)
+    out = run()
+    e1, t1 = edge(counter, clock, sleep, wait)
+    gross, span = e1 - e0, t1 - t0
+    return (
+        out,
+        {
+            "train_energy_measured_j": gross - base.idle_w * span,
+            "train_energy_gross_j": gross,
+            "train_energy_fixed50_j": gross - FIXED_IDLE_W * span,
+            "energy_idle_w": base.idle_w,
+            "energy_calibration_ratio": base.calibration,
+            "energy_counter_period_s": base.period_s,
+            "energy_measure_window_s": span,
+        },
+        {"energy.meter": counter.name, **facts},
+    )

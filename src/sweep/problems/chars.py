@@ -30,7 +30,9 @@ from sweep.errors import ConfigError
 from sweep.problems.base import SEED_RULE, ProblemBase
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
-WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (its wiki.test.raw is not read)
+WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (problem=chars reads these two)
+WIKITEXT_TEST = "wiki.test.raw"  # method=char_model's test split (read after training: challenge_text)
+SPLITS = ("train", "valid", "test")  # method=char_model's three splits of a corpus
 
 
 @dataclass
@@ -194,3 +196,21 @@ def _code_points(text: str, chunk: int = 1 << 24):
     """The text's code points, a chunk (16 M characters, 64 MB) at a time."""
     for i in range(0, len(text), chunk):
         yield np.frombuffer(text[i : i + chunk].encode("utf-32-le"), dtype=np.uint32)
+
+
+def challenge_text(path: Optional[str], val_fraction: float, split: str) -> str:
+    """The character challenge's (method=char_model) text of `split`: a WikiText-103 raw directory's own files;
+    a single file or the shipped corpus in three disjoint pieces, training the first 1 - 2 x val_fraction, then
+    the validation text (val_fraction), then the test text (the last val_fraction, problem=chars's validation
+    text). Read when asked, so the test text is read only once training has ended."""
+    if path is not None and Path(os.path.expanduser(path)).is_dir():
+        if split == "test":
+            test = Path(os.path.expanduser(path)) / WIKITEXT_TEST
+            if not test.is_file():
+                raise ConfigError(f"problem.path={path!r} is a directory without {WIKITEXT_TEST} (the test split)")
+            return _read(test)
+        train, valid, _ = read_texts(path, val_fraction)
+        return train if split == "train" else valid
+    text = gzip.decompress(SHIPPED.read_bytes()).decode("utf-8") if path is None else _read(corpus_files(path)[0])
+    cut = (int(len(text) * (1 - 2 * val_fraction)), int(len(text) * (1 - val_fraction)))
+    return {"train": text[: cut[0]], "valid": text[cut[0] : cut[1]], "test": text[cut[1] :]}[split]

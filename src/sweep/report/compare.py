@@ -20,6 +20,7 @@ from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
+from sweep.report.char_leaderboard import char_leaderboard
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
@@ -70,7 +71,8 @@ def compare(
     settings = study_settings(study) if settings is None else settings
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     if settings.get("leaderboard"):  # a challenge: its ranking, not the table
-        board = leaderboard(
+        rank = char_leaderboard if "accuracy_floor" in settings["leaderboard"] else leaderboard  # the character one
+        board = rank(
             rounds(client, parent, study), settings["leaderboard"], partial(last_line, client), study, experiment
         )
         files = [out_dir / "leaderboard.md", out_dir / "leaderboard.csv"]
@@ -188,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(table)
         for note in cmp.notes:
             console.print(note, markup=False)
+        for line in getattr(cmp, "spread", list)():  # the character challenge's run-to-run spread
+            console.print(line, markup=False, emoji=False)
         if files:
             console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
     elif a.markdown:

@@ -193,8 +193,38 @@ def scorer_of(runs: Sequence[Any]) -> str:
     return tags.most_common(1)[0][0] if tags else "?"
 
 
-def rules_of(runs: Sequence[Any]) -> tuple:
-    return tuple(runs[0].data.params.get(k) for k in RULES) if runs else ()
+def rules_of(runs: Sequence[Any], rules: Sequence[str]) -> tuple:
+    return tuple(runs[0].data.params.get(k) for k in rules) if runs else ()
+
+
+def latest_entries(rounds: Sequence[tuple[Any, list]], rules: Sequence[str]) -> tuple[list[Entry], list[str]]:
+    """Each entrant's runs of the latest round that ran it (`rounds`: the latest first), and notes on the entrants
+    left out: their latest round had another scorer, or other values of the problem's `rules` (params)."""
+    scorer = scorer_of(rounds[0][1])
+    problem = rules_of(rounds[0][1], rules)
+    seen: set[str] = set()  # the entrants whose latest round was taken (or left out)
+    entries: list[Entry] = []
+    notes: list[str] = []
+    for parent, runs in rounds:
+        by_path: dict[str, list] = {}
+        for r in runs:
+            by_path.setdefault(r.data.params.get(PATH, r.data.params.get("method.name", "?")), []).append(r)
+        other = (
+            "another scorer"
+            if scorer_of(runs) != scorer
+            else "another problem"
+            if rules_of(runs, rules) != problem
+            else ""
+        )
+        for path, mine in by_path.items():
+            if path in seen:
+                continue
+            seen.add(path)
+            if other:
+                notes.append(f"{path}: left out, its latest round (parent run {parent.info.run_id}) had {other}")
+            else:
+                entries.append(Entry(path, mine))
+    return entries, notes
 
 
 def leaderboard(
@@ -206,23 +236,8 @@ def leaderboard(
 ) -> Leaderboard:
     """The leaderboard of `rounds` ((parent run, its child runs), the latest first): see the module's docstring."""
     latest, latest_runs = rounds[0]
-    scorer, rules = scorer_of(latest_runs), rules_of(latest_runs)
-    seen: set[str] = set()  # the entrants whose latest round was taken (or left out)
-    entries: list[Entry] = []
-    notes: list[str] = []
-    for parent, runs in rounds:
-        by_path: dict[str, list] = {}
-        for r in runs:
-            by_path.setdefault(r.data.params.get(PATH, r.data.params.get("method.name", "?")), []).append(r)
-        other = "another scorer" if scorer_of(runs) != scorer else "another problem" if rules_of(runs) != rules else ""
-        for path, mine in by_path.items():
-            if path in seen:
-                continue
-            seen.add(path)
-            if other:
-                notes.append(f"{path}: left out, its latest round (parent run {parent.info.run_id}) had {other}")
-            else:
-                entries.append(Entry(path, mine))
+    scorer = scorer_of(latest_runs)
+    entries, notes = latest_entries(rounds, RULES)
     # the latest round's own limit (the launcher's, recorded on its parent), else the preset's
     limit = latest.data.params.get(LIMIT_PARAM) or settings.get("time_limit_s")
     accuracy = float(settings.get("accuracy", 0.95))

@@ -92,6 +92,14 @@ class Trace:
         result after the fact (a method's new weight matrix that takes over the name of the one it replaces)."""
         self._open[:] = [(op, new if name == old else name, size) for op, name, size in self._open]
 
+    def since(self, before: int, ops: dict[str, int]) -> "Trace":
+        """The steps taken since this trace held `before` segments and `ops` operation counts, as a Trace of their
+        own (a traced step of a longer run: sweep.methods.lm.train, sweep.challenge.sampled_steps)."""
+        tpls, seq = self.segments()
+        one = Trace([e for t in seq[before:] for e in tpls[t]])
+        one.compute_ops = {k: v - ops.get(k, 0) for k, v in self.compute_ops.items() if v - ops.get(k, 0)}
+        return one
+
     def end_step(self) -> None:
         """Close the events recorded since the last call as one segment (a no-op if there are none)."""
         ev = self._open

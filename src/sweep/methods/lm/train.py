@@ -177,8 +177,5 @@ def traced_steps(
             step(model, model.forward, twin, x, y, method.grad_clip)  # eager: the trace is of the ops as written
             tracer.end_step()
             del x, y  # the next batch takes their names
-            tpls, seq = trace.segments()
-            one = Trace([e for t in seq[before:] for e in tpls[t]])
-            one.compute_ops = {k: v - ops.get(k, 0) for k, v in trace.compute_ops.items() if v - ops.get(k, 0)}
-            out.append(one)
+            out.append(trace.since(before, ops))
     return dict(zip(("before", "step"), out))
