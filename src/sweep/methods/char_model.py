@@ -2,7 +2,7 @@
 `predict() -> dict[str, float]` and `observe(char)` (the group's wikitext challenge's interface), trained and scored
 as the group does, with the three fixes docs/char_challenge.md gives.
 
-`method.path` names the function (sweep.challenge.load: a file or a module; checked before any job starts). The
+`method.path` names the function (sweep.challenge.entrant: a file or a module; checked before any job starts). The
 timed solve is training alone (sweep.challenge.entrant: the training and validation texts of problem=chars's
 corpus, three splits: problems/chars.py `challenge_text`), capped at `max_train_s`. After the clock the test
 text is read and both the validation and the test text are streamed through the model (sweep.challenge.stream),
