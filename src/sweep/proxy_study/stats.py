@@ -5,8 +5,9 @@ configurations.
 - Spearman's rho of a proxy with the target, and its bootstrap 95% percentile interval;
 - the partial rank correlation given a control (wall-clock): Spearman's rho of the two after the control's ranks
   are regressed out of both (does a proxy say anything the time does not?);
-- a model of the target from counts (kernels, bytes per level, FLOPs): non-negative least squares (a count costs
-  >= 0 J), scored on held-out configurations (leave one configuration out): mean absolute percentage error.
+- a model of the target from counts (kernels, bytes per level, FLOPs): non-negative least squares on relative
+  errors (a count costs >= 0 J), scored on held-out configurations (leave one configuration out): mean absolute
+  percentage error.
 """
 
 from __future__ import annotations
@@ -140,10 +141,13 @@ class CountsModel:
 
 
 def nnls_fit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Non-negative coefficients of y ~ X (columns scaled to unit norm for the solver, the scale undone)."""
-    scale = np.linalg.norm(X, axis=0)
+    """Non-negative coefficients of y ~ X minimising the squared *relative* errors (each row divided by its y: the
+    configurations span orders of magnitude, and the score is a percentage); columns scaled to unit norm for the
+    solver, the scale undone."""
+    A = X / y[:, None]
+    scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
-    coef, _ = optimize.nnls(X / scale, y)
+    coef, _ = optimize.nnls(A / scale, np.ones(len(y)))
     return coef / scale
 
 
@@ -162,3 +166,23 @@ def counts_model(configs: Sequence[str], features: dict[str, Sequence[float]], t
         errors.append(abs(pred - y[i]) / y[i])
     worst = int(np.argmax(errors))
     return CountsModel(names, nnls_fit(X, y), float(np.mean(errors)), (cfgs[worst], errors[worst]), len(y))
+
+
+def within_groups(
+    configs: Sequence[str], groups: Sequence[str], proxy: Sequence[float], target: Sequence[float], n: int = BOOTSTRAP
+) -> Interval:
+    """Spearman's rho at equal arithmetic: each configuration's log proxy and log target less their means over its
+    group (configurations that do the same work in other ways), so that a proxy that only says "bigger" scores ~0.
+    Groups of one configuration say nothing and are left out; the interval resamples configurations."""
+    names, (x, y) = by_config(configs, proxy, target)
+    group_of = dict(zip(configs, groups))
+    g = np.array([group_of[c] for c in names])
+    keep = (x > 0) & (y > 0) & np.array([np.sum(g == v) > 1 for v in g])
+    if keep.sum() < 4:
+        return Interval(math.nan, math.nan, math.nan, int(keep.sum()))
+    g, lx, ly = g[keep], np.log(x[keep]), np.log(y[keep])
+    for v in set(g):
+        lx[g == v] -= lx[g == v].mean()
+        ly[g == v] -= ly[g == v].mean()
+    lo, hi = bootstrap(spearman_rows, (lx, ly), n)
+    return Interval(spearman(lx, ly), lo, hi, len(lx))
