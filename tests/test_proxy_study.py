@@ -170,6 +170,7 @@ def test_slice_runs_resumes_and_appends_on_cpu(tmp_path, monkeypatch):
         assert float(r["kernels"]) > 10 and float(r["profiled_flops"]) > 0 and float(r["profiled_read_bytes"]) > 0
         assert float(r["dmd"]) > 0 and r["energy_meter"] == "fake" and float(r["energy_calibration_ratio"]) > 1
         assert r["status"] == "FINISHED" and float(r["L1_reads"]) > 0 and r["device"] == first.device
+        assert len(r["commit"]) >= 7 and r["torch"] and float(r["job_s"]) > 0
     assert float(rows[1]["profiled_flops"]) > float(rows[0]["profiled_flops"])  # the gpt does more matmul work
 
 
@@ -200,7 +201,8 @@ def _rows(device: str, arms: dict[str, float], repeats: int = 3) -> list[dict]:
 def test_compare_reads_every_slice_and_says_what_each_device_holds(tmp_path):
     """Two GPU models' slices and a failed run: the report counts each model's runs, ranks per model with
     intervals, excludes the failed run with its reason, fits the counts model, and draws the grid."""
-    from sweep.report.compare import dataset_study
+    from sweep.compare.__main__ import main
+    from sweep.proxy_study.report import dataset_study
 
     arms = {f"gpt_{i}": 10.0 * (i + 1) for i in range(5)} | {f"standard_h{h}": float(h) for h in (4000, 16000)}
     for row in _rows("NVIDIA H200", arms):
@@ -221,3 +223,6 @@ def test_compare_reads_every_slice_and_says_what_each_device_holds(tmp_path):
     assert "Excluded (1): gpt_4 repeat=0: CUDA out of memory" in text.split("### NVIDIA H100")[1]
     assert (out / "proxy_study.png").stat().st_size > 10_000
     assert dataset_study("proxy_study", tmp_path / "empty", out) == 1  # no runs yet: one line, exit 1
+    # the command: sweep-compare proxy_study reads the repository's dataset (the CPU ground truth is in it)
+    assert main(["proxy_study", "--out", str(tmp_path / "cmd"), "--no-plot"]) == 0
+    assert "CPU cache simulator" in (tmp_path / "cmd" / "proxy_study.md").read_text()

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from sweep.paths import git_commit
 from sweep.proxy_study import cachegrind, dataset, design
 
 PROXY_METRICS = ("ard", "dmc", "dmd", "bytedmd", "energy_pj", "cache_miss_floats", "total_floats", "wall_clock_s")
@@ -46,6 +47,7 @@ def run(out_dir: Path, budget_s: float, cases: Sequence[tuple[str, int, list[str
         "machine": machine(),
         "valgrind": valgrind_version(),
         "hierarchy": " ".join(cachegrind.options()),
+        "commit": git_commit(),
     }
     t0, longest, written = time.monotonic(), 0.0, 0
     for config, seed, args in cases:

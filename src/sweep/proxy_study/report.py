@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from sweep.paths import PROJECT_ROOT, safe_name
 from sweep.proxy_study import dataset
 from sweep.proxy_study import stats as st
 
@@ -218,3 +220,22 @@ def study_report(directory: Path, out_dir: Path, draw: bool = True) -> tuple[str
     if draw:
         files.append(plot(secs, out_dir / "proxy_study.png"))
     return text, files
+
+
+def dataset_study(study: str, directory: Path, out_dir: Path | None, draw: bool = True) -> int:
+    """`sweep-compare <study>` for a study whose runs are CSV files (its preset's `compare.dataset`): the report
+    printed and written to outputs/compare/<study>-dataset/ (or `out_dir`); exit 1 with one line when there is
+    nothing to read or nowhere to write."""
+    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-dataset"
+    try:
+        text, files = study_report(directory, out_dir, draw)
+    except LookupError as e:
+        print(f"sweep.compare: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"sweep.compare: report not written: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    where = directory.relative_to(PROJECT_ROOT) if directory.is_relative_to(PROJECT_ROOT) else directory
+    print(f"{study}: every file of {where}\n\n{text}")
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0

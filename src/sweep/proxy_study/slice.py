@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from sweep.paths import git_commit
 from sweep.proxy_study import dataset, design
 
 FACTS = ("gpu.name", "gpu.driver", "gpu.power_limit_w", "gpu.memory_gib", "cpu.model", "energy.meter")
@@ -70,6 +71,8 @@ def device_name(on_gpu: bool) -> str:
 
 def row_of(arm: str, repeat: int, result: object, seconds: float, device: str) -> dict[str, object]:
     m, tags = result.metrics, result.tags  # type: ignore[attr-defined]
+    import torch  # noqa: PLC0415 - imported already by the job that ran
+
     row: dict[str, object] = {
         "device": device,
         "arm": arm,
@@ -77,6 +80,8 @@ def row_of(arm: str, repeat: int, result: object, seconds: float, device: str) -
         "status": result.status,  # type: ignore[attr-defined]
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "job_s": round(seconds, 2),
+        "commit": git_commit(),
+        "torch": torch.__version__,
     }
     row.update({k.replace(".", "_"): tags.get(k, "") for k in FACTS})
     row["meter_reason"] = tags.get("energy.meter_reason", "")

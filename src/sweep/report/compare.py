@@ -152,25 +152,6 @@ def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
     return True
 
 
-def dataset_study(study: str, directory: Path, out_dir: Path | None, plot: bool = True) -> int:
-    """A study whose runs are CSV files (the preset's `compare.dataset`): its report printed and written."""
-    from sweep.proxy_study.report import study_report  # noqa: PLC0415 - scipy: only for the study that has one
-
-    out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-dataset"
-    try:
-        text, files = study_report(directory, out_dir, plot)
-    except LookupError as e:
-        print(f"sweep.compare: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"sweep.compare: report not written: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    where = directory.relative_to(PROJECT_ROOT) if directory.is_relative_to(PROJECT_ROOT) else directory
-    print(f"{study}: every file of {where}\n\n{text}")
-    print("wrote " + ", ".join(str(f) for f in files))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
@@ -190,9 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "metrics (table.md and table.csv always hold every column)",
     )
     a = ap.parse_args(argv)
-    dataset = "" if RUN_ID.match(a.ref) else study_settings(a.ref).get("dataset", "")
-    if dataset:  # a study kept as files in the repository (proxy_study): every file read together
-        return dataset_study(a.ref, PROJECT_ROOT / dataset, a.out, plot=not a.no_plot)
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
     except LookupError as e:
