@@ -256,3 +256,25 @@ def test_the_gpt_compiles_and_runs_under_autocast():
         r = job.run(compose(*base, *knobs))
         assert r.metrics["steps"] == 30 and 0 < r.metrics["accuracy"] < 1 and math.isfinite(r.metrics["bits_per_char"])
         assert r.metrics["warmup_s"] > 0, knobs
+
+
+def test_gpt_attention_written_out_and_checkpointing_compute_the_same_and_move_more():
+    """method.attention=math and method.checkpoint=true (sweeps=proxy_study) change the data a step moves, not its
+    result: the same logits and gradients as torch's fused attention without checkpointing; the traced step of the
+    written-out attention moves more floats (the T x T scores), the checkpointed one too (its forward again)."""
+    torch = pytest.importorskip("torch")
+    from sweep.methods.lm.gpt_model import GPTModel
+    from sweep.methods.lm.train import adamw
+    from sweep.methods.lm.training import Training
+
+    x, y = torch.randint(0, 11, (4, 8)), torch.randint(0, 11, (4, 8))
+    moved, grads = {}, {}
+    for attention, checkpoint in (("sdpa", False), ("math", False), ("sdpa", True)):
+        torch.manual_seed(0)
+        model = GPTModel(11, 8, 2, 2, 8, 0.0, attention, checkpoint)
+        fwd_bwd, _, _ = traced_phases(model, adamw(model, Training(), "cpu"), x, y)
+        moved[attention, checkpoint] = sum(size for _, _, size in fwd_bwd)
+        grads[attention, checkpoint] = [p.grad.clone() for p in model.parameters()]
+    for key in (("math", False), ("sdpa", True)):
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads[key], grads["sdpa", False])), key
+    assert moved["math", False] > moved["sdpa", False] and moved["sdpa", True] > moved["sdpa", False]

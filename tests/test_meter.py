@@ -102,6 +102,12 @@ def test_idle_power_is_measured_first_and_subtracted():
     assert metrics["energy_measured_gross_j"] == pytest.approx(75.0 + 100.0 * 0.1 / 4, rel=0.02)  # + idle tail
     assert metrics["energy_measured_j"] == pytest.approx(45.0, rel=1e-3)  # (250 - 100) W x 0.3 s
     assert metrics["energy_calibration_ratio"] == pytest.approx(1.0, abs=0.01)
+    # the static part: idle power over the solve's share of the window; static + dynamic = gross
+    window = metrics["energy_measure_window_s"] / metrics["energy_measure_repeats"]
+    assert metrics["energy_static_j"] == pytest.approx(100.0 * window)
+    assert metrics["energy_static_j"] + metrics["energy_measured_j"] == pytest.approx(
+        metrics["energy_measured_gross_j"]
+    )
 
 
 def test_a_training_is_metered_once_beside_what_a_fixed_50_w_idle_would_report():

@@ -29,6 +29,7 @@ PRESETS = (
     "smaller_models",
     "energy_proxies",
     "energy_joules",
+    "proxy_study",
     "tune_sgd",
     "char_lm",
     "parity_challenge",

@@ -1,10 +1,32 @@
-"""`python -m sweep.compare <preset | parent run id>`: the command's name; the report lives in sweep.report."""
+"""`python -m sweep.compare <preset | parent run id>`: the command's name; the report lives in sweep.report, and for
+a study kept as files in the repository (its preset's `compare.dataset`: proxy_study) in sweep.proxy_study.report."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
+from typing import Sequence
 
-from sweep.report.compare import main
+from sweep.paths import PROJECT_ROOT
+from sweep.report.compare import main as store_main
+from sweep.report.queries import RUN_ID
+from sweep.report.study import study_settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(add_help=False)  # the dataset's few options; the store's command has them all
+    ap.add_argument("ref", nargs="?", default="")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--no-plot", action="store_true")
+    a, _ = ap.parse_known_args(argv)
+    dataset = "" if not a.ref or RUN_ID.match(a.ref) else study_settings(a.ref).get("dataset", "")
+    if dataset:
+        from sweep.proxy_study.report import dataset_study  # noqa: PLC0415 - scipy: only for the study that has one
+
+        return dataset_study(a.ref, PROJECT_ROOT / dataset, a.out, draw=not a.no_plot)
+    return store_main(argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -181,6 +181,9 @@ class CompareConfig:
     # a challenge's ranking instead of the table (sweep.report.leaderboard): {accuracy: the least mean accuracy that
     # passes, time_limit_s: the most seconds a finished run may have taken}
     leaderboard: dict[str, Any] = field(default_factory=dict)
+    # a study whose runs are kept as CSV files in the repository (a directory under the project's root, e.g.
+    # docs/results/proxy_study): compare reads every file there (sweep.proxy_study.report), not the store's sweep
+    dataset: str = ""
 
 
 _CHAR = {f.name: f.default for f in dataclasses.fields(CharModel)}  # method=char_model's rules, written there

@@ -12,7 +12,8 @@ first and kept for ``BASELINE_TTL_S``:
   no second reading, so there the probe must raise the counter's rate above idle). A failed probe records no
   measured figure for the runs it covers: one line on stderr, the run recorded without it.
 Then the solve is repeated (untraced, after the timed solve) until the window is at least ``window_s`` and
-``MIN_PERIODS`` counter updates; the run's figure is (window energy - idle W x window) / repeats.
+``MIN_PERIODS`` counter updates; the run's figure is (window energy - idle W x window) / repeats, its dynamic
+energy; the static part, idle W x window / repeats, is recorded beside it (gross = static + dynamic).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from sweep.energy.counts import COUNTS
 from sweep.trace.trace import NULL_TRACE
 
 POWERCAP = Path("/sys/class/powercap")
@@ -70,8 +72,9 @@ class Baseline:
 
 @dataclass
 class Measurement:
-    joules: float  # per solve, above idle
+    joules: float  # per solve, above idle (dynamic)
     gross_j: float  # per solve, as the counter moved
+    static_j: float  # per solve, idle power x its share of the window
     repeats: int
     window_s: float
 
@@ -182,7 +185,8 @@ def measure(
             break
     e1, t1 = edge(counter, clock, sleep, wait)
     gross, span = e1 - e0, t1 - t0
-    return Measurement((gross - base.idle_w * span) / repeats, gross / repeats, repeats, span)
+    static = base.idle_w * span
+    return Measurement((gross - static) / repeats, gross / repeats, static / repeats, repeats, span)
 
 
 class NVMLCounter:
@@ -332,7 +336,7 @@ def meter_solve(
     now: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Metrics energy_measured_j (above idle) / energy_measured_gross_j / energy_idle_w /
+    """Metrics energy_measured_j (above idle) / energy_measured_gross_j / energy_static_j / energy_idle_w /
         energy_calibration_ratio / energy_counter_period_s / energy_measure_repeats / energy_measure_window_s and
         tags energy.meter (nvml | rapl | none), energy.meter_reason (when none) and the device's facts, of `solve`
         on `device` (a device config). `counter`, `now`, `sleep`: a counter and a time to use instead of the device's
@@ -361,6 +365,7 @@ def meter_solve(
         {
             "energy_measured_j": m.joules,
             "energy_measured_gross_j": m.gross_j,
+            "energy_static_j": m.static_j,
             "energy_idle_w": base.idle_w,
             "energy_calibration_ratio": base.calibration,
             "energy_counter_period_s": base.period_s,
@@ -380,8 +385,8 @@ def measure_solve(tracker: Any, method: Any, ctx: Any, device: Any) -> tuple[dic
     return tracker.measure(lambda: method.solve(untraced), device, ctx.backend.clock)
 
 
-# the figures that are a solve's energy (divided among a batch's runs); the rest are the meter's settings
-PER_SOLVE = ("energy_measured_j", "energy_measured_gross_j")
+# the figures that are a solve's energy or counts (divided among a batch's runs); the rest are the meter's settings
+PER_SOLVE = ("energy_measured_j", "energy_measured_gross_j", "energy_static_j", *COUNTS)
 
 
 def per_run(measured: dict[str, float], runs: int) -> dict[str, float]:

@@ -125,10 +125,12 @@ def energy_report(trace: Trace, h: Hierarchy, p: PerResult | None = None) -> Tra
 
 
 def energy_each(traces: list[Trace], h: Hierarchy, p: PerResult | None = None) -> list[dict[str, float]]:
-    """Per trace (all_steps: per epoch), the energy of its accesses, the stack carried from trace to trace, so
-    the per-epoch figures add up to the whole solve's."""
+    """Per trace (all_steps: per epoch), the energy of its accesses and the floats each level served, the stack
+    carried from trace to trace, so the per-epoch figures add up to the whole solve's (a run measured by one traced
+    step logs its level counts from here: sweep.trackers.per_step)."""
     out = []
     for t, lc in zip(traces, level_counts_each(traces, h, p)):
         m = energy_metrics(t, h, lc=lc)
-        out.append({k: m[k] for k in ("energy_pj", "energy_memory_pj", "energy_compute_pj")})
+        keep = ("energy_pj", "energy_memory_pj", "energy_compute_pj")
+        out.append({k: v for k, v in m.items() if k in keep or k.endswith(("_reads", "_writes"))})
     return out

@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar
 from omegaconf import DictConfig, OmegaConf
 
 from sweep.config.fields import Rule, choice, positive_finite
+from sweep.energy.counts import profiled_counts
 from sweep.energy.hierarchy import check_energy_config, load_hierarchy
 from sweep.energy.meter import meter_solve
 from sweep.energy.model import energy_each, energy_pass, energy_report
@@ -41,11 +42,14 @@ class EnergyTracker(TrackerBase):
     bytes_per_float: int | None = None  # None: the file's
     meter: str = "auto"  # auto: measure with the device's energy counter where there is one; none: never
     meter_window_s: float = 1.0  # solves are repeated until the measured window is at least this long
+    # one more untimed solve under torch.profiler: its kernels, FLOPs and bytes read (sweep.energy.counts)
+    profile: bool = False
 
     field_rules: ClassVar[tuple[Rule, ...]] = (
         *TrackerBase.field_rules,
         choice("tracker.meter", ("auto", "none")),
         Rule("tracker.meter_window_s", "a finite number > 0", positive_finite),
+        Rule("tracker.profile", "true or false", lambda v, c: isinstance(v, bool)),
     )
 
     @classmethod
@@ -69,9 +73,13 @@ class EnergyTracker(TrackerBase):
     def measure(
         self, solve: Callable[[], Any], device: Any, clock: Callable[[], float]
     ) -> tuple[dict[str, float], dict[str, str]]:
+        counts = {}
+        if self.profile and device.backend == "torch":  # numpy runs no torch operation: nothing to count
+            counts = profiled_counts(solve, str(device.torch_device).startswith("cuda"))
         if self.meter == "none":
-            return {}, {"energy.meter": "none", "energy.meter_reason": "tracker.meter=none"}
-        return meter_solve(solve, device, clock, self.meter_window_s)
+            return counts, {"energy.meter": "none", "energy.meter_reason": "tracker.meter=none"}
+        measured, tags = meter_solve(solve, device, clock, self.meter_window_s)
+        return {**counts, **measured}, tags
 
     def summarize_each(self, traces: list[Trace]) -> list[dict[str, float]]:
         return [

@@ -2,7 +2,9 @@
 train.py: AdamW with weight decay, warm-up and cosine decay (training.py).
 
 Sizes are named by `method.n_layer`, `method.n_head`, `method.n_embd`; the char_lm study's three widths are
-`method.n_embd=32,64,128`.
+`method.n_embd=32,64,128`. Two knobs change the data a step moves and not its result (sweeps=proxy_study):
+`method.attention` (sdpa: torch's fused kernel; math: the scores written out as nanoGPT's fallback does) and
+`method.checkpoint` (each block's activations recomputed in the backward pass instead of kept).
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sweep.config.fields import Rule, positive_int
+from sweep.config.fields import Rule, choice, positive_int
 from sweep.errors import ConfigError
 from sweep.methods.lm.training import TRAIN_RULES, Training
+
+ATTENTION = ("sdpa", "math")  # torch's scaled_dot_product_attention; the product, mask and softmax written out
 
 
 @dataclass
@@ -30,6 +34,8 @@ class GPT(Training):
             "a number with 0 <= dropout < 1",
             lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1,
         ),
+        choice("method.attention", ATTENTION),
+        Rule("method.checkpoint", "true or false", lambda v, c: isinstance(v, bool)),
     )
 
     name: str = "gpt"
@@ -37,6 +43,8 @@ class GPT(Training):
     n_head: int = 4
     n_embd: int = 64
     dropout: float = 0.0
+    attention: str = "sdpa"  # one of ATTENTION
+    checkpoint: bool = False  # activation checkpointing: recompute each block in the backward pass
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:
@@ -50,4 +58,13 @@ class GPT(Training):
     def model(self, vocab_size: int, block_size: int) -> Any:
         from sweep.methods.lm.gpt_model import GPTModel  # noqa: PLC0415 - torch: seconds to import, only when training
 
-        return GPTModel(vocab_size, block_size, self.n_layer, self.n_head, self.n_embd, self.dropout)
+        return GPTModel(
+            vocab_size,
+            block_size,
+            self.n_layer,
+            self.n_head,
+            self.n_embd,
+            self.dropout,
+            self.attention,
+            self.checkpoint,
+        )

@@ -1,6 +1,8 @@
 """The gpt's model (method=gpt): a decoder-only transformer over characters, as nanoGPT's model.py (Karpathy)
 reads: token and position embeddings, `n_layer` pre-LayerNorm blocks of causal self-attention and a 4x GELU MLP,
 a final LayerNorm and a head tied to the token embedding. No biases (nanoGPT's `bias=False`). train.py trains it.
+Attention is torch's fused kernel (`sdpa`) or nanoGPT's written-out fallback (`math`: the T x T scores stored);
+`checkpoint` recomputes each block's activations in the backward pass (torch.utils.checkpoint) instead of keeping them.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import math
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, n_embd: int, n_head: int, dropout: float) -> None:
+    def __init__(self, n_embd: int, n_head: int, dropout: float, attention: str = "sdpa") -> None:
         super().__init__()
+        self.attention = attention
         self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=False)  # query, key, value of every head at once
         self.c_proj = nn.Linear(n_embd, n_embd, bias=False)
         self.resid_dropout = nn.Dropout(dropout)
@@ -24,7 +28,14 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        p = self.dropout if self.training else 0.0
+        if self.attention == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        else:  # nanoGPT's path without flash attention: (B, nh, T, T) scores in memory
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            att = F.dropout(F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1), p)
+            y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # the heads side by side again
         return self.resid_dropout(self.c_proj(y))
 
@@ -41,10 +52,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, n_embd: int, n_head: int, dropout: float) -> None:
+    def __init__(self, n_embd: int, n_head: int, dropout: float, attention: str = "sdpa") -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd, bias=False)
-        self.attn = CausalSelfAttention(n_embd, n_head, dropout)
+        self.attn = CausalSelfAttention(n_embd, n_head, dropout, attention)
         self.ln_2 = nn.LayerNorm(n_embd, bias=False)
         self.mlp = MLP(n_embd, dropout)
 
@@ -54,13 +65,23 @@ class Block(nn.Module):
 
 
 class GPTModel(nn.Module):
-    def __init__(self, vocab_size: int, block_size: int, n_layer: int, n_head: int, n_embd: int, dropout: float):
+    def __init__(
+        self,
+        vocab_size: int,
+        block_size: int,
+        n_layer: int,
+        n_head: int,
+        n_embd: int,
+        dropout: float,
+        attention: str = "sdpa",
+        checkpoint: bool = False,
+    ):
         super().__init__()
-        self.block_size = block_size
+        self.block_size, self.checkpoint = block_size, checkpoint
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
         self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList([Block(n_embd, n_head, dropout) for _ in range(n_layer)])
+        self.h = nn.ModuleList([Block(n_embd, n_head, dropout, attention) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(n_embd, bias=False)
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
         self.wte.weight = self.lm_head.weight  # weight tying (nanoGPT; Press & Wolf 2017)
@@ -79,5 +100,6 @@ class GPTModel(nn.Module):
         pos = torch.arange(idx.size(1), device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.h:
-            x = block(x)
+            # use_reentrant=False: the recompute runs under autograd's own hooks (torch's recommended form)
+            x = checkpoint(block, x, use_reentrant=False) if self.checkpoint and self.training else block(x)
         return self.lm_head(self.ln_f(x))
