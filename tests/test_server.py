@@ -659,6 +659,37 @@ def cmdline(pid: str) -> str:
 # --- the command -----------------------------------------------------------------------------------------------
 
 
+def own_address() -> str:
+    """An address of this machine other than loopback where it has one (the one its default route leaves by)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.255", 9))  # no packet is sent: the kernel picks the source address
+            return s.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
+    short = tmp_path / "pw"
+    short.write_text("elevenchars")
+    for args, env, named in (
+        ([], {"SWEEP_SERVER_ADMIN_PASSWORD": "short"}, "$SWEEP_SERVER_ADMIN_PASSWORD"),
+        (["--admin-password-file", str(short)], {}, f"--admin-password-file {short}"),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(tmp_path / "store"), *args],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.splitlines() == [
+            f"sweep.server: {named}: the admin's password is not allowed: Password must be at least 12 characters."
+        ]
+        assert not (tmp_path / "store").exists()
+
+
 def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp_path):
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-server-cmd-{os.getpid()}"
     work.mkdir(mode=0o755)
@@ -667,7 +698,8 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "sweep.server", "--data-dir", str(work / "store"), "--port", str(port)]
-            + ["--db-port", str(free_port()), "--workers", "1"],
+            + ["--db-port", str(free_port()), "--workers", "1", "--host", "0.0.0.0"]
+            + ["--allowed-hosts", "proxy.example:5000"],  # the README's form: MLflow's flag refused it with gunicorn
             env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -692,6 +724,21 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
                 timeout=30,
             )
             assert answer.status_code == 200
+            # another machine's request: sent to an address of this machine, naming it by its name or address
+            here = own_address()
+            for host, status in (
+                (f"{socket.gethostname()}:{port}", 200),
+                (f"{here}:{port}", 200),
+                ("proxy.example:5000", 200),  # --allowed-hosts
+                (f"rebinding.example:{port}", 403),  # MLflow's guard still stands
+            ):
+                r = requests.get(
+                    f"http://{here}:{port}/api/2.0/mlflow/experiments/search?max_results=1",
+                    headers={"Host": host},
+                    auth=("admin", password),
+                    timeout=30,
+                )
+                assert r.status_code == status, (host, r.status_code, r.text[:200])
             started = descendants(proc.pid)
             assert len(started) >= 4  # PostgreSQL and its workers, the tracking server and its workers
             for pid in started:  # the password is on no command line
