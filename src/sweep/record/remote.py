@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
+import re
 import socket
 import ssl
 import urllib.error
@@ -56,7 +58,9 @@ def database_endpoint(uri: str) -> Optional[tuple[str, int]]:
     return (parts.hostname, port) if parts.hostname else None
 
 
-def _database_problem(endpoint: tuple[str, int], timeout: float) -> Optional[str]:
+def _database_problem(uri: str, endpoint: tuple[str, int], timeout: float) -> Optional[str]:
+    if uri.partition("://")[0].split("+", 1)[0].lower() == "postgresql":
+        return _postgres_problem(uri, timeout)
     try:
         socket.create_connection(endpoint, timeout=timeout).close()
     except (socket.timeout, TimeoutError):
@@ -64,6 +68,35 @@ def _database_problem(endpoint: tuple[str, int], timeout: float) -> Optional[str
     except OSError as e:
         return f"unreachable: {_reason(e, timeout)}"
     return None
+
+
+def _postgres_problem(uri: str, timeout: float) -> Optional[str]:
+    """One login as MLflow's will be (psycopg, libpq's address, PGPASSWORD and ~/.pgpass), bounded by libpq's
+    connect_timeout (whole seconds, at least 2: libpq's rule): a port that takes the connection and never answers,
+    a wrong password, a missing database or something else at the port (an HTTP server) is the server's own
+    words in one line, where MLflow's SQL store retries for minutes or waits for ever."""
+    import psycopg  # noqa: PLC0415 - the driver: only for a PostgreSQL store
+
+    seconds = max(2, math.ceil(timeout))
+    try:
+        psycopg.connect(_libpq_address(uri), connect_timeout=seconds).close()
+    except psycopg.errors.ConnectionTimeout:
+        return f"unreachable: no answer within {seconds} s (mlflow.connect_timeout_s)"
+    except psycopg.Error as e:
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        said = re.sub(r'^connection failed: (connection to server at "[^"]*", port \d+ failed: )?', "", said)
+        said = re.sub(r"^(FATAL|ERROR):\s+", "", said)
+        if "invalid response to SSL negotiation" in said or "received invalid response" in said:
+            return f"not a PostgreSQL server at {':'.join(map(str, database_endpoint(uri) or ()))} ({said})"
+        prefix = "unreachable: " if "refused" in said or "resolve" in said or "translate host" in said else ""
+        return prefix + (said[0].lower() + said[1:] if said.startswith("Connection") else said)
+    return None
+
+
+def _libpq_address(uri: str) -> str:
+    """The address as libpq reads it: SQLAlchemy's driver name (postgresql+psycopg://) dropped."""
+    scheme, rest = uri.split("://", 1)
+    return f"{scheme.split('+', 1)[0]}://{rest}"
 
 
 def client_settings() -> None:
@@ -97,7 +130,7 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
     if endpoint is not None:
         if (uri, "") in _answered:
             return None
-        why = _database_problem(endpoint, timeout)
+        why = _database_problem(uri, endpoint, timeout)
         if why is None:
             _answered.add((uri, ""))
         return why
@@ -156,6 +189,9 @@ def require(uri: str, timeout_s: Optional[float] = None) -> None:
     used; set MLflow's client to give up on a lost server in seconds."""
     if is_remote(uri):
         client_settings()
+    if uri.partition("://")[0].split("+", 1)[0].lower() == "postgresql":  # MLflow's own connections (libpq's rule)
+        timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
+        os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, math.ceil(timeout))))
     why = problem(uri, timeout_s)
     if why:
         raise StoreError(uri, why)
