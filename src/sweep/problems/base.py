@@ -8,11 +8,12 @@ fold of the secret bits under an associative ``combine`` (product, minimum, sum)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
+from sweep.config.footprint import Term
 
 # numpy's RandomState takes 0 <= seed < 2**32; the problem seeds it with problem.seed and the MLP-style
 # methods with problem.seed + 1 (sweep.methods.sgd.init_params), so the largest seed every job can take is:
@@ -62,6 +63,13 @@ class Problem:
     n_test: int = 200
     seed: int = 42
     combine_op: ClassVar[str] = "mul"  # the operation kind of one combine per element (Trace.compute)
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """x_train and x_test as float64 (n_bits each), twice (numpy draws through a temporary of the same size)."""
+        rows = int(cfg.select("problem.n_train", 0)) + int(cfg.select("problem.n_test", 0))
+        fields = ("problem.n_bits", "problem.n_train", "problem.n_test")
+        return [Term("data", 2 * 8 * rows * int(cfg.select("problem.n_bits", 0)), fields)]
 
     def combine(self, a, b):
         """Fold two partial labels (or a partial label and a bit) into one; works on numpy and torch."""
