@@ -164,6 +164,19 @@ def test_a_fifo_or_a_device_as_the_store_file_is_one_line_and_a_result_spooled_f
     assert [r.data.params["problem.seed"] for r in runs] == ["7"] and not kept.exists()
 
 
+def test_a_database_whose_driver_is_not_installed_is_one_line_before_the_job(tmp_path):
+    """A `mysql://` store (no MySQL driver in this environment) at a port that takes connections: the job ran,
+    then its result was spooled for a store no command here could open."""
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        uri = f"mysql://u@127.0.0.1:{silent.getsockname()[1]}/x"
+        p = sweep(*GF2, f"mlflow.tracking_uri={uri}", env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1 and "no driver for mysql:// is installed here (No module named" in one_line(p.stderr)
+    assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists()
+
+
 KILLED_WRITER = """
 import os, sqlite3, sys
 conn = sqlite3.connect(sys.argv[1])

@@ -25,7 +25,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from sweep.config.schema import MLflowConfig
-from sweep.record.store import StoreError
+from sweep.record.store import StoreError, redacted
 
 CREDENTIALS = "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (export them) to a login on this server"
 # MLflow's HTTP retry settings, unless the user set them: three tries over ~3 s, a request at most 60 s
@@ -58,15 +58,38 @@ def database_endpoint(uri: str) -> Optional[tuple[str, int]]:
     return (parts.hostname, port) if parts.hostname else None
 
 
-def _database_problem(uri: str, endpoint: tuple[str, int], timeout: float) -> Optional[str]:
-    if uri.partition("://")[0].split("+", 1)[0].lower() == "postgresql":
-        return _postgres_problem(uri, timeout)
+def _scheme(uri: str) -> str:
+    return uri.partition("://")[0].split("+", 1)[0].lower()
+
+
+def _database_problem(uri: str, endpoint: Optional[tuple[str, int]], timeout: float) -> Optional[str]:
+    """A database store: PostgreSQL takes one login, another database's port a connection; then its driver must
+    be installed (MLflow finds out after the job)."""
+    if _scheme(uri) == "postgresql":
+        why = _postgres_problem(uri, timeout)
+    else:
+        assert endpoint is not None
+        try:
+            socket.create_connection(endpoint, timeout=timeout).close()
+            why = None
+        except (socket.timeout, TimeoutError):
+            why = f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
+        except OSError as e:
+            why = f"unreachable: {_reason(e, timeout)}"
+    return why or _driver_problem(uri)
+
+
+def _driver_problem(uri: str) -> Optional[str]:
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - SQLAlchemy: only for a database store
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError  # noqa: PLC0415
+
     try:
-        socket.create_connection(endpoint, timeout=timeout).close()
-    except (socket.timeout, TimeoutError):
-        return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
-    except OSError as e:
-        return f"unreachable: {_reason(e, timeout)}"
+        make_url(uri).get_dialect().import_dbapi()
+    except (ImportError, NoSuchModuleError, ArgumentError) as e:
+        scheme = uri.partition("://")[0]
+        other = f"postgresql+psycopg://{uri.partition('://')[2]}" if _scheme(uri) == "postgresql" else None
+        instead = f", or name the driver this project installs: {redacted(other)}" if other and other != uri else ""
+        return f"no driver for {scheme}:// is installed here ({e}): install it in this environment{instead}"
     return None
 
 
@@ -87,7 +110,9 @@ def _postgres_problem(uri: str, timeout: float) -> Optional[str]:
         said = re.sub(r'^connection failed: (connection to server at "[^"]*", port \d+ failed: )?', "", said)
         said = re.sub(r"^(FATAL|ERROR):\s+", "", said)
         if "invalid response to SSL negotiation" in said or "received invalid response" in said:
-            return f"not a PostgreSQL server at {':'.join(map(str, database_endpoint(uri) or ()))} ({said})"
+            return (
+                f"not a PostgreSQL server at {':'.join(map(str, database_endpoint(uri) or ('its socket',)))} ({said})"
+            )
         prefix = "unreachable: " if "refused" in said or "resolve" in said or "translate host" in said else ""
         return prefix + (said[0].lower() + said[1:] if said.startswith("Connection") else said)
     return None
@@ -127,7 +152,7 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
     database: None when its port takes a connection. An SQLite file: None, nothing asked."""
     timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
     endpoint = database_endpoint(uri)
-    if endpoint is not None:
+    if endpoint is not None or _scheme(uri) == "postgresql":  # postgresql:///db: a local socket, logged in too
         if (uri, "") in _answered:
             return None
         why = _database_problem(uri, endpoint, timeout)
@@ -189,7 +214,7 @@ def require(uri: str, timeout_s: Optional[float] = None) -> None:
     used; set MLflow's client to give up on a lost server in seconds."""
     if is_remote(uri):
         client_settings()
-    if uri.partition("://")[0].split("+", 1)[0].lower() == "postgresql":  # MLflow's own connections (libpq's rule)
+    if _scheme(uri) == "postgresql":  # MLflow's own connections (libpq's rule)
         timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, math.ceil(timeout))))
     why = problem(uri, timeout_s)
