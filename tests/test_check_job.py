@@ -162,6 +162,11 @@ LM = ("problem=chars", "device=torch_cpu")
             "problem.n_bits=300, problem.k_sparse=12",
         ),
         (("method=sgd", "problem.n_train=100000000000"), "of memory (", "problem.n_train=100000000000"),
+        (
+            ("method=fourier", "problem.n_bits=300", "problem.k_sparse=8", "method.max_subsets=100000000000000000000"),
+            "about 8 years even at",
+            "problem.n_bits=300, problem.k_sparse=8",
+        ),
     ],
 )
 def test_every_size_that_exhausts_memory_or_time_is_refused_by_the_one_estimate(overrides, said, lower):

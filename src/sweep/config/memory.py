@@ -161,6 +161,8 @@ def check_time(cfg: Any, run_limit_s: Optional[float] = None) -> None:
 
 
 def _duration(seconds: float) -> str:
+    if seconds >= 1e6 * 365 * 86400:
+        return f"about {seconds / (365 * 86400):.0e} years"
     for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
         if seconds >= 2 * size:
             return f"about {seconds / size:,.0f} {unit}"

@@ -49,7 +49,8 @@ class SMT:
         n, k = int(cfg.problem.n_bits), int(cfg.problem.k_sparse)
         m = cls.screening(n, k, int(cfg.problem.n_train), int(cfg.select("method.screen_rows", 0) or 0))
         pair_step = m * n * (n if k >= 2 else 1) / 2
-        return [Term("search", math.comb(n, max(k - 2, 0)) * pair_step / 2, ("problem.n_bits", "problem.k_sparse"))]
+        prefixes = min(math.comb(n, max(k - 2, 0)), 10**100)  # a float past that would overflow
+        return [Term("search", float(prefixes) * pair_step / 2, ("problem.n_bits", "problem.k_sparse"))]
 
     def solve(self, ctx: Context) -> Outcome:
         be, d, prob = ctx.backend, ctx.data, ctx.problem
