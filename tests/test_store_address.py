@@ -136,18 +136,19 @@ def test_a_fifo_or_a_device_as_the_store_file_is_one_line_and_a_result_spooled_f
     os.mkfifo(fifo)
     env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
     real = f"sqlite:///{tmp_path / 'real' / 'mlflow.db'}"
-    for path, kind in ((fifo, "a FIFO"), (Path("/dev/null"), "a character device")):
-        uri = f"sqlite:///{path}"
-        for module, *args in (
-            ("sweep", *GF2, f"mlflow.tracking_uri={uri}"),
-            ("sweep.compare", "demo", "--tracking-uri", uri),
-            ("sweep.store", "migrate", "--from", uri, "--to", real),
-        ):
-            p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
-            line = one_line(p.stderr)
-            assert p.returncode == 2, (module, p.stderr)
-            assert f"{path} is {kind}, not a file SQLite can keep a store in: name a file" in line, line
-            assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists()
+    fifo_uri, null_uri = f"sqlite:///{fifo}", "sqlite:////dev/null"
+    for module, *args in (
+        ("sweep", *GF2, f"mlflow.tracking_uri={fifo_uri}"),
+        ("sweep.compare", "demo", "--tracking-uri", fifo_uri),
+        ("sweep", *GF2, f"mlflow.tracking_uri={null_uri}"),
+        ("sweep.store", "migrate", "--from", null_uri, "--to", real),
+    ):
+        path, kind = (fifo, "a FIFO") if fifo_uri in " ".join(args) else (Path("/dev/null"), "a character device")
+        p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
+        line = one_line(p.stderr)
+        assert p.returncode == 2, (module, p.stderr)
+        assert f"{path} is {kind}, not a file SQLite can keep a store in: name a file" in line, line
+        assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists()
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and not (tmp_path / "real").exists()
     # a result an older version spooled for /dev/null: it stays, named so; into another store when one is named
     (tmp_path / "spool").mkdir()
