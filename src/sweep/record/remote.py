@@ -6,8 +6,10 @@ request with a short timeout (mlflow.connect_timeout_s) tells both apart in seco
 naming the URI and the cause (`sweep.record.store.StoreError`). A server that answered is not asked again by
 this process. MLflow's own HTTP retries are shortened too (`client_settings`), so that a server lost mid-sweep
 sends results to the spool in seconds rather than minutes. A database store (`postgresql://`, `mysql://`,
-`mssql://`) that does not answer costs MLflow's SQL store minutes of connection retries too: its host and port
-are tried once, with the same timeout, before MLflow opens it.
+`mssql://`) that does not answer costs MLflow's SQL store minutes of connection retries too (a port that takes
+the connection and never answers: for ever): PostgreSQL is logged in to once, bounded by libpq's connect_timeout
+(also set for MLflow's own connections), another database's port is tried once, and then the address's driver
+must be importable, all before MLflow opens it.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def _tls() -> Optional[ssl.SSLContext]:
 
 def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
     """Why the tracking server at `uri` cannot be used (one line), or None: it answered and took the login. A
-    database: None when its port takes a connection. An SQLite file: None, nothing asked."""
+    database: None when PostgreSQL takes the login (another database: its port a connection) and the driver is
+    installed. An SQLite file: None, nothing asked."""
     timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
     endpoint = database_endpoint(uri)
     if endpoint is not None or _scheme(uri) == "postgresql":  # postgresql:///db: a local socket, logged in too
