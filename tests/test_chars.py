@@ -82,6 +82,24 @@ def test_bad_corpus_settings_are_one_line_before_any_job(tmp_path):
     assert "does not exist" in proc.stderr and not (tmp_path / "mlruns").exists()
 
 
+def test_a_bad_corpus_or_a_size_no_run_survives_is_refused_before_any_job_of_a_sweep(tmp_path):
+    """Issue 43: a corpus that is not UTF-8 was refused by a single run but ran (and failed) every job of a sweep;
+    a char model's size beyond memory ended in torch's allocation traceback and a FAILED record; smt's search
+    beyond any wait ran until killed. Each: one line naming the job and the field, exit 2, nothing run or made."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"caf\xe9 " * 200)
+    good = words_file(tmp_path)
+    for args, said in (
+        (("-m", "problem=chars", "method=bigram", f"problem.path={latin1},{good}"), "latin1.txt is not UTF-8 text"),
+        (("-m", "problem=chars", "method=gpt", *DEVICE, "method.n_embd=64,200000"), "lower method.n_embd=200000"),
+        (("method=smt", "problem.n_bits=300", "problem.k_sparse=12"), "cannot end in time"),
+    ):
+        proc = run_sweep(*args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+        assert said in proc.stderr and "[FINISHED]" not in proc.stdout, proc.stderr
+        assert not (tmp_path / "mlruns").exists()
+
+
 @pytest.mark.parametrize("method", ["mlp_lm", "gpt"])
 def test_same_seed_same_metrics_on_cpu(method):
     cfg = compose("problem=chars", f"method={method}", *DEVICE, *SMALL_VAL, *TINY[method], "tracker=none")

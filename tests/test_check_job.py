@@ -137,3 +137,56 @@ def test_every_value_field_has_a_rule():
             ruled |= CHECKED_WHOLE.get((group, path.stem), set())
             unruled += [f"{group}={path.stem}: {f}" for f in fields if f not in ruled and f != "name"]
     assert unruled == []
+
+
+LM = ("problem=chars", "device=torch_cpu")
+
+
+@pytest.mark.parametrize(
+    "overrides, said, lower",
+    [
+        (("method=mlp_lm", *LM, "method.context=100000"), "of memory (activations", "method.context=100000"),
+        (("method=mlp_lm", *LM, "method.hidden=100000000"), "of memory (activations", "method.hidden=100000000"),
+        (("method=gpt", *LM, "method.n_embd=200000"), "of memory (weights", "method.n_embd=200000"),
+        (("method=gpt", *LM, "method.batch_size=1000000"), "of memory (activations", "method.batch_size=1000000"),
+        (("method=mlp_lm", *LM, "method.batch_size=1000000"), "of memory (activations", "method.batch_size=1000000"),
+        (("method=gpt", *LM, "method.n_layer=100000"), "of memory (activations", "method.n_layer=100000"),
+        (
+            ("method=gpt", *LM, "problem.block_size=20000", "problem.val_chars=0"),
+            "more than method.time_budget_s=300",
+            "problem.block_size=20000",
+        ),
+        (
+            ("method=smt", "problem.n_bits=300", "problem.k_sparse=12"),
+            "more than a day (no time_limit_s is set)",
+            "problem.n_bits=300, problem.k_sparse=12",
+        ),
+        (("method=sgd", "problem.n_train=100000000000"), "of memory (", "problem.n_train=100000000000"),
+        (("method=km", "problem.n_bits=50000"), "of memory (queries", "problem.n_bits=50000"),
+        (("method=ols", "problem=sparse_sum", "problem.n_bits=50000"), "(normal equations", "problem.n_bits=50000"),
+        (("method=gf2", "problem.n_bits=200000"), "of memory (rows and basis", "problem.n_bits=200000"),
+        (
+            ("method=fourier", "problem.n_bits=300", "problem.k_sparse=8", "method.max_subsets=100000000000000000000"),
+            "about 8 years even at",
+            "problem.n_bits=300, problem.k_sparse=8",
+        ),
+    ],
+)
+def test_every_size_that_exhausts_memory_or_time_is_refused_by_the_one_estimate(overrides, said, lower):
+    """Issue 43: the character models were outside the estimate (a torch allocation traceback and a FAILED
+    record, or minutes until killed), smt's search had no bound; each method declares its footprint and least
+    work (sweep.config.footprint), the one estimate refuses before any job, naming the field set too big."""
+    with pytest.raises(ConfigError) as e:
+        check_job(compose(*overrides), available=lambda: 32e9)
+    line = str(e.value)
+    assert said in line and "\n" not in line and line.endswith(f": lower {lower}"), line
+
+
+def test_the_shipped_sizes_and_a_time_limit_that_allows_them_pass_the_estimate():
+    for overrides in (("method=gpt", *LM), ("method=mlp_lm", *LM), ("method=smt", "problem.n_bits=50"), ()):
+        check_job(compose(*overrides), available=lambda: 16e9)
+    # n=100, k=8 parity: about 90 minutes at the estimate's (optimistic) rate: over a 1-hour limit, within a day
+    smt = ("method=smt", "problem.n_bits=100", "problem.k_sparse=8")
+    check_job(compose(*smt), available=lambda: 16e9)
+    with pytest.raises(ConfigError, match=r"than the launcher's time_limit_s=3600: lower problem\.n_bits=100, problem"):
+        check_job(compose(*smt), available=lambda: 16e9, time_limit_s=3600)

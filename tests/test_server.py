@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -86,6 +87,45 @@ def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(
             assert "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" in line
             assert "[FINISHED]" not in p.stdout
     assert MlflowClient(server.uri).get_experiment_by_name("logins") is None  # nothing was recorded
+
+
+def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_listens(shared_server, tmp_path):
+    """PostgreSQL's own client (libpq's connect_timeout, one attempt): a port that takes connections and never
+    answers, a wrong password, a tracking server's HTTP port; for a single run, a sweep and migrate --from."""
+    port = urlsplit(shared_server.uri).port
+    db = f"127.0.0.1:{shared_server.config.db_port}"
+    with socket.socket() as silent:  # the kernel accepts; nothing ever answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        quiet = f"postgresql://sweep@127.0.0.1:{silent.getsockname()[1]}/mlflow"
+        wrong = 'password authentication failed for user "sweep"'
+        for uri, args, said in (
+            (f"postgresql://sweep:wrong@{db}/mlflow", ["method=gf2"], wrong),
+            (quiet, ["-m", "method=gf2", "problem.seed=1,2"], "unreachable: no answer within 2 s"),
+            (f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", ["migrate"], ""),  # an HTTP server: see below
+            (quiet, ["migrate"], "unreachable: no answer within 5 s (mlflow.connect_timeout_s)"),  # its default
+        ):
+            t0 = time.monotonic()
+            if args == ["migrate"]:
+                to = tmp_path / "to.db"
+                p = subprocess.run(
+                    [sys.executable, "-m", "sweep.store", "migrate", "--from", uri, "--to", f"sqlite:///{to}"],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert not to.exists()  # nothing half-made
+                prog = "sweep.store migrate"
+            else:
+                p = run_sweep(*args, f"mlflow.tracking_uri={uri}", "mlflow.connect_timeout_s=1", cwd=tmp_path)
+                prog = "sweep"
+            assert time.monotonic() - t0 < 30, uri  # MLflow's SQL store: minutes of retries, or for ever
+            assert p.returncode == 1, p.stderr
+            (line,) = p.stderr.strip().splitlines()
+            assert line.startswith(f"{prog}: store {uri.replace(':wrong@', ':***@')}: {said}"), line
+            if not said:  # gunicorn waits for a whole HTTP request; another server may answer at once
+                assert "no answer within 5 s" in line or "not a PostgreSQL server at" in line, line
+            assert "[FINISHED]" not in p.stdout
 
 
 # --- parity with SQLite ---------------------------------------------------------------------------------------
@@ -659,6 +699,37 @@ def cmdline(pid: str) -> str:
 # --- the command -----------------------------------------------------------------------------------------------
 
 
+def own_address() -> str:
+    """An address of this machine other than loopback where it has one (the one its default route leaves by)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.255", 9))  # no packet is sent: the kernel picks the source address
+            return s.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
+    short = tmp_path / "pw"
+    short.write_text("elevenchars")
+    for args, env, named in (
+        ([], {"SWEEP_SERVER_ADMIN_PASSWORD": "short"}, "$SWEEP_SERVER_ADMIN_PASSWORD"),
+        (["--admin-password-file", str(short)], {}, f"--admin-password-file {short}"),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "sweep.server", "--data-dir", str(tmp_path / "store"), *args],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.splitlines() == [
+            f"sweep.server: {named}: the admin's password is not allowed: Password must be at least 12 characters."
+        ]
+        assert not (tmp_path / "store").exists()
+
+
 def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp_path):
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-server-cmd-{os.getpid()}"
     work.mkdir(mode=0o755)
@@ -667,7 +738,8 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "sweep.server", "--data-dir", str(work / "store"), "--port", str(port)]
-            + ["--db-port", str(free_port()), "--workers", "1"],
+            + ["--db-port", str(free_port()), "--workers", "1", "--host", "0.0.0.0"]
+            + ["--allowed-hosts", "proxy.example:5000"],  # the README's form: MLflow's flag refused it with gunicorn
             env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -692,6 +764,21 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
                 timeout=30,
             )
             assert answer.status_code == 200
+            # another machine's request: sent to an address of this machine, naming it by its name or address
+            here = own_address()
+            for host, status in (
+                (f"{socket.gethostname()}:{port}", 200),
+                (f"{here}:{port}", 200),
+                ("proxy.example:5000", 200),  # --allowed-hosts
+                (f"rebinding.example:{port}", 403),  # MLflow's guard still stands
+            ):
+                r = requests.get(
+                    f"http://{here}:{port}/api/2.0/mlflow/experiments/search?max_results=1",
+                    headers={"Host": host},
+                    auth=("admin", password),
+                    timeout=30,
+                )
+                assert r.status_code == status, (host, r.status_code, r.text[:200])
             started = descendants(proc.pid)
             assert len(started) >= 4  # PostgreSQL and its workers, the tracking server and its workers
             for pid in started:  # the password is on no command line

@@ -7,13 +7,16 @@ seconds; no job runs and nothing is spooled or made."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from tests.test_faults import one_line, sweep
 
@@ -123,6 +126,56 @@ def test_a_server_or_database_that_does_not_answer_is_one_line_in_seconds(tmp_pa
         assert took < 30, (module, took)  # a command's start-up on a loaded machine; MLflow's retries take minutes
     assert [f.name for f in (tmp_path / "spool").iterdir()] == [kept.name]  # kept, and nothing spooled
     assert not (tmp_path / "to").exists()
+
+
+def test_a_fifo_or_a_device_as_the_store_file_is_one_line_and_a_result_spooled_for_one_imports_elsewhere(tmp_path):
+    """Issue 43: a FIFO as the store file hung every command for ever (its readability check opened it);
+    `sqlite:////dev/null` ran the job, then was called "half-made ... remove it" (as root, advice to delete
+    /dev/null), and its spooled result could not be imported anywhere."""
+    fifo = tmp_path / "store.fifo"
+    os.mkfifo(fifo)
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    real = f"sqlite:///{tmp_path / 'real' / 'mlflow.db'}"
+    fifo_uri, null_uri = f"sqlite:///{fifo}", "sqlite:////dev/null"
+    for module, *args in (
+        ("sweep", *GF2, f"mlflow.tracking_uri={fifo_uri}"),
+        ("sweep.compare", "demo", "--tracking-uri", fifo_uri),
+        ("sweep", *GF2, f"mlflow.tracking_uri={null_uri}"),
+        ("sweep.store", "migrate", "--from", null_uri, "--to", real),
+    ):
+        path, kind = (fifo, "a FIFO") if fifo_uri in " ".join(args) else (Path("/dev/null"), "a character device")
+        p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
+        line = one_line(p.stderr)
+        assert p.returncode == 2, (module, p.stderr)
+        assert f"{path} is {kind}, not a file SQLite can keep a store in: name a file" in line, line
+        assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists()
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and not (tmp_path / "real").exists()
+    # a result an older version spooled for /dev/null: it stays, named so; into another store when one is named
+    (tmp_path / "spool").mkdir()
+    kept = tmp_path / "spool" / "20260101-000000-0.json"
+    result = {"config": {"problem": {"seed": 7}}, "metrics": {"accuracy": 1.0}, "tags": {"method": "gf2"}}
+    kept.write_text(json.dumps({"tracking_uri": "sqlite:////dev/null", "experiment": "sweep", "result": result}))
+    p = sweep("import", env=env, cwd=tmp_path, module="sweep.spool", timeout=60)
+    line = one_line(p.stderr)
+    assert p.returncode == 1 and "/dev/null is a character device" in line and "remove" not in line, line
+    assert "import --tracking-uri URI FILE" in line and kept.exists()
+    p = sweep("import", "--tracking-uri", real, str(kept), env=env, cwd=tmp_path, module="sweep.spool", timeout=120)
+    assert p.returncode == 0 and "1 result(s) written into" in p.stdout, p.stdout + p.stderr
+    runs = MlflowClient(real).search_runs([MlflowClient(real).get_experiment_by_name("sweep").experiment_id])
+    assert [r.data.params["problem.seed"] for r in runs] == ["7"] and not kept.exists()
+
+
+def test_a_database_whose_driver_is_not_installed_is_one_line_before_the_job(tmp_path):
+    """A `mysql://` store (no MySQL driver in this environment) at a port that takes connections: the job ran,
+    then its result was spooled for a store no command here could open."""
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        uri = f"mysql://u@127.0.0.1:{silent.getsockname()[1]}/x"
+        p = sweep(*GF2, f"mlflow.tracking_uri={uri}", env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1 and "no driver for mysql:// is installed here (No module named" in one_line(p.stderr)
+    assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists()
 
 
 KILLED_WRITER = """

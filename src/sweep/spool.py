@@ -25,10 +25,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("action", choices=("list", "import"))
     ap.add_argument(
-        "--tracking-uri", default=None, help="import into this store (default: every store the spool holds results for)"
+        "--tracking-uri",
+        default=None,
+        help="import into this store: its results, or the FILEs named whatever store they were meant for "
+        "(default: each result into its own store)",
     )
     ap.add_argument("files", nargs="*", type=Path, metavar="FILE", help="only these results (default: all waiting)")
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)  # import --tracking-uri URI FILE: the FILEs after the option too
     if a.tracking_uri is not None and (why := address.problem(a.tracking_uri)):
         print(f"sweep.spool: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
         return 2
@@ -39,21 +42,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(pending)} result(s) in {spool_dir()} and {last_resort_dir()}")
         return 0
 
-    # each result into the store it names; nothing spooled opens (and so creates) no store at all
-    uris = sorted({e.tracking_uri for e in pending})
-    if not uris:
+    # each result into the store it names (named FILEs: into --tracking-uri, if given); nothing spooled opens (and
+    # so creates) no store at all
+    stores: dict[str, list] = {}
+    for e in pending:
+        stores.setdefault(a.tracking_uri or e.tracking_uri, []).append(e)
+    if not stores:
         print(f"sweep.spool: nothing to import: no result waits in {spool_dir()}")
         return 0
     failed = False
-    for uri in uris:
+    for uri, mine in sorted(stores.items()):
         try:
             address.check(uri)  # a result meant for an address no store is at stays: it names that address
-            exp = next((e.experiment for e in pending if e.tracking_uri == uri), "sweep")
-            rec = Recorder(uri, exp, import_spool=False)
-            print(f"sweep.spool: {import_into(rec, [e.path for e in pending])} result(s) written into {uri}")
+            rec = Recorder(uri, mine[0].experiment, import_spool=False)
+            print(f"sweep.spool: {import_into(rec, [e.path for e in mine])} result(s) written into {uri}")
         except (StoreError, address.BadAddress) as err:
             shown = err if isinstance(err, StoreError) else f"store {redacted(uri)}: {err}"
-            print(f"sweep.spool: {shown}; the results stay in {spool_dir()}", file=sys.stderr)
+            elsewhere = command("sweep.spool", "import", "--tracking-uri", "URI", "FILE")
+            print(
+                f"sweep.spool: {shown}; the results stay in {spool_dir()} ({elsewhere} writes one into another store)",
+                file=sys.stderr,
+            )
             failed = True
     return 1 if failed else 0
 

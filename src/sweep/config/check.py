@@ -12,7 +12,8 @@ In this order, so that the error names the most basic fault first:
    (`takes_variant`);
 3. each option class's own `check_config` (a tiled variant's tile size, fourier's subset count, an energy
    hierarchy that must load, ...);
-4. memory: the job's estimated peak against what this machine has left (sweep.config.memory);
+4. size: the job's estimated peak memory against what this machine has left, and its least work against its
+   time limit (sweep.config.memory, from the formulas each option class declares);
 5. where it runs: a job run on this machine needs its device here (a CUDA GPU for device=cuda); a job placed on
    Modal needs a price for its GPU (sweep.config.prices).
 Each raises `ConfigError` naming the field and what is allowed (exit 2, before any job starts).
@@ -30,7 +31,7 @@ from omegaconf import DictConfig
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
-from sweep.config.memory import available_bytes, check_fits
+from sweep.config.memory import available_bytes, check_fits, check_time
 from sweep.config.prices import gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
@@ -136,19 +137,21 @@ def check_job(
     runs_here: bool = False,
     runs: int = 1,
     available: Callable[[], Optional[float]] = available_bytes,
+    time_limit_s: Optional[float] = None,
 ) -> ConfigView:
     """Raise ConfigError on the first fault, stage by stage (see the module's docstring). `cfg`: the composed
     config, or the job's resolved config as plain data (sweep.job.job_config); `where`/`gpu`: the job's
     placement (sweep.config.placement), `prices` the launcher's Modal price table; `runs_here`: the job runs on
     this machine, so its device must be here too; `runs`: the runs of its batch (hydra.launcher.batch), held in
     memory together; `available`: what memory this machine has left (a sweep's check reads it once for all its
-    jobs). Returns the view it read."""
+    jobs); `time_limit_s`: the launcher's limit a run. Returns the view it read."""
     view = ConfigView.of(cfg)
     check_fields(view)
     check_method_applies(view)
     check_variant_applies(view)
     check_options(view)
     check_fits(view, runs, available, functools.partial(_default, view))
+    check_time(view, time_limit_s, functools.partial(_default, view))
     check_device_here(view, runs_here)
     check_price(where, gpu, prices)
     return view

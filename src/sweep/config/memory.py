@@ -1,86 +1,61 @@
-"""Before any job starts: will it fit in memory? A rough estimate of a job's peak memory against what this
-process may still use; over it, the job is refused (ConfigError: exit 2) naming the fields that drive it.
+"""Before any job starts: will it fit in memory, and can it end in time? One estimate for every method, from the
+formulas its option classes declare (sweep.config.footprint: a problem's and a method's `footprint`, a method's
+`least_work`); over what is available, the job is refused (ConfigError: exit 2) naming the fields that drive it.
 
-A job of the wrong size (`problem.n_bits=100000`, `problem.n_train=100000000`, `method.hidden=10000000`)
-otherwise climbs through gigabytes for minutes before the operating system kills it. The estimate counts the
-big arrays every job of this project holds, in bytes, each with the config fields it grows with:
+A job of the wrong size (`problem.n_bits=100000`, `method.hidden=10000000`, `method=gpt method.n_embd=200000`,
+`method=mlp_lm method.context=100000`) otherwise climbs through gigabytes for minutes before the operating system
+or torch's allocator kills it; one whose least work is beyond any wait (`method=smt problem.n_bits=300
+problem.k_sparse=12`, a gpt whose one step outlasts its time budget) runs until someone kills it.
 
-- data: x_train and x_test as float64 (n_bits each), twice (numpy draws through a temporary of the same size);
-- weights: W1 (hidden x n_bits), its gradient, the initial copy and a working copy (methods with `hidden`);
-- activations: the hidden layer (before and after the ReLU) over the whole train set, as accuracy computes it;
-- snapshots: one weight copy per epoch for the curves (bounded by SNAPSHOT_BUDGET_FLOATS, sweep.methods.epoch_log);
-- trace: with `tracker.scope=all_steps`, ~EVENTS_PER_STEP events of ~EVENT_BYTES each, for every step.
+Memory: the sum of the footprints, times the runs of a batch (they are in memory together), against what is
+available: the least of the machine's MemAvailable, the cgroup's memory.max less its usage (a container's limit)
+and the address-space rlimit less this process's size. Method-specific scratch that the methods' own options
+bound (fourier's chunks, smt's pair blocks, the evaluation's chunks) is not counted.
 
-Method-specific scratch (fourier's chunks, smt's pair blocks) is bounded by the methods' own options and is
-not counted. "Available" is the least of the machine's MemAvailable, the cgroup's memory.max less its usage
-(a container's limit) and the address-space rlimit less this process's size.
+Time: the least work (operations no run of the method can skip) at OPS_PER_S, a rate above what the device
+reaches (so a refused job surely overruns), against the least of the run's time limit under the project's launcher
+(`hydra.launcher.time_limit_s`, or a preset's `time_limit_s`; without one MAX_RUN_S) and the method's own
+`method.time_budget_s`.
 """
 
 from __future__ import annotations
 
-import math
 import resource
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from sweep.config.applicability import option_class
+from sweep.config.footprint import Term
 from sweep.errors import ConfigError
 
-EVENTS_PER_STEP = 40  # buffer reads/writes of one SGD step (a few dozen in every variant)
 BATCH_KEY = "hydra.launcher.batch"  # the launcher's setting: the runs of a batch, in memory at once
-EVENT_BYTES = 64  # one trace event as Python keeps it (a small tuple in a list)
-# the weight copies a run keeps for evaluating its curves after the clock (sweep.methods.epoch_log); past it, the
-# curves are evaluated inline
-SNAPSHOT_BUDGET_FLOATS = 20_000_000
-
-
-@dataclass
-class Term:
-    what: str
-    nbytes: float
-    fields: tuple[str, ...]
+# operations a second, above what the device reaches: a CPU's cores on matrix products (the gpt's 20,092 tokens/s
+# on 2 cores, docs/chars.md, at ~7e5 operations a token: ~1.4e10), a data-centre GPU's float32
+OPS_PER_S = {"cpu": 5e10, "cuda": 5e13}
+MAX_RUN_S = 24 * 3600.0  # without a time limit: a run past a day is a size typed wrong (set time_limit_s to allow it)
 
 
 def _get(cfg: Any, dotted: str, default: Any = None) -> Any:
     return cfg.select(dotted, default) if hasattr(cfg, "select") else default
 
 
+def _declared(cfg: Any, groups: tuple[str, ...], formula: str) -> list[Term]:
+    terms: list[Term] = []
+    for group in groups:
+        declared = getattr(option_class(cfg, group), formula, None)
+        if declared is not None:
+            terms += declared(cfg)
+    return sorted(terms, key=lambda t: -t.amount)
+
+
 def estimate(cfg: Any) -> list[Term]:
-    """The job's big arrays (a sweep.config.view.ConfigView), largest first."""
-    g = lambda k, d=0: _get(cfg, k, d)  # noqa: E731
-    n_bits, n_train, n_test = int(g("problem.n_bits", 0)), int(g("problem.n_train", 0)), int(g("problem.n_test", 0))
-    item = 4 if "32" in str(g("device.dtype", "float64")) else 8
-    terms = [Term("data", 2 * 8 * (n_train + n_test) * n_bits, ("problem.n_bits", "problem.n_train", "problem.n_test"))]
-    hidden = g("method.hidden", None)
-    if isinstance(hidden, int) and hidden > 0:
-        layers = int(g("method.layers", 1) or 1)
-        per_copy = hidden * n_bits + (layers - 1) * hidden * hidden
-        terms.append(
-            Term(
-                "weights",
-                4 * item * per_copy,
-                ("method.hidden", "problem.n_bits") + (("method.layers",) if layers > 1 else ()),
-            )
-        )
-        terms.append(
-            Term("activations", 2 * item * max(n_train, n_test) * hidden, ("problem.n_train", "method.hidden"))
-        )
-        epochs = int(g("method.max_epochs", 1) or 1)
-        terms.append(
-            Term(
-                "snapshots", 8 * min(SNAPSHOT_BUDGET_FLOATS, epochs * per_copy), ("method.max_epochs", "method.hidden")
-            )
-        )
-        if g("tracker._target_") and g("tracker.scope") == "all_steps":
-            steps = epochs * math.ceil(n_train / max(int(g("method.batch_size", 1) or 1), 1))
-            terms.append(
-                Term(
-                    "trace",
-                    steps * EVENTS_PER_STEP * EVENT_BYTES,
-                    ("tracker.scope", "method.max_epochs", "problem.n_train", "method.batch_size"),
-                )
-            )
-    return sorted(terms, key=lambda t: -t.nbytes)
+    """The job's big arrays in bytes (a sweep.config.view.ConfigView), largest first."""
+    return _declared(cfg, ("problem", "method"), "footprint")
+
+
+def least_work(cfg: Any) -> list[Term]:
+    """The operations no run of the job can skip, largest first."""
+    return _declared(cfg, ("method",), "least_work")
 
 
 def available_bytes() -> Optional[float]:
@@ -117,6 +92,24 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
+def _lower(
+    cfg: Any, terms: list[Term], total: float, show: Callable[[float], str], default: Callable[[str], Any]
+) -> tuple[str, list[str]]:
+    """The terms that make up 90% of `total`, as shown, and the fields behind them to lower: those set above their
+    defaults (`default(dotted)`: the chosen option's, sweep.config.check; all of the terms' fields if none is),
+    each as field=value."""
+    drivers: list[str] = []
+    shown, covered = [], 0.0
+    for t in terms:
+        if covered >= 0.9 * total:
+            break
+        covered += t.amount
+        shown.append(f"{t.what} {show(t.amount)}")
+        drivers += [f for f in t.fields if f not in drivers]
+    raised = [f for f in drivers if _above(_get(cfg, f), default(f))] or drivers
+    return ", ".join(shown), [f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None]
+
+
 def check_fits(
     cfg: Any,
     runs: int = 1,
@@ -124,31 +117,56 @@ def check_fits(
     default: Callable[[str], Any] = lambda dotted: None,
 ) -> None:
     """Raise ConfigError when the job's estimate (times `runs`: a batch's runs are in memory together) exceeds the
-    available memory (`available()`), naming the fields behind the terms that make up most of it: those set above
-    their defaults (`default(dotted)`: the chosen option's, sweep.config.check) first."""
+    available memory (`available()`), naming the fields behind the terms that make up most of it."""
 
     avail = available()
     if avail is None:
         return
-    terms = [Term(t.what, t.nbytes * runs, t.fields) for t in estimate(cfg)]
-    total = sum(t.nbytes for t in terms)
+    terms = [Term(t.what, t.amount * runs, t.fields) for t in estimate(cfg)]
+    total = sum(t.amount for t in terms)
     if total <= avail:
         return
-    drivers: list[str] = []
-    shown, covered = [], 0.0
-    for t in terms:
-        if covered >= 0.9 * total:
-            break
-        covered += t.nbytes
-        shown.append(f"{t.what} {_gb(t.nbytes)}")
-        drivers += [f for f in t.fields if f not in drivers]
-    # the fields set above their defaults are the ones to lower (all of the terms' fields if none is)
-    raised = [f for f in drivers if _above(_get(cfg, f), default(f))] or drivers
-    values = ", ".join(
-        [f"{f}={_get(cfg, f)}" for f in raised if _get(cfg, f) is not None]
-        + ([f"{BATCH_KEY}={runs}"] if runs > 1 else [])
-    )
+    shown, values = _lower(cfg, terms, total, _gb, default)
+    values += [f"{BATCH_KEY}={runs}"] if runs > 1 else []
     who = "the job needs" if runs == 1 else f"a batch of {runs} runs of the job needs"
     raise ConfigError(
-        f"{who} about {_gb(total)} of memory ({', '.join(shown)}), {_gb(avail)} is available: lower {values}"
+        f"{who} about {_gb(total)} of memory ({shown}), {_gb(avail)} is available: lower {', '.join(values)}"
     )
+
+
+def _time_limit(cfg: Any, run_limit_s: Optional[float]) -> tuple[float, str]:
+    """The least of the run's time limit (else MAX_RUN_S) and the method's own time budget, and its name."""
+    limits = [(MAX_RUN_S, "a day (no time_limit_s is set)")]
+    if isinstance(run_limit_s, (int, float)) and run_limit_s > 0:
+        limits = [(float(run_limit_s), f"the launcher's time_limit_s={run_limit_s:g}")]
+    if isinstance(budget := _get(cfg, "method.time_budget_s"), (int, float)) and budget > 0:
+        limits.append((float(budget), f"method.time_budget_s={budget:g}"))
+    return min(limits)
+
+
+def check_time(
+    cfg: Any, run_limit_s: Optional[float] = None, default: Callable[[str], Any] = lambda dotted: None
+) -> None:
+    """Raise ConfigError when the job's least work, at OPS_PER_S, takes longer than its time limit allows
+    (`run_limit_s`: the launcher's, hydra.launcher.time_limit_s or a preset's time_limit_s)."""
+    terms = least_work(cfg)
+    total = float(sum(t.amount for t in terms))
+    device = "cuda" if str(_get(cfg, "device.torch_device", "cpu")).startswith("cuda") else "cpu"
+    seconds = total / OPS_PER_S[device]
+    limit, name = _time_limit(cfg, run_limit_s)
+    if seconds <= limit:
+        return
+    shown, values = _lower(cfg, terms, total, lambda n: f"{n:.1e}", default)
+    raise ConfigError(
+        f"the job cannot end in time: it needs at least {total:.1e} operations ({shown}), {_duration(seconds)} "
+        f"even at {OPS_PER_S[device]:.0e} a second on {device}, more than {name}: lower {', '.join(values)}"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 1e6 * 365 * 86400:
+        return f"about {seconds / (365 * 86400):.0e} years"
+    for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"about {seconds / size:,.0f} {unit}"
+    return f"about {seconds:.0f} s"

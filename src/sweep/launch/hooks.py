@@ -86,6 +86,7 @@ class SweepLaunchHooks(LaunchHooks):
         offline = bool(launcher.get("modal.offline"))
         batch = int(launcher.get("batch", 1))
         hashes: dict[int, str] = {}
+        limit = launcher.get("time_limit_s")  # a run's, where the launcher kills one past it
         room = available_bytes()  # what memory is left: once for the whole check pass, not once a job
         available = lambda: room  # noqa: E731
         prices: Optional[str] = None
@@ -99,7 +100,13 @@ class SweepLaunchHooks(LaunchHooks):
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
                 prices = self._prices(first)
             runs_here = job.where == "local" or offline  # a local worker or Modal offline: its device must be here
-            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            placed = {
+                "where": job.where,
+                "gpu": job.gpu,
+                "prices": prices,
+                "runs_here": runs_here,
+                "time_limit_s": limit,
+            }
             refused(check_planned, config, job.label(), **placed, available=available)
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
             job.data[RECORD_KEY] = (
@@ -110,7 +117,7 @@ class SweepLaunchHooks(LaunchHooks):
             if key is not None:
                 alike[(job.where, job.gpu, key)] += 1
                 first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
-        check_batches(alike, first_of, batch, prices, available)
+        check_batches(alike, first_of, batch, prices, available, limit)
         if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
             return {}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
@@ -238,6 +245,7 @@ def check_batches(
     batch: int,
     prices: Optional[str],
     available: Callable[[], Optional[float]] = available_bytes,
+    time_limit_s: Optional[float] = None,
 ) -> None:
     """The size guard counts a batch as its runs: `batch`, or fewer where fewer jobs share its key. The jobs of one
     key differ only in what their method vectorises, so the first one's config sizes them all."""
@@ -245,6 +253,7 @@ def check_batches(
         if min(batch, n) > 1:
             job, config, runs_here = first_of[k]
             placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
+            placed["time_limit_s"] = time_limit_s
             refused(check_planned, config, job.label(), **placed, runs=min(batch, n), available=available)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sweep.config.memory import SNAPSHOT_BUDGET_FLOATS
+from sweep.config.footprint import SNAPSHOT_BUDGET_FLOATS
 from sweep.trace.trace import numel
 
 Measure = Callable[[dict[str, Any]], dict[str, float]]  # params -> {curve name: value}

@@ -12,11 +12,12 @@ seed 002 found, parity at n=20 is not solved within 100 epochs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
+from sweep.config.footprint import Term, mlp, mlp_epoch
 from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
@@ -46,6 +47,9 @@ class ForwardForward(MethodBase):
     batch_size: int = 32
     max_epochs: int = 200
     target_accuracy: float = 1.0
+
+    footprint: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp)  # sweep.config.footprint
+    least_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epoch)
 
     def init_layers(self, n_in: int, seed: int, be: Any = None) -> tuple[list[dict[str, Any]], Any]:
         rng = method_rng(be, seed)

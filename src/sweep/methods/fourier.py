@@ -13,13 +13,14 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
+from sweep.config.footprint import Term
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
@@ -39,6 +40,15 @@ class Fourier(MethodBase):
     name: str = "fourier"
     max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this
     chunk: int = 2048  # subsets correlated per batched operation (bounds memory)
+
+    @classmethod
+    def least_work(cls, cfg: Any) -> list[Term]:
+        """Every subset scored: d products and a multiply-add a training row (a max_subsets raised past its
+        default lets C(n, d) grow past any wait)."""
+        d = get_class(cfg.problem._target_).fourier_degree or cfg.problem.k_sparse
+        count = min(math.comb(cfg.problem.n_bits, d), 10**100)
+        fields = ("problem.n_bits", "problem.k_sparse", "problem.n_train")
+        return [Term("every subset scored", float(count) * (d + 1) * cfg.problem.n_train, fields)]
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:

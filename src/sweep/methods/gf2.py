@@ -10,11 +10,12 @@ subset that still fits those rows. Back substitution then reads the secret off t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Iterator
+from typing import Any, ClassVar, Iterable, Iterator
 
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int
+from sweep.config.footprint import Term
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.auto.packed import WORD_BITS, load_rows
 from sweep.trace.source import Recording, Source
@@ -106,6 +107,18 @@ class GF2(MethodBase):
 
     name: str = "gf2"
     max_rows: int = 0  # 0: use up to the whole training set
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """The first 2 (n + 1) rows' digits (a byte a bit) and the basis (n Python ints of n + 1 bits)."""
+        n = int(cfg.problem.n_bits)
+        return [Term("rows and basis", 2 * (n + 1) * n + n * (n + 1) / 8, ("problem.n_bits",))]
+
+    @classmethod
+    def least_work(cls, cfg: Any) -> list[Term]:
+        """n rows, each reduced by up to n basis rows of (n + 1) / 64 words."""
+        n = int(cfg.problem.n_bits)
+        return [Term("elimination", n * n * (n + 1) / 64, ("problem.n_bits",))]
 
     def solve(self, ctx: Context) -> Outcome:
         d, n = ctx.data, ctx.problem.n_bits

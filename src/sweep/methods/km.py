@@ -10,12 +10,13 @@ loop 790x slower on a GPU because of kernel-launch overhead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
+from sweep.config.footprint import Term
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
@@ -31,6 +32,12 @@ class KM(MethodBase):
 
     name: str = "km"
     influence_samples: int = 5
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """Every query at once: (n + 1) x influence_samples x n floats, and the (n + 1) x n sign pattern."""
+        n, m = int(cfg.problem.n_bits), int(cfg.method.influence_samples)
+        return [Term("queries", 8 * (n + 1) * n * (m + 1), ("problem.n_bits", "method.influence_samples"))]
 
     @classmethod
     def check_config(cls, cfg: DictConfig) -> None:

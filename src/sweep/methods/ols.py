@@ -8,10 +8,11 @@ decision on A w (the nearest integer). The secret found is the k bits of largest
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from sweep.config.footprint import Term
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome
 from sweep.trace.source import Source
 
@@ -23,6 +24,18 @@ class OLS(MethodBase):
     trace_source: ClassVar[str] = Source.AUTO.value  # tracker.source=method: its hand trace misses reads
 
     name: str = "ols"
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """The design matrix with its column of ones, the Gram matrix and the solver's copy of it."""
+        m, c = int(cfg.problem.n_train), int(cfg.problem.n_bits) + 1
+        return [Term("normal equations", 8 * (m * c + 2 * c * c), ("problem.n_bits", "problem.n_train"))]
+
+    @classmethod
+    def least_work(cls, cfg: Any) -> list[Term]:
+        """The Gram matrix (m c^2 multiply-adds) and its LU factorisation (c^3 / 3)."""
+        m, c = int(cfg.problem.n_train), int(cfg.problem.n_bits) + 1
+        return [Term("normal equations", m * c * c + c**3 / 3, ("problem.n_bits", "problem.n_train"))]
 
     def solve(self, ctx: Context) -> Outcome:
         be, xp, d, prob = ctx.backend, ctx.backend.xp, ctx.data, ctx.problem

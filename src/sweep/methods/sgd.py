@@ -17,6 +17,7 @@ from hydra.utils import get_class
 
 from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
+from sweep.config.footprint import Term, mlp, mlp_epoch
 from sweep.errors import ConfigError
 from sweep.methods import batched, counter_rng
 from sweep.methods.base import Context, MethodBase, Outcome
@@ -81,6 +82,9 @@ class SGD(MethodBase):
     batch_size: int = 32
     max_epochs: int = 200
     target_accuracy: float = 1.0
+
+    footprint: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp)  # sweep.config.footprint
+    least_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epoch)
 
     @classmethod
     def check_config(cls, cfg) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
+from sweep.config.footprint import Term
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
 
@@ -35,10 +36,26 @@ class SMT(MethodBase):
     screen_rows: int = 0  # 0: 2 log2 C(n, k) + 16, enough that a wrong subset rarely survives screening
     pair_block: int = 4_000_000  # elements per batched pair extension (bounds memory at large n)
 
+    @staticmethod
+    def screening(n: int, k: int, rows: int, screen_rows: int) -> int:
+        """The screening rows: `screen_rows`, or 2 log2 C(n, k) + 16; at most the training rows."""
+        return min(rows, screen_rows or int(2 * math.log2(max(math.comb(n, k), 2))) + 16)
+
+    @classmethod
+    def least_work(cls, cfg: Any) -> list[Term]:
+        """The search a random secret costs on average: half of every (k-2)-prefix's batched pair step (m x n x n/2
+        comparisons on the screening rows). A prefix pruned early costs less (AND and sum may prune; parity never
+        does)."""
+        n, k = int(cfg.problem.n_bits), int(cfg.problem.k_sparse)
+        m = cls.screening(n, k, int(cfg.problem.n_train), int(cfg.select("method.screen_rows", 0) or 0))
+        pair_step = m * n * (n if k >= 2 else 1) / 2
+        prefixes = min(math.comb(n, max(k - 2, 0)), 10**100)  # a float past that would overflow
+        return [Term("search", float(prefixes) * pair_step / 2, ("problem.n_bits", "problem.k_sparse"))]
+
     def solve(self, ctx: Context) -> Outcome:
         be, d, prob = ctx.backend, ctx.data, ctx.problem
         n, k = prob.n_bits, prob.k_sparse
-        m = min(d.x_train.shape[0], self.screen_rows or int(2 * math.log2(max(math.comb(n, k), 2))) + 16)
+        m = self.screening(n, k, d.x_train.shape[0], self.screen_rows)
         self._ctx, self._n, self._k = ctx, n, k
         self.nodes = self.checked = 0
         with ctx.recording(loaded={"x": be.asarray(d.x_train), "y": be.asarray(d.y_train)}) as r:

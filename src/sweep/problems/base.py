@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from sweep.config.fields import SEED_MAX, Rule, nonneg_int, positive_int
+from sweep.config.footprint import Term
 
 SEED_RULE = Rule(
     "problem.seed",
@@ -77,6 +78,13 @@ class Problem(ProblemBase):
     n_test: int = 200
     seed: int = 42
     combine_op: ClassVar[str] = "mul"  # the operation kind of one combine per element (Trace.compute)
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """x_train and x_test as float64 (n_bits each), twice (numpy draws through a temporary of the same size)."""
+        rows = int(cfg.select("problem.n_train", 0)) + int(cfg.select("problem.n_test", 0))
+        fields = ("problem.n_bits", "problem.n_train", "problem.n_test")
+        return [Term("data", 2 * 8 * rows * int(cfg.select("problem.n_bits", 0)), fields)]
 
     def combine(self, a, b):
         """Fold two partial labels (or a partial label and a bit) into one; works on numpy and torch."""

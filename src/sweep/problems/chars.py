@@ -16,6 +16,7 @@ its first target has one character of context, its last `block_size`.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import gzip
 import os
@@ -26,10 +27,12 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
+from sweep.config.footprint import Term
 from sweep.errors import ConfigError
 from sweep.problems.base import SEED_RULE, ProblemBase
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
+SHIPPED_CHARS = 1_115_394  # Tiny Shakespeare's characters (its bytes: ASCII), for size estimates
 WIKITEXT = ("wiki.train.raw", "wiki.valid.raw")  # a WikiText-103 raw directory (problem=chars reads these two)
 WIKITEXT_TEST = "wiki.test.raw"  # method=char_model's test split (read after training: challenge_text)
 SPLITS = ("train", "valid", "test")  # method=char_model's three splits of a corpus
@@ -117,16 +120,41 @@ class Chars(ProblemBase):
         """The corpus must be there: a missing path is one line naming it, before any job starts."""
         path = cfg.select("problem.path")
         if path is not None:
-            corpus_files(str(path))
+            for file in filter(None, corpus_files(str(path))):
+                _check_utf8(file, *(lambda s: (s.st_size, s.st_mtime_ns))(file.stat()))
         if cfg.select("problem.val_chars", 0) and cfg.select("problem.block_size", 1) > cfg.problem.val_chars:
             raise ConfigError(
                 f"problem.val_chars={cfg.problem.val_chars} is not allowed: expected 0 or at least "
                 f"problem.block_size={cfg.problem.block_size} (one validation block)"
             )
 
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """The corpus read whole as text, a 64 MB chunk of its code points, and its ids (4 bytes a character at
+        most each)."""
+        return [Term("corpus", 3 * corpus_bytes(cfg.select("problem.path")) + (64 << 20), ("problem.path",))]
+
     def generate(self) -> Corpus:
         train, val, source = read_texts(self.path, self.val_fraction)
         return encode(train, val, source, self.block_size, self.val_chars)
+
+
+def corpus_bytes(path: Optional[str]) -> int:
+    """The corpus's size in bytes (the shipped one: as unpacked)."""
+    if path is None:
+        return SHIPPED_CHARS
+    train, val = corpus_files(str(path))
+    return train.stat().st_size + (val.stat().st_size if val is not None else 0)
+
+
+def validation_chars(cfg: Any) -> int:
+    """The validation characters a run scores (problem.val_chars, or with 0 the validation text's size)."""
+    if cfg.select("problem.val_chars", 0):
+        return int(cfg.problem.val_chars)
+    path = cfg.select("problem.path")
+    if path is not None and (val := corpus_files(str(path))[1]) is not None:
+        return val.stat().st_size
+    return int(corpus_bytes(path) * float(cfg.select("problem.val_fraction", 0.1)))
 
 
 def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
@@ -158,6 +186,26 @@ def read_texts(path: Optional[str], val_fraction: float) -> tuple[str, str, str]
     if val_file is not None:
         return _read(train_file), _read(val_file), str(path)
     return *split(_read(train_file), val_fraction), str(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _check_utf8(p: Path, size: int, mtime_ns: int) -> None:
+    """ConfigError where `p` is not UTF-8 text, found before any job (a sweep's jobs each failed on it), read in
+    16 MB chunks; once per file and version (size and mtime) in a process."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done = 0
+    with open(p, "rb") as f:
+        while True:
+            chunk = f.read(1 << 24)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"problem.path: {p.name} is not UTF-8 text ({e.reason} at byte {done + e.start})"
+                ) from None
+            if not chunk:
+                return
+            done += len(chunk)
 
 
 def _read(p: Path) -> str:

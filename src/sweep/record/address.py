@@ -5,7 +5,8 @@ MLflow takes many addresses the project cannot keep runs in, and finds out late:
 (`sqlite://`, `sqlite:///`, `sqlite:///:memory:`) takes every run and forgets them when the command ends; a
 `file:` address or a plain path is MLflow's file store, in maintenance mode, which refuses the first run after
 the job; an unknown scheme or a port that is not a number fails at the first write, after the job ran; a
-directory given as the SQLite file, or a symlink to nothing, is replaced by a new file. `problem` names each in
+directory given as the SQLite file, or a symlink to nothing, is replaced by a new file; a FIFO, a device
+(`sqlite:////dev/null`) or a socket is opened as one (a FIFO: for ever). `problem` names each in
 one line (bad input: exit 2). `check` adds what is not input: a journal left without its database
 (`sweep.record.store.orphan_journal`) and a server or database that does not answer within the timeout
 (`sweep.record.remote`), each a `StoreError` (exit 1).
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from sweep.paths import default_tracking_uri
 from sweep.record import registry, remote
-from sweep.record.store import StoreError, orphan_journal, redacted, sqlite_path
+from sweep.record.store import StoreError, orphan_journal, redacted, special_file, sqlite_path
 
 EXAMPLE = "sqlite:///mlruns/mlflow.db"
 # the stores runs are kept in: an SQLite file, a tracking server, a database (a driver may follow: postgresql+psycopg)
@@ -78,6 +79,8 @@ def _sqlite_problem(uri: str) -> Optional[str]:
     assert file is not None
     if file.is_dir():
         return f"{file} is a directory: name the store's file in it, sqlite:///{file / 'mlflow.db'}"
+    if kind := special_file(file):
+        return f"{file} is {kind}, not a file SQLite can keep a store in: name a file, sqlite:///PATH (e.g. {EXAMPLE})"
     if file.is_symlink() and not file.exists():
         return (
             f"{file} is a symlink to {os.readlink(file)}, which does not exist: mount or make what it points to, "

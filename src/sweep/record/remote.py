@@ -6,15 +6,19 @@ request with a short timeout (mlflow.connect_timeout_s) tells both apart in seco
 naming the URI and the cause (`sweep.record.store.StoreError`). A server that answered is not asked again by
 this process. MLflow's own HTTP retries are shortened too (`client_settings`), so that a server lost mid-sweep
 sends results to the spool in seconds rather than minutes. A database store (`postgresql://`, `mysql://`,
-`mssql://`) that does not answer costs MLflow's SQL store minutes of connection retries too: its host and port
-are tried once, with the same timeout, before MLflow opens it.
+`mssql://`) that does not answer costs MLflow's SQL store minutes of connection retries too (a port that takes
+the connection and never answers: for ever): PostgreSQL is logged in to once, bounded by libpq's connect_timeout
+(also set for MLflow's own connections), another database's port is tried once, and then the address's driver
+must be importable, all before MLflow opens it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import os
+import re
 import socket
 import ssl
 import urllib.error
@@ -23,7 +27,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from sweep.config.schema import MLflowConfig
-from sweep.record.store import StoreError
+from sweep.record.store import StoreError, redacted
 
 CREDENTIALS = "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (export them) to a login on this server"
 # MLflow's HTTP retry settings, unless the user set them: three tries over ~3 s, a request at most 60 s
@@ -56,14 +60,70 @@ def database_endpoint(uri: str) -> Optional[tuple[str, int]]:
     return (parts.hostname, port) if parts.hostname else None
 
 
-def _database_problem(endpoint: tuple[str, int], timeout: float) -> Optional[str]:
+def _scheme(uri: str) -> str:
+    return uri.partition("://")[0].split("+", 1)[0].lower()
+
+
+def _database_problem(uri: str, endpoint: Optional[tuple[str, int]], timeout: float) -> Optional[str]:
+    """A database store: PostgreSQL takes one login, another database's port a connection; then its driver must
+    be installed (MLflow finds out after the job)."""
+    if _scheme(uri) == "postgresql":
+        why = _postgres_problem(uri, timeout)
+    else:
+        assert endpoint is not None
+        try:
+            socket.create_connection(endpoint, timeout=timeout).close()
+            why = None
+        except (socket.timeout, TimeoutError):
+            why = f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
+        except OSError as e:
+            why = f"unreachable: {_reason(e, timeout)}"
+    return why or _driver_problem(uri)
+
+
+def _driver_problem(uri: str) -> Optional[str]:
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - SQLAlchemy: only for a database store
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError  # noqa: PLC0415
+
     try:
-        socket.create_connection(endpoint, timeout=timeout).close()
-    except (socket.timeout, TimeoutError):
-        return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
-    except OSError as e:
-        return f"unreachable: {_reason(e, timeout)}"
+        make_url(uri).get_dialect().import_dbapi()
+    except (ImportError, NoSuchModuleError, ArgumentError) as e:
+        scheme = uri.partition("://")[0]
+        other = f"postgresql+psycopg://{uri.partition('://')[2]}" if _scheme(uri) == "postgresql" else None
+        instead = f", or name the driver this project installs: {redacted(other)}" if other and other != uri else ""
+        return f"no driver for {scheme}:// is installed here ({e}): install it in this environment{instead}"
     return None
+
+
+def _postgres_problem(uri: str, timeout: float) -> Optional[str]:
+    """One login as MLflow's will be (psycopg, libpq's address, PGPASSWORD and ~/.pgpass), bounded by libpq's
+    connect_timeout (whole seconds, at least 2: libpq's rule): a port that takes the connection and never answers,
+    a wrong password, a missing database or something else at the port (an HTTP server) is the server's own
+    words in one line, where MLflow's SQL store retries for minutes or waits for ever."""
+    import psycopg  # noqa: PLC0415 - the driver: only for a PostgreSQL store
+
+    seconds = max(2, math.ceil(timeout))
+    try:
+        psycopg.connect(_libpq_address(uri), connect_timeout=seconds).close()
+    except psycopg.errors.ConnectionTimeout:
+        return f"unreachable: no answer within {seconds} s (mlflow.connect_timeout_s)"
+    except psycopg.Error as e:
+        said = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        said = re.sub(r'^connection failed: (connection to server at "[^"]*", port \d+ failed: )?', "", said)
+        said = re.sub(r"^(FATAL|ERROR):\s+", "", said)
+        if "invalid response to SSL negotiation" in said or "received invalid response" in said:
+            return (
+                f"not a PostgreSQL server at {':'.join(map(str, database_endpoint(uri) or ('its socket',)))} ({said})"
+            )
+        prefix = "unreachable: " if "refused" in said or "resolve" in said or "translate host" in said else ""
+        return prefix + (said[0].lower() + said[1:] if said.startswith("Connection") else said)
+    return None
+
+
+def _libpq_address(uri: str) -> str:
+    """The address as libpq reads it: SQLAlchemy's driver name (postgresql+psycopg://) dropped."""
+    scheme, rest = uri.split("://", 1)
+    return f"{scheme.split('+', 1)[0]}://{rest}"
 
 
 def client_settings() -> None:
@@ -91,13 +151,14 @@ def _tls() -> Optional[ssl.SSLContext]:
 
 def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
     """Why the tracking server at `uri` cannot be used (one line), or None: it answered and took the login. A
-    database: None when its port takes a connection. An SQLite file: None, nothing asked."""
+    database: None when PostgreSQL takes the login (another database: its port a connection) and the driver is
+    installed. An SQLite file: None, nothing asked."""
     timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
     endpoint = database_endpoint(uri)
-    if endpoint is not None:
+    if endpoint is not None or _scheme(uri) == "postgresql":  # postgresql:///db: a local socket, logged in too
         if (uri, "") in _answered:
             return None
-        why = _database_problem(endpoint, timeout)
+        why = _database_problem(uri, endpoint, timeout)
         if why is None:
             _answered.add((uri, ""))
         return why
@@ -156,6 +217,9 @@ def require(uri: str, timeout_s: Optional[float] = None) -> None:
     used; set MLflow's client to give up on a lost server in seconds."""
     if is_remote(uri):
         client_settings()
+    if _scheme(uri) == "postgresql":  # MLflow's own connections (libpq's rule)
+        timeout = MLflowConfig.connect_timeout_s if timeout_s is None else timeout_s
+        os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, math.ceil(timeout))))
     why = problem(uri, timeout_s)
     if why:
         raise StoreError(uri, why)

@@ -134,7 +134,7 @@ def _write(directory: Path, name: str, text: str) -> Path:
 def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> list[Entry]:
     """Spooled results (for `tracking_uri` only, if given), oldest first: those in the spool and those in the last
     resort that this spool could not take, or only those in `files` (a spool file, or one saved from what was
-    printed)."""
+    printed), whichever store they were meant for (a store that cannot take them: they go to another)."""
     last = last_resort_dir()
     found = list(files) or [p for d in (spool_dir(), last) if d.is_dir() for p in d.glob("*.json")]
     mine = str(spool_dir().absolute())
@@ -144,7 +144,11 @@ def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> l
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
             continue  # not ours, or being written by another process
-        if tracking_uri is not None and absolute_uri(doc.get("tracking_uri", "")) != absolute_uri(tracking_uri):
+        if (
+            not files
+            and tracking_uri is not None
+            and absolute_uri(doc.get("tracking_uri", "")) != absolute_uri(tracking_uri)
+        ):
             continue
         if not files and p.parent == last and doc.get("spool", str(DEFAULT_SPOOL)) != mine:
             continue  # another spool's (another checkout's, a test's): its own import takes it

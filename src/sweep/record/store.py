@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import stat
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -114,6 +115,18 @@ def absolute_uri(uri: str) -> str:
     return f"sqlite:///{path.resolve()}" + (f"?{query}" if query else "")
 
 
+def special_file(path: Path) -> Optional[str]:
+    """What `path` is when it is there and neither a regular file nor a directory ("a FIFO", "a character
+    device"...), or None. Read from its status alone: opening a FIFO waits for a writer for ever."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    kinds += ((stat.S_ISSOCK, "a socket"),)
+    return next((name for test, name in kinds if test(mode)), None)
+
+
 def check(uri: str, write: bool) -> None:
     """Raise StoreError if the store at `uri` cannot be written (`write`) or read. A store that does not exist
     yet passes a write check when its directory can be created and written; it fails a read check."""
@@ -127,6 +140,8 @@ def check(uri: str, write: bool) -> None:
             raise StoreError(uri, "no store there (nothing has been recorded into it)")
         _check_dir_writable(uri, path.parent)
         return
+    if kind := special_file(path):  # never opened (a FIFO blocks), never called half-made (removing /dev/null...)
+        raise StoreError(uri, f"{path} is {kind}, not a file SQLite can keep a store in: name a file")
     _check_readable(uri, path)
     if write:
         try:

@@ -59,9 +59,9 @@ def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[st
             raise ServerError(f"--admin-password-file {path}: {e.strerror}") from None
         if not text:
             raise ServerError(f"--admin-password-file {path}: the file is empty")
-        return text, None
+        return _valid(text, f"--admin-password-file {path}"), None
     if os.environ.get(ADMIN_PASSWORD_ENV):
-        return os.environ[ADMIN_PASSWORD_ENV], None
+        return _valid(os.environ[ADMIN_PASSWORD_ENV], f"${ADMIN_PASSWORD_ENV}"), None
     path = kept(cfg.data_dir, "admin-password")
     if path.exists():
         return path.read_text().strip(), None
@@ -70,6 +70,19 @@ def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[st
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     private_file(path, secrets.token_urlsafe(18))
     return path.read_text().strip(), path
+
+
+def _valid(password: str, source: str) -> str:
+    """`password` if MLflow's auth app takes it for the admin; else BadSetting, before anything is made (MLflow
+    finds out in its workers, after the cluster is made, and says so only in its log)."""
+    from mlflow.exceptions import MlflowException  # noqa: PLC0415 - mlflow: only when serving
+    from mlflow.utils.validation import _validate_password  # noqa: PLC0415
+
+    try:
+        _validate_password(password)
+    except MlflowException as e:
+        raise BadSetting(f"{source}: the admin's password is not allowed: {e.message}") from None
+    return password
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -11,7 +11,12 @@ MLFLOW_FLASK_SERVER_SECRET_KEY, all in the server's environment only. The auth a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import ipaddress
 import os
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -67,7 +72,40 @@ def command(cfg: ServerConfig) -> list[str]:
         "--gunicorn-opts",
         f"--worker-class gthread --threads {cfg.threads}",
     ]
-    return cmd + (["--allowed-hosts", cfg.allowed_hosts] if cfg.allowed_hosts else [])
+    return cmd  # the Host headers accepted: in the environment (allowed_hosts), as MLflow reads them under gunicorn
+
+
+def allowed_hosts(cfg: ServerConfig) -> str:
+    """The Host headers the server answers (MLflow's DNS-rebinding guard; any other gets 403): MLflow's defaults
+    (loopback and private addresses), this machine's own names and addresses, as another machine's request
+    names it (http://mlflow-host:5000), and `--allowed-hosts`. MLflow's `--allowed-hosts` flag cannot be given
+    with `--gunicorn-opts`; its variable MLFLOW_SERVER_ALLOWED_HOSTS can, and replaces the defaults: so all of
+    them are written there."""
+    from mlflow.server.security_utils import get_default_allowed_hosts  # noqa: PLC0415 - mlflow: only when serving
+
+    names = {socket.gethostname(), socket.getfqdn(), *_addresses()}
+    if cfg.host not in ("0.0.0.0", "::", ""):
+        names.add(f"[{cfg.host}]" if ":" in cfg.host else cfg.host)
+    own = [p for n in sorted(names) if n for p in (n, f"{n.replace('[', '[[]', 1)}:*")]  # fnmatch: [ is special
+    given = [h.strip() for h in cfg.allowed_hosts.split(",") if h.strip()]
+    return ",".join(dict.fromkeys(get_default_allowed_hosts() + own + given))
+
+
+def _addresses() -> set[str]:
+    """This machine's addresses, IPv6 ones as a Host header writes them ([fd00::2]) (Linux: the interfaces'
+    IPv4 address by SIOCGIFADDR, IPv6 from /proc/net/if_inet6)."""
+    out = set()
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue  # no IPv4 address on it
+            out.add(socket.inet_ntoa(packed[20:24]))
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            out.add(f"[{ipaddress.IPv6Address(int(line.split()[0], 16)).compressed}]")
+    return out
 
 
 def environment(cfg: ServerConfig, db_password: str, admin_password: Optional[str], form_key: str) -> dict[str, str]:
@@ -80,6 +118,7 @@ def environment(cfg: ServerConfig, db_password: str, admin_password: Optional[st
         MLFLOW_FLASK_SERVER_SECRET_KEY=form_key,  # the same in every worker: a login form posted to one checks
         # MLflow's job runner serves GenAI jobs (scoring, trace archival): a third process the runs do not need
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
+        MLFLOW_SERVER_ALLOWED_HOSTS=allowed_hosts(cfg),
     )
     env.pop("MLFLOW_AUTH_ADMIN_PASSWORD", None)
     if admin_password:  # needed only the first time, when the auth app makes the admin

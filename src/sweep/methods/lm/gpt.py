@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from sweep.config.fields import Rule, choice, positive_int
 from sweep.errors import ConfigError
-from sweep.methods.lm.training import TRAIN_RULES, Training
+from sweep.methods.lm.training import TRAIN_RULES, VOCAB, Training
 
 ATTENTION = ("sdpa", "math")  # torch's scaled_dot_product_attention; the product, mask and softmax written out
 
@@ -45,6 +45,27 @@ class GPT(Training):
     dropout: float = 0.0
     attention: str = "sdpa"  # one of ATTENTION
     checkpoint: bool = False  # activation checkpointing: recompute each block in the backward pass
+
+    width_fields: ClassVar[tuple[str, ...]] = ("method.n_layer", "method.n_embd")
+
+    @classmethod
+    def weights(cls, cfg: Any) -> int:
+        """The token embedding (tied to the head), the positions', each block's 12 n_embd^2 (attention's 4, the
+        MLP's 8)."""
+        m, c = cfg.method, cfg.method.n_embd
+        return (VOCAB + cfg.problem.block_size) * c + m.n_layer * 12 * c * c
+
+    @classmethod
+    def floats_per_position(cls, cfg: Any) -> int:
+        """Each block keeps ~20 n_embd a position for the backward (two norms, q k v, the attention's output, its
+        projection, the MLP's 4 n_embd before and after the GELU)."""
+        return cfg.method.n_layer * 20 * cfg.method.n_embd + 2 * cfg.method.n_embd
+
+    @classmethod
+    def extra_flops_per_position(cls, cfg: Any) -> int:
+        """Causal attention: each position against block_size / 2 others on average, q.k and the weighted sum,
+        forward and backward."""
+        return 6 * cfg.method.n_layer * cfg.problem.block_size * cfg.method.n_embd
 
     @classmethod
     def check_config(cls, cfg: Any) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sweep.config.fields import Rule, positive_int
-from sweep.methods.lm.training import TRAIN_RULES, Training
+from sweep.methods.lm.training import TRAIN_RULES, VOCAB, Training
 
 
 @dataclass
@@ -24,6 +24,19 @@ class MLPLM(Training):
     context: int = 8  # characters the model sees (fewer at a block's start: padded with an id of its own)
     n_embd: int = 24  # the embedding of one character
     hidden: int = 256
+
+    width_fields: ClassVar[tuple[str, ...]] = ("method.context", "method.n_embd", "method.hidden")
+
+    @classmethod
+    def weights(cls, cfg: Any) -> int:
+        m = cfg.method
+        return (VOCAB + 1) * m.n_embd + m.context * m.n_embd * m.hidden + m.hidden + m.hidden * VOCAB + VOCAB
+
+    @classmethod
+    def floats_per_position(cls, cfg: Any) -> int:
+        """The window's ids, its embeddings (gathered, then flattened), the hidden layer before and after tanh."""
+        m = cfg.method
+        return m.context + 2 * m.context * m.n_embd + 3 * m.hidden
 
     def model(self, vocab_size: int, block_size: int) -> Any:
         from sweep.methods.lm.mlp_model import MLPModel  # noqa: PLC0415 - torch: seconds to import, only when training

@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sweep.config.fields import Rule, positive_finite, positive_int
+from sweep.config.footprint import Term, item_bytes
 from sweep.errors import ConfigError
 from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.trace.source import Source
+
+# the vocabulary a size estimate takes (the corpus is read by the job, not by the check): a byte's worth of
+# characters; the shipped Tiny Shakespeare has 65
+VOCAB = 256
 
 _unit = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
 _nonneg = lambda v, c: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0  # noqa: E731
@@ -70,6 +75,52 @@ class Training(MethodBase):
                 f"tracker.source=hand is not allowed for method={cfg.method.name}: its step is traced by torch's "
                 "own operations (tracker.source=auto, its default)"
             )
+
+    # the formulas of the model's size (each model's own): its weights, floats kept a position for the backward,
+    # operations a position beyond 6 a weight (attention's), and the fields each grows with
+    width_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def weights(cls, cfg: Any) -> int:
+        raise NotImplementedError
+
+    @classmethod
+    def floats_per_position(cls, cfg: Any) -> int:
+        raise NotImplementedError
+
+    @classmethod
+    def extra_flops_per_position(cls, cfg: Any) -> int:
+        return 0
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """Weights with their gradients and AdamW's two moments; a step's activations and logits (its float copy
+        and gradient too). The vocabulary is taken as VOCAB (the corpus is read by the job)."""
+        item, positions = item_bytes(cfg), cfg.method.batch_size * cfg.problem.block_size
+        step = ("method.batch_size", "problem.block_size")
+        return [
+            Term("weights", 4 * item * cls.weights(cfg), cls.width_fields),
+            Term("activations", item * positions * cls.floats_per_position(cfg), step + cls.width_fields),
+            Term("logits", (item + 8) * positions * VOCAB, step),
+        ]
+
+    @classmethod
+    def least_work(cls, cfg: Any) -> list[Term]:
+        """What any run does, whatever its budget: one training step (forward and backward: 6 operations a weight
+        a position, and attention's) and the evaluations of the validation blocks and as many training blocks
+        (forward only)."""
+        from sweep.problems.chars import validation_chars  # noqa: PLC0415 - methods import no problem at load
+
+        per_position = 6 * cls.weights(cfg) + cls.extra_flops_per_position(cfg)
+        positions = cfg.method.batch_size * cfg.problem.block_size
+        sizes = ("method.batch_size", "problem.block_size") + cls.width_fields
+        scored = 2 * validation_chars(cfg)
+        return [
+            Term("one training step", per_position * positions, sizes),
+            Term(
+                "evaluation", per_position / 3 * scored, ("problem.val_chars", "problem.block_size") + cls.width_fields
+            ),
+        ]
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step `step` (0-based): linear warm-up, then cosine down to min_lr at max_steps."""
