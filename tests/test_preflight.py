@@ -44,6 +44,16 @@ def test_a_preset_is_named_whole_and_one_a_command(monkeypatch):
     assert check_command(["sweeps=tiled_w1", "-m"]) == ["-m", "sweeps=tiled_w1"]
 
 
+def test_a_preset_key_given_twice_is_two_presets(store, tmp_path):
+    """`sweeps=tiled_w1 sweeps=sign_vs_sgd` ran the second alone, silently (Hydra keeps a key's last value), and
+    its hint named the first study: refused as `sweeps=a,b` is, one line, exit 2, nothing run."""
+    p = run_sweep("sweeps=tiled_w1", "sweeps=sign_vs_sgd", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and not p.stdout, (p.stdout, p.stderr[-2000:])
+    assert p.stderr.startswith("sweep: config error: sweeps=tiled_w1 sweeps=sign_vs_sgd names 2 presets: "), p.stderr
+    assert p.stderr.rstrip().endswith(" sweeps=sign_vs_sgd") and " sweeps=tiled_w1, then " in p.stderr
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
+
+
 def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command(store, tmp_path):
     """`problem.seed=1,2` without `-m` was Hydra's traceback and exit 1: one line, exit 2, nothing recorded, with
     the command that sweeps them (it runs pasted) and, for a key, how a list is written."""
