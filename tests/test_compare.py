@@ -209,6 +209,29 @@ def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
     assert {r.key["method.name"]: (r.finished, r.total) for r in cmp.rows} == {"gf2": (1, 1), "km": (1, 1)}
 
 
+def test_a_sweep_with_done_jobs_is_compared_over_all_its_runs(store, tmp_path):
+    """A sweep one of whose jobs another sweep had done compared "over 1 run" of 2; a re-run whose jobs were all
+    done, then the `sweep-compare` it printed, showed the study's latest sweep with children (another command's),
+    not its own. The parent names the runs it skipped as done; the report reads them with its children."""
+    common = ("problem.n_bits=10", "problem.n_test=50", "mlflow.experiment=rerun")
+    first = ("-m", "method=gf2,km", "problem.seed=42", *common)
+    for args in (first, ("-m", "method=gf2", "problem.seed=42,43", *common), first):
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-2000:]
+    assert "sweep: 0 job(s) finished, 0 failed, 2 skipped" in p.stdout, p.stdout
+    printed = p.stdout.strip().splitlines()[-1]  # next: <sweep-compare rerun ...>  ·  <sweep-ui ...>  →  <address>
+    assert printed.startswith("next: ") and " rerun " in printed.split("  ·  ")[0] + " ", printed
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("rerun").experiment_id
+    parents = client.search_runs([exp], "tags.`sweep.parent` = 'true'", order_by=["attributes.start_time ASC"])
+    assert [len(queries.load_children(client, p)) for p in parents] == [2, 1, 0]
+    cmp, _ = cmpmod.compare("rerun", store, tmp_path / "out", log=False, plot=False)
+    assert cmp.parent_id == parents[2].info.run_id  # the re-run itself, its runs the first sweep's
+    assert {(r.key.get("method.name"), r.finished) for r in cmp.rows} == {("gf2", 1), ("km", 1)}, cmp.rows
+    second, _ = cmpmod.compare(parents[1].info.run_id, store, tmp_path / "out2", log=False, plot=False)
+    assert sum(r.total for r in second.rows) == 2  # seed 42 done by the first sweep, seed 43 its own
+
+
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
 TILED_SMALL = (
     "sweeps=tiled_w1",
