@@ -90,16 +90,16 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     client = MlflowClient(store)
     assert queries.find_parent(client, "again").info.run_id == parents[1]
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
-    assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 2
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
     # a misspelt study gets the closest names of the store's studies and the presets, never a command that
     # fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the command that runs it
-    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 2
     said = capsys.readouterr().err
     assert "'agian': did you mean again? the store's studies: " in said and "sweeps=" not in said, said
-    assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
-    assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2
     assert " sweeps=tiled_w1` first (the store's studies: " in capsys.readouterr().err
 
 
@@ -230,6 +230,38 @@ def test_a_sweep_with_done_jobs_is_compared_over_all_its_runs(store, tmp_path):
     assert {(r.key.get("method.name"), r.finished) for r in cmp.rows} == {("gf2", 1), ("km", 1)}, cmp.rows
     second, _ = cmpmod.compare(parents[1].info.run_id, store, tmp_path / "out2", log=False, plot=False)
     assert sum(r.total for r in second.rows) == 2  # seed 42 done by the first sweep, seed 43 its own
+
+
+def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole():
+    """At 80 columns (a pipe, a small terminal) rich shrank the lone wrapping column to nothing (no entrant column)
+    and cut figures without a mark ("1,937,859,26"): the console is widened to the least width that keeps each
+    figure whole and each wrapping column 20 wide, and the long names wrap there."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from sweep.report.leaderboard import Entry
+
+    runs = [SimpleNamespace(info=SimpleNamespace(status="FINISHED"))] * 2
+    figures = {"accuracy": 1.0, "dmd": 3_149_136_241, "bytedmd": 2_836_230_585, "energy_pj": 3.784e9}
+    long = "/home/someone/solvers/a_rather_long_directory/honest.py:solve"
+    board = Leaderboard(
+        "parity_challenge", "p" * 32, "parity_challenge", "s" * 16, ["1"], {"accuracy": 0.95},
+        [Entry("sweep.challenge.references:smt", runs, means=figures), Entry(long, runs, means=figures)],
+        [Entry(long, runs, ["outside numpy: 882 values taken out of arrays into Python (allowed 20)"], figures)],
+    )  # fmt: skip
+    tables = board.rich_tables()
+    out = io.StringIO()
+    console = cmpmod.fitting(Console(width=80, file=out), tables)
+    assert 80 < console.width < 120
+    for t in tables:
+        console.print(t)
+    text = out.getvalue()
+    heads = [line.split() for line in text.splitlines() if line.lstrip().startswith(("rank", "entrant"))]
+    assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
+    assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
+    assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
 
 
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
