@@ -446,6 +446,44 @@ def test_curves_with_many_arms_stay_readable(tmp_path):
     assert plot_curves(_curves_comparison(26, alike=13), tmp_path / "c.png").stat().st_size > 10_000
 
 
+def test_the_char_models_curves_say_their_units_and_the_wall_clock_panel_colours_no_front(tmp_path, monkeypatch):
+    """char_lm's curves drew the training loss in nats beside the validation loss in bits, unlabelled (a false
+    gap), and said "train dashed" with no train curve; its wall-clock panel coloured the accuracy-energy front."""
+    import math
+
+    from sweep.report.curves import curves_figure
+    from sweep.report.pareto import front, plot_front
+    from sweep.report.table import Comparison, Row, Stat
+
+    rows = []
+    for i, (acc, pj, s) in enumerate(((0.3, 1e6, 0.1), (0.5, 1e8, 9.0), (0.4, 1e9, 0.5))):
+        row = Row({"arm": f"m{i}"}, 3, 3, {"accuracy": Stat(acc, 0, 3), "energy_pj": Stat(pj, 0, 3),
+                                           "wall_clock_s": Stat(s, 0, 3)})  # fmt: skip
+        nats = [3.0, 2.0]
+        bits = [n / math.log(2) for n in nats]
+        row.curves = {"test_accuracy": ([0.2, acc], [0, 0]), "train_loss": (nats, [0, 0]),
+                      "test_loss": (bits, [0, 0]), "eval_step": ([100, 200], [0, 0])}  # fmt: skip
+        rows.append(row)
+    cmp = Comparison("char_lm", "p", "char_lm", ["arm"], ["accuracy", "energy_pj", "wall_clock_s"], rows)
+    fig = curves_figure(cmp)
+    labels = [ax.get_ylabel() for ax in fig.axes[:3]]
+    assert labels == [
+        "validation character accuracy",
+        "train loss (bits per character)",
+        "validation loss (bits per character)",
+    ]
+    train, test = (ax.get_lines()[0].get_ydata() for ax in fig.axes[1:3])
+    assert list(train) == pytest.approx(list(test))  # one scale: the same loss is the same height
+    objectives = {"accuracy": "maximize", "energy_pj": "minimize"}
+    cmp.front = front(cmp, objectives)
+    drawn = []
+    monkeypatch.setattr("sweep.report.pareto.save", lambda fig, path: drawn.append(fig) or path)
+    plot_front(cmp, cmp.front, objectives, tmp_path / "f.png", ["wall_clock_s"])
+    energy, clock = drawn[0].axes[:2]
+    assert "Pareto front" in energy.get_legend_handles_labels()[1]
+    assert "Pareto front" not in clock.get_legend_handles_labels()[1] and "named" in clock.get_title()
+
+
 def test_an_integer_key_is_ticked_at_its_values():
     """sign_vs_sgd's k = 3, 4, 5: no tick at 3.5 or 4.5."""
     from sweep.report.plots import default_figure
