@@ -52,7 +52,7 @@ def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     )
     broken = solver_file(tmp_path, "import numpy\nx = 1 / 0\n", "broken.py")
     assert refusal(f"{broken}:solve") == (
-        f"method.path={broken}:solve: loading broken.py raised ZeroDivisionError: division by zero (line 2)"
+        f"method.path={broken}:solve: loading broken.py raised ZeroDivisionError: division by zero (broken.py, line 2)"
     )
     value = solver_file(tmp_path, "solve = 3\n", "value.py")
     assert refusal(f"{value}:solve") == f"method.path={value}:solve: solve is a int, not a function"

@@ -90,16 +90,16 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     client = MlflowClient(store)
     assert queries.find_parent(client, "again").info.run_id == parents[1]
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
-    assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 2
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
     # a misspelt study gets the closest names of the store's studies and the presets, never a command that
     # fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the command that runs it
-    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 2
     said = capsys.readouterr().err
     assert "'agian': did you mean again? the store's studies: " in said and "sweeps=" not in said, said
-    assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
-    assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 1
+    assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2
     assert " sweeps=tiled_w1` first (the store's studies: " in capsys.readouterr().err
 
 
@@ -207,6 +207,61 @@ def test_a_resumed_sweep_is_compared_whole(store, tmp_path):
     cmp, _ = cmpmod.compare("resumed", store, tmp_path / "out", log=False, plot=False)
     assert cmp.parent_id == parents[0].info.run_id
     assert {r.key["method.name"]: (r.finished, r.total) for r in cmp.rows} == {"gf2": (1, 1), "km": (1, 1)}
+
+
+def test_a_sweep_with_done_jobs_is_compared_over_all_its_runs(store, tmp_path):
+    """A sweep one of whose jobs another sweep had done compared "over 1 run" of 2; a re-run whose jobs were all
+    done, then the `sweep-compare` it printed, showed the study's latest sweep with children (another command's),
+    not its own. The parent names the runs it skipped as done; the report reads them with its children."""
+    common = ("problem.n_bits=10", "problem.n_test=50", "mlflow.experiment=rerun")
+    first = ("-m", "method=gf2,km", "problem.seed=42", *common)
+    for args in (first, ("-m", "method=gf2", "problem.seed=42,43", *common), first):
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-2000:]
+    assert "sweep: 0 job(s) finished, 0 failed, 2 skipped" in p.stdout, p.stdout
+    printed = p.stdout.strip().splitlines()[-1]  # next: <sweep-compare rerun ...>  ·  <sweep-ui ...>  →  <address>
+    assert printed.startswith("next: ") and " rerun " in printed.split("  ·  ")[0] + " ", printed
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("rerun").experiment_id
+    parents = client.search_runs([exp], "tags.`sweep.parent` = 'true'", order_by=["attributes.start_time ASC"])
+    assert [len(queries.load_children(client, p)) for p in parents] == [2, 1, 0]
+    cmp, _ = cmpmod.compare("rerun", store, tmp_path / "out", log=False, plot=False)
+    assert cmp.parent_id == parents[2].info.run_id  # the re-run itself, its runs the first sweep's
+    assert {(r.key.get("method.name"), r.finished) for r in cmp.rows} == {("gf2", 1), ("km", 1)}, cmp.rows
+    second, _ = cmpmod.compare(parents[1].info.run_id, store, tmp_path / "out2", log=False, plot=False)
+    assert sum(r.total for r in second.rows) == 2  # seed 42 done by the first sweep, seed 43 its own
+
+
+def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole():
+    """At 80 columns (a pipe, a small terminal) rich shrank the lone wrapping column to nothing (no entrant column)
+    and cut figures without a mark ("1,937,859,26"): the console is widened to the least width that keeps each
+    figure whole and each wrapping column 20 wide, and the long names wrap there."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from sweep.report.leaderboard import Entry
+
+    runs = [SimpleNamespace(info=SimpleNamespace(status="FINISHED"))] * 2
+    figures = {"accuracy": 1.0, "dmd": 3_149_136_241, "bytedmd": 2_836_230_585, "energy_pj": 3.784e9}
+    long = "/home/someone/solvers/a_rather_long_directory/honest.py:solve"
+    board = Leaderboard(
+        "parity_challenge", "p" * 32, "parity_challenge", "s" * 16, ["1"], {"accuracy": 0.95},
+        [Entry("sweep.challenge.references:smt", runs, means=figures), Entry(long, runs, means=figures)],
+        [Entry(long, runs, ["outside numpy: 882 values taken out of arrays into Python (allowed 20)"], figures)],
+    )  # fmt: skip
+    tables = board.rich_tables()
+    out = io.StringIO()
+    console = cmpmod.fitting(Console(width=80, file=out), tables)
+    assert 80 < console.width < 120
+    for t in tables:
+        console.print(t)
+    text = out.getvalue()
+    heads = [line.split() for line in text.splitlines() if line.lstrip().startswith(("rank", "entrant"))]
+    assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
+    assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
+    assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
 
 
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
@@ -389,6 +444,44 @@ def test_curves_with_many_arms_stay_readable(tmp_path):
     box = ax.get_legend().get_window_extent()
     assert not any(box.overlaps(a.get_window_extent()) for a in fig.axes)
     assert plot_curves(_curves_comparison(26, alike=13), tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_the_char_models_curves_say_their_units_and_the_wall_clock_panel_colours_no_front(tmp_path, monkeypatch):
+    """char_lm's curves drew the training loss in nats beside the validation loss in bits, unlabelled (a false
+    gap), and said "train dashed" with no train curve; its wall-clock panel coloured the accuracy-energy front."""
+    import math
+
+    from sweep.report.curves import curves_figure
+    from sweep.report.pareto import front, plot_front
+    from sweep.report.table import Comparison, Row, Stat
+
+    rows = []
+    for i, (acc, pj, s) in enumerate(((0.3, 1e6, 0.1), (0.5, 1e8, 9.0), (0.4, 1e9, 0.5))):
+        row = Row({"arm": f"m{i}"}, 3, 3, {"accuracy": Stat(acc, 0, 3), "energy_pj": Stat(pj, 0, 3),
+                                           "wall_clock_s": Stat(s, 0, 3)})  # fmt: skip
+        nats = [3.0, 2.0]
+        bits = [n / math.log(2) for n in nats]
+        row.curves = {"test_accuracy": ([0.2, acc], [0, 0]), "train_loss": (nats, [0, 0]),
+                      "test_loss": (bits, [0, 0]), "eval_step": ([100, 200], [0, 0])}  # fmt: skip
+        rows.append(row)
+    cmp = Comparison("char_lm", "p", "char_lm", ["arm"], ["accuracy", "energy_pj", "wall_clock_s"], rows)
+    fig = curves_figure(cmp)
+    labels = [ax.get_ylabel() for ax in fig.axes[:3]]
+    assert labels == [
+        "validation character accuracy",
+        "train loss (bits per character)",
+        "validation loss (bits per character)",
+    ]
+    train, test = (ax.get_lines()[0].get_ydata() for ax in fig.axes[1:3])
+    assert list(train) == pytest.approx(list(test))  # one scale: the same loss is the same height
+    objectives = {"accuracy": "maximize", "energy_pj": "minimize"}
+    cmp.front = front(cmp, objectives)
+    drawn = []
+    monkeypatch.setattr("sweep.report.pareto.save", lambda fig, path: drawn.append(fig) or path)
+    plot_front(cmp, cmp.front, objectives, tmp_path / "f.png", ["wall_clock_s"])
+    energy, clock = drawn[0].axes[:2]
+    assert "Pareto front" in energy.get_legend_handles_labels()[1]
+    assert "Pareto front" not in clock.get_legend_handles_labels()[1] and "named" in clock.get_title()
 
 
 def test_an_integer_key_is_ticked_at_its_values():

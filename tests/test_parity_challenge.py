@@ -54,7 +54,7 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
 
     out = tmp_path / "board"
     cmd = [sys.executable, "-m", "sweep.compare", "parity_challenge", "--out", str(out)]
-    env = {**os.environ, "COLUMNS": "120"}
+    env = {**os.environ, "COLUMNS": "80"}  # a pipe or a small terminal: every column kept, every figure whole
     shown = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
@@ -72,6 +72,10 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
     board = (out / "leaderboard.md").read_text()
     assert f"{GF2}: left out, its latest round (parent run {parents[0].info.run_id}) had another scorer" in board
     assert "smt (reference)" in shown.stdout and "disqualified" in shown.stdout
+    heads = [line.split()[:3] for line in shown.stdout.splitlines() if line.startswith(("rank ", "entrant "))]
+    assert heads == [["rank", "entrant", "runs"], ["entrant", "runs", "disqualified"]], shown.stdout
+    for r in passed:  # each mean DMD whole, as the CSV has it
+        assert f"{float(r['dmd']):,.0f}" in shown.stdout, (r["dmd"], shown.stdout)
     logged = {a.path for a in client.list_artifacts(parents[-1].info.run_id, "compare")}
     assert logged == {"compare/leaderboard.md", "compare/leaderboard.csv"}
 

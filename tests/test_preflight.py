@@ -44,6 +44,16 @@ def test_a_preset_is_named_whole_and_one_a_command(monkeypatch):
     assert check_command(["sweeps=tiled_w1", "-m"]) == ["-m", "sweeps=tiled_w1"]
 
 
+def test_a_preset_key_given_twice_is_two_presets(store, tmp_path):
+    """`sweeps=tiled_w1 sweeps=sign_vs_sgd` ran the second alone, silently (Hydra keeps a key's last value), and
+    its hint named the first study: refused as `sweeps=a,b` is, one line, exit 2, nothing run."""
+    p = run_sweep("sweeps=tiled_w1", "sweeps=sign_vs_sgd", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and not p.stdout, (p.stdout, p.stderr[-2000:])
+    assert p.stderr.startswith("sweep: config error: sweeps=tiled_w1 sweeps=sign_vs_sgd names 2 presets: "), p.stderr
+    assert p.stderr.rstrip().endswith(" sweeps=sign_vs_sgd") and " sweeps=tiled_w1, then " in p.stderr
+    assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
+
+
 def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command(store, tmp_path):
     """`problem.seed=1,2` without `-m` was Hydra's traceback and exit 1: one line, exit 2, nothing recorded, with
     the command that sweeps them (it runs pasted) and, for a key, how a list is written."""
@@ -55,3 +65,27 @@ def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command
     command = line.split("which needs -m: ", 1)[1].removesuffix(" (a list value is written problem.seed=[1,2])")
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "sweep: 2 job(s) finished" in done.stdout, done.stderr[-2000:]
+
+
+def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
+    """Hydra's basic launcher given the project's launcher's key said "expected one of " and nothing; a list
+    field given one value, OmegaConf's "Invalid value assigned: str is not a ListConfig"; a syntax error in a
+    user's solver named importlib's line (241), not the user's file and line."""
+    (tmp_path / "bad.py").write_text("import numpy as np\n\n\ndef solve(x, y, n_bits, k_sparse)\n    return x\n")
+    for args, said in (
+        (
+            ("-m", "hydra/launcher=basic", "hydra.launcher.n_workers=2", "method=gf2"),
+            "hydra.launcher.n_workers is not a key of hydra.launcher, which takes none (n_workers is a key of "
+            "hydra/launcher=sweep, the project's launcher)",
+        ),
+        (
+            ("method=curriculum", "method.schedule=bogus"),
+            "method.schedule=bogus is not allowed: expected a list, written method.schedule=[10,30]",
+        ),
+        (
+            ("method=solver", "method.path=bad.py:solve"),
+            "method.path=bad.py:solve: loading bad.py raised SyntaxError: expected ':' (bad.py, line 4)",
+        ),
+    ):
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr == f"sweep: config error: {said}\n", (args, p.stderr[-2000:])

@@ -181,3 +181,29 @@ def test_every_key_of_every_option_is_documented():
                 ):
                     missing.append(f"{group}={option}: {f.name}")
     assert missing == []
+
+
+def test_the_docs_commands_run_pasted_without_an_activated_venv(tmp_path):
+    """`python -m sweep ...` pasted from a page failed without an activated venv ("No module named sweep"): every
+    command is written as the README writes it, `.venv/bin/<script>` or `.venv/bin/python`, and each script it
+    names is one the project installs; one runs pasted, from the root, with a PATH that has no venv."""
+    import os
+    import subprocess
+
+    section = (ROOT / "pyproject.toml").read_text().split("[project.scripts]", 1)[1].split("\n[", 1)[0]
+    scripts = set(re.findall(r"(?m)^([\w-]+) = ", section)) | {"python", "modal"}
+    bare = re.compile(r"(?<![\w/.-])python3? (?:-m sweep|benchmarks/)")
+    bad, named = [], set()
+    for f in docs_pages():
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if bare.search(line):
+                bad.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
+            named |= set(re.findall(r"\.venv/bin/([\w-]+)", line))
+    assert not bad, "commands that need an activated venv:\n" + "\n".join(bad)
+    assert named and named <= scripts, named - scripts
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if ".venv" not in p)
+    done = subprocess.run(
+        ["bash", "-c", f"cd {ROOT} && .venv/bin/sweep-compare --help"], env={**os.environ, "PATH": path},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and "usage:" in done.stdout, done.stderr

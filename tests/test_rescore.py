@@ -140,6 +140,27 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         client.get_run(traced.run_id).data.metrics["dmd"] == job.run(compose("tracker=dmd", *STUDY[0])).metrics["dmd"]
     )
     assert main([traced.run_id, "tracker=dmd", "--tracking-uri", store]) == 0  # by run id; scoring again is harmless
+    # a damaged trace (`{"format":1}` alone aborted the command with "sweep-rescore: 'buffers'"; a huge run-length
+    # was a MemoryError traceback): the run named with what is wrong, one line, the others scored, exit 1
+    capsys.readouterr()
+    good = stored.loads(traced.artifacts[stored.ARTIFACT])[0]
+    huge = stored.dumps(good).replace('"seq":[0,1', f'"seq":[0,{10**15}', 1)
+    damaged = {}
+    for text in ('{"format":1}', huge):
+        r = job.run(compose("tracker=ard", *STUDY[0]))
+        rec.log(r)
+        client.log_text(r.run_id, text, stored.ARTIFACT)
+        damaged[r.run_id] = text
+    assert main(["mixed", "tracker=cache", "--tracking-uri", store]) == 1
+    captured = capsys.readouterr()
+    assert "1 of 4 run(s) scored with tracker=cache" in captured.out
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 3 and "Traceback" not in captured.err, captured.err
+    said = {rid: next(line for line in lines if rid in line) for rid in damaged}
+    first, second = damaged
+    assert said[first].endswith(f"({first}): trace.json: no 'buffers' entry, which format 1 has"), said[first]
+    assert "repeats a step 1,000,000,000,000,000 times" in said[second], said[second]
+    assert "cache_hits" in client.get_run(traced.run_id).data.metrics
 
 
 @pytest.mark.slow

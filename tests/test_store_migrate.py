@@ -4,6 +4,7 @@ SQLite store, compared run by run; copied again (nothing new), interrupted and r
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -117,11 +118,20 @@ def test_source_has_what_a_migrate_must_carry(source):
     assert client(source).list_artifacts(sgd.info.run_id)
 
 
+PROGRESS = re.compile(r"sweep\.store migrate: (?:\d+ run\(s\) found, |\d+/\d+ run\(s\) \()")
+
+
+def said(err: str) -> list[str]:
+    """The lines on stderr besides the command's progress (a line once the runs are read, one at each tenth)."""
+    return [ln for ln in err.splitlines() if not PROGRESS.match(ln)]
+
+
 def test_migrate_into_server_matches_source_run_by_run(source, server, tmp_path):
     r = migrate("--from", source, "--to", server.uri)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith(": 9 copied, 0 already there, 0 failed"), r.stdout
-    assert (r.stdout.count("\n"), r.stderr) == (1, ""), r.stdout + r.stderr  # the summary, not MLflow's lines
+    # the summary, and the command's own progress lines, not MLflow's
+    assert (r.stdout.count("\n"), said(r.stderr)) == (1, []), r.stdout + r.stderr
     assert_same_runs(source, server.uri, tmp_path)
 
 
@@ -279,8 +289,12 @@ def test_progress_bar_on_a_terminal_only(source, tmp_path):
     assert proc.wait(timeout=120) == 0
     os.close(main)
     assert b"9/9" in seen and b"9 to copy" in seen, seen[-2000:]
+    # into a pipe (a log, CI) a line says what it does and one at each tenth of the runs (it was silent for 81 s)
     piped = migrate("--from", source, "--to", target, "--dry-run")
-    assert (piped.stderr, piped.stdout.count("\n")) == ("", 1), piped.stdout + piped.stderr
+    assert (said(piped.stderr), piped.stdout.count("\n")) == ([], 1), piped.stdout + piped.stderr
+    lines = piped.stderr.splitlines()
+    assert lines[-10].endswith("9 run(s) found, 9 not copied yet; counting them"), lines
+    assert [ln.split(": ")[1].split(" (")[0] for ln in lines[-9:]] == [f"{i}/9 run(s)" for i in range(1, 10)]
 
 
 def test_a_run_that_cannot_be_copied_is_named_and_the_rest_go_on(source, tmp_path):
@@ -302,7 +316,7 @@ def test_a_run_that_cannot_be_copied_is_named_and_the_rest_go_on(source, tmp_pat
     r = migrate("--from", src_uri, "--to", target)
     assert r.returncode == 1, r.stdout + r.stderr
     assert r.stdout.strip().endswith(": 8 copied, 0 already there, 1 failed"), r.stdout
-    (line,) = r.stderr.strip().splitlines()
+    (line,) = said(r.stderr)
     assert line.startswith(f"sweep.store migrate: run {broken.info.run_id}: ") and "config.yaml" in line, line
     assert len(runs(target)) == 8  # no part of the failed run stays in the target
     (art / "config.yaml").unlink()

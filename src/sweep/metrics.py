@@ -19,6 +19,8 @@ class Metric:
     plot: bool = False  # one of the generic plot's default panels
     ui: bool = False  # a column of MLflow's runs view
     key: bool = False  # a study's key metric when its preset names none (compare's terminal table)
+    # the tracker whose own figure this is: on a run's line only under that tracker (every tracker logs ard too)
+    tracker: str | None = None
 
 
 # Table order: the group's own columns (seed 001: reads, writes, total floats; dmc, dmd, ByteDMD, energy) beside
@@ -35,17 +37,17 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("warmup_s", "warm-up (s)", "{:.4f}"),
     # a batched run (hydra.launcher.batch): its batch's whole solve; wall_clock_s is this over the batch's runs
     Metric("batch_wall_s", "batch solve wall-clock (s)", "{:.4f}"),
-    Metric("ard", "ARD (floats)", "{:,.0f}", line="{:,.1f}", plot=True, ui=True),
+    Metric("ard", "ARD (floats)", "{:,.0f}", line="{:,.1f}", plot=True, ui=True, tracker="ard"),
     Metric("reads", "reads", "{:,.0f}"),
     Metric("writes", "writes", "{:,.0f}"),
     Metric("total_floats", "total_floats", "{:,.0f}"),
     Metric("dmc", "dmc", "{:,.0f}"),
-    Metric("dmd", "dmd", "{:,.0f}"),
-    Metric("bytedmd", "ByteDMD", "{:,.0f}"),
+    Metric("dmd", "dmd", "{:,.0f}", line="{:,.0f}", tracker="dmd"),
+    Metric("bytedmd", "ByteDMD", "{:,.0f}", line="{:,.0f}", tracker="bytedmd"),
     # tracker.source=auto: values that left the traced arrays as Python values (work done outside the arrays)
     Metric("escaped", "escaped values", "{:,.0f}"),
-    Metric("cache_hit_rate", "cache hit rate", "{:.3f}", plot=True),
-    Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True),
+    Metric("cache_hit_rate", "cache hit rate", "{:.3f}", line="{:.3f}", plot=True, tracker="cache"),
+    Metric("energy_pj", "modelled energy (pJ)", "{:.4g}", line="{:.4g}", ui=True, tracker="energy"),
     # the solve's price: wall_clock_s x the device's hourly price (cuda: Modal's rate for device.gpu), the same
     # under every launcher
     Metric("cost_usd", "cost (USD)", "{:.3g}", line="${:.3g}", plot=True, ui=True),
@@ -62,6 +64,7 @@ LINE: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.line)  # a run's one
 PLOT: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.plot)  # the generic plot's default panels
 UI: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.ui)  # MLflow's runs view
 KEY: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.key)  # a study's key metrics when its preset names none
+TRACKER_FIGURES: dict[str, str] = {m.tracker: m.name for m in REGISTRY if m.tracker}  # a tracker's own figure
 
 
 def label(name: str) -> str:
@@ -81,6 +84,12 @@ def cell(name: str, value: float) -> str:
     return fmt(name).format(value)
 
 
-def line(metrics: dict[str, float]) -> list[str]:
-    """`key=value` for each one-line-summary metric present, in registry order."""
-    return [f"{k}=" + BY_NAME[k].line.format(metrics[k]) for k in LINE if k in metrics]  # type: ignore[union-attr]
+def line(metrics: dict[str, float], tracker: str | None = None) -> list[str]:
+    """`key=value` for each one-line-summary metric present, in registry order; of the trackers' figures, the
+    run's tracker's own (`tracker`; None: not known, ard's)."""
+    own = tracker if tracker in TRACKER_FIGURES else "ard"
+    return [
+        f"{k}=" + BY_NAME[k].line.format(metrics[k])  # type: ignore[union-attr]
+        for k in LINE
+        if k in metrics and BY_NAME[k].tracker in (None, own)
+    ]

@@ -24,10 +24,12 @@ class RunResult:
 
     def recorded(self) -> None:
         """Once written to the store, what a sweep keeps of a run for its whole length (the sweeper's return,
-        the parent's totals): metrics, status, error, ids. The config, tags, curves and artifacts are in the store;
-        kept, they cost ~15 KB a finished job. The metrics' names are interned: a result unpickled from a worker
-        brings its own copy of each name, ~1 KB of a kept run's ~2.5 KB (10,000 sgd seeds: ~10 MB)."""
-        self.config, self.curves, self.artifacts, self.tags = {}, {}, {}, {}
+        the parent's totals): metrics, status, error, ids, the tracker's name (its line). The config, tags, curves
+        and artifacts are in the store; kept, they cost ~15 KB a finished job. The metrics' names are interned: a
+        result unpickled from a worker brings its own copy of each name, ~1 KB of a kept run's ~2.5 KB (10,000 sgd
+        seeds: ~10 MB)."""
+        self.config, self.curves, self.artifacts = {}, {}, {}
+        self.tags = {k: self.tags[k] for k in ("tracker",) if k in self.tags}  # its line shows that tracker's figure
         self.metrics = {sys.intern(k) if type(k) is str else k: v for k, v in self.metrics.items()}
 
     def short_name(self) -> str:
@@ -44,7 +46,7 @@ class RunResult:
         """One line: status, the job's name (default: short_name()), its headline metrics."""
         m = self.metrics
         parts = [f"[{self.status}]", name or self.short_name()]
-        parts += line(m)
+        parts += line(m, self.tags.get("tracker"))
         if self.error and self.status != "FINISHED":
             parts.append("error=" + self.error.strip().splitlines()[-1])
         if self.run_id:

@@ -38,7 +38,7 @@ from hydra_plugins.sweep_launcher._core import (
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, composer, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
-from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted
+from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
 from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.backends import Backend
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
@@ -123,7 +123,10 @@ class Dispatcher:
                         self._handle(job, reply)
                     self.progress.refresh()
         except Interrupted as e:
-            self._interrupted(e)
+            if len(self.returns) < len(self.by_idx):
+                self._interrupted(e)
+            else:  # every job was recorded (the signal came at the last one's line): the sweep ran whole
+                defer(e.signum)
         except HooksFailed as e:
             self._abort(str(e))
         return self.returns
@@ -292,24 +295,29 @@ class Dispatcher:
             offline=self.offline and job.where == "modal",
             time_limit_s=reply.time_limit_s,
         )
-        self._tell(job, outcome)
+        why = "" if ok else reply.reason or (reply.error or "failed").strip().splitlines()[-1]
+        self.interrupt.in_write = True  # recorded, counted and kept as one step: a signal waits for all of it
+        try:
+            self._tell(job, outcome)
+            if ok:
+                self.tally.done += 1
+            else:
+                self.tally.failures.append((job.label(), why))
+                ret = failure if self.isolate and failure is not None else ret
+            self.returns[job.idx] = ret
+        finally:
+            self.interrupt.in_write = False
         if ok:
-            self.tally.done += 1
             said = (h.job_line(job, outcome) for h in self.hooks)
             line = next((s for s in said if s is not None), f"[FINISHED] {job.label()}")
             self.progress.job_done(job, ok=True, line=line)
         else:
-            why = reply.reason or (reply.error or "failed").strip().splitlines()[-1]
-            self.tally.failures.append((job.label(), why))
-            if self.isolate and failure is not None:
-                ret = failure
             self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
-        self.returns[job.idx] = ret
         self.interrupt.check()
 
     def _tell(self, job: Job, outcome: Outcome) -> None:
         """Hand one outcome to the hooks; a signal waits until they are done writing."""
-        self.interrupt.in_write = True
+        was, self.interrupt.in_write = self.interrupt.in_write, True
         try:
             with self._for_hooks(job):  # a job cut short: its config composed for the hooks alone
                 for h in self.hooks:
@@ -317,7 +325,7 @@ class Dispatcher:
         except Exception as e:  # noqa: BLE001 - surfaced as one line by _abort
             raise HooksFailed(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
         finally:
-            self.interrupt.in_write = False
+            self.interrupt.in_write = was
 
     # -- backends (Modal, an app's own) -------------------------------------------------------------------------
     def _start_remote(self) -> None:

@@ -114,6 +114,13 @@ def hold() -> None:
         _before_hold.update((s, h) for s, h in previous.items() if h is not _holding)
 
 
+def defer(signum: int) -> None:
+    """A signal that came once every job was recorded: the sweep ends as it would have (its hooks close it as
+    FINISHED or FAILED, not KILLED), then the command stops with the signal's exit code (`exit_if_signalled`)."""
+    hold()
+    _note(signum)
+
+
 def take() -> "Interrupted | None":
     """The signal noted and not acted on yet, as the exception that acts on it (now forgotten), or None."""
     return Interrupted(_pending.pop()) if _pending else None

@@ -104,7 +104,8 @@ def resume_single_run(cfg: DictConfig) -> str | None:
             cfg.extra.repeat = repeat
         return done
     run = recorder.client.get_run(done)
-    line = RunResult(config={}, metrics=dict(run.data.metrics), status=run.info.status, run_id=done)
+    tracker = {k: v for k, v in run.data.tags.items() if k == "tracker"}
+    line = RunResult(config={}, metrics=dict(run.data.metrics), tags=tracker, status=run.info.status, run_id=done)
     print(
         f"sweep: already recorded, not run again ({FORCE_KEY}=true records a repeat: "
         f"{this_command(f'{FORCE_KEY}=true')})\n{line.summary(run.info.run_name)}\n"

@@ -31,7 +31,15 @@ from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
-from sweep.record.tags import JOB_NUM_TAG, MODAL_GPU_TAG, MODAL_OFFLINE_TAG, ROUTE_TAG, TIME_LIMIT_TAG
+from sweep.record.tags import (
+    DONE_RUNS_PER_TAG,
+    DONE_RUNS_TAG,
+    JOB_NUM_TAG,
+    MODAL_GPU_TAG,
+    MODAL_OFFLINE_TAG,
+    ROUTE_TAG,
+    TIME_LIMIT_TAG,
+)
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
@@ -132,11 +140,23 @@ class SweepLaunchHooks(LaunchHooks):
             force = launcher.get("force") or OmegaConf.select(first, FORCE_KEY, default=False)
             done = {} if force else self.session.done_hashes(first, set(hashes.values()))
             held = self.session.claim(first, set(hashes.values()) - set(done))
+            self._note_done(first, sorted({done[h] for h in hashes.values() if h in done}))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
         skip: dict[int, Optional[str]] = {idx: None for idx, h in hashes.items() if h in done}
         skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
         return skip
+
+    def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
+        """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no
+        child for, so that its report shows the whole sweep. StoreError (one line) where the store refuses."""
+        recorder = self.session.store(config)
+        try:
+            for i in range(0, len(run_ids), DONE_RUNS_PER_TAG):
+                chunk = ",".join(run_ids[i : i + DONE_RUNS_PER_TAG])
+                recorder.store_client.set_tag(self.session.parent, f"{DONE_RUNS_TAG}{i // DONE_RUNS_PER_TAG}", chunk)
+        except Exception as e:  # noqa: BLE001 - whatever the store raised: one line, before any job
+            raise StoreError(recorder.tracking_uri, f"the skipped jobs' runs could not be noted: {e}") from e
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""

@@ -31,19 +31,21 @@ def check_unknown_preset(argv: list[str]) -> None:
     an unknown preset (a typo) is refused here, before anything is composed or run. So are two presets in one
     command: each is a sweep of its own, and Hydra would run one job of each (the presets' sweeps ignored) into
     the first one's study."""
+    given = []  # (the argument, its presets): `sweeps=a sweeps=b` is two presets as much as `sweeps=a,b` is
     for arg in argv:
         key, eq, value = arg.lstrip("+~").partition("=")
-        if key != "sweeps" or not eq or "(" in value:
-            continue
-        names = [v.strip() for v in value.split(",")]
-        unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
-        if unknown:
-            raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: {expected(unknown[0], presets())}")
-        if len(names) > 1:
-            one_each = ", then ".join(this_command(f"sweeps={n}") for n in names)
-            raise Refusal.config_error(
-                f"{arg} names {len(names)} presets: each is a sweep of its own, one a command: {one_each}"
-            )
+        if key == "sweeps" and eq and "(" not in value:
+            given.append((arg, [v.strip() for v in value.split(",")]))
+    names = [n for _, ns in given for n in ns]
+    unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
+    if unknown:
+        raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: {expected(unknown[0], presets())}")
+    if len(names) > 1:
+        one_each = ", then ".join(this_command(f"sweeps={n}") for n in names)
+        said = " ".join(arg for arg, _ in given)
+        raise Refusal.config_error(
+            f"{said} names {len(names)} presets: each is a sweep of its own, one a command: {one_each}"
+        )
 
 
 def check_unused_additions(argv: list[str]) -> None:

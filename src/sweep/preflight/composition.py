@@ -21,6 +21,7 @@ from hydra.errors import (
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from hydra_plugins.sweep_launcher.api import this_command
+from hydra_plugins.sweep_launcher.config import SweepLauncherConf
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
@@ -116,6 +117,10 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
     keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
     if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
         return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
+    if not keys:  # Hydra's basic launcher: a schema with no keys of its own (an empty "expected one of")
+        own = [f.name for f in dataclasses.fields(SweepLauncherConf)] if node == "hydra.launcher" else []
+        elsewhere = f" ({key} is a key of hydra/launcher=sweep, the project's launcher)" if key in own else ""
+        return Refusal.config_error(f"{cause.full_key} is not a key of {option}, which takes none{elsewhere}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
 
 
@@ -125,4 +130,15 @@ def wrong_type(message: str, cause: ValidationError) -> Refusal:
     m = re.search(r"could not be converted to (\w+)|is not a valid (bool)\b", str(cause.msg))
     name = m and (m.group(1) or "Boolean")  # (OmegaConf words a boolean's error apart)
     allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
+    if "is not a ListConfig" in str(cause.msg):  # (OmegaConf's words for a list field given a single value)
+        allowed = f"a list, written {cause.full_key}=[{','.join(map(str, _default(cause) or ['...']))}]"
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")
+
+
+def _default(cause: ValidationError) -> Optional[list]:
+    """The schema's default of the field `cause` names (a list field's, as an example of the form), if it has one."""
+    schema, key = cause.object_type, str(cause.full_key).rpartition(".")[2]
+    if not dataclasses.is_dataclass(schema):
+        return None
+    f = next((f for f in dataclasses.fields(schema) if f.name == key), None)
+    return f.default_factory() if f is not None and f.default_factory is not dataclasses.MISSING else None

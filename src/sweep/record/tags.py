@@ -20,6 +20,9 @@ KILLED_REASON_TAG = "sweep.killed_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (sweep.record.abandoned)
 HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done
+# + 0, 1, ...: on the parent, the runs of the jobs it skipped as done, comma-separated: a sweep's runs are its
+# children and these (a re-run whose jobs were all done is that sweep, not an older one with children)
+DONE_RUNS_TAG, DONE_RUNS_PER_TAG = "sweep.done_runs.", 150
 REFUSED_TAG = "sweep.refused."  # + the job's number, on the parent: "<job>: config error: ..." (no run)
 # MLflow 3 opens an experiment of this kind on its runs table ("Model training"), not its GenAI pages
 KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"

@@ -41,6 +41,7 @@ from sweep.report.study import key_metrics, proxy_ranking, study_settings
 from sweep.report.table import Comparison
 
 ARTIFACT_DIR = "compare"
+WRAPPED_MIN = 20  # the least width of a terminal column whose cells wrap (an entrant's path, a reason)
 
 
 def compare(
@@ -153,6 +154,25 @@ def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
     return True
 
 
+def fitting(console: Console, tables: list[Any]) -> Console:
+    """A console wide enough for every column of `tables`: each that does not wrap (an identity, a figure) whole,
+    each that wraps (an entrant, a reason) at least WRAPPED_MIN wide; wider than the terminal where they need it
+    (the terminal wraps the lines, a pipe or `less -S` shows them whole). In a narrower one rich shrinks a lone
+    wrapping column to nothing (the entrant column gone) and cuts figures without a mark ("1,937,859,26")."""
+    need = 0
+    for t in tables:
+        wrapping = [c for c in t.columns if not c.no_wrap]
+        saved = [c.max_width for c in wrapping]
+        for c in wrapping:
+            c.max_width = min(c.max_width or WRAPPED_MIN, WRAPPED_MIN)
+        try:
+            need = max(need, console.measure(t, options=console.options.update_width(10_000)).maximum)
+        finally:
+            for c, w in zip(wrapping, saved):
+                c.max_width = w
+    return Console(width=need, file=console.file) if need > console.width else console
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
@@ -174,9 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
-    except LookupError as e:
+    except LookupError as e:  # a study or run not in the store (a misspelling): bad input, as sweep's and rescore's
         print(f"sweep.compare: {e}", file=sys.stderr)
-        return 1
+        return 2
     except address.BadAddress as e:
         print(f"sweep.compare: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
         return 2
@@ -184,9 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sweep.compare: {e}", file=sys.stderr)
         return 1
     if isinstance(cmp, Leaderboard) and not a.markdown:
-        console = Console()
+        tables = cmp.rich_tables()
+        console = fitting(Console(), tables)
         console.print(cmp.header(), markup=False)
-        for table in cmp.rich_tables():
+        for table in tables:
             console.print(table)
         for note in cmp.notes:
             console.print(note, markup=False)
@@ -203,11 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif isinstance(cmp, Comparison):
         console = Console()
         tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
-        # tables wider than the console keep their natural width (the terminal wraps them, a pipe or
-        # `less -S` shows them whole) rather than every number cut down to "1…"
-        need = max(console.measure(t, options=console.options.update_width(10_000)).maximum for t in tables)
-        if need > console.width:
-            console = Console(width=need)
+        console = fitting(console, tables)
         if not a.wide:
             console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
         for table in tables:

@@ -3,6 +3,7 @@ band over seeds (seed 002's grokking and hidden progress)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -10,12 +11,20 @@ from sweep.report.figure import legend, plt, save, style
 from sweep.report.table import Comparison, Row
 
 CURVE_LABELS = {
-    "test_accuracy": "accuracy (test; train dashed)",
+    "test_accuracy": "accuracy (test)",
     "train_loss": "train loss",
     "test_loss": "test loss",
     "hidden_progress": "hidden progress ||w_t - w_0||_1",
 }
 DASHED = {"test_accuracy": "train_accuracy"}  # drawn dashed in the same panel (grokking: train fits first)
+# the character models' curves (their points are evaluations: `eval_step`): the training loss is logged in nats
+# (torch's cross-entropy), the validation loss in bits per character (sweep.methods.lm.train); both drawn in bits
+# per character, so that the two panels are read on one scale
+PER_EVALUATION = {
+    "test_accuracy": ("validation character accuracy", 1.0),
+    "train_loss": ("train loss (bits per character)", 1 / math.log(2)),
+    "test_loss": ("validation loss (bits per character)", 1.0),
+}
 
 
 def plot_curves(cmp: "Comparison", path: Path) -> Path:
@@ -49,6 +58,8 @@ def curves_figure(cmp: "Comparison"):
             if name not in row.curves:
                 continue
             mean, std = row.curves[name]
+            scale = PER_EVALUATION[name][1] if per == "evaluation" and name in PER_EVALUATION else 1.0
+            mean, std = [m * scale for m in mean], [s * scale for s in std]
             epochs = row.curves["eval_step"][0][: len(mean)] if "eval_step" in row.curves else range(1, len(mean) + 1)
             look = style(i)
             every = max(len(mean) // 8, 1)
@@ -63,7 +74,11 @@ def curves_figure(cmp: "Comparison"):
             if DASHED.get(name) in row.curves:
                 ax.plot(epochs, row.curves[DASHED[name]][0][: len(mean)], color=look["color"], ls="--", lw=0.8)
         ax.set_xlabel("training step" if per == "evaluation" else "epoch")
-        ax.set_ylabel(CURVE_LABELS[name])
+        label = PER_EVALUATION[name][0] if per == "evaluation" and name in PER_EVALUATION else CURVE_LABELS[name]
+        dashed = DASHED.get(name)
+        if dashed and any(dashed in r.curves for r in cmp.rows):
+            label += f"; {dashed.split('_')[0]} dashed"
+        ax.set_ylabel(label)
         if name == "hidden_progress":
             ax.set_yscale("log")
     legend(axes[0][-1], title=" ".join(cmp.keys) or None)

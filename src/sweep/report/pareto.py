@@ -48,10 +48,9 @@ def plot_front(
             [p[0] for p in pts], [p[1] for p in pts], color="0.6", label="trials" if TRIAL_KEY in cmp.keys else "runs"
         )
         best = sorted((r.stats[xm].mean, r.stats[y].mean, r) for r in on_front.rows if xm in r.stats)
-        style = "o-" if xm == x else "o"  # joined where the front is a front: against the second objective
-        ax.plot(
-            [b[0] for b in best], [b[1] for b in best], style, color="C3", drawstyle="steps-post", label="Pareto front"
-        )
+        if xm == x:  # the front is a front against the second objective only: elsewhere its rows are only named
+            ax.plot([b[0] for b in best], [b[1] for b in best], "o-", color="C3", drawstyle="steps-post",
+                    label="Pareto front")  # fmt: skip
         for bx, by, r in best:
             label = f"#{r.key[TRIAL_KEY]}" if TRIAL_KEY in r.key else " ".join(r.key.values())
             ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
@@ -60,7 +59,6 @@ def plot_front(
         ax.set_xlabel(f"{metric_label(xm)} ({objectives[xm]})" if xm in objectives else metric_label(xm))
         ax.set_ylabel(f"{metric_label(y)} ({objectives[y]})")
         ax.legend(fontsize=8)
-        ax.set_title(
-            f"{cmp.study}: {len(pts)} {'trials' if TRIAL_KEY in cmp.keys else 'rows'}, {len(best)} on the front"
-        )
+        on = f"{len(best)} on the front" if xm == x else f"named: the {len(best)} on the {y}-{x} front"
+        ax.set_title(f"{cmp.study}: {len(pts)} {'trials' if TRIAL_KEY in cmp.keys else 'rows'}, {on}")
     return save(fig, path)

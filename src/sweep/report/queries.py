@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Sequence
 from hydra_plugins.sweep_launcher.api import command
 from sweep.config.suggest import closest
 from sweep.paths import SWEEPS_DIR
-from sweep.record.tags import HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
+from sweep.record.tags import DONE_RUNS_TAG, HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
 from sweep.report.table import Comparison
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -22,8 +22,8 @@ CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_
 
 def find_parent(client: Any, ref: str):
     """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
-    parent whose overrides say `sweeps=ref`) that has child runs: a re-run whose jobs were all done already
-    (skipped) leaves an empty parent, and the study is still the earlier sweep's."""
+    parent whose overrides say `sweeps=ref`) that has runs: its children, or the runs of the jobs it skipped as
+    done (a re-run whose jobs were all done is that sweep, whatever ran since)."""
     if RUN_ID.match(ref):
         from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
@@ -44,7 +44,7 @@ def find_parent(client: Any, ref: str):
     if not candidates:
         raise LookupError(f"no sweep parent run found for {ref!r}: {_studies_instead(ref, parents, exps)}")
     candidates.sort(key=lambda r: r.info.start_time, reverse=True)
-    return next((r for r in candidates if has_children(client, r)), candidates[0])
+    return next((r for r in candidates if has_runs(client, r)), candidates[0])
 
 
 def _studies_instead(ref: str, parents: list, exps: dict[str, str]) -> str:
@@ -65,13 +65,34 @@ def latest_sweeps(client: Any) -> list[tuple[str, Any]]:
     parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'") if exps else []
     out: dict[str, Any] = {}
     for r in sorted(parents, key=lambda r: r.info.start_time, reverse=True):
-        if r.info.experiment_id not in out and has_children(client, r):
+        if r.info.experiment_id not in out and has_runs(client, r):
             out[r.info.experiment_id] = r
     return [(exps[e], r) for e, r in out.items()]
 
 
 def has_children(client: Any, parent: Any) -> bool:
     return bool(client.search_runs([parent.info.experiment_id], children_filter(parent.info.run_id), max_results=1))
+
+
+def has_runs(client: Any, parent: Any) -> bool:
+    """Whether the sweep of `parent` has runs: its children, or the runs of jobs it skipped as done."""
+    return bool(done_run_ids(parent)) or has_children(client, parent)
+
+
+def done_run_ids(parent: Any) -> list[str]:
+    """The runs of the jobs a sweep skipped as done (DONE_RUNS_TAG on its parent)."""
+    tags = parent.data.tags
+    chunks = sorted((k for k in tags if k.startswith(DONE_RUNS_TAG)), key=lambda k: int(k.rpartition(".")[2]))
+    return [i for k in chunks for i in tags[k].split(",") if i]
+
+
+def sweep_parts(client: Any, parent: Any) -> Iterator[Any]:
+    """The runs one parent holds for its sweep: its children, then the runs of the jobs it skipped as done."""
+    yield from pages(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
+    ids = done_run_ids(parent)
+    for i in range(0, len(ids), 100):  # a filter of 100 ids: well within a tracking server's request size
+        listed = ", ".join(f"'{x}'" for x in ids[i : i + 100])
+        yield from pages(client, [parent.info.experiment_id], f"attributes.run_id IN ({listed})")
 
 
 def children_filter(parent_run_id: str) -> str:
@@ -122,7 +143,7 @@ def sweep_runs(client: Any, parent: Any, keep: Callable[[Any], Any] = lambda r: 
     latest: dict[str, tuple[tuple[int, int], int, Any]] = {}
     seen = 0
     for p in parents or [parent]:
-        for r in pages(client, [p.info.experiment_id], children_filter(p.info.run_id)):
+        for r in sweep_parts(client, p):
             job, start, seen = r.data.tags.get(HASH_TAG) or r.info.run_id, r.info.start_time, seen + 1
             first, last, _ = latest.get(job, ((start, seen), start, None))
             if job not in latest or start >= last:

@@ -43,7 +43,7 @@ from sweep.record.registry import open_store
 from sweep.record.sqlite.writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.owned_process import run_owned
-from sweep.report.queries import children_filter, find_parent, has_children, latest_sweeps, study_of, sweep_runs
+from sweep.report.queries import children_filter, find_parent, has_runs, latest_sweeps, study_of, sweep_runs
 from sweep.report.study import key_metrics, study_settings
 from sweep.report.ui_wait import wait_until_serving
 
@@ -187,11 +187,11 @@ def _store_args(tracking_uri: str) -> tuple[str, ...]:
 
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
     """The line a sweep ends with: how to compare it, and the address of its runs (view written here: on the
-    study's latest sweep with runs, which is an earlier one when every job of this one was already done)."""
+    sweep's runs, those of the jobs it skipped as done included; an earlier sweep's where it has none)."""
 
     parent = client.get_run(parent_run_id)
     study = study_of(parent, client.get_experiment(experiment_id).name)  # the name compare and ui look up
-    if not has_children(client, parent):
+    if not has_runs(client, parent):
         try:
             parent = find_parent(client, study)
         except LookupError:

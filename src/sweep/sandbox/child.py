@@ -157,11 +157,14 @@ def _signature(fn: Any) -> str:
 
 
 def one_line(e: BaseException) -> str:
-    """``Type: first line of the message (line N)``: N the line of the innermost frame."""
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    at = f" (line {tb.tb_lineno})" if tb is not None else ""
+    """The error as one line, at its place in the user's code: a SyntaxError at the file and line it names (its
+    last frame is importlib's), another error at the deepest frame in a file not of Python's import machinery."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{type(e).__name__}: {e.msg} ({os.path.basename(e.filename)}, line {e.lineno})"
+    frames = traceback.extract_tb(e.__traceback__)
+    own = [f for f in frames if "importlib" not in f.filename and f.filename != __file__]
+    place = (own or frames)[-1] if frames else None
+    at = f" ({os.path.basename(place.filename)}, line {place.lineno})" if place is not None else ""
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}{at}" if text else f"{type(e).__name__}{at}"
 

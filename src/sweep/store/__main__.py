@@ -8,8 +8,9 @@ import argparse
 import os
 import signal
 import sys
+import time
 from contextlib import nullcontext
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -69,7 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise BadInput(f"{flag} {store.redacted(uri)}: {why}")
         for uri in (a.source, a.target):  # a server or database that does not answer: seconds, not minutes
             address.check(uri)
-        p = plan(a.source, a.target, a.experiment, a.dry_run)
+        say = lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True)  # noqa: E731
+        p = plan(a.source, a.target, a.experiment, a.dry_run)  # bad input here is still its one line alone
+        todo = sum(1 for _, r in p.runs if r.info.run_id not in p.copies)
+        say(f"{len(p.runs)} run(s) found, {todo} not copied yet; {'counting' if a.dry_run else 'copying'} them")
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -83,7 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with bar if err.is_terminal else nullcontext():
                 task = bar.add_task("migrate", total=len(p.runs))
-                advance = lambda name: bar.update(task, advance=1, description=name[:40])
+                advance = (
+                    (lambda name: bar.update(task, advance=1, description=name[:40]))
+                    if err.is_terminal
+                    else _every_tenth(len(p.runs), say)  # a pipe or a log: a line at each tenth, not a bar
+                )
                 summary = migrate(p, a.dry_run, advance, stop=lambda: ctrl_c.pressed)
         finally:
             signal.signal(signal.SIGINT, previous)
@@ -109,6 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     verb = "dry run" if a.dry_run else "migrated"
     print(f"{verb} {a.source} -> {a.target}: {summary.line(a.dry_run)}")
     return 1 if summary.failed else 0
+
+
+def _every_tenth(total: int, say: Callable[[str], None]) -> Callable[[str], None]:
+    """A progress line at each tenth of `total` runs (with the seconds so far): what a bar says, on a pipe."""
+    done, t0, step = [0], time.monotonic(), max(1, -(-total // 10))
+
+    def advance(name: str) -> None:
+        done[0] += 1
+        if done[0] % step == 0 or done[0] == total:
+            say(f"{done[0]}/{total} run(s) ({done[0] / total:.0%}, {time.monotonic() - t0:.0f} s)")
+
+    return advance
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ from typing import Any, Mapping
 from sweep.trace.trace import Event, Trace
 
 ARTIFACT = "trace.json"
+# the most steps a stored trace unrolls to (a list of that many template ids: 0.8 GB): hours of traced steps
+# for the fastest method; a larger count is a damaged file, refused before it exhausts memory
+MAX_STEPS = 10**8
 FORMAT = 1  # bumped when the layout below changes; a loader refuses a format it does not know
 
 
@@ -57,10 +60,25 @@ def dumps(trace: Trace, pieces: Mapping[str, Trace] | None = None, steps: int = 
 
 
 def loads(text: str) -> tuple[Trace, dict[str, Trace], int]:
-    """(the trace, its pieces by name, the steps one traced step stands for: 0 for none) from the artifact's text."""
-    doc = json.loads(text)
-    if doc.get("format") != FORMAT:
-        raise ValueError(f"{ARTIFACT}: format {doc.get('format')!r}, this version of sweep reads format {FORMAT}")
+    """(the trace, its pieces by name, the steps one traced step stands for: 0 for none) from the artifact's text.
+    ValueError, one line, for a text that is not such a trace (a run's file edited, cut short, or made by hand):
+    the caller names the run and goes on with the others."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{ARTIFACT}: not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else None
+        raise ValueError(f"{ARTIFACT}: format {found!r}, this version of sweep reads format {FORMAT}")
+    try:
+        return _load(doc)
+    except KeyError as e:
+        raise ValueError(f"{ARTIFACT}: no {e.args[0]!r} entry, which format {FORMAT} has") from None
+    except (TypeError, IndexError, AttributeError) as e:
+        raise ValueError(f"{ARTIFACT}: not a format-{FORMAT} trace ({type(e).__name__}: {e})") from None
+
+
+def _load(doc: dict[str, Any]) -> tuple[Trace, dict[str, Trace], int]:
     buffers = doc["buffers"]
     templates = [
         tuple((int(flat[i + 1]), buffers[flat[i]], int(flat[i + 2])) for i in range(0, len(flat), 3))
@@ -69,7 +87,15 @@ def loads(text: str) -> tuple[Trace, dict[str, Trace], int]:
 
     def trace(entry: dict[str, Any]) -> Trace:
         runs = entry["seq"]
-        seq = [t for i in range(0, len(runs), 2) for t in [runs[i]] * runs[i + 1]]
+        ids, repeats = runs[0::2], runs[1::2]
+        if len(ids) != len(repeats) or not all(isinstance(t, int) and 0 <= t < len(templates) for t in ids):
+            raise ValueError(f"{ARTIFACT}: its seq is not pairs of (a template of the {len(templates)}, repeats)")
+        if not all(isinstance(n, int) and n > 0 for n in repeats) or sum(repeats) > MAX_STEPS:
+            raise ValueError(
+                f"{ARTIFACT}: its seq repeats a step {max(repeats, key=abs):,} times, {sum(repeats):,} in all; "
+                f"a run records between 1 and {MAX_STEPS:,}"
+            )
+        seq = [t for t, n in zip(ids, repeats) for t in [t] * n]
         return Trace.from_segments(templates, seq, entry["compute"])
 
     return trace(doc["trace"]), {k: trace(e) for k, e in doc["pieces"]}, int(doc.get("steps", 0))

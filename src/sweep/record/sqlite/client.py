@@ -4,8 +4,9 @@ A sweep's launching process reads the store twice besides its runs: runs a kille
 (`sweep.record.abandoned`) and, for its last line, the study's runs and view (`sweep.report.ui.next_steps`).
 Through MLflow's client both cost its seconds of imports; here they are plain queries on the tables MLflow made,
 returning objects shaped like MLflow's (``run.info.run_id``, ``run.data.tags``...) so the same report code reads
-either. Only the filters the project writes are understood (``tags.`key` = 'value'`` and
-``attributes.status = 'value'``, joined by ``and``); anything else raises ValueError rather than guess.
+either. Only the filters the project writes are understood (``tags.`key` = 'value'``,
+``attributes.status = 'value'`` and ``attributes.run_id IN ('id', ...)``, joined by ``and``); anything else
+raises ValueError rather than guess.
 
 tests/test_sql_client.py checks the runs and experiment tags written this way read back through MlflowClient
 exactly as when MLflow wrote them.
@@ -23,6 +24,7 @@ from typing import Any, Optional
 from sweep.record.sqlite.writer import SqliteRunWriter
 
 _CLAUSE = re.compile(r"^\s*(?:tags\.`([^`]+)`|attributes\.(status))\s*=\s*'([^']*)'\s*$")
+_IDS = re.compile(r"^\s*attributes\.run_id\s+IN\s*\(((?:\s*'[0-9a-f]+'\s*,?)*)\)\s*$", re.IGNORECASE)
 _CHUNK = 500  # within SQLite's limit on bound parameters
 
 
@@ -81,6 +83,12 @@ class SqliteClient:
         where = [f"r.experiment_id IN ({', '.join('?' * len(experiment_ids))})", "r.lifecycle_stage = 'active'"]
         args: list[Any] = [int(e) for e in experiment_ids]
         for clause in filter(None, re.split(r"\s+and\s+", filter_string.strip(), flags=re.IGNORECASE)):
+            ids = _IDS.match(clause)
+            if ids is not None:  # a sweep's runs skipped as done (sweep.report.queries.sweep_parts)
+                listed = re.findall(r"'([0-9a-f]+)'", ids.group(1))
+                where.append(f"r.run_uuid IN ({', '.join('?' * len(listed))})")
+                args += listed
+                continue
             m = _CLAUSE.match(clause)
             if m is None:
                 raise ValueError(f"filter not understood here: {clause!r}")
