@@ -31,7 +31,7 @@ def test_method_x_problem_comes_before_an_option_classes_own_check():
     with pytest.raises(ConfigError, match=r"^method=sgd does not apply to problem=chars") as e:
         check_job(compose("method=sgd", "problem=chars"))
     # `problem=chars` alone (sgd is the default method): the line names the methods that take it
-    assert str(e.value).endswith("; problem=chars takes method in {bigram, gpt, mlp_lm}"), e.value
+    assert str(e.value).endswith("; problem=chars takes method in {bigram, char_model, gpt, mlp_lm}"), e.value
 
 
 def test_method_x_problem_comes_before_memory():

@@ -107,7 +107,7 @@ def test_a_round_with_hostile_entrants_ranks_the_others_as_a_round_without_them(
 
 def test_attacks_at_load_are_refused_before_any_job_and_a_single_run_fails_loudly(store, tmp_path):
     for name, why in (
-        ("exits_on_load", "raised SystemExit: 0 (line 3)"),
+        ("exits_on_load", "raised SystemExit: 0 (exits_on_load.py, line 3)"),
         ("loops_on_load", "took more than 2 s (stopped)"),
     ):
         p = run_sweep("sweeps=parity_challenge", f"challenge.solvers=[{HONEST},{HOSTILE}/{name}.py:solve]",

@@ -66,7 +66,7 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
     assert by[SLOW]["disqualified_for"] == "time: 2 of 2 seeds ran past 3 s"
     assert by[LISTS]["disqualified_for"] == "outside numpy: 672 values taken out of arrays into Python (allowed 20)"
     assert by[f"{raises}:solve"]["disqualified_for"] == (
-        "error on 2 of 2 seeds: sweep.sandbox.EntrantFailed: raised ValueError: no idea (line 2)"
+        "error on 2 of 2 seeds: sweep.sandbox.EntrantFailed: raised ValueError: no idea (raises.py, line 2)"
     )
     assert GF2 not in by  # measured by another scorer: left out, and said so
     board = (out / "leaderboard.md").read_text()
