@@ -106,12 +106,12 @@ def test_a_round_with_hostile_entrants_ranks_the_others_as_a_round_without_them(
 
 
 def test_attacks_at_load_are_refused_before_any_job_and_a_single_run_fails_loudly(store, tmp_path):
-    for name, why in (
-        ("exits_on_load", "raised SystemExit: 0 (exits_on_load.py, line 3)"),
-        ("loops_on_load", "took more than 2 s (stopped)"),
-    ):
+    for name, why, limit in (
+        ("exits_on_load", "raised SystemExit: 0 (exits_on_load.py, line 3)", 30),
+        ("loops_on_load", "took more than 6 s (stopped)", 6),
+    ):  # the loop's limit: short, but more than a start on a loaded machine takes (honest.py is checked under it too)
         p = run_sweep("sweeps=parity_challenge", f"challenge.solvers=[{HONEST},{HOSTILE}/{name}.py:solve]",
-                      "challenge.references=[]", "method.load_limit_s=2", cwd=tmp_path)  # fmt: skip
+                      "challenge.references=[]", f"method.load_limit_s={limit}", cwd=tmp_path)  # fmt: skip
         assert p.returncode == 2 and p.stdout == "", p.stderr
         (line,) = p.stderr.strip().splitlines()
         assert line.startswith("sweep: config error in job") and line.endswith(why), line

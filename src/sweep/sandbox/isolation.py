@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from sweep.errors import ConfigError
+
 ISOLATION_ENV = "SWEEP_SANDBOX"  # bwrap (the default, where it runs) | process (the fallback)
 CHOICES = ("bwrap", "process")
 # the child's whole environment: one thread per numerical library (its CPU limit is the process's), a UTF-8 locale
@@ -42,10 +44,10 @@ ENV = {
 
 
 def mode() -> str:
-    """bwrap or process: what `SWEEP_SANDBOX` asks for (ValueError naming it otherwise), bwrap falling back."""
+    """bwrap or process: what `SWEEP_SANDBOX` asks for (ConfigError naming it otherwise), bwrap falling back."""
     asked = os.environ.get(ISOLATION_ENV, "bwrap") or "bwrap"
     if asked not in CHOICES:
-        raise ValueError(f"{ISOLATION_ENV}={asked!r} is not allowed: expected one of {', '.join(CHOICES)}")
+        raise ConfigError(f"{ISOLATION_ENV}={asked!r} is not allowed: expected one of {', '.join(CHOICES)}")
     if asked == "bwrap" and bwrap_missing() is not None:
         return "process"
     return asked
