@@ -190,3 +190,29 @@ def test_the_shipped_sizes_and_a_time_limit_that_allows_them_pass_the_estimate()
     check_job(compose(*smt), available=lambda: 16e9)
     with pytest.raises(ConfigError, match=r"than the launcher's time_limit_s=3600: lower problem\.n_bits=100, problem"):
         check_job(compose(*smt), available=lambda: 16e9, time_limit_s=3600)
+
+
+def test_a_run_is_checked_where_it_runs_against_the_limit_its_launcher_holds_it_to():
+    """The worker checks its job again (sweep.job.prepare): with the launcher's time limit, as the plan did, so a
+    job a limit of two days lets through is not refused there by the one-day default; a preset's time_limit_s
+    stands where hydra.launcher.time_limit_s is not set; under the basic launcher no limit is held."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from sweep.job import run_time_limit
+
+    smt = ("method=smt", "problem.n_bits=105", "problem.k_sparse=9")  # ~34 hours at the estimate's rate
+    saved = HydraConfig.instance().cfg
+    try:
+        for overrides, limit in (
+            (("hydra.launcher.time_limit_s=172800",), 172800),
+            (("time_limit_s=100",), 100),
+            (("hydra/launcher=basic", "time_limit_s=100"), None),
+        ):
+            cfg = compose(*smt, *overrides, hydra_section=True)
+            HydraConfig.instance().set_config(cfg)
+            assert run_time_limit(cfg) == limit
+    finally:
+        HydraConfig.instance().cfg = saved
+    check_job(compose(*smt), available=lambda: 16e9, time_limit_s=172800)
+    with pytest.raises(ConfigError, match=r"more than a day \(no time_limit_s is set\)"):
+        check_job(compose(*smt), available=lambda: 16e9)

@@ -10,7 +10,7 @@ import io
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 from hydra.utils import get_class, instantiate
@@ -244,8 +244,22 @@ def result(
 def prepare(cfg: DictConfig) -> tuple[dict[str, Any], Job]:
     """The job's resolved config, checked where it runs (ConfigError), and its built parts."""
     config = job_config(cfg)
-    check_job(config, runs_here=True)
+    check_job(config, runs_here=True, time_limit_s=run_time_limit(cfg))
     return config, build_job(cfg, config)
+
+
+def run_time_limit(cfg: DictConfig) -> Optional[float]:
+    """The time limit the launcher holds this run to, as its plan read it (sweep.launch.hooks): the project's
+    launcher's `hydra.launcher.time_limit_s`, else a preset's `time_limit_s`; None under a launcher without one."""
+    from hydra.core.hydra_config import HydraConfig  # noqa: PLC0415 - set in a Hydra job only
+
+    if not HydraConfig.initialized():
+        return None
+    launcher = HydraConfig.get().launcher
+    if "time_limit_s" not in launcher:
+        return None
+    value = launcher.time_limit_s
+    return value if value is not None else OmegaConf.select(cfg, "time_limit_s", default=None)
 
 
 def run(cfg: DictConfig) -> RunResult:
