@@ -19,8 +19,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("ref", nargs="?", default="")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--tracking-uri", default=None)
     a, _ = ap.parse_known_args(argv)
-    dataset = "" if not a.ref or RUN_ID.match(a.ref) else study_settings(a.ref).get("dataset", "")
+    # a store named on the command line is read as for any study (the preset's own MLflow sweep); else the files
+    dataset = "" if not a.ref or RUN_ID.match(a.ref) or a.tracking_uri else study_settings(a.ref).get("dataset", "")
     if dataset:
         from sweep.proxy_study.report import dataset_study  # noqa: PLC0415 - scipy: only for the study that has one
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -174,7 +175,16 @@ def markdown(secs: Sequence[Section], held: dict[str, int], cg: Sequence[dict[st
         lines.append("")
     if cg:
         lines += ["### Whose misses: the solve's, by shared object (the rest: libc, libm, the loader)", "", shares(cg)]
-    return "\n".join(lines)
+    return wrapped("\n".join(lines))
+
+
+def wrapped(text: str, width: int = 120) -> str:
+    """The report's prose wrapped to the terminal's 120 columns; tables and headings as they are."""
+    out = []
+    for line in text.splitlines():
+        keep = line.startswith(("|", "#")) or len(line) <= width
+        out += [line] if keep else textwrap.wrap(line, width, break_on_hyphens=False)
+    return "\n".join(out)
 
 
 def plot(secs: Sequence[Section], path: Path) -> Path:
