@@ -17,7 +17,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from sweep.challenge.ngram import ORDER, NGram
-from sweep.challenge.stream import NotADistribution, checked, score
+from sweep.methods.char_stream import NotADistribution, checked, score
 from sweep.problems.chars import challenge_text
 from tests.conftest import run_sweep
 

@@ -12,7 +12,7 @@ on its clock, and its steps cannot be sampled (`late_torch`: its energy is not m
 The model stays in this process, inside a `Run` kept as a handle: the parent
 streams through `reset()` and `step(char)`, each one round trip that returns the next prediction, so the parent
 sends position i only once it holds the prediction of position i. Predictions go back as (key, value) pairs,
-anything that is not a string key or a number sent as its repr, for the parent to judge (sweep.challenge.stream):
+anything that is not a string key or a number sent as its repr, for the parent to judge (sweep.methods.char_stream):
 nothing in this process decides a score.
 """
 

@@ -22,7 +22,7 @@ PACKAGE_DIR = Path(sweep.__file__).resolve().parent
 CODE = ("trace", "trackers", "problems", "energy/hierarchy.py", "energy/model.py", "methods/base.py")
 CODE += ("methods/solver.py", "methods/solver_path.py", "challenge/traced.py", "sandbox")
 # the character challenge's harness: its method, the entrant's run, the streaming score, the sampled steps
-CODE += ("methods/char_model.py", "challenge/entrant.py", "challenge/harness.py", "challenge/stream.py")
+CODE += ("methods/char_model.py", "methods/char_entrant.py", "challenge/harness.py", "methods/char_stream.py")
 CODE += ("challenge/sampled_steps.py",)
 CONF = ("energy",)
 

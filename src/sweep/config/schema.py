@@ -21,7 +21,6 @@ from omegaconf import MISSING, OmegaConf
 
 from sweep.backend import KNOBS, Backend
 from sweep.config.resolvers import entrants, fresh_seeds
-from sweep.methods.char_model import CharModel
 from sweep.paths import store_sibling
 
 
@@ -186,7 +185,13 @@ class CompareConfig:
     dataset: str = ""
 
 
-_CHAR = {f.name: f.default for f in dataclasses.fields(CharModel)}  # method=char_model's rules, written there
+def _defaults(target: str) -> dict[str, Any]:
+    """The field defaults of the registry's class `target` (imported by name, as from_class does)."""
+    module, _, name = target.rpartition(".")
+    return {f.name: f.default for f in dataclasses.fields(getattr(importlib.import_module(module), name))}
+
+
+_CHAR = _defaults(CLASSES["method"]["char_model"])  # method=char_model's rules, written there
 
 
 @dataclass

@@ -2,10 +2,10 @@
 `predict() -> dict[str, float]` and `observe(char)` (the group's wikitext challenge's interface), trained and scored
 as the group does, with the three fixes docs/char_challenge.md gives.
 
-`method.path` names the function (sweep.challenge.entrant: a file or a module; checked before any job starts). The
-timed solve is training alone (sweep.challenge.entrant: the training and validation texts of problem=chars's
+`method.path` names the function (sweep.methods.char_entrant: a file or a module; checked before any job starts). The
+timed solve is training alone (sweep.methods.char_entrant: the training and validation texts of problem=chars's
 corpus, three splits: problems/chars.py `challenge_text`), capped at `max_train_s`. After the clock the test
-text is read and both the validation and the test text are streamed through the model (sweep.challenge.stream),
+text is read and both the validation and the test text are streamed through the model (sweep.methods.char_stream),
 their first `score_chars` characters each; `accuracy` is the gated split's (`gate_split`: test, which the model
 never received; valid, the group's rule, which train() was given).
 
@@ -23,12 +23,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
-from sweep.challenge import entrant
-from sweep.challenge.stream import score
 from sweep.config.fields import Rule, choice, positive_finite, positive_int
 from sweep.energy.meter import meter_once
 from sweep.errors import ConfigError
+from sweep.methods import char_entrant as entrant
 from sweep.methods.base import Context, MethodBase, Outcome
+from sweep.methods.char_stream import score
 from sweep.methods.solver import SOLVER_SHA_TAG
 from sweep.problems.chars import WIKITEXT_TEST, challenge_text
 from sweep.trace.source import METHOD, Source

@@ -62,7 +62,7 @@ class Child:
     def serve(self) -> None:
         while True:
             try:
-                request = wire.receive(self.fd_in)
+                request = wire.receive(self.fd_in, most=wire.REQUEST_MESSAGE)
             except wire.Closed:
                 os._exit(0)
             try:

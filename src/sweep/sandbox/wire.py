@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 
 MAX_FRAME = 256 << 20
-MAX_MESSAGE = 512 << 20  # all its frames together
+MAX_MESSAGE = 512 << 20  # all its frames together, as the parent reads the child's
+# what the child reads from the parent, which it trusts: a whole training text (WikiText-103's train split is
+# ~539 MB, sent in PIECE-sized frames by sweep.methods.char_entrant)
+REQUEST_MESSAGE = 4 << 30
 MAX_ARRAYS = 64
 _LEN = struct.Struct(">I")
 
@@ -128,9 +131,9 @@ def send(fd: int, value: Any) -> None:
         _write_all(fd, _LEN.pack(len(f)) + f)
 
 
-def receive(fd: int, deadline: float | None = None) -> Any:
+def receive(fd: int, deadline: float | None = None, most: int = MAX_MESSAGE) -> Any:
     """The next value read from ``fd`` (Closed, TimedOut, WireError); ``deadline``: time.monotonic() by which it
-    must be whole."""
+    must be whole; ``most``: the bytes its frames may hold together."""
     count = _LEN.unpack(_read(fd, 4, deadline))[0]
     if not 1 <= count <= MAX_ARRAYS + 1:
         raise WireError(f"not a message ({count} frames)")
@@ -138,8 +141,8 @@ def receive(fd: int, deadline: float | None = None) -> Any:
     for _ in range(count):
         n = _LEN.unpack(_read(fd, 4, deadline))[0]
         total += n
-        if n > MAX_FRAME or total > MAX_MESSAGE:
-            raise WireError(f"not a message (a frame of {n} bytes: at most {MAX_FRAME}, {MAX_MESSAGE} in all)")
+        if n > MAX_FRAME or total > most:
+            raise WireError(f"not a message (a frame of {n} bytes: at most {MAX_FRAME}, {most} in all)")
         frames.append(_read(fd, n, deadline))
     return decode(frames)
 

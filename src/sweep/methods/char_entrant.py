@@ -7,7 +7,7 @@ the training and validation texts (never the test text: it is read by the parent
 there through the harness (sweep.challenge.harness: the run's seed, the trace) under the parent's clock: past
 `max_train_s` the process is killed and the run fails (TrainingTimeLimit), as the group disqualifies it. The
 model stays in that process; what `start` returns streams through it one round trip a character (`Remote`), for
-the parent's scorer (sweep.challenge.stream). Closing it ends the process and everything it started.
+the parent's scorer (sweep.methods.char_stream). Closing it ends the process and everything it started.
 """
 
 from __future__ import annotations
