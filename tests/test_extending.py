@@ -41,10 +41,10 @@ def write(project: Path, info: str, body: str) -> None:
 
 
 def run(project: Path, command: str, expected: str) -> str:
-    """`command` (`$ python -m sweep ...`) run in the project; its run's line, checked against the page's."""
-    assert command.startswith("$ python -m sweep "), command
+    """`command` (`$ .venv/bin/python -m sweep ...`) run in the project; its run's line, checked against the page's."""
+    assert command.startswith("$ .venv/bin/python -m sweep "), command
     env = {**os.environ, "PYTHONPATH": str(project / "src"), "SWEEP_ROOT": str(project)}
-    args = [sys.executable, *shlex.split(command[len("$ python ") :])]
+    args = [sys.executable, *shlex.split(command[len("$ .venv/bin/python ") :])]
     p = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     line = next(x for x in p.stdout.splitlines() if x.startswith("[FINISHED]"))

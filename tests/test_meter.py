@@ -10,8 +10,9 @@ import pytest
 
 from sweep import job
 from sweep.config.view import ConfigView
-from sweep.energy import meter
-from sweep.energy.meter import RAPLCounter, measure, meter_solve, open_counter
+from sweep.energy import counters, meter
+from sweep.energy.counters import RAPLCounter, open_counter
+from sweep.energy.meter import measure, meter_solve
 from tests.conftest import compose
 
 
@@ -246,7 +247,7 @@ def test_measured_joules_of_a_long_gpu_solve_match_the_power_reading_times_time(
     js = jobs("sgd", "sparse_parity", [(s, 0.1, 0.01) for s in range(2048)], "tracker=none", "device=cuda")
     solve = lambda: type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])  # noqa: E731
     solve()  # warm-up
-    counter = meter.NVMLCounter("cuda")
+    counter = counters.NVMLCounter("cuda")
     base = meter.measure_baseline(counter, time.perf_counter, time.sleep)
     assert base.reason == "" and base.idle_w > 0
     samples, stop = [], threading.Event()

@@ -18,7 +18,7 @@ from sweep.trace.trace import NULL_TRACE
 from tests.conftest import compose
 
 # the sparse-bit problems and their methods; problem=chars and its language models: tests/test_chars.py
-CHARS_METHODS = ("bigram", "mlp_lm", "gpt")
+CHARS_METHODS = ("bigram", "mlp_lm", "gpt", "char_model")  # char_model: tests/test_char_challenge.py
 METHODS = sorted(p.stem for p in (CONF_DIR / "method").glob("*.yaml") if p.stem not in CHARS_METHODS)
 PROBLEMS = sorted(p.stem for p in (CONF_DIR / "problem").glob("*.yaml") if p.stem != "chars")
 BASE = ("problem.n_bits=10", "problem.n_train=500", "tracker=none")

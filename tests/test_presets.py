@@ -33,6 +33,7 @@ PRESETS = (
     "tune_sgd",
     "char_lm",
     "parity_challenge",
+    "char_challenge",
 )
 
 

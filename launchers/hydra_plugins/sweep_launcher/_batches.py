@@ -89,3 +89,17 @@ def leading(jobs: Sequence[Any]) -> list[Any]:
 def units(jobs: Iterable[Any]) -> int:
     """How many tasks (batches, or jobs alone) a worker holds."""
     return len({("batch", j.batch) if j.batch is not None else ("job", j.idx) for j in jobs})
+
+
+def backend_units(
+    jobs: Sequence[Any], single: Callable[[Any], bytes], batch: Callable[[list], bytes], batches: dict[int, list]
+) -> list[tuple[int, Any, bytes]]:
+    """A backend's units in order, (first job's index, its GPU, payload): a job alone (`single`) or a batch
+    (`batch`), answered under its first job's index (the batch kept in `batches` under it)."""
+    queue, out = deque(jobs), []
+    while queue:
+        unit = take(queue)
+        if len(unit) > 1:
+            batches[unit[0].idx] = unit
+        out.append((unit[0].idx, unit[0].gpu, single(unit[0]) if len(unit) == 1 else batch(unit)))
+    return out

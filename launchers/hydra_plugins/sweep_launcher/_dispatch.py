@@ -7,7 +7,6 @@ The loop waits on every pipe and on every worker's exit at once, so a worker tha
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import multiprocessing as mp
 import pickle
@@ -24,7 +23,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher._batches import leading, take, units
+from hydra_plugins.sweep_launcher._batches import backend_units, leading, take, units
 from hydra_plugins.sweep_launcher._core import (
     Reply,
     Session,
@@ -45,10 +44,6 @@ from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
 PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
-
-
-def modal_missing() -> bool:
-    return importlib.util.find_spec("modal") is None
 
 
 class HooksFailed(Exception):
@@ -344,18 +339,13 @@ class Dispatcher:
         for where, jobs in by_place.items():
             backend = self.backends[where]
             # a backend's machine has nothing of this process: the config by cloudpickle (a script's classes by value)
-            queue, units = deque(jobs), []
-            while queue:
-                unit = take(queue)
-                files = backend.collect_files
-                if len(unit) == 1:
-                    payload = make_payload(self.session_bytes, self._remote_config(unit[0]), files)
-                else:
-                    self.remote_batches[unit[0].idx] = unit
-                    payload = make_batch_payload(
-                        self.session_bytes, [(j.idx, self._remote_config(j)) for j in unit], files
-                    )
-                units.append((unit[0].idx, unit[0].gpu, payload))
+            files = backend.collect_files
+            units = backend_units(
+                jobs,
+                lambda j: make_payload(self.session_bytes, self._remote_config(j), files),
+                lambda u: make_batch_payload(self.session_bytes, [(j.idx, self._remote_config(j)) for j in u], files),
+                self.remote_batches,
+            )
             for j in jobs:
                 j.started = time.perf_counter()
                 self.progress.job_started(j)
@@ -386,24 +376,13 @@ class Dispatcher:
         running, not_started = self._stop_all()
         for job in running:
             try:
-                self._tell(
-                    job,
-                    Outcome(
-                        status="KILLED",
-                        job_return=None,
-                        reason=f"interrupted ({e.name})",
-                        error=f"interrupted ({e.name}) while the job was running\n",
-                    ),
-                )
+                why = f"interrupted ({e.name})"
+                self._tell(job, Outcome("KILLED", None, reason=why, error=f"{why} while the job was running\n"))
             except HooksFailed:
                 break
         self.tally.killed += len(running)
-        print(
-            f"\nsweep: interrupted by {e.name}: {len(running)} running job(s) recorded KILLED, "
-            f"{not_started} not started",
-            file=sys.stderr,
-            flush=True,
-        )
+        killed = f"{len(running)} running job(s) recorded KILLED, {not_started} not started"
+        print(f"\nsweep: interrupted by {e.name}: {killed}", file=sys.stderr, flush=True)
         for h in self.hooks:
             h.sweep_ended("KILLED", self.tally)
         raise SystemExit(e.exit_code)

@@ -214,7 +214,7 @@ def drain(it: Iterator[Job]) -> None:
 def modal_without_token(run: Multirun) -> bool:
     """Whether jobs placed on Modal cannot go there for want of Modal's token (offline mode needs none; without
     the modal package each such job fails with how to install it)."""
-    from hydra_plugins.sweep_launcher._dispatch import modal_missing  # noqa: PLC0415 - the dispatcher: on the first launch
+    from hydra_plugins.sweep_launcher.backends import modal_missing  # noqa: PLC0415 - on the first launch
 
     if run.offline or modal_missing():
         return False

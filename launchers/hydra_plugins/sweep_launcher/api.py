@@ -35,6 +35,7 @@ _HOME = {
     "listen": "_signals",
     "check_pending": "_signals",
     "as_interrupted": "_signals",
+    "SweepLauncherConf": "config",
 }
 _MODULES = ("timer",)
 __all__ = [*_HOME, *_MODULES, "compose_once"]

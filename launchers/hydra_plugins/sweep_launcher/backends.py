@@ -13,12 +13,17 @@ docs/extending.md, "Add a launcher backend".
 """
 
 # No `from __future__ import annotations`: Hydra's plugin scan execs this module outside sys.modules.
+import importlib.util
 import threading
 from typing import Any, Callable, Optional
 
 # a unit of work: (index of its first job, its GPU or None, the payload `execute` takes)
 Unit = tuple  # tuple[int, Optional[str], bytes]
 Reply = Callable[[int, bytes], None]  # (the unit's first job index, execute's answer for it)
+
+
+def modal_missing() -> bool:
+    return importlib.util.find_spec("modal") is None
 
 
 class Backend:

@@ -20,8 +20,8 @@ from hydra.errors import (
 )
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from hydra_plugins.sweep_launcher import api
 from hydra_plugins.sweep_launcher.api import this_command
-from hydra_plugins.sweep_launcher.config import SweepLauncherConf
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
@@ -118,7 +118,7 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
     if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
         return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
     if not keys:  # Hydra's basic launcher: a schema with no keys of its own (an empty "expected one of")
-        own = [f.name for f in dataclasses.fields(SweepLauncherConf)] if node == "hydra.launcher" else []
+        own = [f.name for f in dataclasses.fields(api.SweepLauncherConf)] if node == "hydra.launcher" else []
         elsewhere = f" ({key} is a key of hydra/launcher=sweep, the project's launcher)" if key in own else ""
         return Refusal.config_error(f"{cause.full_key} is not a key of {option}, which takes none{elsewhere}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")

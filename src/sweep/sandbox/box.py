@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import sweep.sandbox.counters as counters
+import sweep.sandbox.isolation as isolation
+import sweep.sandbox.wire as wire
 from sweep.errors import ConfigError
-from sweep.sandbox import counters, isolation, wire
 from sweep.sandbox.target import Target, find
 
 PR_SET_CHILD_SUBREAPER = 36

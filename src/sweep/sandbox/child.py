@@ -27,7 +27,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from sweep.sandbox import wire
+import sweep.sandbox.wire as wire
 
 PR_SET_PDEATHSIG = 1
 
