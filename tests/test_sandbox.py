@@ -92,7 +92,11 @@ def test_each_way_out_ends_the_call_with_its_reason_and_kills_what_it_started(ho
 
 def test_loading_is_checked_in_the_child_within_its_limit(how, tmp_path, monkeypatch):
     bad = {  # the loop's limit: short, but more than a start on a loaded machine takes (the others': the default)
-        "leaves.py": ("import sys\nsys.exit(0)\n", "loading leaves.py raised SystemExit: 0 \\(leaves.py, line 2\\)", 30),
+        "leaves.py": (
+            "import sys\nsys.exit(0)\n",
+            "loading leaves.py raised SystemExit: 0 \\(leaves.py, line 2\\)",
+            30,
+        ),
         "vanishes.py": ("import os\nos._exit(0)\n", "loading vanishes.py: its process exited with code 0", 30),
         "loops.py": ("while True:\n    pass\n", "loading loops.py took more than 4 s \\(stopped\\)", 4),
     }

@@ -30,7 +30,7 @@ from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
-from hydra_plugins.sweep_launcher.backends import backends
+from hydra_plugins.sweep_launcher.backends import backends, modal_missing
 from hydra_plugins.sweep_launcher.commands import command
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused, Tally
 from hydra_plugins.sweep_launcher.naming import Namer
@@ -214,7 +214,6 @@ def drain(it: Iterator[Job]) -> None:
 def modal_without_token(run: Multirun) -> bool:
     """Whether jobs placed on Modal cannot go there for want of Modal's token (offline mode needs none; without
     the modal package each such job fails with how to install it)."""
-    from hydra_plugins.sweep_launcher.backends import modal_missing  # noqa: PLC0415 - on the first launch
 
     if run.offline or modal_missing():
         return False
@@ -301,7 +300,7 @@ def prepare(
 ) -> tuple[list[Job], Any]:
     """The batch's jobs, every one checked (`plan`), the skipped ones' returns put in `returns`, and the dispatcher
     of the rest (None: nothing to run)."""
-    from hydra_plugins.sweep_launcher._dispatch import Dispatcher, modal_missing  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
+    from hydra_plugins.sweep_launcher._dispatch import Dispatcher  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
 
     cfg: DictConfig = launcher.config
     if launcher.route != "modal" or run.offline:  # start the workers now: they import while this process checks
