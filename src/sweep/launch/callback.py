@@ -282,8 +282,9 @@ class MLflowCallback(Callback):
             self._close(config)  # the summary; exit 1 when a job failed
         except Exception as e:  # noqa: BLE001 - the store failed at the end (a full disk): one line, exit 1
             uri = config.mlflow.tracking_uri or default_tracking_uri()
+            why = str(e) if isinstance(e, StoreError) else f"store {uri}: {open_store(uri).explain(e)}"
             print(
-                f"sweep: parent run {parent} not closed: store {uri}: {open_store(uri).explain(e)}",
+                f"sweep: parent run {parent} not closed: {why}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import resource
+import sys
 import time
 from collections import Counter
 from functools import partial
@@ -204,8 +205,22 @@ class SweepLaunchHooks(LaunchHooks):
         elif result.status == "FINISHED":
             bill(result, "cpu_s", outcome.cpu_s, price)
         # the session's store is open (plan opened it): the sweep's config names it
-        self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        try:
+            self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        except Exception:
+            self._close_refused()  # the launcher stops the sweep at a refused result, with no sweep_ended
+            raise
         result.recorded()
+
+    def _close_refused(self) -> None:
+        """The parent closed FAILED as the sweep stops at a result its store refused, not left RUNNING for the next
+        sweep to call its launcher killed; a full disk refuses that too: its end is kept in the spool, said here."""
+        parent, session = self.session.parent, self.session
+        try:
+            session.close("FAILED")
+        except Exception as e:  # noqa: BLE001 - the store refused it too (StoreError: where its end is kept)
+            print(f"sweep: parent run {parent} not closed: {e}", file=sys.stderr, flush=True)
+        session.parent = None
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Close the parent run with the sweep's totals, then the summary and exit code (LaunchHooks')."""
