@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import resource
+import statistics
 import sys
 import time
 from collections import Counter
@@ -41,6 +42,7 @@ from sweep.record.tags import (
     ROUTE_TAG,
     TIME_LIMIT_TAG,
 )
+from sweep.report.queries import study_of, study_runs
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
@@ -147,6 +149,28 @@ class SweepLaunchHooks(LaunchHooks):
         skip: dict[int, Optional[str]] = {idx: None for idx, h in hashes.items() if h in done}
         skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
         return skip
+
+    def estimate(self, jobs: Sequence[PlannedJob]) -> Optional[dict[int, float]]:
+        """The seconds the study's earlier runs took (their start to their end, as recorded): a job's own earlier
+        run (the same name), else the median of the study's; None where the study has no earlier FINISHED run."""
+        recorder, parent = self.session.recorder, self.session.parent
+        if recorder is None or parent is None:
+            return None
+        try:
+            client = recorder.store_client
+            this = client.get_run(parent)
+            runs = study_runs(client, this, study_of(this, recorder.experiment))
+        except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
+            return None
+        took = {
+            r.info.run_name: (r.info.end_time - r.info.start_time) / 1000
+            for r in sorted(runs, key=lambda r: r.info.start_time or 0)  # the latest run of a name counts
+            if r.info.status == "FINISHED" and r.info.end_time and r.info.start_time
+        }
+        if not took:
+            return None
+        median = statistics.median(took.values())
+        return {job.idx: took.get(job.data.get(RECORD_KEY, (None,))[0] or job.name, median) for job in jobs}
 
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no
