@@ -151,8 +151,10 @@ class SweepLaunchHooks(LaunchHooks):
         return skip
 
     def estimate(self, jobs: Sequence[PlannedJob]) -> Optional[dict[int, float]]:
-        """The seconds the study's earlier runs took (their start to their end, as recorded): a job's own earlier
-        run (the same name), else the median of the study's; None where the study has no earlier FINISHED run."""
+        """The seconds the study's earlier runs took, as the launcher counts a job's (a batch's divided by its
+        jobs): their billed seconds (`cpu_s` on a CPU host, `billed_s` on Modal), else their start to their end;
+        a job's own earlier run (the same name), else the median of the study's; None where the study has no
+        earlier FINISHED run."""
         recorder, parent = self.session.recorder, self.session.parent
         if recorder is None or parent is None:
             return None
@@ -163,7 +165,9 @@ class SweepLaunchHooks(LaunchHooks):
         except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
             return None
         took = {
-            r.info.run_name: (r.info.end_time - r.info.start_time) / 1000
+            r.info.run_name: r.data.metrics.get("billed_s")
+            or r.data.metrics.get("cpu_s")
+            or (r.info.end_time - r.info.start_time) / 1000  # a batch's runs: each the whole batch's time
             for r in sorted(runs, key=lambda r: r.info.start_time or 0)  # the latest run of a name counts
             if r.info.status == "FINISHED" and r.info.end_time and r.info.start_time
         }
