@@ -48,8 +48,11 @@ def test_an_expected_sweep_starts_with_its_estimate_and_its_eta_learns_from_what
     with Progress(5, title="w1", clock=clock, slots=2, expected={0: 10.0, 1: 10.0, 2: 30.0, 3: 30.0}) as p:
         # 10 + 10 + 30 + 30 expected, and the fifth job at their mean (20 s): 100 s on 2 slots
         assert p.eta_s() == 50.0
-        p.job_done(Job(0), ok=True, line="job 0", seconds=5.0)  # half what was expected: so are the rest
-        assert p.eta_s() == (5.0 + 15.0 + 15.0 + 5.0) / 2  # the unexpected one: the finished jobs' mean
+        p.job_done(Job(0), ok=True, line="job 0", seconds=5.0)  # half what was expected, of 1/8 of the work
+        assert p.eta_s() == (0.9375 * 70.0 + 5.0) / 2  # the rest at 1 - 1/2 x 1/8; the unexpected one at 5 s
+        for i in (1, 2, 3):  # all expected work done, at half: the fifth, expected of none, at their mean
+            p.job_done(Job(i), ok=True, line=f"job {i}", seconds=p.expected[i] / 2)
+        assert p.eta_s() == 10.0
     err = capsys.readouterr().err
     assert (
         err.splitlines()[0]

@@ -6,7 +6,8 @@ the end, and each job's summary line on stdout. `hydra.launcher.progress=false` 
 The ETA is the jobs left, each at its expected seconds, over the worker slots: not the elapsed time per finished
 job, which counts the workers' start-up and a burst of small jobs first (a preset's ETA went 10 -> 25 minutes
 for a sweep that took 4). A job's seconds: what the hooks expect of it (`LaunchHooks.estimate`, e.g. the same
-job's earlier run), scaled by how the finished jobs compare with what was expected of them; a job nothing is
+job's earlier run), scaled by how the finished jobs compare with what was expected of them (trusted as far as
+the expected work is done); a job nothing is
 expected of: the mean of the finished jobs' seconds. With expectations the sweep starts with an estimate line."""
 
 from __future__ import annotations
@@ -128,8 +129,11 @@ class Progress:
         if left <= 0:
             return 0.0
         taken, was_expected = self.took_vs_expected
-        scale = taken / was_expected if taken and was_expected else 1.0
-        known = scale * sum(self.expected.values())
+        expected_left = sum(self.expected.values())
+        scale = 1.0
+        if taken and was_expected:  # trusted as far as the expected work is done: a few first jobs sway it little
+            scale += (taken / was_expected - 1.0) * was_expected / (was_expected + expected_left)
+        known = scale * expected_left
         each = sum(self.took) / len(self.took) if self.took else None
         if each is None and self.expected:
             each = known / len(self.expected)
