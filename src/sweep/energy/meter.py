@@ -2,8 +2,8 @@
 power, recorded only when a calibration probe shows the counter can be trusted (docs/energy.md, "Measured").
 
 Counters (sweep.energy.counters): the GPU's (NVML's total-energy counter, through nvidia-ml-py) for torch on
-cuda; RAPL through Linux powercap for the CPU (package zones plus their DRAM sub-zones). Per device and process, a *baseline* is measured
-first and kept for ``BASELINE_TTL_S``:
+cuda; RAPL through Linux powercap for the CPU (package zones plus their DRAM sub-zones). Per device and process,
+a *baseline* is measured first and kept for ``BASELINE_TTL_S``:
 - the counter's update period (NVML updates about every 100 ms: reads are aligned to its updates, so a window's
   energy is exact up to the counter's own error, not off by up to one period at each end);
 - idle power: the counter over ``IDLE_S`` of nothing (the CUDA context loaded: the process holds it anyway);
