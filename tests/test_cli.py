@@ -129,7 +129,7 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         (["mlflow.experimnt=x"], "mlflow.experimnt is not a key of mlflow: did you mean experiment?"),
         (
             ["method=sdg"],
-            "method=sdg is not an option of method: did you mean sgd? expected one of bigram, curriculum, ",
+            "method=sdg is not an option of method: did you mean sgd? expected one of bigram, char_model, curriculum, ",
         ),
         (
             ["device=gpu"],
