@@ -141,7 +141,7 @@ class Comparison:
         if wide:
             t = Table(title=f"{self.study}  (parent run {self.parent_id}, experiment {self.experiment})")
             for h in self.header():
-                t.add_column(h, justify="left" if h in self.keys else "right")
+                t.add_column(h, justify="left" if h in self.keys else "right", no_wrap=True)  # whole, as the files
             for r in self.rows:
                 t.add_row(*self.cells(r), style="red" if r.finished == 0 else None)
             return t
