@@ -27,6 +27,7 @@ from sweep.job import job_config
 from sweep.preflight.jobs import check_planned, resolves
 from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
+from sweep.record import writes
 from sweep.record.background import signals_held
 from sweep.record.recorder import config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
@@ -152,9 +153,11 @@ class SweepLaunchHooks(LaunchHooks):
         child for, so that its report shows the whole sweep. StoreError (one line) where the store refuses."""
         recorder = self.session.store(config)
         try:
-            for i in range(0, len(run_ids), DONE_RUNS_PER_TAG):
-                chunk = ",".join(run_ids[i : i + DONE_RUNS_PER_TAG])
-                recorder.store_client.set_tag(self.session.parent, f"{DONE_RUNS_TAG}{i // DONE_RUNS_PER_TAG}", chunk)
+            chunks = {
+                f"{DONE_RUNS_TAG}{i // DONE_RUNS_PER_TAG}": ",".join(run_ids[i : i + DONE_RUNS_PER_TAG])
+                for i in range(0, len(run_ids), DONE_RUNS_PER_TAG)
+            }
+            writes.tag_runs(recorder.store_client, {self.session.parent: chunks})
         except Exception as e:  # noqa: BLE001 - whatever the store raised: one line, before any job
             raise StoreError(recorder.tracking_uri, f"the skipped jobs' runs could not be noted: {e}") from e
 
