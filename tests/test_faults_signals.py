@@ -229,6 +229,28 @@ def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_tot
     assert landed, "every signal came after the command had ended: the moment was never tested"
 
 
+def test_a_signal_in_the_commands_last_steps_says_the_sweep_is_recorded():
+    """The moment after the one above: the sweep is closed (`exit_if_signalled` ran) and Hydra's teardown goes
+    on. A signal there still says that it came after the last job, not a bare 'interrupted' that reads as a
+    loss (CI caught the bare line once, under load)."""
+    code = (
+        "import os, signal, time\n"
+        "from hydra_plugins.sweep_launcher import _signals as s\n"
+        "s.listen(); s.hold(); s.exit_if_signalled('after the last job: the sweep is recorded as it ended')\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+        "except KeyboardInterrupt as e:\n"
+        "    print(s.as_interrupted(e).line)\n"
+        "s.listen()\n"  # the next command in this process: not recorded yet
+        "print(s.Interrupted(signal.SIGTERM).line)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.splitlines() == [
+        "sweep: interrupted by Ctrl-C after the last job: the sweep is recorded as it ended",
+        "sweep: interrupted by SIGTERM",
+    ], p.stderr
+
+
 def test_a_signal_while_the_jobs_are_checked_ends_the_sweep_before_any_job(store, tmp_path):
     """SIGTERM while the launcher checks a large grid (its workers are up, no job has started): one line, exit 143,
     no traceback, no job run, nothing left RUNNING, no worker left."""

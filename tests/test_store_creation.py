@@ -104,6 +104,7 @@ def test_a_signal_during_a_new_stores_creation_leaves_no_store_or_a_whole_one(tm
         p = sweep(*GRID, f"mlflow.tracking_uri={uri}", env=env, cwd=d)
         assert p.returncode == 0, (delay, p.stderr)
         finished = [r for r in _runs(uri) if r.info.status == "FINISHED" and "problem.seed" in r.data.params]
-        assert {r.data.params["problem.seed"] for r in finished} == {"0", "1"}, delay
+        seen = [(r.info.status, r.data.params.get("problem.seed"), sorted(r.data.tags)) for r in _runs(uri)]
+        assert {r.data.params["problem.seed"] for r in finished} == {"0", "1"}, (delay, seen, said, p.stdout, p.stderr)
         assert [p.name for p in d.iterdir() if ".creating-" in p.name] == []  # what a killed creation left: gone
     assert cut, "every signal came after the store was whole: no moment of its creation was tested"

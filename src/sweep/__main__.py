@@ -70,7 +70,7 @@ def main() -> None:
         e.exit()
     except KeyboardInterrupt as e:
         stopped = as_interrupted(e)
-        print(f"sweep: interrupted by {stopped.name}", file=sys.stderr, flush=True)
+        print(stopped.line, file=sys.stderr, flush=True)
         sys.exit(stopped.exit_code)
 
 

@@ -21,6 +21,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 _pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
 _before_hold: dict[int, Any] = {}  # the handlers `hold` replaced, put back by `exit_if_signalled`
+_recorded: list[str] = []  # once the sweep is recorded: where a signal from then on comes (`Interrupted.line`)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -36,6 +37,12 @@ class Interrupted(KeyboardInterrupt):
     def exit_code(self) -> int:
         return 128 + int(self.signum)
 
+    @property
+    def line(self) -> str:
+        """What the command says as it stops: once the sweep is recorded (a signal during the command's last
+        steps, after `exit_if_signalled`), that it came after the last job and nothing was lost."""
+        return f"sweep: interrupted by {self.name}" + (f" {_recorded[0]}" if _recorded else "")
+
 
 class Interrupt:
     """Context: while inside, the three signals raise `Interrupted`, except while `in_write` (the raise then
@@ -48,6 +55,7 @@ class Interrupt:
         self.hold_after = hold_after  # after the loop a signal waits (`hold`): hooks will close the sweep
 
     def __enter__(self) -> "Interrupt":
+        _recorded.clear()  # a sweep begins (another, in a process that goes on): not recorded yet
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 self.previous[s] = signal.signal(s, self._handler)
@@ -104,6 +112,7 @@ def _install(handler: Any) -> dict[int, Any]:
 
 def listen() -> None:
     """From here the three signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
+    _recorded.clear()
     _install(_listening)
 
 
@@ -143,12 +152,14 @@ def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
 
 def exit_if_signalled(where: str) -> None:
     """The sweep is over: the handlers `hold` replaced are back (a process that goes on, such as a test's, keeps
-    its own), and a signal held until now stops the command: one line (`where` it came), exit 128+signal."""
+    its own), and a signal held until now stops the command: one line (`where` it came), exit 128+signal. A
+    signal after this (the command's last steps) says the same `where` (`Interrupted.line`)."""
+    _recorded[:] = [where]
     for s, h in _before_hold.items():
         if threading.current_thread() is threading.main_thread():
             signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler not set from Python
     _before_hold.clear()
     e = take()
     if e is not None:
-        print(f"sweep: interrupted by {e.name} {where}", file=sys.stderr, flush=True)
+        print(e.line, file=sys.stderr, flush=True)
         raise SystemExit(e.exit_code)
