@@ -16,20 +16,18 @@ from tests.conftest import ROOT
 
 HOOKS = textwrap.dedent("""
     import os
-    from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused
+    from hydra_plugins.sweep_launcher.hooks import JobPlan, LaunchHooks, Refused
 
     class Hooks(LaunchHooks):
         def plan(self, jobs):  # a stream: each job composed in its turn, its config gone once the next is drawn
-            skip, prev = set(), None
+            prev = None
             for j in jobs:
                 if prev is not None and prev.cfg is not None:
                     raise RuntimeError("a job's config outlived its turn")
                 if j.cfg.x < 0:
                     raise Refused(f"app: x must be >= 0 (job {j.label()})")
-                if j.cfg.x == 0:
-                    skip.add(j.idx)  # "already done"
+                yield j.idx, JobPlan(done=j.cfg.x == 0)  # x=0: "already done"
                 prev = j
-            return skip
 
         def job_ended(self, job, outcome):
             print(f"ENDED x={job.cfg.x} {outcome.status} value={outcome.value} pid={os.getpid()}", flush=True)

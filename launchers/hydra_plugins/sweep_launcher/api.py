@@ -1,8 +1,9 @@
 """The launcher's public API: all an app imports from this plugin. Everything else in the package is the
 launcher's own and may change.
 
-    the seam         LaunchHooks (subclass it, list it in hydra.callbacks), PlannedJob, Outcome, Tally,
-                     Refused; rerun_hint
+    the seam         LaunchHooks (subclass it, list it in hydra.callbacks), JobPlan (its one answer per job),
+                     PlannedJob, Outcome, Tally, Refused; rerun_hint; batch_size, time_limit (the rules of the
+                     settings a plan gives)
     backends         Backend (a place jobs run: hydra.launcher.backends), execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell)
@@ -22,11 +23,14 @@ from typing import Any, Sequence
 
 _HOME = {
     "LaunchHooks": "hooks",
+    "JobPlan": "hooks",
     "PlannedJob": "hooks",
     "Outcome": "hooks",
     "Tally": "hooks",
     "Refused": "hooks",
     "rerun_hint": "hooks",
+    "batch_size": "hooks",
+    "time_limit": "hooks",
     "Backend": "backends",
     "execute": "_core",
     "Namer": "naming",
