@@ -4,7 +4,8 @@ launcher's own and may change.
     the seam         LaunchHooks (subclass it, list it in hydra.callbacks), JobPlan (its one answer per job),
                      PlannedJob, Outcome, Tally, Refused; rerun_hint; batch_size, time_limit (the rules of the
                      settings a plan gives)
-    backends         Backend (a place jobs run: hydra.launcher.backends), execute (runs a job's payload there)
+    backends         Backend (a place jobs run: hydra.launcher.backends), Unready (why it cannot take jobs now),
+                     execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell)
     signals          listen, check_pending, as_interrupted (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
@@ -32,6 +33,7 @@ _HOME = {
     "batch_size": "hooks",
     "time_limit": "hooks",
     "Backend": "backends",
+    "Unready": "backends",
     "execute": "_core",
     "Namer": "naming",
     "command": "commands",
