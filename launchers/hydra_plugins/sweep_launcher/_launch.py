@@ -113,7 +113,8 @@ class Multirun:
         job.where, job.gpu = job.place(plan.where, plan.gpu)
         job.time_limit_s = self.time_limit if self.time_limit is not None else plan.time_limit_s
 
-    def batch_size(self, job: Job) -> int:
+    def batch_of(self, job: Job) -> int:
+        """The most jobs of its key solved together: hydra.launcher.batch, else the app's plan."""
         return self.batch if self.batch is not None else job.plan.batch
 
     def batch_key(self, job: Job) -> Optional[Hashable]:
@@ -288,7 +289,7 @@ def prepare(
             "this command again (what is done is skipped)",
             flush=True,
         )
-    todo = batched([j for j in jobs if j.idx not in returns], run.batch_key, run.batch_size, run.n_workers)
+    todo = batched([j for j in jobs if j.idx not in returns], run.batch_key, run.batch_of, run.n_workers)
     if not todo:
         return jobs, None
     return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends)
