@@ -16,20 +16,18 @@ from tests.conftest import ROOT
 
 HOOKS = textwrap.dedent("""
     import os
-    from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Refused
+    from hydra_plugins.sweep_launcher.hooks import JobPlan, LaunchHooks, Refused
 
     class Hooks(LaunchHooks):
         def plan(self, jobs):  # a stream: each job composed in its turn, its config gone once the next is drawn
-            skip, prev = set(), None
+            prev = None
             for j in jobs:
                 if prev is not None and prev.cfg is not None:
                     raise RuntimeError("a job's config outlived its turn")
                 if j.cfg.x < 0:
                     raise Refused(f"app: x must be >= 0 (job {j.label()})")
-                if j.cfg.x == 0:
-                    skip.add(j.idx)  # "already done"
+                yield j.idx, JobPlan(done=j.cfg.x == 0)  # x=0: "already done"
                 prev = j
-            return skip
 
         def job_ended(self, job, outcome):
             print(f"ENDED x={job.cfg.x} {outcome.status} value={outcome.value} pid={os.getpid()}", flush=True)
@@ -101,3 +99,66 @@ def test_the_plugin_imports_nothing_of_the_app_and_no_hydra_internals_outside_th
         assert not re.search(r"^\s*(from|import) sweep\b", text, re.M), f
         if f.name not in ("_compose.py", "_run_job.py"):  # the version-gated fast paths
             assert "hydra._internal" not in text, f
+
+
+PLANS = textwrap.dedent("""
+    from hydra_plugins.sweep_launcher.api import Backend, JobPlan, LaunchHooks, Unready
+
+    class Hooks(LaunchHooks):
+        def plan(self, jobs):  # one answer per job; x=0 is not planned: it runs here, alone, without a limit
+            for j in jobs:
+                x = j.cfg.x
+                if x == 1:
+                    yield j.idx, JobPlan(skip="another sweep runs it")
+                elif x in (2, 3):
+                    yield j.idx, JobPlan(batch_key="pair", batch=2)
+                elif x == 4:
+                    yield j.idx, JobPlan(time_limit_s=1)
+                elif x == 5:
+                    yield j.idx, JobPlan(where="closed", instead=lambda: "run them here with x=0")
+
+        def run_batch(self, cfgs):
+            return [f"batch of {len(cfgs)}: {c.x}" for c in cfgs]
+
+        def job_ended(self, job, outcome):
+            print(f"ENDED x={job.cfg.x} {outcome.status} value={outcome.value}", flush=True)
+
+    class Closed(Backend):  # installed, but cannot take jobs from here now
+        def unready(self):
+            return Unready("it is closed", "open it", "{n} job(s) placed where it is closed: {instead}", "wait")
+
+        def run(self, units, reply, stop):
+            raise AssertionError("a closed backend was given jobs")
+""")
+SLOW_APP = APP.replace(
+    "    return cfg.x * 10", "    if cfg.x == 4:\n        __import__('time').sleep(60)\n    return cfg.x * 10"
+)
+BACKEND = "  launcher:\n    backends:\n      closed:\n        _target_: apphooks.Closed\n"
+
+
+def test_one_plan_per_job_places_skips_batches_and_limits_it(tmp_path):
+    (tmp_path / "apphooks.py").write_text(PLANS)
+    (tmp_path / "app.py").write_text(SLOW_APP)
+    config = "defaults:\n  - override hydra/launcher: sweep\n  - _self_\n" + CONFIG + BACKEND
+    (tmp_path / "config.yaml").write_text(config)
+
+    def app(xs: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "app.py", "-m", f"x={xs}", "hydra.launcher.progress=false"]
+        return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+
+    p = app("0,1,2,3,4,5")
+    assert p.returncode == 1, p.stdout + p.stderr  # x=4 ran past its limit
+    ended = sorted(ln for ln in p.stdout.splitlines() if ln.startswith("ENDED"))
+    assert ended[:3] == [
+        "ENDED x=0 FINISHED value=0",
+        "ENDED x=2 FINISHED value=batch of 2: 2",
+        "ENDED x=3 FINISHED value=batch of 2: 3",
+    ], p.stdout
+    assert ended[3].startswith("ENDED x=4 FAILED") and len(ended) == 4, ended  # x=1 skipped, x=5 left out
+    assert "ran past the time limit of 1 s" in p.stderr
+    assert "sweep: skipping 1 job(s): another sweep runs it" in p.stdout
+    assert "sweep: leaving out 1 job(s), x=5: it is closed; to run them, open it and run this command again" in p.stdout
+
+    p = app("5")  # every job on the closed backend: refused before any job, with the plan's advice first
+    assert p.returncode == 2 and "ENDED" not in p.stdout, p.stdout + p.stderr
+    assert p.stderr.strip() == "sweep: 1 job(s) placed where it is closed: run them here with x=0"

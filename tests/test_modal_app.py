@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import modal
 
-from hydra_plugins.sweep_launcher import _modal_app
+from hydra_plugins.sweep_launcher._modal import _app as _modal_app
 
 
 def test_one_function_per_gpu_type_retried_by_modal():
@@ -84,7 +84,7 @@ def test_the_image_carries_this_plugin_and_the_apps_project_and_pins_what_is_ins
     # the plugin outside the project: its own package goes along, on the container's path
     (root / "src").mkdir()
     copies, path = _modal_app.layout(root)
-    plugin = Path(_modal_app.__file__).resolve().parent
+    plugin = Path(_modal_app.__file__).resolve().parents[1]
     assert copies == [(root, "/project"), (plugin, "/plugin/hydra_plugins/sweep_launcher")]
     assert path == ["/project/src", "/plugin", "/project"]
     # the plugin inside the project (this repository): the project alone, the plugin's directory on the path

@@ -7,7 +7,7 @@ import cloudpickle
 import pytest
 
 pytest.importorskip("modal")
-from hydra_plugins.sweep_launcher import _modal_app  # noqa: E402
+from hydra_plugins.sweep_launcher._modal import _app as _modal_app  # noqa: E402
 
 TOKEN_ID, TOKEN_SECRET = "ak-UNITTOKENID9921", "as-UNITTOKENSECRET3310"
 

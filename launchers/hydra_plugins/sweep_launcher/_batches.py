@@ -1,6 +1,6 @@
-"""Batches: jobs the app's hooks say may share one worker task, solved there together (`hydra.launcher.batch`).
+"""Batches: jobs the app's plan says may share one worker task, solved there together (`hydra.launcher.batch`).
 
-The hooks key each job (`LaunchHooks.batch_key`; None: the job runs alone). Jobs with equal keys, in the order
+The app's plan keys each job (`JobPlan.batch_key`; None: the job runs alone). Jobs with equal keys, in the order
 they come, make batches of at most `batch` jobs; a batch goes to one worker as one message and comes back as
 one reply per job, so every job keeps its own job dir, JobReturn and outcome. Grouping reads the jobs as an
 iterable and holds at most one open batch per key, so it sits as well on a stream of jobs as on a list.
@@ -40,23 +40,32 @@ def group(jobs: Iterable[Any], key: Key, size: Union[int, Mapping[Hashable, int]
     yield from open_.values()
 
 
-def spread(keys: Sequence[Optional[Hashable]], size: int, workers: int) -> dict[Hashable, int]:
-    """Each key's batch size for a sweep whose jobs have these keys: at most `size`, at most the sweep's jobs per
-    worker (so that every worker has a task where the jobs allow), and as even as the key's jobs allow (100 jobs at
-    most 64 a batch: 50 + 50, not 64 + 36)."""
-    cap = max(1, min(size, -(-len(keys) // max(1, workers))))
+def spread(
+    keys: Sequence[Optional[Hashable]], size: Union[int, Mapping[Hashable, int]], workers: int
+) -> dict[Hashable, int]:
+    """Each key's batch size for a sweep whose jobs have these keys: at most `size` (or `size[key]`), at most the
+    sweep's jobs per worker (so that every worker has a task where the jobs allow), and as even as the key's jobs
+    allow (100 jobs at most 64 a batch: 50 + 50, not 64 + 36)."""
+    per_worker = -(-len(keys) // max(1, workers))
     out = {}
     for k, n in Counter(k for k in keys if k is not None).items():
+        cap = max(1, min(size if isinstance(size, int) else size[k], per_worker))
         batches = -(-n // cap)
         out[k] = -(-n // batches)
     return out
 
 
-def batched(jobs: Iterable[Any], key: Key, size: int, workers: int = 1) -> list[Any]:
-    """The jobs ordered batch after batch (sizes from `spread` over `workers` workers), each member of a batch of
-    two or more marked with its batch's id (`job.batch`), which `take` reads to send the batch as one."""
-    keyed = [(key(job), job) for job in jobs] if size > 1 else [(None, job) for job in jobs]
-    sizes = spread([k for k, _ in keyed], size, workers)
+def batched(jobs: Iterable[Any], key: Key, size: Union[int, Callable[[Any], int]], workers: int = 1) -> list[Any]:
+    """The jobs ordered batch after batch (sizes from `spread` over `workers` workers; `size`: the most jobs a batch,
+    or each job's most, its key's first job's counting), each member of a batch of two or more marked with its
+    batch's id (`job.batch`), which `take` reads to send the batch as one."""
+    size_of = size if callable(size) else lambda _: size
+    keyed = [(key(job) if size_of(job) > 1 else None, job) for job in jobs]
+    caps: dict[Hashable, int] = {}
+    for k, job in keyed:
+        if k is not None and k not in caps:
+            caps[k] = size_of(job)
+    sizes = spread([k for k, _ in keyed], caps, workers)
     out: list[Any] = []
     for pairs in group(keyed, lambda kj: kj[0], sizes):
         members = [job for _, job in pairs]

@@ -1,7 +1,7 @@
-"""One batch of jobs, from the first job sent to the last reply: the local pool, Modal, the hooks, signals.
+"""One batch of jobs, from the first job sent to the last reply: the local pool, the backends, the hooks, signals.
 
 Local workers get two jobs each (the next waits in the pipe, so a worker never idles while this process hands
-the previous result to the hooks); Modal jobs go out from one thread and their replies come back on a pipe.
+the previous result to the hooks); each backend's jobs go out from a thread and their replies come back on a pipe.
 The loop waits on every pipe and on every worker's exit at once, so a worker that dies is seen at once.
 """
 
@@ -58,8 +58,6 @@ class Dispatcher:
         pool: Optional[Pool],
         hooks: Sequence[LaunchHooks],
         tally: Tally,
-        offline: bool,
-        time_limit: Optional[float] = None,
         backends: Optional[dict[str, Backend]] = None,
     ) -> None:
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
@@ -68,8 +66,7 @@ class Dispatcher:
         self.hooks = list(hooks)
         self.tally = tally
         self.pool = pool
-        self.offline = offline
-        self.time_limit = time_limit  # seconds a job may run on a local worker (_time_limit.py); None: no limit
+        self.timed = any(j.time_limit_s is not None for j in jobs)  # a job has a time limit (_time_limit.py)
         self.isolate = bool(hooks)  # with hooks, a failure does not stop the sweeper (see hooks.py)
         self.session = Session(
             hydra_context=launcher.hydra_context,
@@ -77,15 +74,14 @@ class Dispatcher:
             singleton_state=Singleton.get_state(),
             fast=launcher.fast,
             batcher=next((h for h in hooks if type(h).run_batch is not LaunchHooks.run_batch), None),
-            time_limited=time_limit is not None,
+            time_limited=self.timed,
         )
         self.sid = next(_session_ids)
         self.session_bytes = dumps(self.session)
-        self.modal_opts = {k: v for k, v in launcher.modal.items() if k != "offline"}
-        # each job's place: this machine's workers, or a backend (Modal offline: its Function on the workers)
+        # each job's place: this machine's workers, or a backend (one that runs on the workers: Modal offline)
         self.backends = backends if backends is not None else {}
-        here = [j for j in jobs if j.where == "local" or (offline and j.where == "modal")]
-        # a job whose backend cannot run here (the modal package missing) fails at once, with how to fix it
+        here = [j for j in jobs if j.where == "local" or self._on_workers(j)]
+        # a job whose backend cannot run here (its package missing: `Backend.missing`) fails at once, with how to fix it
         self.missing = {name: b.missing() for name, b in self.backends.items() if any(j.where == name for j in jobs)}
         self.unplaceable = [j for j in jobs if j.where != "local" and self.missing.get(j.where)]
         self.local = deque(j for j in here if j not in self.unplaceable)
@@ -96,7 +92,7 @@ class Dispatcher:
         self.stop = threading.Event()
         self.remote_conn: Any = None
         self.n_remote_left = len(self.remote)
-        self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to Modal, by its first job's index
+        self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to a backend, by its first job's index
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
@@ -163,7 +159,7 @@ class Dispatcher:
         for job in jobs:
             job.started = time.perf_counter()
         if idle:
-            begin(w, self.time_limit)
+            begin(w)
 
     def _composed(self, job: Job) -> Any:
         """The job's config, composed just before it goes out and kept only while the job is in flight: the
@@ -211,7 +207,7 @@ class Dispatcher:
 
     def _job_message(self, w: Worker, jobs: list[Job]) -> bytes:
         job = jobs[0]
-        via = {**self.modal_opts, "gpu": job.gpu} if job.where == "modal" else None
+        via = (self.backends[job.where], job.gpu) if self._on_workers(job) else None
         # each job's config first: a job's template id is set as it is composed
         items = [(j.idx, self._config(j, via)) for j in jobs]
         if len(jobs) > 1:  # a batch (_batches.py)
@@ -220,7 +216,7 @@ class Dispatcher:
             msg = ("job", self.sid, *items[0], via, self._template(w, job))
         try:
             return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - Modal options holding something pickle refuses
+        except Exception:  # noqa: BLE001 - a backend holding something pickle refuses
             return dumps(msg)
 
     def _collect(self) -> list[tuple[Job, Reply]]:
@@ -244,12 +240,12 @@ class Dispatcher:
             except (EOFError, OSError):
                 data = None
             if data is not None and data.startswith(MARK):  # the app says what the time limit covers now
-                clock(w, data, self.time_limit)
+                clock(w, data)
                 continue
             job = w.jobs.popleft()
             if data is not None:
                 arrived.append((job, load_reply(data, job.idx)))
-                taken(w, job, self.time_limit)
+                taken(w, job)
                 continue
             # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)
@@ -259,8 +255,8 @@ class Dispatcher:
             w.deadline = None
             assert self.pool is not None
             self.pool.replace(w)
-        for w in overdue(busy) if self.time_limit is not None else []:
-            arrived += stop(w, self.time_limit, self.local)
+        for w in overdue(busy) if self.timed else []:
+            arrived += stop(w, self.local)
             assert self.pool is not None
             self.pool.replace(w)
         return arrived
@@ -287,13 +283,13 @@ class Dispatcher:
             reason=reply.reason,
             wall_s=reply.wall_s,
             cpu_s=reply.cpu_s,
-            offline=self.offline and job.where == "modal",
+            offline=self._on_workers(job),
             time_limit_s=reply.time_limit_s,
         )
         why = "" if ok else reply.reason or (reply.error or "failed").strip().splitlines()[-1]
         self.interrupt.in_write = True  # recorded, counted and kept as one step: a signal waits for all of it
         try:
-            self._tell(job, outcome)
+            line = self._tell(job, outcome)
             if ok:
                 self.tally.done += 1
             else:
@@ -303,26 +299,29 @@ class Dispatcher:
         finally:
             self.interrupt.in_write = False
         if ok:
-            said = (h.job_line(job, outcome) for h in self.hooks)
-            line = next((s for s in said if s is not None), f"[FINISHED] {job.label()}")
-            self.progress.job_done(job, ok=True, line=line)
+            self.progress.job_done(job, ok=True, line=line or f"[FINISHED] {job.label()}")
         else:
             self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
         self.interrupt.check()
 
-    def _tell(self, job: Job, outcome: Outcome) -> None:
-        """Hand one outcome to the hooks; a signal waits until they are done writing."""
+    def _tell(self, job: Job, outcome: Outcome) -> Optional[str]:
+        """Hand one outcome to the hooks, and return the first line they give; a signal waits until they are done
+        writing."""
         was, self.interrupt.in_write = self.interrupt.in_write, True
         try:
             with self._for_hooks(job):  # a job cut short: its config composed for the hooks alone
-                for h in self.hooks:
-                    h.job_ended(job, outcome)
+                lines = [h.job_ended(job, outcome) for h in self.hooks]
+            return next((line for line in lines if line is not None), None)
         except Exception as e:  # noqa: BLE001 - surfaced as one line by _abort
             raise HooksFailed(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from e
         finally:
             self.interrupt.in_write = was
 
     # -- backends (Modal, an app's own) -------------------------------------------------------------------------
+    def _on_workers(self, job: Job) -> bool:
+        backend = self.backends.get(job.where)
+        return backend is not None and backend.on_workers
+
     def _start_remote(self) -> None:
         """Each backend's units (a job, or a batch answered under its first job's index) go out from a thread of
         its own; every answer comes back on one pipe, which the loop waits on with the workers'."""

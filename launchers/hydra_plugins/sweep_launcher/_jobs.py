@@ -17,7 +17,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from hydra_plugins.sweep_launcher._core import Reply, task_config
-from hydra_plugins.sweep_launcher.hooks import PlannedJob
+from hydra_plugins.sweep_launcher.hooks import JobPlan, PlannedJob
 
 
 @dataclass
@@ -25,7 +25,9 @@ class Job(PlannedJob):
     template: Optional[int] = None  # the FastComposer template the job was made from (None: Hydra's path)
     started: Optional[float] = None
     batch: Optional[int] = None  # the id of the batch it is solved in (_batches.py); None: alone
-    left_out: bool = False  # placed on Modal, which has no token here, in a sweep whose other jobs run (_launch.py)
+    plan: JobPlan = field(default_factory=JobPlan)  # the app's plan of it, over the launcher's settings (_launch.py)
+    time_limit_s: Optional[float] = None  # the most seconds it may run on a local worker (_time_limit.py)
+    left_out: bool = False  # placed on a backend not ready here (Modal without a token), others running (_launch.py)
     # while set, what composes `cfg` when it is first read: a job's outcome goes to the hooks with its config
     # composed only if they read it (the dispatcher's `_for_hooks`)
     again: Optional[Callable[[], DictConfig]] = field(default=None, repr=False, compare=False)

@@ -1,4 +1,5 @@
-"""The time limit of a job on a local worker (`hydra.launcher.time_limit_s`): past it the worker is killed.
+"""The time limit of a job on a local worker (`Job.time_limit_s`: hydra.launcher.time_limit_s, else the app's plan
+of the job): past it the worker is killed.
 
 A worker's clock starts when the task at the front of its queue begins: when it is sent to an idle worker, or
 when the reply of the task before it is read (a second task waits in the pipe behind a lone job). Unless the app
@@ -22,25 +23,30 @@ from hydra_plugins.sweep_launcher._core import Reply, load_reply
 from hydra_plugins.sweep_launcher.timer import END, MARK
 
 
-def begin(w: Any, limit: Optional[float]) -> None:
+def begin(w: Any) -> None:
     """The task at the front of `w`'s jobs begins now: its deadline (None: no limit, or nothing to run)."""
+    lead = leading(w.jobs)
+    limit: Optional[float] = lead[0].time_limit_s if lead else None
     w.timed = None
-    w.deadline = time.perf_counter() + limit * len(leading(w.jobs)) if limit is not None and w.jobs else None
+    w.deadline = time.perf_counter() + limit * len(lead) if limit is not None else None
 
 
-def taken(w: Any, job: Any, limit: Optional[float]) -> None:
+def taken(w: Any, job: Any) -> None:
     """`job`'s reply was read off `w`: where it was the last of its task, the next task begins."""
     if job.batch is None or not w.jobs or w.jobs[0].batch != job.batch:
-        begin(w, limit)
+        begin(w)
 
 
-def clock(w: Any, message: bytes, limit: Optional[float]) -> None:
+def clock(w: Any, message: bytes) -> None:
     """The app's word from inside the task (timer.py): job i's timed work begins now, or it is over."""
     said = message[len(MARK) :]
-    if limit is None or said == END:
+    lead = leading(w.jobs)
+    i = int(said) if said != END else None
+    limit = lead[i].time_limit_s if i is not None and i < len(lead) else None
+    if limit is None:
         w.deadline = w.timed = None
     else:
-        w.deadline, w.timed = time.perf_counter() + limit, int(said)
+        w.deadline, w.timed = time.perf_counter() + limit, i
 
 
 def wait_s(workers: Sequence[Any], cap: float) -> float:
@@ -55,7 +61,7 @@ def overdue(workers: Sequence[Any]) -> list[Any]:
     return [w for w in workers if w.deadline is not None and now >= w.deadline and w.jobs and not w.conn.poll()]
 
 
-def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
+def stop(w: Any, queue: deque) -> list[tuple[Any, Reply]]:
     """Kill overdue worker `w` (SIGKILL: nothing of its task may go on) and settle its jobs (see the module's
     docstring); returns the replies to hand over."""
     pid, timed = w.proc.pid, w.timed
@@ -71,6 +77,7 @@ def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
     except (EOFError, OSError):
         pass
     lead = leading(w.jobs)
+    limit = lead[0].time_limit_s if lead else 0.0
     for _ in lead:
         w.jobs.popleft()
     queue.extendleft(reversed(w.jobs))
@@ -89,6 +96,7 @@ def stop(w: Any, limit: float, queue: deque) -> list[tuple[Any, Reply]]:
         )
         return arrived
     queue.extendleft(reversed([j for j in lead if j is not late]))  # the rest of its batch, as a batch
+    limit = late.time_limit_s
     why = f"ran past the time limit of {limit:g} s (worker process {pid} killed)"
     arrived.append((late, Reply(idx=late.idx, job_return=None, error=why + "\n", reason=why, time_limit_s=limit)))
     return arrived

@@ -56,8 +56,9 @@ def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
-    """("session", sid, bytes) once per batch, then ("job", sid, idx, config, modal options or None, template) or
-    ("batch", sid, [(idx, config, template), ...], modal options or None: jobs solved together, one reply each)
+    """("session", sid, bytes) once per batch, then ("job", sid, idx, config, via, template) or ("batch", sid,
+    [(idx, config, template), ...], via: jobs solved together, one reply each), `via`: None, or (the backend whose
+    `run_here` runs them, their GPU)
     ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
     see `_fast/template`."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
@@ -78,7 +79,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     # What is loaded now (modules, the launcher's state inherited by fork) lives as long as the worker: out of
     # the collector's sight, a job's garbage collections no longer rescan it (they were ~1/3 of a small job).
     gc.freeze()
-    sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a Modal job's payload)
+    sessions: dict[int, tuple[Session, bytes]] = {}  # sid -> (the session, its bytes: a backend's payload)
     templates: dict[int, Any] = {}  # template id -> its _fast/template.Template (sent once)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
@@ -96,11 +97,10 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
             continue
         if kind == "batch":
             items = [(idx, config, _template(templates, tpl)) for idx, config, tpl in rest[0]]
-            if rest[1]:  # placed on Modal, run offline: the batch through the Function's .local()
-                from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
-
+            if rest[1]:  # placed on a backend that runs here (Modal offline): the batch through it
+                backend, gpu = rest[1]
                 payload = make_batch_payload(sessions[sid][1], [(idx, cfg_bytes) for idx, cfg_bytes, _ in items])
-                answer = run_offline(items[0][0], payload, rest[1])
+                answer = backend.run_here(items[0][0], payload, gpu)
                 replies: Any = split_replies(answer, [idx for idx, _, _ in items])
             else:
                 made = [(idx, _source(templates, c), t.yaml if t is not None else None) for idx, c, t in items]
@@ -110,12 +110,10 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
                 sys.stderr.flush()
                 conn.send_bytes(data)
             continue
-        idx, config, via_modal, tpl = rest
+        idx, config, via, tpl = rest
         template = _template(templates, tpl)
-        if via_modal:
-            from hydra_plugins.sweep_launcher._modal_app import run_offline  # noqa: PLC0415 - Modal: the [modal] extra, seconds to import, only for jobs placed there
-
-            data = run_offline(idx, make_payload(sessions[sid][1], config), via_modal)
+        if via:
+            data = via[0].run_here(idx, make_payload(sessions[sid][1], config), via[1])
         else:
             hydra_yaml = template.yaml if template is not None else None
             data = dump_reply(run_one(sessions[sid][0], idx, _source(templates, config), hydra_template=hydra_yaml))

@@ -1,9 +1,11 @@
 """The launcher's public API: all an app imports from this plugin. Everything else in the package is the
 launcher's own and may change.
 
-    the seam         LaunchHooks (subclass it, list it in hydra.callbacks), PlannedJob, Outcome, Tally,
-                     Refused; rerun_hint
-    backends         Backend (a place jobs run: hydra.launcher.backends), execute (runs a job's payload there)
+    the seam         LaunchHooks (subclass it, list it in hydra.callbacks), JobPlan (its one answer per job),
+                     PlannedJob, Outcome, Tally, Refused; rerun_hint; batch_size, time_limit (the rules of the
+                     settings a plan gives)
+    backends         Backend (a place jobs run: hydra.launcher.backends), Unready (why it cannot take jobs now),
+                     execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell)
     signals          listen, check_pending, as_interrupted (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
@@ -22,12 +24,16 @@ from typing import Any, Sequence
 
 _HOME = {
     "LaunchHooks": "hooks",
+    "JobPlan": "hooks",
     "PlannedJob": "hooks",
     "Outcome": "hooks",
     "Tally": "hooks",
     "Refused": "hooks",
     "rerun_hint": "hooks",
+    "batch_size": "hooks",
+    "time_limit": "hooks",
     "Backend": "backends",
+    "Unready": "backends",
     "execute": "_core",
     "Namer": "naming",
     "command": "commands",

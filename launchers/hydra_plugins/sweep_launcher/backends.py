@@ -13,8 +13,9 @@ docs/extending.md, "Add a launcher backend".
 """
 
 # No `from __future__ import annotations`: Hydra's plugin scan execs this module outside sys.modules.
-import importlib.util
 import threading
+from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, Callable, Optional
 
 # a unit of work: (index of its first job, its GPU or None, the payload `execute` takes)
@@ -22,8 +23,16 @@ Unit = tuple  # tuple[int, Optional[str], bytes]
 Reply = Callable[[int, bytes], None]  # (the unit's first job index, execute's answer for it)
 
 
-def modal_missing() -> bool:
-    return importlib.util.find_spec("modal") is None
+@dataclass(frozen=True)
+class Unready:
+    """Why jobs placed on a backend cannot go there from this machine now, though it is installed (Modal without
+    its API token). Such jobs are left out where others of the sweep run here; where none would, the sweep is
+    refused (exit 2) before any job starts and before the app records anything."""
+
+    note: str  # said with the jobs left out, and in the summary: "Modal has no API token here"
+    fix: str  # what lets them run: "give Modal a token (`modal token new`)"
+    refusal: str  # the refusal's words, with {n} (the jobs) and {instead} (what runs them here) to fill
+    instead: str  # what runs them here, where the app's plan says nothing
 
 
 class Backend:
@@ -31,10 +40,16 @@ class Backend:
 
     # the jobs' output directories come back with their replies (a machine of its own, whose disk is gone after)
     collect_files: bool = True
+    # its jobs run on this machine's worker pool, each through `run_here` (Modal offline: its Function's .local())
+    on_workers: bool = False
 
     def missing(self) -> Optional[str]:
         """Why this backend cannot run anything on this machine (a package not installed), said as each of its
         jobs' failure; None: it can."""
+        return None
+
+    def unready(self) -> Optional[Unready]:
+        """Asked once per sweep, at the first job placed here: None (default) where its jobs can go there now."""
         return None
 
     def run(self, units: list, reply: Reply, stop: threading.Event) -> None:
@@ -43,36 +58,22 @@ class Backend:
         its own; return early once `stop` is set (the sweep was interrupted)."""
         raise NotImplementedError
 
-
-class ModalBackend(Backend):
-    """Modal's containers, one Function per GPU type (`_modal_app`: the [modal] extra, imported only here)."""
-
-    def __init__(self, options: Optional[dict] = None) -> None:
-        self.options = {k: v for k, v in (options or {}).items() if k != "offline"}
-
-    def missing(self) -> Optional[str]:
-        import importlib.util  # noqa: PLC0415 - only where a job is placed on Modal
-
-        if importlib.util.find_spec("modal") is not None:
-            return None
-        from hydra_plugins.sweep_launcher.commands import command  # noqa: PLC0415 - only to say so
-
-        pip = command("pip", "install", "sweep-launcher[modal]")
-        return f"this job runs on Modal, which needs the modal package: {pip} (or {command('pip', 'install', 'modal')})"
-
-    def run(self, units: list, reply: Reply, stop: threading.Event) -> None:
-        from hydra_plugins.sweep_launcher import _modal_app  # noqa: PLC0415 - Modal: seconds to import
-
-        _modal_app.run_remote(units, self.options, reply, stop)
+    def run_here(self, idx: int, payload: bytes, gpu: Optional[str]) -> bytes:
+        """Where `on_workers`: one unit in a local worker process, answered as `run`'s units are."""
+        raise NotImplementedError
 
 
-BUILT_IN = ("modal",)
+# the backends every sweep has, by name: their classes, imported when the sweep begins (Modal: `_modal`)
+BUILT_IN = {"modal": "hydra_plugins.sweep_launcher._modal.ModalBackend"}
 
 
-def backends(modal_options: Optional[dict], configured: Optional[dict]) -> dict:
-    """The sweep's backends, made once: Modal's and those named under hydra.launcher.backends (Hydra makes them
-    with the launcher)."""
-    out: dict[str, Any] = {"modal": ModalBackend(modal_options)}
+def backends(options: dict, configured: Optional[dict]) -> dict:
+    """The sweep's backends, made once: the built-in ones (each with its options under hydra.launcher.<name>) and
+    those named under hydra.launcher.backends (Hydra makes them with the launcher)."""
+    out: dict[str, Any] = {}
+    for name, path in BUILT_IN.items():
+        module, _, cls = path.rpartition(".")
+        out[name] = getattr(import_module(module), cls)(options.get(name))
     for name, conf in (configured or {}).items():
         backend = conf  # Hydra instantiates the launcher's config recursively: its `_target_`s are made already
         if not isinstance(backend, Backend):

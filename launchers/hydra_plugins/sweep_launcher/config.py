@@ -33,17 +33,17 @@ class ModalConf:
 @dataclass
 class SweepLauncherConf:
     _target_: str = TARGET
-    route: str = "device"  # device: where the app's hooks place each job (sweep: cuda jobs to Modal) | local | modal
+    route: str = "device"  # device: where the app's plan places each job (sweep: cuda jobs to Modal) | local | modal
     n_workers: Optional[int] = None  # local worker processes, >= 1; null: CPU count
     force: bool = False  # re-run jobs that already have a FINISHED run with the same resolved config
     # the most jobs solved together in one worker task (one local worker, one Modal container): jobs the app's
-    # hooks key alike (LaunchHooks.batch_key); each is still its own job. 1: every job alone; null: what the app's
-    # hooks say (LaunchHooks.batch_size: an app's presets may turn batching on), else 1
+    # plan keys alike (JobPlan.batch_key); each is still its own job. 1: every job alone; null: what the app's
+    # plan says (JobPlan.batch: an app's presets may turn batching on), else 1
     batch: Optional[int] = None
     progress: bool = True  # live done / failed / running / ETA line (rich) on stderr
     # the most seconds a job may run on a local worker (a batch of R jobs: R times it); past it the worker is killed
     # and the job FAILED with the reason (a batch's jobs run again one at a time, so only the slow one fails). null:
-    # what the app's hooks say (LaunchHooks.time_limit: a preset's), else no limit
+    # what the app's plan says (JobPlan.time_limit_s: a preset's), else no limit
     time_limit_s: Optional[float] = None
     # modules each local worker imports when it starts, while the launcher composes: the first job of a
     # worker then pays no import time (nor counts it as the job's CPU seconds); missing ones are skipped

@@ -4,30 +4,27 @@ usual Hydra way, in `hydra.callbacks` (`_target_: myapp.MyHooks`, a subclass of 
 
 Under any launcher the hooks are an ordinary Hydra callback (`on_multirun_start`, `on_job_end`,
 `on_multirun_end`, ...). Under this launcher they offer themselves at `on_multirun_start`, and the launcher
-then calls, in the launching process:
+then asks, in the launching process, one question per job and says what became of it:
 
-    placement(job)              where a job runs under route=device: ("local" | "modal" | a backend's name under
-                                hydra.launcher.backends (backends.py), its gpu or None), from
-                                its config (`job.cfg`, or `job.resolved` where the launcher made it)
-    plan(jobs)                  before any job of a batch starts, every job of it: refuse a bad job (raise
-                                `Refused`: the launcher prints its message and exits 2), return the indices of
-                                jobs to skip (already done: resume; ignored with hydra.launcher.force=true), or
-                                a dict of them: index -> None (already done) or why it is skipped all the same
-                                (e.g. another sweep is running it), said once per reason
+    plan(jobs)                  before any job of a batch starts, every job of it: each job's `JobPlan` (where it
+                                runs, whether it is done or skipped and why, its batch key and size, its time
+                                limit), yielded as (index, plan) before the next job is drawn (the launcher looks
+                                for a backend's credentials as the jobs come, before the app records anything); a
+                                job yielded again later is planned again (an app that reads its store once, after
+                                the pass, yields the jobs it finds done then); a job not yielded runs here, alone,
+                                without a time limit. Refuse a bad job: raise `Refused` (the launcher prints its
+                                message and exits 2).
                                 `jobs` is a stream: each job's `cfg` is composed while it is the current one
                                 and dropped when the next is drawn (a grid's configs never all exist at once;
                                 read it, do not change it: the next job of its shape is made on it), with
                                 `resolved` where the launcher has it (plain data, read faster);
-                                keep what is small in `job.data` (e.g. what `batch_key` reads)
-    instead_of_modal(job)       a job placed on Modal, which has no token here: what runs it here instead, or None
-    batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
-    time_limit(cfg)             where hydra.launcher.time_limit_s is null: the app's own setting for it, or None
-    batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
-                                equal keys, up to `batch` of them, go to one worker together); None: alone
+                                keep what is small in `job.data` (e.g. what `job_ended` records)
     job_ended(job, outcome)     each job's outcome as it arrives (FINISHED, FAILED or KILLED), in one process;
                                 `job.cfg` is composed again for it when read (keep what a finished job's
-                                record needs in `job.data` at plan, and it costs no composition)
+                                record needs in `job.data` at plan, and it costs no composition); returns a
+                                finished job's line on stdout (None: `[FINISHED] <job name>`)
     sweep_ended(status, tally)  at the end (from on_multirun_end), or at once when the sweep is interrupted
+    title(cfg)                  the multirun's name on the progress line
 
 and, in the worker, `run_batch(cfgs)` solves a batch's task configs together: one value (what the task function
 would return) or exception per job, in order; each job then runs through Hydra's run_job with its own value (its
@@ -46,7 +43,7 @@ ran. Without hooks the launcher keeps Hydra's own semantics (the sweeper raises 
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
@@ -67,6 +64,23 @@ class Refused(Exception):
         self.code = code
 
 
+@dataclass(frozen=True)
+class JobPlan:
+    """The app's one answer about a job (`LaunchHooks.plan`), before any job starts."""
+
+    where: str = "local"  # local | modal | a backend's name (backends.py); hydra.launcher.route=<place> overrides it
+    gpu: Optional[str] = None  # the GPU it asks of its backend
+    done: bool = False  # already done: skipped (resume), unless hydra.launcher.force=true
+    skip: Optional[str] = None  # why it does not run all the same (another sweep runs it), said once per reason
+    batch_key: Optional[Hashable] = None  # jobs of equal keys may be solved together by `run_batch`; None: alone
+    batch: int = 1  # the most jobs of its key solved together, where hydra.launcher.batch is null (`batch_size`)
+    # the most seconds it may run on a local worker, where hydra.launcher.time_limit_s is null (`time_limit`)
+    time_limit_s: Optional[float] = None
+    # placed on a backend that cannot take it now (Modal without its token): what runs it here instead, said first
+    # in the refusal (called only then); None: the backend's own advice
+    instead: Optional[Callable[[], Optional[str]]] = None
+
+
 @dataclass
 class PlannedJob:
     """A job as the hooks see it."""
@@ -75,8 +89,9 @@ class PlannedJob:
     overrides: list[str]
     # composed, hydra section included, while the hooks look at this job (plan's stream, job_ended); else None
     cfg: Optional[DictConfig] = None
-    where: str = "local"  # local | modal | a backend's name (backends.py)
+    where: str = "local"  # where it runs (`place`): local | modal | a backend's name (backends.py)
     gpu: Optional[str] = None
+    route: Optional[str] = None  # where hydra.launcher.route sends every job; None: where the app's plan says
     data: dict[str, Any] = field(default_factory=dict)  # the app's own per-job notes (plan -> job_ended)
     name: str = ""  # what the job varies within the sweep (naming.py): console lines, run name, failures
     # in plan's stream, where the launcher made it without resolving `cfg`: the job's top-level keys but hydra,
@@ -85,6 +100,12 @@ class PlannedJob:
 
     def label(self) -> str:
         return self.name or f"#{self.idx} " + (" ".join(self.overrides) or "(no overrides)")
+
+    def place(self, where: str, gpu: Optional[str]) -> tuple[str, Optional[str]]:
+        """Where the job runs when the app places it at (where, gpu): the route's place, where hydra.launcher.route
+        names one; a job on a local worker has no GPU."""
+        where = self.route or where
+        return where, (gpu if where != "local" else None)
 
 
 @dataclass
@@ -95,7 +116,7 @@ class Outcome:
     reason: Optional[str] = None  # one line
     wall_s: float = 0.0  # the task's wall-clock where it ran (Modal: what is billed)
     cpu_s: float = 0.0  # the task's CPU seconds
-    offline: bool = False  # a Modal job run through Function.local()
+    offline: bool = False  # a backend's job run on the local workers (Modal offline: its Function's .local())
     time_limit_s: Optional[float] = None  # FAILED for running past this limit (its worker killed); None: it did not
 
     @property
@@ -112,7 +133,7 @@ class Tally:
     skipped: int = 0
     skipped_for: dict[str, int] = field(default_factory=dict)  # jobs skipped for another reason than done: by why
     killed: int = 0
-    left_out: int = 0  # jobs placed on Modal, which has no token here, in a sweep whose other jobs ran
+    left_out: int = 0  # jobs placed on a backend not ready here (Modal without a token), in a sweep whose others ran
     left_out_note: str = ""  # which they were and how to run them
     failures: list[tuple[str, str]] = field(default_factory=list)  # (job label, one-line reason)
     launcher: dict[str, Any] = field(default_factory=dict)  # name, route, n_workers, force, modal.offline
@@ -132,47 +153,22 @@ class LaunchHooks(Callback):
     preload: Sequence[str] = ()
 
     # -- what the launcher calls (launching process) ----------------------------------------------------------
-    def placement(self, job: PlannedJob) -> Optional[tuple[str, Optional[str]]]:
-        """From `job.cfg` (or `job.resolved`, where the launcher made it: cheaper to read)."""
-        return None  # no opinion: local
-
     def title(self, cfg: DictConfig) -> Optional[str]:
         """The multirun's name on the progress line (`<title> 3/30 · 3 done · ...`); None: Hydra's job name."""
         return None
 
-    def plan(self, jobs: Iterator[PlannedJob]) -> "set[int] | dict[int, Optional[str]]":
-        return set()
-
-    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
-        """Where hydra.launcher.batch is null: (the app's setting's name, its value), the most jobs solved together;
-        None (default): 1, each job alone."""
-        return None
-
-    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
-        """Where hydra.launcher.time_limit_s is null: (the app's setting's name, its value), the most seconds a job
-        may run on a local worker; None (default): no limit."""
-        return None
-
-    def batch_key(self, job: PlannedJob) -> Optional[Hashable]:
-        """Jobs with equal keys may be solved together by `run_batch`; None (default): the job runs alone."""
-        return None
+    def plan(self, jobs: Iterator[PlannedJob]) -> Iterable[tuple[int, JobPlan]]:
+        """Each job's (index, JobPlan), as the module's docstring says; none (default): every job runs here."""
+        return ()
 
     def run_batch(self, cfgs: Sequence[DictConfig]) -> list[Any]:
-        """In the worker: the task configs (no hydra section) of jobs `batch_key` keyed alike, solved together;
+        """In the worker: the task configs (no hydra section) of jobs the plan keyed alike, solved together;
         one return value or raised exception per job, in order. A job that fails alone is its exception here,
         and the rest of its batch goes on."""
         raise NotImplementedError(f"{type(self).__name__} keys jobs into batches but has no run_batch")
 
-    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
-        """A job placed on Modal when Modal has no token here: what runs it on this machine instead (the app
-        knows what its job needs), said first in the refusal; None: the launcher's own advice (offline mode)."""
-        return None
-
-    def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
-        pass
-
-    def job_line(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
-        """A finished job's line on stdout, after `job_ended`; None: `[FINISHED] <job name>`."""
+    def job_ended(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
+        """The job's outcome; returns a finished job's line on stdout (None: `[FINISHED] <job name>`)."""
         return None
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
@@ -218,6 +214,27 @@ class LaunchHooks(Callback):
         if self.driven:
             return {"driven": True}
         return {k: v for k, v in self.__dict__.items() if k != "tally"}
+
+
+def batch_size(requested: Any, key: str) -> int:
+    """A batch size (hydra.launcher.batch, or the app's own setting `key`): an integer >= 1; else Refused (exit 2)."""
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+        meaning = "an integer >= 1 (the most jobs solved together in one task; 1: each job alone)"
+        raise Refused(f"sweep: {key}={requested!r} is not allowed: expected {meaning}")
+    return requested
+
+
+def time_limit(requested: Any, key: str) -> Optional[float]:
+    """A time limit (hydra.launcher.time_limit_s, or the app's own setting `key`): seconds > 0, or None (no limit);
+    else Refused (exit 2)."""
+    if requested is None:
+        return None
+    if isinstance(requested, bool) or not isinstance(requested, (int, float)) or not 0 < requested < float("inf"):
+        raise Refused(
+            f"sweep: {key}={requested!r} is not allowed: expected a number of seconds > 0 (the most a job may run), "
+            "or null (no limit)"
+        )
+    return float(requested)
 
 
 def rerun_hint(force_key: str, what: str = "them") -> str:

@@ -12,12 +12,22 @@ import copy
 import resource
 import time
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher.api import LaunchHooks, Outcome, PlannedJob, Refused, Tally
+from hydra_plugins.sweep_launcher.api import (
+    JobPlan,
+    LaunchHooks,
+    Outcome,
+    PlannedJob,
+    Refused,
+    Tally,
+    batch_size,
+    time_limit,
+)
 from sweep.batch.key import batch_key
 from sweep.config.memory import available_bytes
 from sweep.config.placement import placement
@@ -50,7 +60,6 @@ BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.
 TIME_LIMIT_SETTING = "time_limit_s"  # the app's own time limit a run (sweep.config.schema.Config.time_limit_s)
 HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
 RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
-BATCH_KEY = "batch_key"  # job.data: what the job may share a batch under (None: alone)
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -67,40 +76,26 @@ class SweepLaunchHooks(LaunchHooks):
         self.multirun_config = config  # the sweep's own overrides (a job's config holds only its own)
         super().on_multirun_start(config, **kwargs)
 
-    def placement(self, job: PlannedJob) -> tuple[str, Optional[str]]:
-        plain = job.resolved
-        assert job.cfg is not None
-        return placement(plain if plain is not None and "device" in plain else job.cfg)
-
-    def instead_of_modal(self, job: PlannedJob) -> Optional[str]:
-        """A cuda job Modal cannot take (no token): this machine's GPU offline, else device=torch_cpu."""
-        plain = job.resolved if job.resolved is not None and "device" in job.resolved else None
-        device = plain["device"] if plain is not None else OmegaConf.to_container(job.cfg.device, resolve=True)
-        return instead_of_modal(device)
-
     def title(self, cfg: DictConfig) -> Optional[str]:
         """The study: the MLflow experiment its runs go to (a preset names it after itself)."""
         return str(OmegaConf.select(cfg, "mlflow.experiment", default="")) or None
 
-    def job_line(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
-        value = outcome.job_return.return_value if outcome.job_return is not None else None
-        return value.summary(job.label()) if isinstance(value, RunResult) else None
-
-    def plan(self, jobs: Iterator[PlannedJob]) -> dict[int, Optional[str]]:
-        """Every job checked before any starts (a bad one: Refused, exit 2), one at a time: only its config's
-        hash is kept; then the parent run opened, and the jobs to skip returned: those already done (None), and
-        those another sweep running now has claimed (`sweep.record.claims`: why)."""
-        first: Optional[DictConfig] = None  # the sweep's settings (store, prices): every job shares them
+    def plan(self, jobs: Iterator[PlannedJob]) -> Iterator[tuple[int, JobPlan]]:
+        """Every job checked before any starts (a bad one: Refused, exit 2), one at a time, and planned: where it
+        runs (`sweep.config.placement`), its batch key and time limit; only its config's hash is kept. Then the
+        parent run opened, and the jobs to skip planned again: those already done, and those another sweep running
+        now has claimed (`sweep.record.claims`: why)."""
+        first: Optional[DictConfig] = None  # the sweep's settings (store, prices, batch): every job shares them
         launcher = self.tally.launcher if self.tally is not None else {}
         offline = bool(launcher.get("modal.offline"))
-        batch = int(launcher.get("batch", 1))
+        batch = 1
         hashes: dict[int, str] = {}
-        limit = launcher.get("time_limit_s")  # a run's, where the launcher kills one past it
+        plans: dict[int, JobPlan] = {}
         room = available_bytes()  # what memory is left: once for the whole check pass, not once a job
         available = lambda: room  # noqa: E731
         prices: Optional[str] = None
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
-        first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]] = {}  # ... -> its first job, to size its batch
+        first_of: dict[tuple, tuple[str, dict, dict]] = {}  # ... -> its first job (label, config, placed): its batch
         for job in jobs:
             config = refused(resolves, partial(planned_config, job), job.label())
             if config is None:  # other apps' jobs (Hydra's test apps) just run
@@ -108,12 +103,17 @@ class SweepLaunchHooks(LaunchHooks):
             if first is None:
                 first = copy.deepcopy(job.cfg)  # the stream's configs last one turn each
                 prices = self._prices(first)
-            runs_here = job.where == "local" or offline  # a local worker or Modal offline: its device must be here
+                own = setting(job, BATCH_SETTING)
+                batch = launcher.get("batch") or (batch_size(own, BATCH_SETTING) if own is not None else 1)
+            limit = launcher.get("time_limit_s")  # a run's, where the launcher kills one past it
+            if limit is None:
+                limit = time_limit(setting(job, TIME_LIMIT_SETTING), TIME_LIMIT_SETTING)
+            where, gpu = job.place(*placement(config))
             placed = {
-                "where": job.where,
-                "gpu": job.gpu,
+                "where": where,
+                "gpu": gpu,
                 "prices": prices,
-                "runs_here": runs_here,
+                "runs_here": where == "local" or offline,  # a local worker or Modal offline: its device must be here
                 "time_limit_s": limit,
             }
             refused(check_planned, config, job.label(), **placed, available=available)
@@ -122,19 +122,24 @@ class SweepLaunchHooks(LaunchHooks):
                 OmegaConf.select(job.cfg, "run_name", default=None),
                 device_price_per_hour(config["device"]),
             )
-            key = job.data[BATCH_KEY] = batch_key(config) if batch > 1 else None
+            key = batch_key(config) if batch > 1 else None
             if key is not None:
-                alike[(job.where, job.gpu, key)] += 1
-                first_of.setdefault((job.where, job.gpu, key), (job, config, runs_here))
-        check_batches(alike, first_of, batch, prices, available, limit)
+                alike[(where, gpu, key)] += 1
+                first_of.setdefault((where, gpu, key), (job.label(), config, placed))
+            instead = partial(instead_of_modal, config["device"]) if where == "modal" else None
+            plans[job.idx] = JobPlan(where, gpu, batch_key=key, batch=batch, time_limit_s=limit, instead=instead)
+            yield job.idx, plans[job.idx]
+        check_batches(alike, first_of, batch, available)
         if first is None or not bool(OmegaConf.select(first, "mlflow.enabled", default=False)):
-            return {}
+            return
+        # the launcher's settings, the batch and time limit the plans hold where the launcher has none
+        params = {**launcher, "batch": batch, "time_limit_s": plans[min(plans)].time_limit_s}
         try:  # a store MLflow cannot open: one line, exit 1, before any job (not Hydra's error report)
             self.session.open(
                 first,
                 self.multirun_config,
                 str(launcher.get("name", "?")),
-                {f"launcher.{k}": v for k, v in launcher.items() if k in PARENT_PARAMS and v is not None},
+                {f"launcher.{k}": v for k, v in params.items() if k in PARENT_PARAMS and v is not None},
                 fast=True,
             )
             # either switch re-runs done jobs: the app's (any launcher) or the launcher's own
@@ -144,9 +149,11 @@ class SweepLaunchHooks(LaunchHooks):
             self._note_done(first, sorted({done[h] for h in hashes.values() if h in done}))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
-        skip: dict[int, Optional[str]] = {idx: None for idx, h in hashes.items() if h in done}
-        skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
-        return skip
+        for idx, h in hashes.items():
+            if h in done:
+                yield idx, replace(plans[idx], done=True)
+            elif h in held:
+                yield idx, replace(plans[idx], skip=running_elsewhere(held[h]))
 
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no
@@ -161,20 +168,6 @@ class SweepLaunchHooks(LaunchHooks):
         except Exception as e:  # noqa: BLE001 - whatever the store raised: one line, before any job
             raise StoreError(recorder.tracking_uri, f"the skipped jobs' runs could not be noted: {e}") from e
 
-    def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
-        """The sweep's own `batch` (a preset's), used where hydra.launcher.batch is not set."""
-        value = OmegaConf.select(cfg, BATCH_SETTING, default=None)
-        return None if value is None else (BATCH_SETTING, value)
-
-    def time_limit(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
-        """The sweep's own `time_limit_s` (a preset's), used where hydra.launcher.time_limit_s is not set."""
-        value = OmegaConf.select(cfg, TIME_LIMIT_SETTING, default=None)
-        return None if value is None else (TIME_LIMIT_SETTING, value)
-
-    def batch_key(self, job: PlannedJob) -> Optional[str]:
-        """Jobs that differ only in what their method vectorises share a batch (`sweep.batch.key`)."""
-        return job.data.get(BATCH_KEY)
-
     def run_batch(self, cfgs: Sequence[DictConfig]) -> list[Any]:
         from sweep.batch.run import run_batch  # noqa: PLC0415 - the job's modules: in the worker, when a batch runs
 
@@ -184,8 +177,13 @@ class SweepLaunchHooks(LaunchHooks):
     def _prices(cfg: DictConfig) -> Optional[str]:
         return OmegaConf.select(cfg, "hydra.launcher.modal.prices", default=None)
 
-    def job_ended(self, job: PlannedJob, outcome: Outcome) -> None:
-        """Write the job's child run, with what it cost."""
+    def job_ended(self, job: PlannedJob, outcome: Outcome) -> Optional[str]:
+        """Write the job's child run, with what it cost; a finished run's line is its summary."""
+        self._record(job, outcome)
+        value = outcome.value if outcome.status == "FINISHED" else None
+        return value.summary(job.label()) if isinstance(value, RunResult) else None
+
+    def _record(self, job: PlannedJob, outcome: Outcome) -> None:
         if self.session.parent is None or HASH_KEY not in job.data:
             return
         if outcome.status == "FINISHED":
@@ -262,22 +260,27 @@ def planned_config(job: PlannedJob) -> Optional[dict[str, Any]]:
     return job_config(plain)
 
 
+def setting(job: PlannedJob, key: str) -> Any:
+    """A top-level setting of a job's config (the app's own batch, time limit): from the launcher's plain data
+    where it made it."""
+    if job.resolved is not None and key in job.resolved:
+        return job.resolved[key]
+    return OmegaConf.select(job.cfg, key, default=None)
+
+
 def check_batches(
     alike: Counter,
-    first_of: dict[tuple, tuple[PlannedJob, dict[str, Any], bool]],
+    first_of: dict[tuple, tuple[str, dict, dict]],
     batch: int,
-    prices: Optional[str],
     available: Callable[[], Optional[float]] = available_bytes,
-    time_limit_s: Optional[float] = None,
 ) -> None:
     """The size guard counts a batch as its runs: `batch`, or fewer where fewer jobs share its key. The jobs of one
-    key differ only in what their method vectorises, so the first one's config sizes them all."""
+    key differ only in what their method vectorises, so the first one's config (label, config, placement) sizes them
+    all."""
     for k, n in alike.items():
         if min(batch, n) > 1:
-            job, config, runs_here = first_of[k]
-            placed = {"where": job.where, "gpu": job.gpu, "prices": prices, "runs_here": runs_here}
-            placed["time_limit_s"] = time_limit_s
-            refused(check_planned, config, job.label(), **placed, runs=min(batch, n), available=available)
+            label, config, placed = first_of[k]
+            refused(check_planned, config, label, **placed, runs=min(batch, n), available=available)
 
 
 def refused(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -38,7 +38,7 @@ except ModuleNotFoundError:  # Python 3.10: modal's own dependency reads it
 
 REMOTE_ROOT = "/project"  # where the image holds the app's project (a path inside the container)
 REMOTE_PLUGIN = "/plugin"  # where it holds this plugin, when the plugin lives outside the project
-PLUGIN_ROOT = Path(__file__).resolve().parents[2]  # the directory holding this plugin's hydra_plugins/
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]  # the directory holding this plugin's hydra_plugins/
 # what stays out of the image: environments, stores, outputs, caches
 IGNORE = [".git", ".venv", "venv", "mlruns", "outputs", "multirun", "**/__pycache__", "**/*.pyc", "**/*.egg-info"]
 # Distributions a job needs in any container (the plugin's own); the app's project adds its dependencies. Each
@@ -109,7 +109,7 @@ def layout(root: Path) -> tuple[list[tuple[Path, str]], list[str]]:
     path = [remote(d) for d in dirs if d != root and shipped(d)]
     copies = [(root, REMOTE_ROOT)]
     if not shipped(PLUGIN_ROOT):
-        copies.append((Path(__file__).resolve().parent, f"{REMOTE_PLUGIN}/hydra_plugins/sweep_launcher"))
+        copies.append((Path(__file__).resolve().parents[1], f"{REMOTE_PLUGIN}/hydra_plugins/sweep_launcher"))
         path.append(REMOTE_PLUGIN)
     return copies, list(dict.fromkeys(path + [REMOTE_ROOT]))  # the project's root last: its packages first
 
@@ -207,7 +207,7 @@ def failure(idx: int, message: str) -> bytes:
 def run_remote(
     jobs: list[tuple[int, Optional[str], bytes]], opts: dict[str, Any], out: Any, stop: threading.Event
 ) -> None:
-    """Thread body (`backends.ModalBackend.run`): run `jobs` (idx, gpu, payload) on Modal, call `out(idx, reply
+    """Thread body (`ModalBackend.run`): run `jobs` (idx, gpu, payload) on Modal, call `out(idx, reply
     bytes)` as each finishes.
 
     One `Function.starmap` over (idx, payload) per GPU type (in parallel), unordered: each reply arrives as its
