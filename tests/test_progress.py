@@ -22,22 +22,42 @@ class Job:
         self.idx = idx
 
 
-def test_plain_line_numbers_before_labels_and_eta_at_the_pace_so_far(capsys):
+def test_plain_line_numbers_before_labels_and_eta_from_the_jobs_seconds_not_the_start_up(capsys):
     clock = Clock()
-    p = Progress(30, title="tiled_w1", clock=clock)  # stderr is not a terminal here: the plain line
+    p = Progress(30, title="tiled_w1", clock=clock, slots=2)  # stderr is not a terminal here: the plain line
     assert p.line() == "tiled_w1 0/30 · 0 done · 0 failed · 0 running · ETA ?"
     with p:
+        clock.t += 60.0  # the workers' start-up: the pace so far (elapsed / finished) would say 27 x 24 s = 10m48s
         for i in range(3):
-            p.job_done(Job(i), ok=i != 1, line=f"job {i}")
+            clock.t += 4.0
+            p.job_done(Job(i), ok=i != 1, line=f"job {i}", seconds=8.0)
         p.running_now(2)
-        clock.t += 12.0  # 3 jobs in 12 s: 27 left take 108 s
-        assert p.eta_s() == 108.0
+        assert p.eta_s() == 108.0  # 27 jobs left of 8 s each, 2 at a time
         p.refresh()
     out, err = capsys.readouterr()
     assert out.splitlines() == ["job 0", "job 2"] and "job 1" in err  # a failed job's line goes to stderr
     line = "tiled_w1 3/30 · 2 done · 1 failed · 2 running · ETA 1m48s"
     assert err.splitlines().count(line) == 1  # every 5 s, and once at the end (not twice for the same state)
     assert [duration(s) for s in (0.4, 53, 245, 7620)] == ["0s", "53s", "4m05s", "2h07m"]
+
+
+def test_an_expected_sweep_starts_with_its_estimate_and_its_eta_learns_from_what_was_expected(capsys):
+    """Issue 43: a preset gave no estimate up front. Seconds the hooks expect of the jobs (their earlier runs'):
+    an estimate line at the start; then the ETA scales them by how the finished jobs compared."""
+    clock = Clock()
+    with Progress(5, title="w1", clock=clock, slots=2, expected={0: 10.0, 1: 10.0, 2: 30.0, 3: 30.0}) as p:
+        # 10 + 10 + 30 + 30 expected, and the fifth job at their mean (20 s): 100 s on 2 slots
+        assert p.eta_s() == 50.0
+        p.job_done(Job(0), ok=True, line="job 0", seconds=5.0)  # half what was expected, of 1/8 of the work
+        assert p.eta_s() == (0.9375 * 70.0 + 5.0) / 2  # the rest at 1 - 1/2 x 1/8; the unexpected one at 5 s
+        for i in (1, 2, 3):  # all expected work done, at half: the fifth, expected of none, at their mean
+            p.job_done(Job(i), ok=True, line=f"job {i}", seconds=p.expected[i] / 2)
+        assert p.eta_s() == 10.0
+    err = capsys.readouterr().err
+    assert (
+        err.splitlines()[0]
+        == "w1: estimate 50s for 5 job(s) on 2 worker slot(s), from the seconds earlier runs of 4 of them took"
+    )
 
 
 def test_progress_false_prints_job_lines_only(capsys):
@@ -58,5 +78,10 @@ def test_a_sweep_ends_with_its_progress_then_where_to_look_next(store, tmp_path)
     last = p.stdout.strip().splitlines()[-1]
     # the commands as they run pasted from here (tests/test_hints.py runs them)
     assert re.match(r"next: \S*sweep-compare prog  ·  \S*sweep-ui prog  →  http://127\.0\.0\.1:5000/#/", last), last
+    # issue 43: no estimate up front. Now the study's earlier runs give one: seed 3 at their median seconds
+    p = run_sweep(*args[:2], "problem.seed=1,2,3", *args[3:], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = re.search(r"^prog: estimate (\d+)s for 1 job\(s\) on 1 worker slot\(s\), from the seconds", p.stderr, re.M)
+    assert said and int(said.group(1)) < 10, p.stderr
     p = run_sweep(*args, "hydra.launcher.progress=false", "hydra.launcher.force=true", cwd=tmp_path)
     assert p.returncode == 0 and " done · " not in p.stderr + p.stdout

@@ -61,7 +61,9 @@ class Dispatcher:
         offline: bool,
         time_limit: Optional[float] = None,
         backends: Optional[dict[str, Backend]] = None,
+        expected: Optional[dict[int, float]] = None,
     ) -> None:
+        """`expected`: job index -> the seconds the hooks expect it to take (`LaunchHooks.estimate`), for the ETA."""
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
@@ -99,7 +101,8 @@ class Dispatcher:
         self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to Modal, by its first job's index
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
-        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
+        slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
+        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
         self.interrupt = Interrupt(hold_after=bool(hooks))
 
     # -- the loop ------------------------------------------------------------------------------------------
@@ -305,9 +308,9 @@ class Dispatcher:
         if ok:
             said = (h.job_line(job, outcome) for h in self.hooks)
             line = next((s for s in said if s is not None), f"[FINISHED] {job.label()}")
-            self.progress.job_done(job, ok=True, line=line)
+            self.progress.job_done(job, ok=True, line=line, seconds=outcome.wall_s)
         else:
-            self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
+            self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}", seconds=outcome.wall_s)
         self.interrupt.check()
 
     def _tell(self, job: Job, outcome: Outcome) -> None:

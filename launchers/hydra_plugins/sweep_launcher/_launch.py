@@ -351,7 +351,12 @@ def prepare(
         todo = batched(todo, run.batch_key, run.batch, run.n_workers)
     if not todo:
         return jobs, None
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit, run.backends)
+    expected: dict[int, float] = {}
+    for h in run.hooks:  # what the app expects of each job (its earlier runs' seconds), for the ETA
+        expected.update(h.estimate(todo) or {})
+    return jobs, Dispatcher(
+        launcher, todo, run.pool, run.hooks, run.tally, run.offline, run.time_limit, run.backends, expected
+    )
 
 
 def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:

@@ -20,6 +20,8 @@ then calls, in the launching process:
                                 `resolved` where the launcher has it (plain data, read faster);
                                 keep what is small in `job.data` (e.g. what `batch_key` reads)
     instead_of_modal(job)       a job placed on Modal, which has no token here: what runs it here instead, or None
+    estimate(jobs)              after plan, the jobs that will run: job index -> the seconds each is expected to
+                                take (e.g. its earlier run's), for the start's estimate line and the ETA; None
     batch_size(cfg)             where hydra.launcher.batch is null: the app's own setting for it (presets), or None
     time_limit(cfg)             where hydra.launcher.time_limit_s is null: the app's own setting for it, or None
     batch_key(job)              after plan, with a batch size > 1: what the job may share a worker task under (jobs with
@@ -142,6 +144,11 @@ class LaunchHooks(Callback):
 
     def plan(self, jobs: Iterator[PlannedJob]) -> "set[int] | dict[int, Optional[str]]":
         return set()
+
+    def estimate(self, jobs: Sequence[PlannedJob]) -> Optional[dict[int, float]]:
+        """After `plan`, the jobs that will run (no `cfg`): index -> the seconds the app expects each to take (an
+        earlier run of it), for those it knows; None (default): no estimate, the ETA goes by the finished jobs."""
+        return None
 
     def batch_size(self, cfg: DictConfig) -> Optional[tuple[str, Any]]:
         """Where hydra.launcher.batch is null: (the app's setting's name, its value), the most jobs solved together;

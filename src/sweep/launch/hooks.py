@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import resource
+import statistics
+import sys
 import time
 from collections import Counter
 from functools import partial
@@ -41,6 +43,7 @@ from sweep.record.tags import (
     ROUTE_TAG,
     TIME_LIMIT_TAG,
 )
+from sweep.report.queries import study_of, study_runs
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
@@ -148,6 +151,32 @@ class SweepLaunchHooks(LaunchHooks):
         skip.update((idx, running_elsewhere(held[h])) for idx, h in hashes.items() if h in held)
         return skip
 
+    def estimate(self, jobs: Sequence[PlannedJob]) -> Optional[dict[int, float]]:
+        """The seconds the study's earlier runs took, as the launcher counts a job's (a batch's divided by its
+        jobs): their billed seconds (`cpu_s` on a CPU host, `billed_s` on Modal), else their start to their end;
+        a job's own earlier run (the same name), else the median of the study's; None where the study has no
+        earlier FINISHED run."""
+        recorder, parent = self.session.recorder, self.session.parent
+        if recorder is None or parent is None:
+            return None
+        try:
+            client = recorder.store_client
+            this = client.get_run(parent)
+            runs = study_runs(client, this, study_of(this, recorder.experiment))
+        except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
+            return None
+        took = {
+            r.info.run_name: r.data.metrics.get("billed_s")
+            or r.data.metrics.get("cpu_s")
+            or (r.info.end_time - r.info.start_time) / 1000  # a batch's runs: each the whole batch's time
+            for r in sorted(runs, key=lambda r: r.info.start_time or 0)  # the latest run of a name counts
+            if r.info.status == "FINISHED" and r.info.end_time and r.info.start_time
+        }
+        if not took:
+            return None
+        median = statistics.median(took.values())
+        return {job.idx: took.get(job.data.get(RECORD_KEY, (None,))[0] or job.name, median) for job in jobs}
+
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no
         child for, so that its report shows the whole sweep. StoreError (one line) where the store refuses."""
@@ -207,8 +236,22 @@ class SweepLaunchHooks(LaunchHooks):
         elif result.status == "FINISHED":
             bill(result, "cpu_s", outcome.cpu_s, price)
         # the session's store is open (plan opened it): the sweep's config names it
-        self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        try:
+            self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        except Exception:
+            self._close_refused()  # the launcher stops the sweep at a refused result, with no sweep_ended
+            raise
         result.recorded()
+
+    def _close_refused(self) -> None:
+        """The parent closed FAILED as the sweep stops at a result its store refused, not left RUNNING for the next
+        sweep to call its launcher killed; a full disk refuses that too: its end is kept in the spool, said here."""
+        parent, session = self.session.parent, self.session
+        try:
+            session.close("FAILED")
+        except Exception as e:  # noqa: BLE001 - the store refused it too (StoreError: where its end is kept)
+            print(f"sweep: parent run {parent} not closed: {e}", file=sys.stderr, flush=True)
+        session.parent = None
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Close the parent run with the sweep's totals, then the summary and exit code (LaunchHooks')."""

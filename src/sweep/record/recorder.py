@@ -31,6 +31,7 @@ from sweep.record.sqlite.writer import (
     plainly_valid,
 )
 from sweep.record.tags import (
+    ENDED_REASON_TAG,
     GIT_TAG,
     HASH_TAG,
     KIND_TAG,
@@ -304,9 +305,30 @@ class Recorder:
     ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
+        totals = {**(extra or {}), **parent_totals(results)}
+        try:
+            self._end_parent(run_id, status, totals)
+        except Exception as e:  # noqa: BLE001 - a full disk: the end is kept, the next command into the store closes it
+            cause = self.store.explain(e)
+            closed = "FAILED" if status == "FINISHED" else status  # the command fails: its record says so
+            where = spool.keep_end(self.tracking_uri, self.experiment, run_id, closed, totals, cause)
+            raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
+
+    def close_spooled(self, end: dict[str, Any], cause: str) -> None:
+        """A parent run's end kept in the spool (`spool.keep_end`): the run closed with it, the reason in
+        ENDED_REASON_TAG; one the next sweep marked KILLED meanwhile (or already closed) is left as it is."""
+        run_id = end["run_id"]
+        if self.store_client.get_run(run_id).info.status != "RUNNING":
+            return
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.store_client.set_tag(
+            run_id, ENDED_REASON_TAG, f"the launcher could not close this run: {cause}; closed from the spool at {when}"
+        )
+        self._end_parent(run_id, end["status"], end["metrics"])
+
+    def _end_parent(self, run_id: str, status: str, totals: dict[str, float]) -> None:
         claims.release(self, run_id)  # a closed parent holds no config (on SQLite its claim tags go)
         now = int(time.time() * 1000)
-        totals = {**(extra or {}), **parent_totals(results)}
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]
         if self.direct is not None and plainly_valid({}, [], metrics):
             self.direct.end_run(run_id, status, now, metrics)
