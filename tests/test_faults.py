@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -406,6 +407,10 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
     runs = _runs(store)
     assert sorted(r.data.params.get("extra.repeat", "0") for r in runs) == ["0", "1"], [r.info.run_name for r in runs]
     assert all(r.info.status == "FINISHED" and "sweep.parent" not in r.data.tags for r in runs)
+    # nothing of the holders in the store's file (deleted rows were counted by the store check as runs)
+    with sqlite3.connect(store.removeprefix("sqlite:///")) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM tags WHERE key LIKE 'sweep.claim%'").fetchone()[0] == 0
 
 
 # -- values with no meaning, interpolations that do not resolve, sweeps of no job: one line, exit 2, no run --------

@@ -19,13 +19,14 @@ configs are free for the next sweep (resume skips the finished ones before claim
   in no list).
 
 A single run claims its config the same way (`hold`): a RUNNING holder run (a parent of no job, `HOLDER_NAME`)
-takes the claim before the job starts and is deleted once the run is recorded, so that two identical single runs
-at once record the config once.
+takes the claim before the job starts and goes once the run is recorded, so that two identical single runs at
+once record the config once. Both bookkeeping runs carry CLAIMS_TAG: no count of a store's runs, no migrate and
+no report takes them for a user's. A holder leaves no row in an SQLite store; a tracking server's client can
+only delete it (MLflow's lists show it no more; `mlflow gc` removes it).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any, Iterable
 
 from sweep.record.sqlite.writer import SqliteRunWriter, write_transaction
@@ -59,7 +60,7 @@ def release(recorder: Any, parent_id: str) -> None:
 def hold(recorder: Any, config_hash: str) -> tuple[str, str | None]:
     """A single run's claim on its config: (the holder run's id, None) when taken (`drop` the holder once the run
     is recorded), ("", the id of the run holding it) when another sweep or single run running now holds it."""
-    holder = recorder.start_parent(HOLDER_NAME, {})
+    holder = recorder.start_parent(HOLDER_NAME, {CLAIMS_TAG: "true"})
     held = claim(recorder, holder, [config_hash])
     if held:
         drop(recorder, holder)
@@ -69,14 +70,10 @@ def hold(recorder: Any, config_hash: str) -> tuple[str, str | None]:
 
 def drop(recorder: Any, holder: str) -> None:
     """The single run is recorded (or ended): its holder and its claim go, out of every list."""
-    release(recorder, holder)
     if recorder.direct is not None:
-        with recorder.direct._db() as conn:
-            conn.execute(
-                "UPDATE runs SET status = 'FINISHED', end_time = ?, lifecycle_stage = 'deleted', deleted_time = ? "
-                "WHERE run_uuid = ?",
-                (now := int(time.time() * 1000), now, holder),
-            )
+        with recorder.direct._db() as conn:  # its rows, its claim tag with them, in one transaction
+            for table in ("tags", "params", "latest_metrics", "metrics", "runs"):
+                conn.execute(f"DELETE FROM {table} WHERE run_uuid = ?", (holder,))  # noqa: S608 - names of ours
         return
     recorder.client.set_terminated(holder, status="FINISHED")
     recorder.client.delete_run(holder)
