@@ -79,7 +79,7 @@ class Progress:
         if self.enabled and start is not None:
             print(
                 f"{self.title}: estimate {duration(start)} for {self.total} job(s) on {min(self.slots, self.total)} "
-                f"worker slot(s), from the seconds earlier runs of {len(self.expected)} of them took",
+                f"worker slot(s), from the seconds earlier runs took",
                 file=sys.stderr,
                 flush=True,
             )

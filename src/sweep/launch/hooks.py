@@ -43,7 +43,6 @@ from sweep.record.tags import (
     ROUTE_TAG,
     TIME_LIMIT_TAG,
 )
-from sweep.report.queries import study_of, study_runs
 from sweep.report.ui import next_steps
 from sweep.result import RunResult
 
@@ -152,30 +151,20 @@ class SweepLaunchHooks(LaunchHooks):
         return skip
 
     def estimate(self, jobs: Sequence[PlannedJob]) -> Optional[dict[int, float]]:
-        """The seconds the study's earlier runs took, as the launcher counts a job's (a batch's divided by its
-        jobs): their billed seconds (`cpu_s` on a CPU host, `billed_s` on Modal), else their start to their end;
-        a job's own earlier run (the same name), else the median of the study's; None where the study has no
-        earlier FINISHED run."""
-        recorder, parent = self.session.recorder, self.session.parent
-        if recorder is None or parent is None:
-            return None
+        """The seconds the experiment's earlier runs took (`Recorder.earlier_seconds`; a tracking server is asked
+        nothing more for them): a job's own earlier run (the same config, else the same name), else their median;
+        None where there is none."""
+        recorder = self.session.recorder
         try:
-            client = recorder.store_client
-            this = client.get_run(parent)
-            runs = study_runs(client, this, study_of(this, recorder.experiment))
+            took = recorder.earlier_seconds() if recorder is not None and self.session.parent else []
         except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
             return None
-        took = {
-            r.info.run_name: r.data.metrics.get("billed_s")
-            or r.data.metrics.get("cpu_s")
-            or (r.info.end_time - r.info.start_time) / 1000  # a batch's runs: each the whole batch's time
-            for r in sorted(runs, key=lambda r: r.info.start_time or 0)  # the latest run of a name counts
-            if r.info.status == "FINISHED" and r.info.end_time and r.info.start_time
-        }
         if not took:
             return None
-        median = statistics.median(took.values())
-        return {job.idx: took.get(job.data.get(RECORD_KEY, (None,))[0] or job.name, median) for job in jobs}
+        by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
+        median = statistics.median(t.seconds for t in took)
+        name = lambda job: job.data.get(RECORD_KEY, (None,))[0] or job.name  # noqa: E731 - as job_ended names it
+        return {job.idx: by_key.get(job.data.get(HASH_KEY), by_key.get(name(job), median)) for job in jobs}
 
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, spool, store
+from sweep.record import address, claims, earlier, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.registry import Store, open_store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
@@ -102,6 +102,7 @@ class Recorder:
         self.store.create()  # a new SQLite store: made aside, renamed into place when whole
 
         self._client: Any = None
+        self._took: list[earlier.Took] = []  # of the runs resume read through MLflow's client (earlier_seconds)
         # a store written without importing MLflow (seconds saved): an SQLite store at the known schema
         self.sql: Any = self.store.direct_writer(experiment)
         if self.sql is not None:
@@ -372,15 +373,26 @@ class Recorder:
                 )
                 if runs:
                     found[h] = runs[0].info.run_id
+                    self._took.extend(t for t in map(earlier.of_run, runs) if t)
             return found
         token = None
         while True:
             page = self.client.search_runs(
                 [self.experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=5000, page_token=token
             )
+            self._took.extend(t for t in map(earlier.of_run, page) if t)  # a tuple each, not the run
             found.update(
                 {r.data.tags.get(HASH_TAG): r.info.run_id for r in page if r.data.tags.get(HASH_TAG) in wanted}
             )
             token = page.token
             if not token:
                 return found
+
+    def earlier_seconds(self) -> list[earlier.Took]:
+        """The seconds the experiment's earlier FINISHED job runs took, oldest first (`sweep.record.earlier`: an
+        SQLite store's every one; another store's those resume read, no request more)."""
+        if self.direct is not None:
+            took = earlier.from_sqlite(self.direct.path, self.experiment_id)
+            if took is not None:
+                return took
+        return sorted(self._took, key=lambda t: t.start_ms)
