@@ -57,10 +57,13 @@ def start_sweep(store: str, cwd: Path, *args: str) -> subprocess.Popen:
     return start_command(cwd, "-m", *args, env={"MLFLOW_TRACKING_URI": store})
 
 
-def start_command(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
-    """`python -m sweep ARGS` with `env` added, in a session of its own, its output read as it comes."""
+def start_command(
+    cwd: Path, *args: str, env: dict[str, str], entry: tuple[str, ...] = ("-m", "sweep")
+) -> subprocess.Popen:
+    """`python -m sweep ARGS` (or `python *entry ARGS`) with `env` added, in a session of its own, its output read
+    as it comes."""
     return subprocess.Popen(
-        [sys.executable, "-m", "sweep", *args],
+        [sys.executable, *entry, *args],
         cwd=cwd,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -178,15 +181,7 @@ def test_sigkill_of_the_launcher_ends_its_workers_at_once_and_quietly_without_pd
     the launcher's pipes closed; without it (here) the worker lived on for its whole job. Now a worker whose
     pipe closes ends at once, and quietly."""
     args = ["-m", "method.max_epochs=1,1000", *SHORT, "mlflow.experiment=orphans"]  # 5 s jobs after the short
-    proc = subprocess.Popen(
-        [sys.executable, "-c", NO_PDEATHSIG, *args],
-        cwd=tmp_path,
-        env={**os.environ, "MLFLOW_TRACKING_URI": store},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_command(tmp_path, *args, env={"MLFLOW_TRACKING_URI": store}, entry=("-c", NO_PDEATHSIG))
     try:
         finished, deadline = 0, time.monotonic() + 120
         while finished < 2 and time.monotonic() < deadline and (line := proc.stdout.readline()):
