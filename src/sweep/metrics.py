@@ -56,9 +56,6 @@ REGISTRY: tuple[Metric, ...] = (
     # device.gpu or a CPU core); start-up and recording included
     Metric("task_cost_usd", "task cost (USD)", "{:.3g}"),
 )
-# the seconds a task was billed for, the first a run has (sweep.record.session.bill): Modal's container seconds,
-# a CPU host's CPU seconds
-BILLED_SECONDS = ("billed_s", "cpu_s")
 BY_NAME: dict[str, Metric] = {m.name: m for m in REGISTRY}
 DEFAULT_FMT = "{:.4g}"  # a metric outside the registry
 
