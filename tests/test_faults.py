@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -383,6 +384,33 @@ def test_two_identical_sweeps_at_once_record_each_config_once(store, tmp_path, b
 def test_two_identical_first_sweeps_on_a_new_store_record_each_config_once(store, tmp_path):
     """Case 5 of issue 35 on a store neither sweep has made yet."""
     two_sweeps_at_once(store, tmp_path, *SLOW_SGD)
+
+
+def test_two_identical_single_runs_at_once_record_the_config_once_and_force_still_repeats(store, tmp_path):
+    """Issue 43: two identical single runs at once recorded the config twice (a single run took no claim). Now
+    one records it and the other says another holds it, exit 0; mlflow.force=true still records a repeat, and
+    the holders of the claims leave no run behind."""
+    args = ("method=sgd", "method.lr=0.0003", "method.max_epochs=600", "problem.n_bits=10", "tracker=none")
+    args = (*args, "problem.seed=5")  # a job of 1-3 s: the two overlap, whatever their start-ups take
+    env = {**os.environ, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sweep", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = sorted(p.communicate(timeout=300)[0] for p in procs)
+    assert [p.returncode for p in procs] == [0, 0]
+    assert "[FINISHED]" in outs[0] and "another sweep is running them" in outs[1], outs
+    p = sweep(*args, "mlflow.force=true", env={}, cwd=tmp_path)
+    assert p.returncode == 0 and "[FINISHED]" in p.stdout, p.stderr
+    runs = _runs(store)
+    assert sorted(r.data.params.get("extra.repeat", "0") for r in runs) == ["0", "1"], [r.info.run_name for r in runs]
+    assert all(r.info.status == "FINISHED" and "sweep.parent" not in r.data.tags for r in runs)
+    # nothing of the holders in the store's file (deleted rows were counted by the store check as runs)
+    with sqlite3.connect(store.removeprefix("sqlite:///")) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM tags WHERE key LIKE 'sweep.claim%'").fetchone()[0] == 0
 
 
 # -- values with no meaning, interpolations that do not resolve, sweeps of no job: one line, exit 2, no run --------

@@ -4,6 +4,7 @@ message, the runs' states, that no worker outlives the launcher, and that nothin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,10 +57,13 @@ def start_sweep(store: str, cwd: Path, *args: str) -> subprocess.Popen:
     return start_command(cwd, "-m", *args, env={"MLFLOW_TRACKING_URI": store})
 
 
-def start_command(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
-    """`python -m sweep ARGS` with `env` added, in a session of its own, its output read as it comes."""
+def start_command(
+    cwd: Path, *args: str, env: dict[str, str], entry: tuple[str, ...] = ("-m", "sweep")
+) -> subprocess.Popen:
+    """`python -m sweep ARGS` (or `python *entry ARGS`) with `env` added, in a session of its own, its output read
+    as it comes."""
     return subprocess.Popen(
-        [sys.executable, "-m", "sweep", *args],
+        [sys.executable, *entry, *args],
         cwd=cwd,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -154,6 +158,49 @@ def test_sigkill_of_the_launcher_leaves_no_worker_and_the_rerun_repairs_its_runs
     old = MlflowClient(store).get_run(parent.info.run_id)
     assert old.info.status == "KILLED" and f"launcher process {proc.pid}" in old.data.tags["sweep.killed_reason"]
     assert no_running(store, exp) and len(parents) == 2
+
+
+# the launcher as on a platform without PR_SET_PDEATHSIG (macOS): its workers get no SIGKILL when it dies, they
+# see their pipe close (sweep_launcher._pool); the prctl call is hidden, the rest of ctypes left as it is
+NO_PDEATHSIG = """
+import ctypes, runpy, sys
+class NoPrctl(ctypes.CDLL):
+    def __getattr__(self, name):
+        if name == "prctl":
+            raise AttributeError(name)
+        return super().__getattr__(name)
+ctypes.CDLL = NoPrctl
+sys.argv[0] = "sweep"
+runpy.run_module("sweep", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_sigkill_of_the_launcher_ends_its_workers_at_once_and_quietly_without_pdeathsig(store, tmp_path):
+    """Issue 43: after a SIGKILL of the launcher a worker printed a BrokenPipe traceback: it ran its job to the
+    end and sent the reply into the closed pipe. On Linux the kernel's SIGKILL for the workers comes only after
+    the launcher's pipes closed; without it (here) the worker lived on for its whole job. Now a worker whose
+    pipe closes ends at once, and quietly."""
+    args = ["-m", "method.max_epochs=1,1000", *SHORT, "mlflow.experiment=orphans"]  # 5 s jobs after the short
+    proc = start_command(tmp_path, *args, env={"MLFLOW_TRACKING_URI": store}, entry=("-c", NO_PDEATHSIG))
+    try:
+        finished, deadline = 0, time.monotonic() + 120
+        while finished < 2 and time.monotonic() < deadline and (line := proc.stdout.readline()):
+            finished += line.startswith("[FINISHED]")
+        assert finished == 2, proc.stderr.read() if proc.poll() is not None else "no 2 finished jobs in time"
+        time.sleep(0.5)  # the longer jobs are running now
+        workers = children_of(proc.pid)
+        assert len(workers) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        t0 = time.monotonic()
+        err = proc.stderr.read()  # to its end: once every process writing it (the workers) has ended
+        took = time.monotonic() - t0
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the launcher's group: whatever of it is left
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert took < 3.0, f"the workers ran on for {took:.1f} s after the launcher died"
+    assert_gone(workers)
 
 
 def test_kill_9_of_a_worker_fails_its_job_only(store, tmp_path):

@@ -4,6 +4,9 @@ ends with (where to look next); `hydra.launcher.progress=false` prints none of t
 from __future__ import annotations
 
 import re
+import statistics
+
+from mlflow.tracking import MlflowClient
 
 from hydra_plugins.sweep_launcher._progress import Progress, duration
 from tests.conftest import run_sweep
@@ -22,22 +25,41 @@ class Job:
         self.idx = idx
 
 
-def test_plain_line_numbers_before_labels_and_eta_at_the_pace_so_far(capsys):
+def test_plain_line_numbers_before_labels_and_eta_from_the_jobs_seconds_not_the_start_up(capsys):
     clock = Clock()
-    p = Progress(30, title="tiled_w1", clock=clock)  # stderr is not a terminal here: the plain line
+    p = Progress(30, title="tiled_w1", clock=clock, slots=2)  # stderr is not a terminal here: the plain line
     assert p.line() == "tiled_w1 0/30 · 0 done · 0 failed · 0 running · ETA ?"
     with p:
+        clock.t += 60.0  # the workers' start-up: the pace so far (elapsed / finished) would say 27 x 24 s = 10m48s
         for i in range(3):
-            p.job_done(Job(i), ok=i != 1, line=f"job {i}")
+            clock.t += 4.0
+            p.job_done(Job(i), ok=i != 1, line=f"job {i}", seconds=8.0)
         p.running_now(2)
-        clock.t += 12.0  # 3 jobs in 12 s: 27 left take 108 s
-        assert p.eta_s() == 108.0
+        assert p.eta_s() == 108.0  # 27 jobs left of 8 s each, 2 at a time
         p.refresh()
     out, err = capsys.readouterr()
     assert out.splitlines() == ["job 0", "job 2"] and "job 1" in err  # a failed job's line goes to stderr
     line = "tiled_w1 3/30 · 2 done · 1 failed · 2 running · ETA 1m48s"
     assert err.splitlines().count(line) == 1  # every 5 s, and once at the end (not twice for the same state)
     assert [duration(s) for s in (0.4, 53, 245, 7620)] == ["0s", "53s", "4m05s", "2h07m"]
+
+
+def test_an_expected_sweep_starts_with_its_estimate_and_its_eta_learns_from_what_was_expected(capsys):
+    """Issue 43: a preset gave no estimate up front. Seconds the hooks expect of the jobs (their earlier runs'):
+    an estimate line at the start; then the ETA scales them by how the finished jobs compared."""
+    clock = Clock()
+    with Progress(5, title="w1", clock=clock, slots=2, expected={0: 10.0, 1: 10.0, 2: 30.0, 3: 30.0}) as p:
+        # 10 + 10 + 30 + 30 expected, and the fifth job at their mean (20 s): 100 s on 2 slots
+        assert p.eta_s() == 50.0
+        p.job_done(Job(0), ok=True, line="job 0", seconds=5.0)  # half what was expected, of 1/8 of the work
+        assert p.eta_s() == (0.9375 * 70.0 + 5.0) / 2  # the rest at 1 - 1/2 x 1/8; the unexpected one at 5 s
+        for i in (1, 2, 3):  # all expected work done, at half: the fifth, expected of none, at their mean
+            p.job_done(Job(i), ok=True, line=f"job {i}", seconds=p.expected[i] / 2)
+        assert p.eta_s() == 10.0
+    err = capsys.readouterr().err
+    assert (
+        err.splitlines()[0] == "w1: estimate 50s for 5 job(s) on 2 worker slot(s), from the seconds earlier runs took"
+    )
 
 
 def test_progress_false_prints_job_lines_only(capsys):
@@ -58,5 +80,37 @@ def test_a_sweep_ends_with_its_progress_then_where_to_look_next(store, tmp_path)
     last = p.stdout.strip().splitlines()[-1]
     # the commands as they run pasted from here (tests/test_hints.py runs them)
     assert re.match(r"next: \S*sweep-compare prog  ·  \S*sweep-ui prog  →  http://127\.0\.0\.1:5000/#/", last), last
+    # issue 43: no estimate up front. Now the study's earlier runs give one: seed 3 at their median seconds
+    p = run_sweep(*args[:2], "problem.seed=1,2,3", *args[3:], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = re.search(r"^prog: estimate (\S+) for 1 job\(s\) on 1 worker slot\(s\), from the seconds", p.stderr, re.M)
+    # each run's start to its end: not its cpu_s, the worker's CPU alone (a sandboxed entrant's runs: a sixth of it)
+    client = MlflowClient(store)
+    (exp,) = [e.experiment_id for e in client.search_experiments() if e.name == "prog"]
+    runs = client.search_runs([exp], "attributes.status = 'FINISHED'")
+    took = [
+        (r.info.end_time - r.info.start_time) / 1000 for r in runs if r.data.params.get("problem.seed") in ("1", "2")
+    ]
+    assert said and said.group(1) == duration(statistics.median(took)), (took, p.stderr)
     p = run_sweep(*args, "hydra.launcher.progress=false", "hydra.launcher.force=true", cwd=tmp_path)
     assert p.returncode == 0 and " done · " not in p.stderr + p.stdout
+
+
+def test_the_estimate_takes_each_runs_start_to_its_end_over_its_batch(store, tmp_path):
+    """What the estimate reads of a store (sweep.record.earlier, SQLite without MLflow) is what MLflow reads: each
+    job run's start to its end, a batch's runs (each spanning the whole batch) divided by the batch's size."""
+    from sweep.record.recorder import Recorder
+
+    args = ["method=sgd", "method.max_epochs=5", "problem.n_bits=10", "tracker=none", "problem.seed=1,2"]
+    p = run_sweep(
+        "-m", *args, "hydra.launcher.batch=2", "hydra.launcher.n_workers=1", "mlflow.experiment=took", cwd=tmp_path
+    )
+    assert p.returncode == 0, p.stderr
+    client = MlflowClient(store)
+    (exp,) = [e.experiment_id for e in client.search_experiments() if e.name == "took"]
+    runs = [r for r in client.search_runs([exp]) if "sweep.config_hash" in r.data.tags]
+    assert [r.data.tags.get("sweep.batch.size") for r in runs] == ["2", "2"]
+    took = Recorder(store, "took").earlier_seconds()
+    assert sorted((t.config_hash, t.seconds) for t in took) == sorted(
+        (r.data.tags["sweep.config_hash"], (r.info.end_time - r.info.start_time) / 2000) for r in runs
+    )

@@ -414,6 +414,17 @@ def test_runs_are_written_while_the_next_jobs_run_and_each_file_costs_one_reques
     # (and the claims run's params, read once before the jobs: sweep.record.claims)
     assert relay.paths.count("/api/2.0/mlflow/runs/get") <= 2, relay.paths
     assert relay.most_creating >= 2  # runs are written at once, while the launcher hands out the next jobs
+    # issue 43: no estimate up front. Resume reads a grid of over 16 jobs' experiment: its earlier runs give one,
+    # at no request more (the estimate's own look-up of the parent was one runs/get more a sweep)
+    relay, uri = slow_relay(server, delay_s=0.0)
+    try:
+        args = (*GF2, "problem.seed=range(0,20)", "mlflow.experiment=overlap")
+        p = sweep(tmp_path, *args, env={"MLFLOW_TRACKING_URI": uri})
+    finally:
+        relay.down()
+    ok(p)
+    assert re.search(r"^overlap: estimate \d+s for 8 job\(s\) on ", p.stderr, re.M), p.stderr
+    assert relay.paths.count("/api/2.0/mlflow/runs/get") <= 2, relay.paths
 
 
 def test_a_background_writer_writes_every_result_handed_over_then_its_threads_end(server):

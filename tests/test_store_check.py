@@ -121,7 +121,17 @@ def test_a_store_another_process_holds_is_called_locked(made_store, tmp_path, jo
 def test_a_store_at_an_older_schema_revision_says_so_and_how_to_upgrade(made_store, tmp_path):
     db = _copy(made_store, tmp_path / "st")
     older = _older_revision()
-    _sql(db, f"UPDATE alembic_version SET version_num = '{older}'")
+    # beside its one run, a deleted run and the claims' bookkeeping run (sweep.record.claims): a user has 1 run
+    copy = "INSERT INTO runs SELECT {}, name, source_type, source_name, entry_point_name, user_id, status, " + (
+        "start_time, end_time, source_version, {}, artifact_uri, experiment_id, deleted_time FROM runs LIMIT 1"
+    )
+    _sql(
+        db,
+        f"UPDATE alembic_version SET version_num = '{older}'",
+        copy.format("'yy' || run_uuid", "'deleted'"),
+        copy.format("'zz' || run_uuid", "lifecycle_stage"),
+        "INSERT INTO tags SELECT 'sweep.claims', 'true', run_uuid FROM runs WHERE run_uuid LIKE 'zz%'",
+    )
     uri = f"sqlite:///{db}"
     cause = _sweep_line(uri, tmp_path)
     assert cause.startswith(f"an older schema revision ({older}; this MLflow writes {mlflow_head()}; it holds 1 run")

@@ -136,7 +136,8 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         lost = [ln for ln in err.splitlines() if "result is kept in" in ln]
         assert lost, err
         kept = sorted((last / f"sweep-unrecorded-{os.getuid()}").glob("*.json"))
-        assert len(kept) == len(lost) >= 1
+        ends = [ln for ln in err.splitlines() if "parent run's end is kept in" in ln]  # its close refused too
+        assert len(kept) == len(lost) + len(ends) and len(lost) >= 1, err  # the end: spooled, closed at import
         for line in lost:  # under the project's launcher the sweep stops at the first; basic goes on
             assert f"store {uri}: full: " in line and f"spool {spool_dir}: No space left on device" in line
         assert all(str(path) in err for path in kept)
@@ -145,3 +146,9 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         _import(env, tmp_path)
         seeds = [r.data.params.get("problem.seed") for r in _runs(uri) if r.info.status == "FINISHED"]
         assert sorted(s for s in seeds if s is not None) == sorted({"0", "1"} if launcher == "basic" else {"0"})
+        # issue 43: the parent was left RUNNING, and the next sweep called its launcher killed. Its end, refused
+        # by the full disk, is kept with the results: the import closed it FAILED, the reason on it
+        (parent,) = [r for r in _runs(uri) if r.data.tags.get("sweep.parent") == "true"]
+        assert parent.info.status == "FAILED", (parent.info.status, err)
+        reason = parent.data.tags.get("sweep.ended_reason", "")
+        assert len(ends) == 1 and "full" in reason and "sweep.killed_reason" not in parent.data.tags, (reason, err)

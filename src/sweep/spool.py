@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pending = entries(a.tracking_uri, a.files)
     if a.action == "list":
         for e in pending:
-            print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {e.result.summary()}  ({e.cause})")
+            what = e.result.summary() if e.result else f"end of parent run {e.end['run_id']}: {e.end['status']}"
+            print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {what}  ({e.cause})")
         print(f"{len(pending)} result(s) in {spool_dir()} and {last_resort_dir()}")
         return 0
 

@@ -59,7 +59,9 @@ class Dispatcher:
         hooks: Sequence[LaunchHooks],
         tally: Tally,
         backends: Optional[dict[str, Backend]] = None,
+        expected: Optional[dict[int, float]] = None,
     ) -> None:
+        """`expected`: job index -> the seconds the hooks expect it to take (`JobPlan.expected_s`), for the ETA."""
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
@@ -95,7 +97,8 @@ class Dispatcher:
         self.remote_batches: dict[int, list[Job]] = {}  # a batch sent to a backend, by its first job's index
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
-        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title)
+        slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
+        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
         self.interrupt = Interrupt(hold_after=bool(hooks))
 
     # -- the loop ------------------------------------------------------------------------------------------
@@ -299,9 +302,9 @@ class Dispatcher:
         finally:
             self.interrupt.in_write = False
         if ok:
-            self.progress.job_done(job, ok=True, line=line or f"[FINISHED] {job.label()}")
+            self.progress.job_done(job, ok=True, line=line or f"[FINISHED] {job.label()}", seconds=outcome.wall_s)
         else:
-            self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}")
+            self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}", seconds=outcome.wall_s)
         self.interrupt.check()
 
     def _tell(self, job: Job, outcome: Outcome) -> Optional[str]:

@@ -292,7 +292,8 @@ def prepare(
     todo = batched([j for j in jobs if j.idx not in returns], run.batch_key, run.batch_of, run.n_workers)
     if not todo:
         return jobs, None
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends)
+    expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected)
 
 
 def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:

@@ -3,7 +3,7 @@
 A worker dies with the launching process whatever kills it (SIGKILL included): it asks the kernel for SIGKILL
 when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`), and elsewhere it sees end-of-file on its pipe, which it
 can because it closes every pipe end it inherited from the launcher (its own parent end, and the other
-workers' ends a fork copies).
+workers' ends a fork copies); it then ends at once, quietly, whatever it runs (`_worker._orphaned`).
 """
 
 from __future__ import annotations

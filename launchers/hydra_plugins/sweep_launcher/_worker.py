@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
+import os
 import pickle
 import queue
 import signal
 import sys
 import threading
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from hydra_plugins.sweep_launcher import timer
 from hydra_plugins.sweep_launcher._core import (
@@ -46,13 +48,31 @@ def _source(templates: dict[int, Any], config: Any) -> Any:
 def _read(conn: Any, inbox: queue.SimpleQueue) -> None:
     """Receive the launcher's messages as they come, while the worker runs: a batch's message may be larger than
     the pipe holds, and the launcher sending it must never wait on a worker that is itself waiting to send its
-    replies. None: end of file."""
+    replies. End of file: the launcher is gone (`_orphaned`)."""
     while True:
         try:
             inbox.put(conn.recv_bytes())
         except (EOFError, OSError):
-            inbox.put(None)
-            return
+            _orphaned()
+
+
+def _orphaned() -> NoReturn:
+    """The launcher is gone (killed): its pipe closed before the kernel's SIGKILL for this worker came (the launcher's
+    files close first as a process ends), or where no such SIGKILL is asked for (not Linux: `_pool`). This worker ends
+    now, quietly, whatever it runs: no one is left to take its result (the next sweep runs that job again), and a
+    reply sent into the closed pipe was a BrokenPipeError traceback on the user's terminal."""
+    os._exit(0)
+
+
+def _send(conn: Any, data: bytes) -> None:
+    """The job's output, then its reply (once the launcher has the reply, nothing of the job is left in this
+    process: a worker stopped at the end of the sweep, or killed, loses no line); the launcher gone: `_orphaned`."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        conn.send_bytes(data)
+    except OSError:  # BrokenPipeError, ConnectionResetError: the pipe's (or the terminal's) reader is gone
+        _orphaned()
 
 
 def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
@@ -85,15 +105,13 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     threading.Thread(target=_read, args=(conn, inbox), daemon=True, name="sweep-worker-inbox").start()
     while True:
         msg = inbox.get()
-        if msg is None:  # the launcher is gone
-            return
         kind, sid, *rest = pickle.loads(msg)  # cloudpickle's output loads with plain pickle
         if kind == "stop":
             return
         if kind == "session":
             sessions = {sid: (load_session(rest[0]), rest[0])}  # one batch at a time: drop older sessions
             # under a time limit, the app's clock messages (timer.py) go on the replies' pipe, from this thread
-            timer._send = conn.send_bytes if sessions[sid][0].time_limited else None
+            timer._send = functools.partial(_send, conn) if sessions[sid][0].time_limited else None
             continue
         if kind == "batch":
             items = [(idx, config, _template(templates, tpl)) for idx, config, tpl in rest[0]]
@@ -106,9 +124,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
                 made = [(idx, _source(templates, c), t.yaml if t is not None else None) for idx, c, t in items]
                 replies = (dump_reply(r) for r in run_batch(sessions[sid][0], made))
             for data in replies:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                conn.send_bytes(data)
+                _send(conn, data)
             continue
         idx, config, via, tpl = rest
         template = _template(templates, tpl)
@@ -117,8 +133,4 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
         else:
             hydra_yaml = template.yaml if template is not None else None
             data = dump_reply(run_one(sessions[sid][0], idx, _source(templates, config), hydra_template=hydra_yaml))
-        # the job's output before its reply: once the launcher has the reply, nothing of the job is left in
-        # this process (a worker stopped at the end of the sweep, or killed, loses no line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        conn.send_bytes(data)
+        _send(conn, data)

@@ -8,10 +8,11 @@ then asks, in the launching process, one question per job and says what became o
 
     plan(jobs)                  before any job of a batch starts, every job of it: each job's `JobPlan` (where it
                                 runs, whether it is done or skipped and why, its batch key and size, its time
-                                limit), yielded as (index, plan) before the next job is drawn (the launcher looks
-                                for a backend's credentials as the jobs come, before the app records anything); a
-                                job yielded again later is planned again (an app that reads its store once, after
-                                the pass, yields the jobs it finds done then); a job not yielded runs here, alone,
+                                limit, the seconds it is expected to take), yielded as (index, plan) before the
+                                next job is drawn (the launcher looks for a backend's credentials as the jobs
+                                come, before the app records anything); a job yielded again later is planned
+                                again (an app that reads its store once, after the pass, yields the jobs it finds
+                                done then, and what their earlier runs took); a job not yielded runs here, alone,
                                 without a time limit. Refuse a bad job: raise `Refused` (the launcher prints its
                                 message and exits 2).
                                 `jobs` is a stream: each job's `cfg` is composed while it is the current one
@@ -79,6 +80,9 @@ class JobPlan:
     # placed on a backend that cannot take it now (Modal without its token): what runs it here instead, said first
     # in the refusal (called only then); None: the backend's own advice
     instead: Optional[Callable[[], Optional[str]]] = None
+    # the seconds it is expected to take (an earlier run of it), for the start's estimate line and the ETA; None:
+    # the ETA goes by the finished jobs
+    expected_s: Optional[float] = None
 
 
 @dataclass

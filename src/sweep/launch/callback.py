@@ -34,12 +34,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.sweep_launcher.api import Namer, Tally, this_command
 from sweep.errors import ConfigError
 from sweep.job import job_config
-from sweep.launch.hooks import SweepLaunchHooks
+from sweep.launch.hooks import SweepLaunchHooks, running_elsewhere
 from sweep.paths import default_tracking_uri
 from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
 from sweep.preflight.refusal import Refusal
 from sweep.preflight.store import check_store
-from sweep.record import spool, store
+from sweep.record import claims, spool, store
+from sweep.record.recorder import config_hash
 from sweep.record.registry import open_store
 from sweep.record.session import FORCE_KEY, SweepSession, bill_cpu, failed_result, is_sweep_job
 from sweep.record.store import StoreError
@@ -80,8 +81,9 @@ def resume_single_run(cfg: DictConfig) -> str | None:
     say so and show that run (its line, where to see it), and return None: nothing runs or is recorded. With
     mlflow.force=true it runs again as the next repeat of that config: `extra.repeat` (1, 2, ...; the presets'
     repeat index) is set in `cfg`, so the new run has its own identity and name; the repeated run's id is
-    returned (for REPEAT_OF_TAG). A first run (or one without a store to read) returns "". A config that cannot
-    run raises ConfigError first."""
+    returned (for REPEAT_OF_TAG). A first run claims its config (`claims.hold`, released at exit): one that a
+    sweep or single run running now holds is skipped, said, None. A first run (or one without a store to read)
+    returns "". A config that cannot run raises ConfigError first."""
     if not cfg.mlflow.enabled or not is_sweep_job(cfg):
         return ""
     config = job_config(cfg)
@@ -92,9 +94,21 @@ def resume_single_run(cfg: DictConfig) -> str | None:
         done = session.done_run(cfg, config)
     except Exception:  # noqa: BLE001 - a store that cannot be read: the job runs, its recording says why
         return ""
+    force = bool(OmegaConf.select(cfg, FORCE_KEY, default=False))
+    if done is None and not force:
+        # claimed as a sweep claims its jobs: of two identical single runs at once, one runs and records
+        try:
+            holder, other = claims.hold(recorder, config_hash(config))
+        except Exception:  # noqa: BLE001 - a store that cannot be written: the job runs, its recording says why
+            return ""
+        if other is not None:
+            print(f"sweep: skipping the job: {running_elsewhere(other)}", flush=True)
+            return None
+        atexit.register(_drop_holder, recorder, holder)
+        done = session.done_run(cfg, config)  # recorded by a run that ended between the first look and the claim
     if done is None:
         return ""
-    if OmegaConf.select(cfg, FORCE_KEY, default=False):
+    if force:
         repeat = int(config.get("extra", {}).get("repeat", 0))
         while True:
             repeat += 1
@@ -113,6 +127,13 @@ def resume_single_run(cfg: DictConfig) -> str | None:
         flush=True,
     )
     return None
+
+
+def _drop_holder(recorder: Any, holder: str) -> None:
+    try:
+        claims.drop(recorder, holder)
+    except Exception as e:  # noqa: BLE001 - at exit: one line; the next sweep marks the holder KILLED
+        print(f"sweep: the single run's claim (run {holder}) not released: {e}", file=sys.stderr, flush=True)
 
 
 class MLflowCallback(Callback):
@@ -261,8 +282,9 @@ class MLflowCallback(Callback):
             self._close(config)  # the summary; exit 1 when a job failed
         except Exception as e:  # noqa: BLE001 - the store failed at the end (a full disk): one line, exit 1
             uri = config.mlflow.tracking_uri or default_tracking_uri()
+            why = str(e) if isinstance(e, StoreError) else f"store {uri}: {open_store(uri).explain(e)}"
             print(
-                f"sweep: parent run {parent} not closed: store {uri}: {open_store(uri).explain(e)}",
+                f"sweep: parent run {parent} not closed: {why}",
                 file=sys.stderr,
                 flush=True,
             )

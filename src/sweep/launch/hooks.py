@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import resource
+import statistics
+import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -90,6 +92,7 @@ class SweepLaunchHooks(LaunchHooks):
         offline = bool(launcher.get("modal.offline"))
         batch = 1
         hashes: dict[int, str] = {}
+        names: dict[int, str] = {}
         plans: dict[int, JobPlan] = {}
         room = available_bytes()  # what memory is left: once for the whole check pass, not once a job
         available = lambda: room  # noqa: E731
@@ -122,6 +125,7 @@ class SweepLaunchHooks(LaunchHooks):
                 OmegaConf.select(job.cfg, "run_name", default=None),
                 device_price_per_hour(config["device"]),
             )
+            names[job.idx] = job.data[RECORD_KEY][0] or job.name  # as job_ended names its run: the estimate's key
             key = batch_key(config) if batch > 1 else None
             if key is not None:
                 alike[(where, gpu, key)] += 1
@@ -149,11 +153,29 @@ class SweepLaunchHooks(LaunchHooks):
             self._note_done(first, sorted({done[h] for h in hashes.values() if h in done}))
         except StoreError as e:
             raise Refused(f"sweep: {e}", code=1) from None
+        expected = self._expected()
         for idx, h in hashes.items():
             if h in done:
                 yield idx, replace(plans[idx], done=True)
             elif h in held:
                 yield idx, replace(plans[idx], skip=running_elsewhere(held[h]))
+            elif expected is not None:
+                yield idx, replace(plans[idx], expected_s=expected(h, names[idx]))
+
+    def _expected(self) -> Optional[Callable[[str, str], float]]:
+        """The seconds a job is expected to take, from the experiment's earlier runs (`Recorder.earlier_seconds`;
+        a tracking server is asked nothing more for them): (config hash, run name) -> its own earlier run's (the
+        same config, else the same name), else their median; None where there is none."""
+        recorder = self.session.recorder
+        try:
+            took = recorder.earlier_seconds() if recorder is not None and self.session.parent else []
+        except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
+            return None
+        if not took:
+            return None
+        by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
+        median = statistics.median(t.seconds for t in took)
+        return lambda h, name: by_key.get(h, by_key.get(name, median))
 
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no
@@ -205,8 +227,22 @@ class SweepLaunchHooks(LaunchHooks):
         elif result.status == "FINISHED":
             bill(result, "cpu_s", outcome.cpu_s, price)
         # the session's store is open (plan opened it): the sweep's config names it
-        self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        try:
+            self.session.write(self.multirun_config, result, run_name or job.name or None, tags)
+        except Exception:
+            self._close_refused()  # the launcher stops the sweep at a refused result, with no sweep_ended
+            raise
         result.recorded()
+
+    def _close_refused(self) -> None:
+        """The parent closed FAILED as the sweep stops at a result its store refused, not left RUNNING for the next
+        sweep to call its launcher killed; a full disk refuses that too: its end is kept in the spool, said here."""
+        parent, session = self.session.parent, self.session
+        try:
+            session.close("FAILED")
+        except Exception as e:  # noqa: BLE001 - the store refused it too (StoreError: where its end is kept)
+            print(f"sweep: parent run {parent} not closed: {e}", file=sys.stderr, flush=True)
+        session.parent = None
 
     def sweep_ended(self, status: str, tally: Tally, note: str = "") -> None:
         """Close the parent run with the sweep's totals, then the summary and exit code (LaunchHooks')."""

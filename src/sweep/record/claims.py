@@ -17,6 +17,12 @@ configs are free for the next sweep (resume skips the finished ones before claim
   claims is settled the same way, by a name MLflow keeps unique: an experiment named `.sweep-claims <id>`,
   created with the run's id as a tag and deleted at once (a deleted experiment keeps its name and tags, and shows
   in no list).
+
+A single run claims its config the same way (`hold`): a RUNNING holder run (a parent of no job, `HOLDER_NAME`)
+takes the claim before the job starts and goes once the run is recorded, so that two identical single runs at
+once record the config once. Both bookkeeping runs carry CLAIMS_TAG: no count of a store's runs, no migrate and
+no report takes them for a user's. A holder leaves no row in an SQLite store; a tracking server's client can
+only delete it (MLflow's lists show it no more; `mlflow gc` removes it).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sweep.record.sqlite.writer import SqliteRunWriter, write_transaction
 from sweep.record.tags import CLAIM_TAG, CLAIMS_RUN_TAG, CLAIMS_TAG, PARENT_TAG
 
 CLAIMS_RUN_NAME = "sweep claims (bookkeeping: which sweep runs which config)"
+HOLDER_NAME = "single run (bookkeeping: holds its config's claim while it runs)"
 POINTER = ".sweep-claims {}"  # the deleted experiment naming an experiment's claims run
 PARAMS_PER_BATCH = 100  # MLflow's limit on one log_batch's params
 TRIES = 8  # a claim refused because another sweep logged the same key meanwhile: read again, try again
@@ -48,6 +55,28 @@ def release(recorder: Any, parent_id: str) -> None:
     if recorder.direct is not None:
         with recorder.direct._db() as conn:
             conn.execute("DELETE FROM tags WHERE run_uuid = ? AND key LIKE ?", (parent_id, f"{CLAIM_TAG}%"))
+
+
+def hold(recorder: Any, config_hash: str) -> tuple[str, str | None]:
+    """A single run's claim on its config: (the holder run's id, None) when taken (`drop` the holder once the run
+    is recorded), ("", the id of the run holding it) when another sweep or single run running now holds it."""
+    holder = recorder.start_parent(HOLDER_NAME, {CLAIMS_TAG: "true"})
+    held = claim(recorder, holder, [config_hash])
+    if held:
+        drop(recorder, holder)
+        return "", held[config_hash]
+    return holder, None
+
+
+def drop(recorder: Any, holder: str) -> None:
+    """The single run is recorded (or ended): its holder and its claim go, out of every list."""
+    if recorder.direct is not None:
+        with recorder.direct._db() as conn:  # its rows, its claim tag with them, in one transaction
+            for table in ("tags", "params", "latest_metrics", "metrics", "runs"):
+                conn.execute(f"DELETE FROM {table} WHERE run_uuid = ?", (holder,))  # noqa: S608 - names of ours
+        return
+    recorder.client.set_terminated(holder, status="FINISHED")
+    recorder.client.delete_run(holder)
 
 
 def _claim_sqlite(writer: SqliteRunWriter, parent_id: str, wanted: list[str]) -> dict[str, str]:

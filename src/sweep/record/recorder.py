@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, spool, store
+from sweep.record import address, claims, earlier, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.registry import Store, open_store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
@@ -31,6 +31,7 @@ from sweep.record.sqlite.writer import (
     plainly_valid,
 )
 from sweep.record.tags import (
+    ENDED_REASON_TAG,
     GIT_TAG,
     HASH_TAG,
     KIND_TAG,
@@ -101,6 +102,7 @@ class Recorder:
         self.store.create()  # a new SQLite store: made aside, renamed into place when whole
 
         self._client: Any = None
+        self._took: list[earlier.Took] = []  # of the runs resume read through MLflow's client (earlier_seconds)
         # a store written without importing MLflow (seconds saved): an SQLite store at the known schema
         self.sql: Any = self.store.direct_writer(experiment)
         if self.sql is not None:
@@ -304,9 +306,30 @@ class Recorder:
     ) -> None:
         """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
+        totals = {**(extra or {}), **parent_totals(results)}
+        try:
+            self._end_parent(run_id, status, totals)
+        except Exception as e:  # noqa: BLE001 - a full disk: the end is kept, the next command into the store closes it
+            cause = self.store.explain(e)
+            closed = "FAILED" if status == "FINISHED" else status  # the command fails: its record says so
+            where = spool.keep_end(self.tracking_uri, self.experiment, run_id, closed, totals, cause)
+            raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
+
+    def close_spooled(self, end: dict[str, Any], cause: str) -> None:
+        """A parent run's end kept in the spool (`spool.keep_end`): the run closed with it, the reason in
+        ENDED_REASON_TAG; one the next sweep marked KILLED meanwhile (or already closed) is left as it is."""
+        run_id = end["run_id"]
+        if self.store_client.get_run(run_id).info.status != "RUNNING":
+            return
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.store_client.set_tag(
+            run_id, ENDED_REASON_TAG, f"the launcher could not close this run: {cause}; closed from the spool at {when}"
+        )
+        self._end_parent(run_id, end["status"], end["metrics"])
+
+    def _end_parent(self, run_id: str, status: str, totals: dict[str, float]) -> None:
         claims.release(self, run_id)  # a closed parent holds no config (on SQLite its claim tags go)
         now = int(time.time() * 1000)
-        totals = {**(extra or {}), **parent_totals(results)}
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]
         if self.direct is not None and plainly_valid({}, [], metrics):
             self.direct.end_run(run_id, status, now, metrics)
@@ -350,15 +373,26 @@ class Recorder:
                 )
                 if runs:
                     found[h] = runs[0].info.run_id
+                    self._took.extend(t for t in map(earlier.of_run, runs) if t)
             return found
         token = None
         while True:
             page = self.client.search_runs(
                 [self.experiment_id], filter_string="attributes.status = 'FINISHED'", max_results=5000, page_token=token
             )
+            self._took.extend(t for t in map(earlier.of_run, page) if t)  # a tuple each, not the run
             found.update(
                 {r.data.tags.get(HASH_TAG): r.info.run_id for r in page if r.data.tags.get(HASH_TAG) in wanted}
             )
             token = page.token
             if not token:
                 return found
+
+    def earlier_seconds(self) -> list[earlier.Took]:
+        """The seconds the experiment's earlier FINISHED job runs took, oldest first (`sweep.record.earlier`: an
+        SQLite store's every one; another store's those resume read, no request more)."""
+        if self.direct is not None:
+            took = earlier.from_sqlite(self.direct.path, self.experiment_id)
+            if took is not None:
+                return took
+        return sorted(self._took, key=lambda t: t.start_ms)

@@ -15,6 +15,10 @@ this user), which import reads too, taking only the results meant for its own sp
 that could not take it: another checkout's results are that checkout's to import); if even that fails, the
 result is printed on stdout as the JSON a spool file holds. Either way the command fails with one line naming the
 store, the spool, the causes and where the result is.
+
+A sweep's parent run whose closing write the store refuses (a full disk) is kept the same way (`keep_end`): its
+status, totals and the cause; the import closes it FAILED with the cause in ENDED_REASON_TAG, where the next sweep
+would otherwise find it RUNNING and call its launcher killed (`sweep.record.abandoned`).
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ from sweep.result import RunResult
 DEFAULT_SPOOL = PROJECT_ROOT / "outputs" / "spool"
 
 
-def kept(path: Path) -> str:
+def kept(path: Path, what: str = "result") -> str:
     """How a command that could not record names the spool file, and what writes it in."""
-    return f"the result is kept in {path} ({command('sweep.spool', 'import')} writes it in)"
+    return f"the {what} is kept in {path} ({command('sweep.spool', 'import')} writes it in)"
 
 
 def spool_dir() -> Path:
@@ -58,11 +62,12 @@ class Entry:
     path: Path
     tracking_uri: str
     experiment: str
-    result: RunResult
+    result: Optional[RunResult]  # None for a parent run's end (`end`)
     parent_run_id: Optional[str] = None
     run_name: Optional[str] = None
     extra_tags: Optional[dict[str, str]] = None
     cause: str = ""
+    end: Optional[dict[str, Any]] = None  # a parent run's end (`keep_end`): run_id, status, metrics
 
 
 def keep(
@@ -88,22 +93,36 @@ def keep(
         "spool": str(spool_dir().absolute()),  # the spool it was meant for: in the last resort, whose it is
         "result": dataclasses.asdict(result),
     }
+    return _keep(doc)
+
+
+def keep_end(
+    tracking_uri: str, experiment: str, run_id: str, status: str, metrics: dict[str, float], cause: str
+) -> str:
+    """A parent run's end the store refused (`Recorder.end_parent`): kept as `keep` keeps a result; the import
+    closes the run (`Recorder.close_spooled`). Returns where it is, as `keep` does."""
+    end = {"run_id": run_id, "status": status, "metrics": metrics}
+    doc = {"tracking_uri": absolute_uri(tracking_uri), "experiment": experiment, "cause": cause, "end": end}
+    return _keep({**doc, "spooled_at": time.time(), "spool": str(spool_dir().absolute())}, "parent run's end")
+
+
+def _keep(doc: dict[str, Any], what: str = "result") -> str:
     text = json.dumps(doc, default=str)
     name = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json"
     try:
         spool_dir().mkdir(parents=True, exist_ok=True)
-        return kept(_write(spool_dir(), name, text))
+        return kept(_write(spool_dir(), name, text), what)
     except OSError as e:
         spool_cause = f"spool {spool_dir()}: {e.strerror or e}"
     try:
         last_resort_dir().mkdir(mode=0o700, exist_ok=True)  # under a directory every user writes: this user's alone
         path = _write(last_resort_dir(), name, text)
-        return f"{spool_cause}; {kept(path)}"
+        return f"{spool_cause}; {kept(path, what)}"
     except OSError as e:
         last_cause = f"{last_resort_dir()}: {e.strerror or e}"
     print(text, flush=True)  # the last place left: the terminal, or whatever stdout is written to
     return (
-        f"{spool_cause}; {last_cause}; the result is printed on stdout above as one line of JSON "
+        f"{spool_cause}; {last_cause}; the {what} is printed on stdout above as one line of JSON "
         f"(saved to a file, {command('sweep.spool', 'import', 'FILE')} writes it in)"
     )
 
@@ -152,13 +171,14 @@ def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> l
             continue
         if not files and p.parent == last and doc.get("spool", str(DEFAULT_SPOOL)) != mine:
             continue  # another spool's (another checkout's, a test's): its own import takes it
-        res = doc["result"]
+        res = doc.get("result")
         out.append(
             Entry(
                 path=p,
                 tracking_uri=doc["tracking_uri"],
                 experiment=doc["experiment"],
-                result=RunResult(**res),
+                result=None if res is None else RunResult(**res),
+                end=doc.get("end"),
                 parent_run_id=doc.get("parent_run_id"),
                 run_name=doc.get("run_name"),
                 extra_tags=doc.get("extra_tags"),
@@ -186,7 +206,10 @@ def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
                 rec = by_experiment[e.experiment] = type(recorder)(
                     recorder.tracking_uri, e.experiment, import_spool=False
                 )
-            rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
+            if e.end is not None:
+                rec.close_spooled(e.end, e.cause)
+            else:
+                rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
         except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
             os.rename(claimed, e.path)
             print(

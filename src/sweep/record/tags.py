@@ -17,6 +17,8 @@ GIT_TAG = "git_commit"
 TRACE_SOURCE_TAG = "sweep.trace_source"  # where a tracked run's trace came from: hand | auto (sweep.trace.source)
 TRUNCATED_TAG = "sweep.params_truncated"  # params MLflow cut to its length limit (config.yaml has them whole)
 KILLED_REASON_TAG = "sweep.killed_reason"
+# on a parent run its launcher could not close (a full disk), closed later from the spool: why (sweep.record.spool)
+ENDED_REASON_TAG = "sweep.ended_reason"
 # who holds a parent run open: a re-run marks the run KILLED once that process is gone (sweep.record.abandoned)
 HOST_TAG, PID_TAG, PROC_START_TAG = "sweep.launcher.host", "sweep.launcher.pid", "sweep.launcher.start"
 SKIPPED_TAG = "sweep.skipped."  # + the job's number, on the parent: a job skipped as already done

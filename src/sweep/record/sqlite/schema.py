@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Optional
 
+from sweep.record.tags import CLAIMS_TAG
+
 # how long a reader or the check waits for a lock another process holds (a sweep's write takes milliseconds)
 LOCK_WAIT_S = 5.0
 
@@ -22,7 +24,7 @@ REMOVE = "remove it (with any -wal and -shm beside it) and run again"
 def schema_problem(path: Path) -> Optional[str]:
     """Why MLflow could not use this SQLite database as its store (None: it can); `URI` in the line stands for the
     store's URI. Raises sqlite3.DatabaseError where SQLite cannot read it."""
-    tables, version, runs, experiments = schema_facts(path)
+    tables, version, runs, experiments, shown = schema_facts(path)
     head, known = mlflow_head()
     leftover = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
     if not tables:
@@ -37,7 +39,7 @@ def schema_problem(path: Path) -> Optional[str]:
     )
     if runs == 0 and experiments == 0 and (version is None or version in known):
         return f"half-made: its creation was never finished ({where}); it holds no runs: {REMOVE}"
-    holds = f"it holds {runs} run(s)"
+    holds = f"it holds {shown} run(s)"
     if leftover or version is None:
         return f"a schema upgrade was cut short ({where}; {holds}): restore it from a backup"
     if version in known:
@@ -51,8 +53,9 @@ def schema_problem(path: Path) -> Optional[str]:
     )
 
 
-def schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
-    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default), read
+def schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int, int]:
+    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default, how many
+    runs a user has: `runs` but the deleted and the project's bookkeeping ones, CLAIMS_TAG), read
     without writing anything: a store SQLite can only open read-only (e.g. in a read-only directory) is read as
     an immutable file."""
     try:
@@ -63,7 +66,7 @@ def schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int]:
         return _read_facts(read_only_uri(path, immutable=True))
 
 
-def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int]:
+def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int, int]:
     conn = sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT_S)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -74,9 +77,24 @@ def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int]:
         runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0] if "runs" in tables else 0
         if "experiments" in tables:
             experiments = conn.execute("SELECT count(*) FROM experiments WHERE experiment_id != 0").fetchone()[0]
-        return tables, version, runs, experiments or 0
+        return tables, version, runs, experiments or 0, _runs_shown(conn, runs)
     finally:
         conn.close()
+
+
+def _runs_shown(conn: sqlite3.Connection, runs: int) -> int:
+    """The runs MLflow's lists show but the project's bookkeeping (the claims run, a single run's holder); `runs`
+    where the schema has no lifecycle stage yet."""
+    if not runs:
+        return 0
+    try:
+        return conn.execute(
+            "SELECT count(*) FROM runs r WHERE r.lifecycle_stage = 'active' AND NOT EXISTS (SELECT 1 FROM tags t "
+            "WHERE t.run_uuid = r.run_uuid AND t.key = ? AND t.value = 'true')",
+            (CLAIMS_TAG,),
+        ).fetchone()[0]
+    except sqlite3.OperationalError:  # an old schema's runs have no lifecycle_stage
+        return runs
 
 
 def schema_version(path: Path) -> Optional[str]:

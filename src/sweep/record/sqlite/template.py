@@ -48,7 +48,7 @@ def usable() -> Optional[Path]:
     if not path.is_file():
         return None
     try:
-        tables, revision, runs, experiments = schema_facts(path)
+        tables, revision, runs, experiments, _ = schema_facts(path)
     except sqlite3.Error:
         revision = None
     else:

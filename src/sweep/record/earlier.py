@@ -1,0 +1,62 @@
+"""The seconds an experiment's earlier job runs took, for a sweep's estimate before its first job ends (the
+launcher's ETA, `JobPlan.expected_s`).
+
+A run's seconds are its start to its end (the job's start where it ran to its recording), over its batch's size
+(BATCH_SIZE_TAG: a batch's runs each span the whole batch), as the launcher counts a job's own seconds. Not its
+billed `cpu_s`: that is the worker's CPU alone, and a sandboxed entrant computes in a child of it (the
+char_challenge preset's runs: 2.5-4.5 s of CPU for 6-34 s each; an estimate of 20 s for a sweep of 2m40s).
+
+An SQLite store is read here in one query, without MLflow. Any other store is not asked at all: a tracking server
+is given no request for an estimate, so only the runs resume has read already count (`Recorder.finished_hashes`:
+every FINISHED run of the experiment for a grid of more than RESUME_QUERY_MAX jobs, the done ones for fewer, none
+under force=true).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+from sweep.record.tags import BATCH_SIZE_TAG, HASH_TAG
+
+
+class Took(NamedTuple):
+    config_hash: str
+    run_name: str
+    start_ms: int
+    seconds: float
+
+
+def _took(h: str, name: Optional[str], start: int, end: int, batch: Optional[str]) -> Took:
+    n = int(batch) if batch and batch.isdigit() and int(batch) > 0 else 1
+    return Took(h, name or "", start, (end - start) / 1000 / n)
+
+
+def of_run(run: Any) -> Optional[Took]:
+    """A FINISHED job run read through MLflow's client; None for another (a parent, a bookkeeping run, one with
+    no end)."""
+    h, info, tags = run.data.tags.get(HASH_TAG), run.info, run.data.tags
+    if not h or info.status != "FINISHED" or not info.start_time or not info.end_time:
+        return None
+    return _took(h, info.run_name, info.start_time, info.end_time, tags.get(BATCH_SIZE_TAG))
+
+
+def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
+    """Every FINISHED job run of the experiment, oldest first; None where SQLite cannot read the store."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            rows = conn.execute(
+                "SELECT t.value, r.name, r.start_time, r.end_time, b.value FROM runs r "
+                "JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ? "
+                "LEFT JOIN tags b ON b.run_uuid = r.run_uuid AND b.key = ? "
+                "WHERE r.experiment_id = ? AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active' "
+                "AND r.start_time > 0 AND r.end_time >= r.start_time ORDER BY r.start_time",
+                (HASH_TAG, BATCH_SIZE_TAG, int(experiment_id)),
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return [_took(*row) for row in rows]
