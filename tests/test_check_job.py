@@ -162,6 +162,8 @@ LM = ("problem=chars", "device=torch_cpu")
             "problem.n_bits=300, problem.k_sparse=12",
         ),
         (("method=sgd", "problem.n_train=100000000000"), "of memory (", "problem.n_train=100000000000"),
+        # the test set's hidden layer is the same array as the train set's: n_test named, not the defaults beside it
+        (("method=sgd", "problem.n_test=2000000000"), "of memory (activations", "problem.n_test=2000000000"),
         (("method=km", "problem.n_bits=50000"), "of memory (queries", "problem.n_bits=50000"),
         (("method=ols", "problem=sparse_sum", "problem.n_bits=50000"), "(normal equations", "problem.n_bits=50000"),
         (("method=gf2", "problem.n_bits=200000"), "of memory (rows and basis", "problem.n_bits=200000"),
