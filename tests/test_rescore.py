@@ -105,7 +105,7 @@ def test_the_stored_trace_is_the_runs_trace():
         stored.loads('{"format": 99}')
 
 
-def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, capsys):
+def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, capsys, tmp_path):
     rec = Recorder(store, "mixed")
     traced, untraced = (job.run(compose(f"tracker={t}", *STUDY[0])) for t in ("ard", "none"))
     rec.log(traced), rec.log(untraced)
@@ -120,10 +120,25 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "tracker.source=auto"], "tracker.source: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "method=km"], "takes tracker=<name> and tracker.<key>=<value> only"),
+        # a prober's round of issue 43: no tracker was "tracker=? is not allowed"; a repeated key, the last silently
+        ([], "name the tracker to score with, tracker=<name>: one of ard, "),
+        (["tracker=dmd", "tracker=cache"], "tracker is given twice (tracker=dmd, tracker=cache): give it once"),
     ):
         assert main(["mixed", *args, "--tracking-uri", store]) == 2
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1
+    # an address no store is at is refused as compare refuses it (a file: address was MLflow's traceback, an
+    # in-memory or missing store was made, directories and all, then searched); a missing store is not made
+    missing = tmp_path / "no" / "mlflow.db"
+    for uri, code, said in (
+        ("sqlite://", 2, "an in-memory SQLite store keeps nothing"),
+        (f"file://{tmp_path}", 2, "a directory or file: address (MLflow's file store"),
+        (f"sqlite:///{missing}", 1, "no store there (nothing has been recorded into it)"),
+    ):
+        assert main(["mixed", "tracker=dmd", "--tracking-uri", uri]) == code
+        err = capsys.readouterr().err
+        assert f"sweep-rescore: store {uri}: " in err and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "no").exists()
     assert main(["mixd", "tracker=dmd", "--tracking-uri", store]) == 2
     assert "no experiment or run 'mixd' in the store: experiments Default, mixed (did you mean mixed?)" in (
         capsys.readouterr().err
