@@ -89,3 +89,21 @@ def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
     ):
         p = run_sweep(*args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr == f"sweep: config error: {said}\n", (args, p.stderr[-2000:])
+
+
+def test_an_option_a_presets_file_does_not_fit_is_one_line_naming_the_file(store, tmp_path):
+    """A prober's round of issue 43: a preset with another option of a group (`sweeps=tiled_w1 method=gf2`: the
+    preset sets method.lr), or a sweep over options its arms' files do not fit, was Hydra's whole traceback and
+    exit 1 (OmegaConf's error is the merge error's context, not its cause)."""
+    for args, said in (
+        (("sweeps=tiled_w1", "method=gf2"), "sweeps/tiled_w1.yaml sets method.lr, which method=gf2 does not have"),
+        (
+            ("sweeps=sign_vs_sgd", "-m", "method=km,gf2"),
+            "sweeps/sign_vs_sgd_arm/sgd.yaml sets method.lr, which method=km does not have (its keys: "
+            "influence_samples): that option does not fit this preset's runs",
+        ),
+    ):
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and not p.stdout and len(p.stderr.splitlines()) == 1, (args, p.stderr[-2000:])
+        assert p.stderr.startswith(f"sweep: config error: {said}"), p.stderr
+    assert not (tmp_path / "outputs").exists()  # (a sweep's multirun.yaml is Hydra's, written before its launcher)

@@ -70,6 +70,17 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         return unknown_key(cause)
+    # a preset's file setting a key that the option chosen on the command line lacks (`sweeps=tiled_w1
+    # method=gf2`: tiled_w1 sets method.lr): Hydra raises it during the merge's error, not from it
+    in_file = re.match(r"In '([^']+)': ConfigKeyError raised while composing", str(e))
+    context = e.__context__
+    if in_file and isinstance(context, ConfigKeyError) and dataclasses.is_dataclass(context.object_type):
+        node, _, key = str(context.full_key).rpartition(".")
+        option, keys = _option(node, context.object_type)
+        return Refusal.config_error(
+            f"{in_file.group(1)}.yaml sets {context.full_key}, which {option} does not have (its keys: "
+            f"{', '.join(sorted(keys)) or 'none'}): that option does not fit this preset's runs"
+        )
     if isinstance(cause, ValidationError) and cause.full_key:
         return wrong_type(str(e), cause)
     # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
@@ -113,8 +124,7 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
     if not dataclasses.is_dataclass(schema):
         return None
     node, _, key = str(cause.full_key).rpartition(".")
-    option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
-    keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
+    option, keys = _option(node, schema)
     if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
         return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
     if not keys:  # Hydra's basic launcher: a schema with no keys of its own (an empty "expected one of")
@@ -122,6 +132,12 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
         elsewhere = f" ({key} is a key of hydra/launcher=sweep, the project's launcher)" if key in own else ""
         return Refusal.config_error(f"{cause.full_key} is not a key of {option}, which takes none{elsewhere}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
+
+
+def _option(node: str, schema: type) -> tuple[str, list[str]]:
+    """`method=sgd` for the node `method` and its schema, and the schema's own keys."""
+    option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
+    return option, [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
 
 
 def wrong_type(message: str, cause: ValidationError) -> Refusal:
