@@ -94,13 +94,23 @@ def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
 def test_an_option_a_presets_file_does_not_fit_is_one_line_naming_the_file(store, tmp_path):
     """A prober's round of issue 43: a preset with another option of a group (`sweeps=tiled_w1 method=gf2`: the
     preset sets method.lr), or a sweep over options its arms' files do not fit, was Hydra's whole traceback and
-    exit 1 (OmegaConf's error is the merge error's context, not its cause)."""
+    exit 1 (OmegaConf's error is the merge error's context, not its cause); so were a key a preset's compare
+    settings lack and `extra.note=x` without its + (Hydra's advice, exit 1)."""
     for args, said in (
         (("sweeps=tiled_w1", "method=gf2"), "sweeps/tiled_w1.yaml sets method.lr, which method=gf2 does not have"),
         (
             ("sweeps=sign_vs_sgd", "-m", "method=km,gf2"),
             "sweeps/sign_vs_sgd_arm/sgd.yaml sets method.lr, which method=km does not have (its keys: "
             "influence_samples): that option does not fit this preset's runs",
+        ),
+        # a key of a free-form node: one not there (the preset's compare settings), one of the user's own without +
+        (
+            ("sweeps=sign_vs_sgd", "compare.baseline.method.name=x"),
+            "compare.baseline.method is not a key of compare.baseline: did you mean method.name?",
+        ),
+        (
+            ("extra.note=x", "method=gf2"),
+            "extra.note is not a key of extra: a key of your own is added with a +: +extra",
         ),
     ):
         p = run_sweep(*args, cwd=tmp_path)

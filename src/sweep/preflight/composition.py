@@ -18,6 +18,7 @@ from hydra.errors import (
     MissingConfigException,
     OverrideParseException,
 )
+from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from hydra_plugins.sweep_launcher import api
@@ -69,7 +70,8 @@ def explain(e: BaseException) -> Optional[Refusal]:
         why = str(e.message).splitlines()[0]  # (then a link to Hydra's grammar)
         return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
-        return unknown_key(cause)
+        append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value
+        return unknown_key(cause, append.group(1) if append else f"+{cause.full_key}=...")
     # a preset's file setting a key that the option chosen on the command line lacks (`sweeps=tiled_w1
     # method=gf2`: tiled_w1 sets method.lr): Hydra raises it during the merge's error, not from it
     in_file = re.match(r"In '([^']+)': ConfigKeyError raised while composing", str(e))
@@ -117,12 +119,20 @@ def values_without_multirun(override: str, comma_list: bool) -> Refusal:
     )
 
 
-def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
+def unknown_key(cause: OmegaConfBaseException, append: str = "") -> Optional[Refusal]:
     """`method.lrr=0.1`: the key is not a field of the node's schema; the node named as its option where it is a
     job group's (`method=sgd`)."""
     schema = cause.object_type
-    if not dataclasses.is_dataclass(schema):
-        return None
+    if not dataclasses.is_dataclass(schema):  # a preset's free-form node (compare.baseline: dotted keys of its own)
+        parent = getattr(cause, "parent_node", None)
+        if not isinstance(parent, DictConfig) or not cause.full_key:
+            return None
+        node, _, key = str(cause.full_key).rpartition(".")
+        if not len(parent):  # `extra.note=x`: a key of the user's own is added with a +
+            return Refusal.config_error(
+                f"{cause.full_key} is not a key of {node}: a key of your own is added with a +: {append}"
+            )
+        return Refusal.config_error(f"{cause.full_key} is not a key of {node}: {expected(key, list(parent.keys()))}")
     node, _, key = str(cause.full_key).rpartition(".")
     option, keys = _option(node, schema)
     if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
