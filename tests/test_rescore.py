@@ -210,3 +210,35 @@ def test_a_sweeps_parent_run_names_its_children(store, capsys):
     client = MlflowClient(store)
     assert all("dmd" in client.get_run(r.run_id).data.metrics for r in results)
     assert "dmd" not in client.get_run(parent).data.metrics  # the parent has no trace of its own
+
+
+def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, monkeypatch):
+    """A prober's round of issue 43: Ctrl-C during sweep-rescore (or sweep-compare) was Python's 40-60 line
+    KeyboardInterrupt traceback. Python's handler raises KeyboardInterrupt where the command is: here, as the
+    second run is read (the first scored), and as compare reads its study."""
+    from sweep.compare import __main__ as compare_main  # noqa: PLC0415
+    from sweep.rescore import runs  # noqa: PLC0415
+
+    rec = Recorder(store, "two")
+    for seed in (42, 43):
+        rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
+    real, calls = runs.score, []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "score", interrupted_second)
+    assert main(["two", "tracker=dmd", "--tracking-uri", store]) == 130
+    err = capsys.readouterr().err
+    assert err == "sweep-rescore: interrupted by Ctrl-C: 1 run(s) scored before; run it again to score all\n", err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare_main, "store_main", interrupted)
+    assert compare_main.main(["two", "--tracking-uri", store]) == 130
+    err = capsys.readouterr().err
+    assert err == "sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again\n", err

@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
+        print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
+        return 130
     except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
         print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
         return 1
