@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -290,3 +291,24 @@ def test_a_server_that_drips_garbles_loops_or_takes_a_login_in_its_address_is_on
     assert said[garbage] == "the server's answer is not HTTP (BadStatusLine; is this an MLflow tracking server?)"
     assert said[looping].startswith("the server answered HTTP 302") and "\n" not in said[looping], said[looping]
     assert said[login].startswith("login refused for user 'al@ice' (wrong username or password)"), said[login]
+
+
+def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_path, monkeypatch, capsys):
+    """A prober's round of issue 43: `sweep-spool import --tracking-uri URI` said "no result waits in <spool>"
+    while `list` showed results waiting there for other stores; nothing is written, no store is made."""
+    from sweep.spool import main  # noqa: PLC0415
+
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the last resort: this test's own (none)
+    (tmp_path / "spool").mkdir()
+    kept = tmp_path / "spool" / "20260101-000000-0.json"
+    meant = f"sqlite:///{tmp_path / 'meant.db'}"
+    kept.write_text(json.dumps({"tracking_uri": meant, "experiment": "sweep", "result": {"config": {}}}))
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert main(["import", "--tracking-uri", other]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"sweep.spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
+        "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
+    ), out
+    assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()
