@@ -91,6 +91,12 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
         (("variant=fused", "variant.tile_size=50"), "variant.tile_size=50 is not allowed: expected 0: only the tiled"),
         (("variant=fused", "method=gf2"), "variant=fused does not apply to method=gf2: a variant orders the MLP's"),
         (("variant=perlayer", "method=forward_forward"), "variant=perlayer does not apply to method=forward_forward"),
+        # a prober's round of issue 43: torch segfaulted at 100,000 threads (no line, no run); mps failed the run
+        (("device=torch_cpu", "device.threads=100000"), "device.threads=100000 is not allowed: expected an integer"),
+        (
+            ("device=torch_cpu", "device.torch_device=mps"),
+            "device.torch_device='mps' is not allowed: expected cpu, cuda",
+        ),
     ],
 )
 def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(overrides, line):
