@@ -112,6 +112,12 @@ def test_an_option_a_presets_file_does_not_fit_is_one_line_naming_the_file(store
             ("extra.note=x", "method=gf2"),
             "extra.note is not a key of extra: a key of your own is added with a +: +extra",
         ),
+        # a mapping given a list (Hydra's traceback) or one value ("expected Cannot assign int to Dict[str, Any]")
+        (
+            ("tracker=energy", "tracker.levels=[]"),
+            "tracker.levels=[] is not allowed: expected a mapping, set key by key: +tracker.levels.<key>=<value>",
+        ),
+        (("tracker=energy", "tracker.ops_pj=-1"), "tracker.ops_pj=-1 is not allowed: expected a mapping, set key by"),
     ):
         p = run_sweep(*args, cwd=tmp_path)
         assert p.returncode == 2 and not p.stdout and len(p.stderr.splitlines()) == 1, (args, p.stderr[-2000:])

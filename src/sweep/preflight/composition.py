@@ -19,7 +19,13 @@ from hydra.errors import (
     OverrideParseException,
 )
 from omegaconf import DictConfig
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    ConfigTypeError,
+    OmegaConfBaseException,
+    ValidationError,
+)
 
 from hydra_plugins.sweep_launcher import api
 from hydra_plugins.sweep_launcher.api import this_command
@@ -83,7 +89,7 @@ def explain(e: BaseException) -> Optional[Refusal]:
             f"{in_file.group(1)}.yaml sets {context.full_key}, which {option} does not have (its keys: "
             f"{', '.join(sorted(keys)) or 'none'}): that option does not fit this preset's runs"
         )
-    if isinstance(cause, ValidationError) and cause.full_key:
+    if isinstance(cause, (ValidationError, ConfigTypeError)) and cause.full_key:
         return wrong_type(str(e), cause)
     # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
     swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
@@ -158,6 +164,8 @@ def wrong_type(message: str, cause: ValidationError) -> Refusal:
     allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
     if "is not a ListConfig" in str(cause.msg):  # (OmegaConf's words for a list field given a single value)
         allowed = f"a list, written {cause.full_key}=[{','.join(map(str, _default(cause) or ['...']))}]"
+    if "to Dict[" in str(cause.msg) or "merge DictConfig with" in str(cause.msg):  # a mapping given one value, a list
+        allowed = f"a mapping, set key by key: +{cause.full_key}.<key>=<value>"
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")
 
 
