@@ -156,6 +156,22 @@ def test_an_answer_that_is_not_indices_fails_the_run(tmp_path, answer, why):
         job.run(compose("method=solver", f"method.path={bad}:solve"))
 
 
+def test_a_single_run_whose_solver_fails_is_its_failed_line_and_record_not_a_traceback(store, tmp_path):
+    """A prober's round of issue 43: a single run whose solver raised (or returned no indices) was recorded
+    FAILED and then ended in Hydra's report of the project's traceback (17 lines); a sweep's job says one
+    [FAILED] line. Now a single run says the same line, exit 1, its traceback kept as the run's artifact."""
+    bad = solver_file(tmp_path, "def solve(x, y, n_bits, k_sparse):\n    raise ValueError('boom')\n")
+    p = run_sweep("method=solver", f"method.path={bad}:solve", cwd=tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and "HYDRA_FULL_ERROR" not in p.stderr, p.stderr
+    (line,) = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert line.startswith("[FAILED] solver-standard-cpu-seed42 error=") and "ValueError: boom" in line, line
+    from mlflow.tracking import MlflowClient  # noqa: PLC0415
+
+    client = MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("sweep").experiment_id])
+    assert run.info.status == "FAILED" and "traceback.txt" in [a.path for a in client.list_artifacts(run.info.run_id)]
+
+
 def test_the_references_are_the_projects_methods_under_the_same_harness():
     for name in ("fourier", "smt", "gf2"):
         r = job.run(compose("method=solver", f"method.path=sweep.challenge.references:{name}", *SMALL))

@@ -5,6 +5,7 @@ bigram on held-out text, and the traced gpt step's reads and writes of every par
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -71,6 +72,9 @@ def test_bad_corpus_settings_are_one_line_before_any_job(tmp_path):
         check_job(compose("problem=chars", f"problem.path={tmp_path / 'nowhere'}", "method=bigram"))
     with pytest.raises(ConfigError, match=r"is a directory without wiki.train.raw, wiki.valid.raw"):
         check_job(compose("problem=chars", f"problem.path={tmp_path}", "method=bigram"))
+    os.mkfifo(tmp_path / "fifo.txt")  # there, and called missing (a prober's round of issue 43)
+    with pytest.raises(ConfigError, match=r"^problem.path='.*fifo.txt' is not a regular file: expected a text file"):
+        check_job(compose("problem=chars", f"problem.path={tmp_path / 'fifo.txt'}", "method=bigram"))
     with pytest.raises(ConfigError, match=r"^method=gpt trains with torch: device=cpu is numpy; use device=torch"):
         check_job(compose("problem=chars", "method=gpt"))
     with pytest.raises(ConfigError, match=r"^method.n_head=3 is not allowed: expected a divisor of method.n_embd"):

@@ -91,6 +91,12 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
         (("variant=fused", "variant.tile_size=50"), "variant.tile_size=50 is not allowed: expected 0: only the tiled"),
         (("variant=fused", "method=gf2"), "variant=fused does not apply to method=gf2: a variant orders the MLP's"),
         (("variant=perlayer", "method=forward_forward"), "variant=perlayer does not apply to method=forward_forward"),
+        # a prober's round of issue 43: torch segfaulted at 100,000 threads (no line, no run); mps failed the run
+        (("device=torch_cpu", "device.threads=100000"), "device.threads=100000 is not allowed: expected an integer"),
+        (
+            ("device=torch_cpu", "device.torch_device=mps"),
+            "device.torch_device='mps' is not allowed: expected cpu, cuda",
+        ),
     ],
 )
 def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(overrides, line):
@@ -162,6 +168,8 @@ LM = ("problem=chars", "device=torch_cpu")
             "problem.n_bits=300, problem.k_sparse=12",
         ),
         (("method=sgd", "problem.n_train=100000000000"), "of memory (", "problem.n_train=100000000000"),
+        # the test set's hidden layer is the same array as the train set's: n_test named, not the defaults beside it
+        (("method=sgd", "problem.n_test=2000000000"), "of memory (activations", "problem.n_test=2000000000"),
         (("method=km", "problem.n_bits=50000"), "of memory (queries", "problem.n_bits=50000"),
         (("method=ols", "problem=sparse_sum", "problem.n_bits=50000"), "(normal equations", "problem.n_bits=50000"),
         (("method=gf2", "problem.n_bits=200000"), "of memory (rows and basis", "problem.n_bits=200000"),

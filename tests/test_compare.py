@@ -513,4 +513,5 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert capped.relative["epochs speed-up"] == "not converged (0/2)"
     md = cmp.markdown()
     assert "(b)" in cmp.cells(capped)[cmp.header().index("wall_clock_s")]
-    assert "(b): runs solved together in batches" in md
+    # the note said "each batch's share a run" (a prober's round of issue 43: read as garbled)
+    assert "(b): runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch" in md

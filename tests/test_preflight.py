@@ -89,3 +89,57 @@ def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
     ):
         p = run_sweep(*args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr == f"sweep: config error: {said}\n", (args, p.stderr[-2000:])
+
+
+def test_an_option_a_presets_file_does_not_fit_is_one_line_naming_the_file(store, tmp_path):
+    """A prober's round of issue 43: a preset with another option of a group (`sweeps=tiled_w1 method=gf2`: the
+    preset sets method.lr), or a sweep over options its arms' files do not fit, was Hydra's whole traceback and
+    exit 1 (OmegaConf's error is the merge error's context, not its cause); so were a key a preset's compare
+    settings lack and `extra.note=x` without its + (Hydra's advice, exit 1)."""
+    for args, said in (
+        (("sweeps=tiled_w1", "method=gf2"), "sweeps/tiled_w1.yaml sets method.lr, which method=gf2 does not have"),
+        (
+            ("sweeps=sign_vs_sgd", "-m", "method=km,gf2"),
+            "sweeps/sign_vs_sgd_arm/sgd.yaml sets method.lr, which method=km does not have (its keys: "
+            "influence_samples): that option does not fit this preset's runs",
+        ),
+        # a key of a free-form node: one not there (the preset's compare settings), one of the user's own without +
+        (
+            ("sweeps=sign_vs_sgd", "compare.baseline.method.name=x"),
+            "compare.baseline.method is not a key of compare.baseline: did you mean method.name?",
+        ),
+        (
+            ("extra.note=x", "method=gf2"),
+            "extra.note is not a key of extra: a key of your own is added with a +: +extra",
+        ),
+        # a mapping given a list (Hydra's traceback) or one value ("expected Cannot assign int to Dict[str, Any]")
+        (
+            ("tracker=energy", "tracker.levels=[]"),
+            "tracker.levels=[] is not allowed: expected a mapping, set key by key: +tracker.levels.<key>=<value>",
+        ),
+        (("tracker=energy", "tracker.ops_pj=-1"), "tracker.ops_pj=-1 is not allowed: expected a mapping, set key by"),
+    ):
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and not p.stdout and len(p.stderr.splitlines()) == 1, (args, p.stderr[-2000:])
+        assert p.stderr.startswith(f"sweep: config error: {said}"), p.stderr
+    assert not (tmp_path / "outputs").exists()  # (a sweep's multirun.yaml is Hydra's, written before its launcher)
+
+
+def test_a_key_given_twice_with_two_values_is_refused_as_a_preset_given_twice_is():
+    """A prober's round of issue 43: `method=gf2 method=km` ran km alone, silently (Hydra keeps a key's last
+    value); the same value twice, and the hints (which replace a key, never repeat it), still pass."""
+    with pytest.raises(Refusal) as e:
+        check_command(["method=gf2", "problem.seed=3", "method=km"])
+    assert e.value.line == (
+        "config error: method is given twice (method=gf2 method=km), and only the last would run: give it once "
+        "(a sweep over both: method=gf2,km -m)"
+    )
+    with pytest.raises(Refusal, match=r"^config error: extra\.note is given twice \(\+extra\.note=a extra\.note=b\)"):
+        check_command(["+extra.note=a", "extra.note=b"])
+    assert check_command(["method=gf2", "-m", "method=gf2", "--cfg", "job"]) == [
+        "-m",
+        "method=gf2",
+        "method=gf2",
+        "--cfg",
+        "job",
+    ]

@@ -105,7 +105,7 @@ def test_the_stored_trace_is_the_runs_trace():
         stored.loads('{"format": 99}')
 
 
-def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, capsys):
+def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, capsys, tmp_path):
     rec = Recorder(store, "mixed")
     traced, untraced = (job.run(compose(f"tracker={t}", *STUDY[0])) for t in ("ard", "none"))
     rec.log(traced), rec.log(untraced)
@@ -120,10 +120,25 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "tracker.source=auto"], "tracker.source: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "method=km"], "takes tracker=<name> and tracker.<key>=<value> only"),
+        # a prober's round of issue 43: no tracker was "tracker=? is not allowed"; a repeated key, the last silently
+        ([], "name the tracker to score with, tracker=<name>: one of ard, "),
+        (["tracker=dmd", "tracker=cache"], "tracker is given twice (tracker=dmd, tracker=cache): give it once"),
     ):
         assert main(["mixed", *args, "--tracking-uri", store]) == 2
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1
+    # an address no store is at is refused as compare refuses it (a file: address was MLflow's traceback, an
+    # in-memory or missing store was made, directories and all, then searched); a missing store is not made
+    missing = tmp_path / "no" / "mlflow.db"
+    for uri, code, said in (
+        ("sqlite://", 2, "an in-memory SQLite store keeps nothing"),
+        (f"file://{tmp_path}", 2, "a directory or file: address (MLflow's file store"),
+        (f"sqlite:///{missing}", 1, "no store there (nothing has been recorded into it)"),
+    ):
+        assert main(["mixed", "tracker=dmd", "--tracking-uri", uri]) == code
+        err = capsys.readouterr().err
+        assert f"sweep-rescore: store {uri}: " in err and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "no").exists()
     assert main(["mixd", "tracker=dmd", "--tracking-uri", store]) == 2
     assert "no experiment or run 'mixd' in the store: experiments Default, mixed (did you mean mixed?)" in (
         capsys.readouterr().err
@@ -195,3 +210,35 @@ def test_a_sweeps_parent_run_names_its_children(store, capsys):
     client = MlflowClient(store)
     assert all("dmd" in client.get_run(r.run_id).data.metrics for r in results)
     assert "dmd" not in client.get_run(parent).data.metrics  # the parent has no trace of its own
+
+
+def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, monkeypatch):
+    """A prober's round of issue 43: Ctrl-C during sweep-rescore (or sweep-compare) was Python's 40-60 line
+    KeyboardInterrupt traceback. Python's handler raises KeyboardInterrupt where the command is: here, as the
+    second run is read (the first scored), and as compare reads its study."""
+    from sweep.compare import __main__ as compare_main  # noqa: PLC0415
+    from sweep.rescore import runs  # noqa: PLC0415
+
+    rec = Recorder(store, "two")
+    for seed in (42, 43):
+        rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
+    real, calls = runs.score, []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "score", interrupted_second)
+    assert main(["two", "tracker=dmd", "--tracking-uri", store]) == 130
+    err = capsys.readouterr().err
+    assert err == "sweep-rescore: interrupted by Ctrl-C: 1 run(s) scored before; run it again to score all\n", err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare_main, "store_main", interrupted)
+    assert compare_main.main(["two", "--tracking-uri", store]) == 130
+    err = capsys.readouterr().err
+    assert err == "sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again\n", err

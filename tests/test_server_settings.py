@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -23,4 +24,33 @@ def test_no_threads_is_refused_before_anything_starts(tmp_path):
         timeout=60,
     )
     assert p.returncode == 2 and p.stderr.startswith("sweep.server: threads=0 is not allowed"), p.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path):
+    """A prober's round of issue 43: one port for both servers made the cluster and started PostgreSQL, then
+    said "the tracking server ended at start (exit 0 ...)" after 20 s; a host that is no address was told to
+    "choose another port" (exit 1); a negative login cache was taken. Each is one line, exit 2, nothing made."""
+    from sweep.server.stack import BadSetting, check  # noqa: PLC0415
+
+    said = {}
+    for settings in ({"port": 5000, "db_port": 5000}, {"host": "999.1.1.1"}, {"auth_cache_s": -5}):
+        try:
+            check(ServerConfig(data_dir=tmp_path / "x", **settings))
+        except BadSetting as e:
+            said[next(iter(settings))] = str(e)
+    assert said == {
+        "port": "port=5000 and db_port=5000 are one port: give the two servers two ports",
+        "host": said.get("host", "(not refused)"),
+        "auth_cache_s": "auth_cache_s=-5 is not allowed: a number of seconds >= 0",
+    }
+    assert said["host"].startswith("host=999.1.1.1 is not an address ("), said
+    p = subprocess.run(
+        [sys.executable, "-m", "sweep.server", "--data-dir", str(tmp_path / "x"), "--port", "5433"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": "a-long-enough-password"},
+    )
+    assert p.returncode == 2 and p.stderr == f"sweep.server: {said['port'].replace('5000', '5433')}\n", p.stderr
     assert not (tmp_path / "x").exists()

@@ -6,12 +6,15 @@ seconds; no job runs and nothing is spooled or made."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -230,3 +233,82 @@ def test_a_store_that_is_a_symlink_to_nothing_is_not_replaced_by_a_file(store, t
     with pytest.raises(StoreError, match="is a symlink to .* which does not exist"):
         Recorder(f"sqlite:///{link}", "sweep")
     assert link.is_symlink() and not (tmp_path / "gone").exists()
+
+
+def serve(answer) -> int:
+    """A port of 127.0.0.1 where each connection gets `answer(conn)` after its request: what a server that is
+    not MLflow's (or is broken) sends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def loop() -> None:
+        while True:
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return listener.getsockname()[1]
+
+
+def drip(conn) -> None:  # the head at once, then a byte a second of a body that never ends
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+    with contextlib.suppress(OSError):
+        while True:
+            conn.sendall(b" ")
+            time.sleep(1)
+
+
+def test_a_server_that_drips_garbles_loops_or_takes_a_login_in_its_address_is_one_true_line_in_time(tmp_path):
+    """A prober's round of issue 43: a server that answers a byte a second held a sweep past any timeout (each
+    read's timeout, never the whole answer's); a status line that is not HTTP's let the job run and spooled its
+    result (http.client's BadStatusLine is no OSError); a redirect loop's cause was three lines; a login in the
+    address (`http://alice:pw@host`, which MLflow's client sends) was called a host name that does not resolve."""
+    dripping = serve(drip)
+    p = sweep(
+        *GF2,
+        f"mlflow.tracking_uri=http://127.0.0.1:{dripping}",
+        "mlflow.connect_timeout_s=2",
+        env={"SWEEP_SPOOL_DIR": str(tmp_path / "spool")},
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert p.returncode == 1 and "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
+    assert "unreachable: no whole answer within 2 s (mlflow.connect_timeout_s)" in one_line(p.stderr)
+
+    from sweep.record import remote  # noqa: PLC0415 - the same check, in this process, for the other answers
+
+    garbage = serve(lambda c: (c.sendall(b"\x00garbage\r\n\r\n"), c.close()))
+    looping = serve(lambda c: (c.sendall(b"HTTP/1.1 302 Found\r\nLocation: /\r\nContent-Length: 0\r\n\r\n"), c.close()))
+    login = serve(lambda c: (c.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"), c.close()))
+    said = {
+        port: remote.problem(uri, 2)
+        for port, uri in [
+            (garbage, f"http://127.0.0.1:{garbage}"),
+            (looping, f"http://127.0.0.1:{looping}"),
+            (login, f"http://al%40ice:pw@127.0.0.1:{login}"),
+        ]
+    }
+    assert said[garbage] == "the server's answer is not HTTP (BadStatusLine; is this an MLflow tracking server?)"
+    assert said[looping].startswith("the server answered HTTP 302") and "\n" not in said[looping], said[looping]
+    assert said[login].startswith("login refused for user 'al@ice' (wrong username or password)"), said[login]
+
+
+def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_path, monkeypatch, capsys):
+    """A prober's round of issue 43: `sweep-spool import --tracking-uri URI` said "no result waits in <spool>"
+    while `list` showed results waiting there for other stores; nothing is written, no store is made."""
+    from sweep.spool import main  # noqa: PLC0415
+
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the last resort: this test's own (none)
+    (tmp_path / "spool").mkdir()
+    kept = tmp_path / "spool" / "20260101-000000-0.json"
+    meant = f"sqlite:///{tmp_path / 'meant.db'}"
+    kept.write_text(json.dumps({"tracking_uri": meant, "experiment": "sweep", "result": {"config": {}}}))
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert main(["import", "--tracking-uri", other]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"sweep.spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
+        "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
+    ), out
+    assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()

@@ -215,3 +215,18 @@ def test_a_study_opens_on_its_key_metrics_as_columns_and_first_charts(tmp_path):
     (section,) = view["compareRunSections"]
     assert section["name"] == "Model metrics" and section["isReordered"] is True
     assert all(c["metricSectionId"] == section["uuid"] for c in view["compareRunCharts"])
+
+
+def test_a_port_or_host_no_server_can_listen_on_is_one_line_before_anything(capsys):
+    """A prober's round of issue 43: `--port 99999` was socket's OverflowError traceback, `--port 0` started
+    MLflow's server on a port nobody is told of, and a host that is no address was called a taken port."""
+    from sweep.report.ui import main  # noqa: PLC0415
+
+    for args, said in (
+        (["--port", "99999"], "sweep.ui: --port 99999 is not allowed: a port from 1 to 65535"),
+        (["--port", "0"], "sweep.ui: --port 0 is not allowed: a port from 1 to 65535"),
+        (["--host", "999.1.1.1"], "sweep.ui: --host 999.1.1.1 is not an address ("),
+    ):
+        assert main([*args, "--tracking-uri", "sqlite:////nonexistent/mlflow.db"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(said) and err.count("\n") == 1, err

@@ -20,6 +20,7 @@ from sweep.record.tags import REPEAT_OF_TAG
 from sweep.result import RunResult
 
 register_configs()
+_failed = False  # the single run failed: its record and line are made, the command exits 1
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
@@ -30,6 +31,7 @@ def task(cfg: DictConfig) -> RunResult | None:
     # after Hydra's plugin scan, which executes the launcher plugin's modules afresh: imported before it, the
     # hooks would raise another copy of the launcher's Refused than the one it catches
     from sweep.launch.callback import FORCE_KEY, already_done, resume_single_run  # noqa: PLC0415
+    from sweep.record.session import failed_result  # noqa: PLC0415
 
     try:
         done = already_done(cfg)
@@ -43,7 +45,18 @@ def task(cfg: DictConfig) -> RunResult | None:
         repeats = resume_single_run(cfg) if HydraConfig.get().mode == RunMode.RUN else ""
         if repeats is None:
             return None  # recorded before: shown, nothing run
-        result = job.run(cfg)
+        try:
+            result = job.run(cfg)
+        except (ConfigError, Refusal):
+            raise
+        except Exception as e:
+            if HydraConfig.get().mode == RunMode.MULTIRUN:
+                raise  # Hydra's basic launcher: its callback records the job FAILED
+            # a single run that fails: recorded FAILED with its traceback (an artifact), said in its one [FAILED]
+            # line as a sweep's job is, exit 1; not Hydra's report of the traceback after it
+            global _failed
+            _failed = True
+            return failed_result(cfg, e)
         if repeats:
             result.tags[REPEAT_OF_TAG] = repeats
         return result
@@ -66,6 +79,8 @@ def main() -> None:
         with composition_refused():
             task()
         check_pending()
+        if _failed:
+            sys.exit(1)
     except Refusal as e:
         e.exit()
     except KeyboardInterrupt as e:

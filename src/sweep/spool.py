@@ -49,7 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for e in pending:
         stores.setdefault(a.tracking_uri or e.tracking_uri, []).append(e)
     if not stores:
-        print(f"sweep.spool: nothing to import: no result waits in {spool_dir()}")
+        others = len(entries(None, a.files)) if a.tracking_uri and not a.files else 0
+        for_others = (  # it said "no result waits" with results waiting for other stores
+            f" for {redacted(a.tracking_uri or '')}; {others} wait for other stores (`list` names them; `import "
+            f"--tracking-uri URI FILE` writes one into URI)"
+            if others
+            else ""
+        )
+        print(f"sweep.spool: nothing to import: no result waits in {spool_dir()}{for_others}")
         return 0
     failed = False
     for uri, mine in sorted(stores.items()):

@@ -15,6 +15,14 @@ from sweep.report.study import study_settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _compare(argv)
+    except KeyboardInterrupt:  # Ctrl-C while it reads or draws: one line, not Python's traceback
+        print("sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again", file=sys.stderr)
+        return 130
+
+
+def _compare(argv: Sequence[str] | None) -> int:
     ap = argparse.ArgumentParser(add_help=False)  # the dataset's few options; the store's command has them all
     ap.add_argument("ref", nargs="?", default="")
     ap.add_argument("--out", type=Path, default=None)

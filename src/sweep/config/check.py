@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from typing import Any, Callable, Optional
 
 from omegaconf import DictConfig
@@ -38,6 +39,8 @@ from sweep.config.suggest import expected
 from sweep.config.view import ConfigView
 from sweep.errors import ConfigError
 
+MAX_THREADS = 1024  # more than any CPU's cores: a typed size, not a machine
+
 # the device's fields are plain data (sweep.config.schema.DeviceConfig): their rules are written here
 DEVICE_RULES: tuple[Rule, ...] = (
     Rule(
@@ -46,7 +49,18 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: v is None or nonneg_finite(v, c),
     ),
     choice("device.backend", ("numpy", "torch")),
-    Rule("device.threads", "an integer >= 0 (0: the libraries' defaults)", lambda v, c: isinstance(v, int) and v >= 0),
+    # past a few tens of thousands, OpenMP's pool segfaulted torch at its first parallel region (no line, no run)
+    Rule(
+        "device.threads",
+        f"an integer from 0 to {MAX_THREADS} (0: the libraries' defaults)",
+        lambda v, c: isinstance(v, int) and 0 <= v <= MAX_THREADS,
+    ),
+    # anything else (mps, xla) failed the run after its start: torch builds here know cpu and cuda
+    Rule(
+        "device.torch_device",
+        "cpu, cuda or cuda:N",
+        lambda v, c: isinstance(v, str) and re.fullmatch(r"cpu|cuda(:\d+)?", v) is not None,
+    ),
     choice("device.compile_mode", COMPILE_MODES),
     Rule(
         "device.autocast",

@@ -53,7 +53,11 @@ def mlp(cfg: Any) -> list[Term]:
             4 * item * per_copy,
             ("method.hidden", "problem.n_bits") + (("method.layers",) if layers > 1 else ()),
         ),
-        Term("activations", 2 * item * max(n_train, n_test) * hidden, ("problem.n_train", "method.hidden")),
+        Term(
+            "activations",
+            2 * item * max(n_train, n_test) * hidden,
+            ("problem.n_train", "problem.n_test", "method.hidden"),
+        ),
         Term("snapshots", 8 * min(SNAPSHOT_BUDGET_FLOATS, epochs * per_copy), ("method.max_epochs", "method.hidden")),
     ]
     if g("tracker._target_") and g("tracker.scope") == "all_steps":
@@ -73,5 +77,5 @@ def mlp_epoch(cfg: Any) -> list[Term]:
     fields = ("problem.n_train", "method.hidden", "problem.n_bits")
     return [
         Term("one epoch", 6 * weights * n_train, fields),
-        Term("evaluation", 2 * weights * (n_train + n_test), fields),
+        Term("evaluation", 2 * weights * (n_train + n_test), fields + ("problem.n_test",)),
     ]

@@ -64,9 +64,27 @@ def check_unused_additions(argv: list[str]) -> None:
             )
 
 
+def check_repeated_keys(argv: list[str]) -> None:
+    """`method=gf2 method=km`: Hydra runs the last value alone, silently (a sweep over both is `method=gf2,km -m`).
+    The same value twice is harmless; the project's hints replace a key rather than repeat it."""
+    seen: dict[str, str] = {}
+    for arg in argv:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if not eq or arg.startswith("-"):
+            continue
+        if key in seen and seen[key] != arg:
+            first = seen[key].partition("=")[2]
+            raise Refusal.config_error(
+                f"{key} is given twice ({seen[key]} {arg}), and only the last would run: give it once (a sweep "
+                f"over both: {key}={first},{value} -m)"
+            )
+        seen[key] = arg
+
+
 def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
     argv = multirun_first(argv)
     check_unknown_preset(argv)
+    check_repeated_keys(argv)
     check_unused_additions(argv)
     return argv

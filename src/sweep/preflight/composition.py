@@ -18,7 +18,14 @@ from hydra.errors import (
     MissingConfigException,
     OverrideParseException,
 )
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+from omegaconf import DictConfig
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    ConfigTypeError,
+    OmegaConfBaseException,
+    ValidationError,
+)
 
 from hydra_plugins.sweep_launcher import api
 from hydra_plugins.sweep_launcher.api import this_command
@@ -69,8 +76,20 @@ def explain(e: BaseException) -> Optional[Refusal]:
         why = str(e.message).splitlines()[0]  # (then a link to Hydra's grammar)
         return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
-        return unknown_key(cause)
-    if isinstance(cause, ValidationError) and cause.full_key:
+        append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value
+        return unknown_key(cause, append.group(1) if append else f"+{cause.full_key}=...")
+    # a preset's file setting a key that the option chosen on the command line lacks (`sweeps=tiled_w1
+    # method=gf2`: tiled_w1 sets method.lr): Hydra raises it during the merge's error, not from it
+    in_file = re.match(r"In '([^']+)': ConfigKeyError raised while composing", str(e))
+    context = e.__context__
+    if in_file and isinstance(context, ConfigKeyError) and dataclasses.is_dataclass(context.object_type):
+        node, _, key = str(context.full_key).rpartition(".")
+        option, keys = _option(node, context.object_type)
+        return Refusal.config_error(
+            f"{in_file.group(1)}.yaml sets {context.full_key}, which {option} does not have (its keys: "
+            f"{', '.join(sorted(keys)) or 'none'}): that option does not fit this preset's runs"
+        )
+    if isinstance(cause, (ValidationError, ConfigTypeError)) and cause.full_key:
         return wrong_type(str(e), cause)
     # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
     swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
@@ -106,15 +125,22 @@ def values_without_multirun(override: str, comma_list: bool) -> Refusal:
     )
 
 
-def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
+def unknown_key(cause: OmegaConfBaseException, append: str = "") -> Optional[Refusal]:
     """`method.lrr=0.1`: the key is not a field of the node's schema; the node named as its option where it is a
     job group's (`method=sgd`)."""
     schema = cause.object_type
-    if not dataclasses.is_dataclass(schema):
-        return None
+    if not dataclasses.is_dataclass(schema):  # a preset's free-form node (compare.baseline: dotted keys of its own)
+        parent = getattr(cause, "parent_node", None)
+        if not isinstance(parent, DictConfig) or not cause.full_key:
+            return None
+        node, _, key = str(cause.full_key).rpartition(".")
+        if not len(parent):  # `extra.note=x`: a key of the user's own is added with a +
+            return Refusal.config_error(
+                f"{cause.full_key} is not a key of {node}: a key of your own is added with a +: {append}"
+            )
+        return Refusal.config_error(f"{cause.full_key} is not a key of {node}: {expected(key, list(parent.keys()))}")
     node, _, key = str(cause.full_key).rpartition(".")
-    option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
-    keys = [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
+    option, keys = _option(node, schema)
     if not node:  # a top-level key (`metod=sgd`, `sweep=tiled_w1`): the config's keys and the presets' group
         return Refusal.config_error(f"{key} is not a key of the config: {expected(key, [*keys, 'sweeps'])}")
     if not keys:  # Hydra's basic launcher: a schema with no keys of its own (an empty "expected one of")
@@ -122,6 +148,12 @@ def unknown_key(cause: OmegaConfBaseException) -> Optional[Refusal]:
         elsewhere = f" ({key} is a key of hydra/launcher=sweep, the project's launcher)" if key in own else ""
         return Refusal.config_error(f"{cause.full_key} is not a key of {option}, which takes none{elsewhere}")
     return Refusal.config_error(f"{cause.full_key} is not a key of {option}: {expected(key, keys)}")
+
+
+def _option(node: str, schema: type) -> tuple[str, list[str]]:
+    """`method=sgd` for the node `method` and its schema, and the schema's own keys."""
+    option = next((f"{node}={name}" for name, s in SCHEMAS.get(node, {}).items() if s is schema), node)
+    return option, [f.name for f in dataclasses.fields(schema) if f.name not in ("_target_", "name")]
 
 
 def wrong_type(message: str, cause: ValidationError) -> Refusal:
@@ -132,6 +164,8 @@ def wrong_type(message: str, cause: ValidationError) -> Refusal:
     allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
     if "is not a ListConfig" in str(cause.msg):  # (OmegaConf's words for a list field given a single value)
         allowed = f"a list, written {cause.full_key}=[{','.join(map(str, _default(cause) or ['...']))}]"
+    if "to Dict[" in str(cause.msg) or "merge DictConfig with" in str(cause.msg):  # a mapping given one value, a list
+        allowed = f"a mapping, set key by key: +{cause.full_key}.<key>=<value>"
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")
 
 

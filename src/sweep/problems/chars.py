@@ -169,8 +169,10 @@ def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
             )
         return p / WIKITEXT[0], p / WIKITEXT[1]
     if not p.is_file():
+        # a FIFO or a device (/dev/stdin) is there, and is not a file to read whole, twice
+        what = "is not a regular file" if p.exists() else "does not exist"
         raise ConfigError(
-            f"problem.path={path!r} does not exist: expected a text file, a WikiText-103 raw directory "
+            f"problem.path={path!r} {what}: expected a text file, a WikiText-103 raw directory "
             f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
         )
     return p, None

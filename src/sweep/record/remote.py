@@ -15,16 +15,18 @@ must be importable, all before MLflow opens it.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import os
 import re
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from typing import Optional
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from sweep.config.schema import MLflowConfig
 from sweep.record.store import StoreError, redacted
@@ -131,9 +133,21 @@ def client_settings() -> None:
         os.environ.setdefault(k, v)
 
 
-def _request(uri: str) -> urllib.request.Request:
-    req = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1")
+def _login(uri: str) -> tuple[str, Optional[str], Optional[str]]:
+    """The address without a login in it, and the login: the environment's, else the address's own
+    (`http://alice:pw@host:5000`, which MLflow's client sends as requests does; urllib would look the whole
+    `alice:pw@host` up as a host name)."""
+    parts = urlsplit(uri)
     user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    if "@" not in parts.netloc:
+        return uri, user, password
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return bare, user or unquote(parts.username or "") or None, password or unquote(parts.password or "") or None
+
+
+def _request(uri: str) -> urllib.request.Request:
+    uri, user, password = _login(uri)
+    req = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1")
     token = os.environ.get("MLFLOW_TRACKING_TOKEN")
     if user or password:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode())
@@ -164,21 +178,34 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
         return why
     if not is_remote(uri):
         return None
-    user = os.environ.get("MLFLOW_TRACKING_USERNAME", "")
+    _, user, password = _login(uri)
+    user = user or ""
     if (uri, user) in _answered:
         return None
+    # asked in a thread and waited on for the timeout (and a moment for its own words), no longer: a socket's
+    # timeout bounds each read, so a server that drips its answer a byte a second would be waited on for ever
+    asked: list = []
+    thread = threading.Thread(target=_ask, args=(uri, timeout, asked), daemon=True)
+    thread.start()
+    thread.join(timeout + 0.25)
+    if not asked:
+        return f"unreachable: no whole answer within {timeout:g} s (mlflow.connect_timeout_s)"
     try:
-        with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
-            body = r.read(1 << 16)
+        if isinstance(asked[0], Exception):
+            raise asked[0]
+        body = asked[0]
     except urllib.error.HTTPError as e:
         if e.code == 401:
-            if not (user or os.environ.get("MLFLOW_TRACKING_PASSWORD")):
+            if not (user or password):
                 return f"the server asks for a login and none is given: {CREDENTIALS}"
             return f"login refused for user {user!r} (wrong username or password): {CREDENTIALS}"
         if e.code == 403:  # logged in; what it may read or write is the server's per-experiment answer
             _answered.add((uri, user))
             return None
-        return f"the server answered HTTP {e.code} {e.reason} (is this an MLflow tracking server?)"
+        reason = " ".join(str(e.reason).split())  # a redirect loop's reason is three lines
+        return f"the server answered HTTP {e.code} {reason} (is this an MLflow tracking server?)"
+    except http.client.HTTPException as e:  # not OSError: a status line that is not HTTP's, a cut answer
+        return f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
     except urllib.error.URLError as e:
         return f"unreachable: {_reason(e.reason, timeout)}"
     except (socket.timeout, TimeoutError):
@@ -191,6 +218,15 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
         return "the server's answer is not MLflow's (is this an MLflow tracking server?)"
     _answered.add((uri, user))
     return None
+
+
+def _ask(uri: str, timeout: float, asked: list) -> None:
+    """The answer's first 64 KiB, or what went wrong, appended to `asked`."""
+    try:
+        with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
+            asked.append(r.read(1 << 16))
+    except Exception as e:  # noqa: BLE001 - handed to the caller's thread, which words it
+        asked.append(e)
 
 
 def _reason(e: object, timeout: float) -> str:

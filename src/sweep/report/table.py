@@ -17,7 +17,9 @@ from sweep.metrics import fmt
 # batch share one value, so its mean and std are not those of runs timed alone.
 SHARED = ("wall_clock_s", "cost_usd")
 BATCH_MARK = "(b)"
-BATCH_NOTE = f"{BATCH_MARK}: runs solved together in batches: wall_clock_s and cost_usd are each batch's share a run"
+BATCH_NOTE = (
+    f"{BATCH_MARK}: runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch"
+)
 
 
 @dataclass

@@ -239,6 +239,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--host", default=HOST, help="default 127.0.0.1; another address exposes the store")
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
+    if not 1 <= a.port <= 65535:  # 99999 was socket's OverflowError traceback; 0, a port nobody is told of
+        print(f"sweep.ui: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
+        return 2
+    try:
+        socket.getaddrinfo(a.host, a.port, type=socket.SOCK_STREAM)
+    except OSError as e:  # was "--port 5000 on <host> is taken (...): choose another --port"
+        print(
+            f"sweep.ui: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
+            file=sys.stderr,
+        )
+        return 2
     uri = a.tracking_uri or default_tracking_uri()
     try:  # an address no store is at: exit 2; a server or database that does not answer: exit 1, in seconds
         address.check(uri)

@@ -16,7 +16,7 @@ from hydra_plugins.sweep_launcher.api import command
 from sweep.errors import ConfigError
 from sweep.metrics import cell
 from sweep.paths import default_tracking_uri
-from sweep.record import remote, store
+from sweep.record import address, remote, store
 from sweep.record.registry import open_store
 
 PROG = "sweep-rescore"
@@ -43,9 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     uri = a.tracking_uri or default_tracking_uri()
     try:
+        address.check(uri)  # as compare's: an address no store is at (exit 2); a server that does not answer
         target = open_store(uri)
+        target.check(write=False)  # a store that is not there is not made: there is nothing in it to score
         target.check(write=True)  # milliseconds, where MLflow would retry for minutes
-        remote.require(uri)
+    except address.BadAddress as e:
+        print(f"{PROG}: store {store.redacted(uri)}: {e}", file=sys.stderr)
+        return 2
     except store.StoreError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
@@ -75,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
+        print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
+        return 130
     except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
         print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
         return 1

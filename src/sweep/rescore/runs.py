@@ -40,8 +40,14 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
         key, _, value = o.lstrip("+~").partition("=")
         if key != "tracker" and not key.startswith("tracker."):
             raise ConfigError(f"{o}: sweep-rescore takes tracker=<name> and tracker.<key>=<value> only")
+        if key in given and given[key] != value:  # the last would win silently
+            raise ConfigError(f"{key} is given twice ({key}={given[key]}, {key}={value}): give it once")
         given[key] = value
     name = given.get("tracker", "")
+    if not name:
+        raise ConfigError(
+            f"name the tracker to score with, tracker=<name>: one of {', '.join(sorted(CLASSES['tracker']))}"
+        )
     if name not in CLASSES["tracker"]:
         raise ConfigError(f"tracker={name or '?'} is not allowed: expected one of {_one_of(name, CLASSES['tracker'])}")
     keys = [f.name for f in dataclasses.fields(SCHEMAS["tracker"][name]) if f.name not in ("_target_", "name")]

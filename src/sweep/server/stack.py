@@ -4,6 +4,7 @@ and what the tests start once per session in a temporary directory."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -45,6 +46,14 @@ def check(cfg: ServerConfig) -> None:
     for name in ("workers", "threads"):
         if getattr(cfg, name) < 1:
             raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: at least 1")
+    if cfg.auth_cache_s < 0:
+        raise BadSetting(f"auth_cache_s={cfg.auth_cache_s} is not allowed: a number of seconds >= 0")
+    if cfg.port == cfg.db_port:  # PostgreSQL took it, then the tracking server ended at start (its log says why)
+        raise BadSetting(f"port={cfg.port} and db_port={cfg.db_port} are one port: give the two servers two ports")
+    try:
+        socket.getaddrinfo(cfg.host, cfg.port, type=socket.SOCK_STREAM)
+    except OSError as e:  # was "cannot listen ... choose another port"
+        raise BadSetting(f"host={cfg.host} is not an address ({e.strerror or e}): an address of this machine") from None
 
 
 @contextlib.contextmanager
