@@ -72,7 +72,7 @@ def test_multirun_with_basic_launcher_records_parent_and_children(store, tmp_pat
         ("tracker.scope=everything", "tracker.scope", "published, init_sample0, all_steps"),
         ("device.compile_mode=fastest", "device.compile_mode", "default, reduce-overhead, max-autotune"),
         ("device.autocast=int8", "device.autocast", "none, float16, bfloat16"),
-        ("device.threads=-1", "device.threads", "integer >= 0"),
+        ("device.threads=-1", "device.threads", "integer from 0 to 1024"),
         ("device.autocast=float16", "device.autocast", "need device.backend=torch"),  # numpy has no autocast
         ("method=fourier method.chunk=-1", "method.chunk", "integer >= 1"),
     ],

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import sys
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+from hydra_plugins.sweep_launcher.api import as_interrupted, check_pending, compose_once, listen, starting
 
-from hydra_plugins.sweep_launcher.api import as_interrupted, check_pending, compose_once, listen
-from sweep.config.schema import register_configs
-from sweep.errors import ConfigError
-from sweep.paths import CONF_DIR
-from sweep.preflight.command import check_command
-from sweep.preflight.composition import composed, composition_refused
-from sweep.preflight.refusal import Refusal
-from sweep.record.tags import REPEAT_OF_TAG
-from sweep.result import RunResult
+# the imports take seconds: a signal in them is one line and 128+n, not a traceback
+with starting("sweep"):
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import DictConfig
 
-register_configs()
+    from sweep.config.schema import register_configs
+    from sweep.errors import ConfigError
+    from sweep.paths import CONF_DIR
+    from sweep.preflight.command import check_command
+    from sweep.preflight.composition import composed, composition_refused
+    from sweep.preflight.refusal import Refusal
+    from sweep.record.tags import REPEAT_OF_TAG
+    from sweep.result import RunResult
+
+    register_configs()
 _failed = False  # the single run failed: its record and line are made, the command exits 1
 
 

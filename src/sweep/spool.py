@@ -11,11 +11,14 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command
-from sweep.record import address
-from sweep.record.recorder import Recorder
-from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
-from sweep.record.store import StoreError, redacted
+from hydra_plugins.sweep_launcher.api import command, starting
+
+# the imports take seconds: a signal in them is one line and 128+n, not a traceback
+with starting("sweep-spool"):
+    from sweep.record import address
+    from sweep.record.recorder import Recorder
+    from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
+    from sweep.record.store import StoreError, redacted
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
@@ -163,3 +164,26 @@ def exit_if_signalled(where: str) -> None:
     if e is not None:
         print(e.line, file=sys.stderr, flush=True)
         raise SystemExit(e.exit_code)
+
+
+@contextmanager
+def starting(prog: str) -> Iterator[None]:
+    """Around a command's imports (seconds of Hydra, MLflow, torch before its `main` listens): Ctrl-C, SIGTERM
+    or SIGHUP there is one line, `<prog>: interrupted by <signal> while starting: nothing done`, and 128+signal,
+    not an import's traceback; the handlers before it are back after."""
+    previous = _install(_listening)
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        _stop_starting(prog, as_interrupted(e))
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)
+    swallowed = take()  # one whose exception an import swallowed: it stops the command all the same
+    if swallowed is not None:
+        _stop_starting(prog, swallowed)
+
+
+def _stop_starting(prog: str, e: Interrupted) -> None:
+    print(f"{prog}: interrupted by {e.name} while starting: nothing done", file=sys.stderr, flush=True)
+    raise SystemExit(e.exit_code) from None

@@ -8,7 +8,7 @@ launcher's own and may change.
                      execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell)
-    signals          listen, check_pending, as_interrupted (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
+    signals          listen, check_pending, as_interrupted, starting (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
                      wherever they come, the launcher's own handling included)
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
@@ -41,6 +41,7 @@ _HOME = {
     "listen": "_signals",
     "check_pending": "_signals",
     "as_interrupted": "_signals",
+    "starting": "_signals",
     "SweepLauncherConf": "config",
 }
 _MODULES = ("timer",)

@@ -8,10 +8,14 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from sweep.paths import PROJECT_ROOT
-from sweep.report.compare import main as store_main
-from sweep.report.queries import RUN_ID
-from sweep.report.study import study_settings
+from hydra_plugins.sweep_launcher.api import starting
+
+# the imports take seconds: a signal in them is one line and 128+n, not a traceback
+with starting("sweep-compare"):
+    from sweep.paths import PROJECT_ROOT
+    from sweep.report.compare import main as store_main
+    from sweep.report.queries import RUN_ID
+    from sweep.report.study import study_settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

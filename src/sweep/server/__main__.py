@@ -16,11 +16,14 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from hydra_plugins.sweep_launcher.api import command
-from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
-from sweep.server.keys import kept, private_file
-from sweep.server.postgres import ServerError
-from sweep.server.stack import BadSetting, check, serving
+from hydra_plugins.sweep_launcher.api import command, starting
+
+# the imports take seconds: a signal in them is one line and 128+n, not a traceback
+with starting("sweep-server"):
+    from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
+    from sweep.server.keys import kept, private_file
+    from sweep.server.postgres import ServerError
+    from sweep.server.stack import BadSetting, check, serving
 
 PROG = "sweep.server"
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from sweep.report.ui import main
+from hydra_plugins.sweep_launcher.api import starting
+
+# the imports take seconds: a signal in them is one line and 128+n, not a traceback
+with starting("sweep-ui"):
+    from sweep.report.ui import main
 
 if __name__ == "__main__":
     sys.exit(main())
