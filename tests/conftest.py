@@ -87,15 +87,11 @@ FAULTY = ("method=fourier", "method._target_=tests.faulty.FaultyFourier")
 def run_sweep(
     *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:
-    """Run `python -m sweep ARGS` as a user would, in a subprocess; outputs go to a temp dir via cwd. The
-    project root is on its path, so a job can name a test's class (FAULTY)."""
-    e = {**os.environ, **(env or {})}
-    e["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), e.get("PYTHONPATH")) if p)
-    if forked_sweep.forkable(e):
-        return forked_sweep.run(list(args), cwd, e, timeout)
-    return subprocess.run(
-        [sys.executable, "-m", "sweep", *args], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout
-    )
+    """Run `python -m sweep ARGS` as a user would, in a process of its own (forked from one with its imports
+    done: tests/forked_sweep.py); outputs go to a temp dir via cwd. The project root is on its path, so a job can
+    name a test's class (FAULTY)."""
+    e = forked_sweep.with_project({**os.environ, **(env or {})})
+    return forked_sweep.command("sweep", list(args), cwd, e, timeout)
 
 
 # every Python process started with this directory first on PYTHONPATH (the launcher's workers too)

@@ -1,14 +1,13 @@
-"""`python -m sweep` forked from a process that has its start done, rather than started afresh: of a refused
-command's ~0.7 CPU s, ~0.5 s is the interpreter's start and the imports `sweep/__main__.py` makes before its
-`main()` (Hydra, OmegaConf, numpy, the config schemas), and the suite runs hundreds of such commands.
+"""`python -m sweep` (or `sweep.compare`, `sweep.store`, ...) forked from a process that has its start done,
+rather than started afresh: of a refused command's ~0.6 CPU s, ~0.3 s is the interpreter's start and the imports
+the module makes before its main (Hydra, OmegaConf, numpy, the config schemas), and the suite runs ~1,000 commands.
 
-The fork runs the module exactly as `python -m sweep ARGS` does (runpy, as `-m`), in the command's directory and
-with its environment, its output into files, its status the fork's; a command that ends by a signal is `-signal`.
-Only the imports made before `main()` are shared: each is a module `python -m sweep` imports at its top, read
-nothing of the environment at import (but `SWEEP_ROOT`, compared below), and the fork does everything after them.
-A command whose environment differs in what a start reads (PYTHON*, thread counts, SWEEP_ROOT, the loader's
-settings) runs as a real process, as does every command where the process's start is the point (signals, the
-console scripts, `ps`): those tests start their own.
+A fork runs the module as `python -m MODULE ARGS` does (runpy, as `-m`: `__main__`, sys.argv, sys.path's first
+entry its directory), in the command's directory, with its environment, its output into files, its exit status the
+fork's (`-n` for signal n), in a session of its own if asked (test_faults.sweep: no process may outlive it). Shared
+with the server are the imports made before main, which read nothing of the environment but what STARTUP names; a
+command whose environment differs there starts afresh, as does every command whose start is the point (signals,
+console scripts, `ps`, another user): those tests start their own. Forks also share the server's hash seed.
 """
 
 from __future__ import annotations
@@ -32,7 +31,8 @@ STARTUP = ("PYTHON", "SWEEP_ROOT", "OMP_", "OPENBLAS_", "MKL_", "LD_", "MALLOC_"
 # its wait status; a fork runs `python -m sweep` in its place and never returns to the loop
 SERVER = r"""
 import json, os, runpy, sys
-runpy.run_module("sweep", run_name="__forked__")  # the imports of sweep/__main__.py, main() not called
+module = sys.argv[1]
+runpy.run_module(module, run_name="__forked__")  # the imports of the module's main, which is not called
 requests, answers = sys.stdin.buffer, os.fdopen(os.dup(1), "w")
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 1)
@@ -42,6 +42,8 @@ for line in requests:
     pid = os.fork()
     if pid == 0:
         answers.close()
+        if req["session"]:
+            os.setsid()
         os.dup2(null, 0)
         for fd, path in ((1, req["out"]), (2, req["err"])):
             f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -51,16 +53,19 @@ for line in requests:
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
+        import tempfile, time  # what a start reads of the environment once: $TMPDIR's directory, TZ
+        tempfile.tempdir = None
+        time.tzset()
         sys.argv = [sys.argv[0], *req["argv"]]
         del requests, answers, line, req, pid
-        runpy.run_module("sweep", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
         sys.exit(0)
     answers.write(json.dumps({"pid": pid}) + "\n"); answers.flush()
     _, status = os.waitpid(pid, 0)
     answers.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n"); answers.flush()
 """
 
-_server: subprocess.Popen | None = None
+_servers: dict[str, subprocess.Popen] = {}
 _lock = threading.Lock()
 
 
@@ -68,32 +73,55 @@ def _startup(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(STARTUP)}
 
 
-# the session's environment, with the project first on PYTHONPATH (as conftest.run_sweep starts a command), before
-# any test changed it: the server starts with it, and forks only commands whose start would read the same
-PRISTINE = _startup({**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)})
+def with_project(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the project's root first on PYTHONPATH: a job can name a test's class (conftest.FAULTY)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)}
+
+
+# the session's environment as a command gets it, before any test changed it: the servers start with it, and fork
+# only commands whose start would read the same
+PRISTINE = _startup(with_project(dict(os.environ)))
 
 
 def forkable(env: dict[str, str]) -> bool:
-    """Whether `python -m sweep` with environment `env` may be forked from the server rather than started."""
+    """Whether a command with environment `env` may be forked from a server rather than started."""
     return os.environ.get("SWEEP_TEST_FORK", "1") != "0" and _startup(env) == PRISTINE
 
 
-def _start(env: dict[str, str]) -> subprocess.Popen:
-    global _server
-    if _server is None or _server.poll() is not None:
-        _server = subprocess.Popen(
-            [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+class Forked(subprocess.CompletedProcess):
+    pid: int  # the command's process (with session=True, its session's id too)
+
+
+def _server(module: str, env: dict[str, str]) -> subprocess.Popen:
+    server = _servers.get(module)
+    if server is None or server.poll() is not None:
+        server = _servers[module] = subprocess.Popen(
+            [sys.executable, "-c", SERVER, module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,  # not a test's directory, which goes before the server does
+            text=True,
         )
-    return _server
+    return server
 
 
-def run(argv: list[str], cwd: Path | None, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """`python -m sweep ARGV` forked, as subprocess.run(..., capture_output=True, text=True, timeout) answers."""
+def run(
+    argv: list[str],
+    cwd: Path | None,
+    env: dict[str, str],
+    timeout: float,
+    module: str = "sweep",
+    session: bool = False,
+) -> Forked:
+    """`python -m MODULE ARGV` forked (in a session of its own if `session`), answered as subprocess.run(...,
+    capture_output=True, text=True, timeout) answers; on timeout the command (its session) is killed."""
+    args = [sys.executable, "-m", module, *argv]
     with _lock, tempfile.TemporaryDirectory(prefix="forked-sweep-") as d:
-        server = _start(env)
+        server = _server(module, env)
         out, err = Path(d) / "out", Path(d) / "err"
         req = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "out": str(out), "err": str(err)}
-        server.stdin.write(json.dumps(req) + "\n")
+        server.stdin.write(json.dumps({**req, "session": session}) + "\n")
         server.stdin.flush()
         pid = json.loads(server.stdout.readline())["pid"]
         answer: list[str] = []
@@ -101,9 +129,29 @@ def run(argv: list[str], cwd: Path | None, env: dict[str, str], timeout: float) 
         reader.start()
         reader.join(timeout)
         if not answer:
-            os.kill(pid, signal.SIGKILL)
+            (os.killpg if session else os.kill)(pid, signal.SIGKILL)
             reader.join()
-            raise subprocess.TimeoutExpired([sys.executable, "-m", "sweep", *argv], timeout)
-        code = json.loads(answer[0])["status"]
-        args = [sys.executable, "-m", "sweep", *argv]
-        return subprocess.CompletedProcess(args, code, out.read_text(), err.read_text())
+            raise subprocess.TimeoutExpired(args, timeout)
+        done = Forked(args, json.loads(answer[0])["status"], out.read_text(), err.read_text())
+        done.pid = pid
+        return done
+
+
+def command(
+    module: str, argv: list[str], cwd: Path | None, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGV`, forked where `env` allows, else started: as subprocess.run(..., capture_output=True,
+    text=True, timeout) answers."""
+    if forkable(env):
+        return run(argv, cwd, env, timeout, module=module)
+    return subprocess.run(
+        [sys.executable, "-m", module, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def python_m(
+    module: str, *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` as a user runs it from `cwd` (this process's directory if None), with this process's
+    environment updated with `env` (the project first on PYTHONPATH): forked where it can be."""
+    return command(module, list(args), cwd, with_project({**os.environ, **(env or {})}), timeout)
