@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -39,7 +41,11 @@ os.dup2(null, 1)
 for line in requests:
     req = json.loads(line)
     sys.stdout.flush(); sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as e:  # no process to be had (EAGAIN, ENOMEM): said, and the next request served
+        answers.write(json.dumps({"error": repr(e)}) + "\n"); answers.flush()
+        continue
     if pid == 0:
         answers.close()
         if req["session"]:
@@ -65,8 +71,49 @@ for line in requests:
     answers.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n"); answers.flush()
 """
 
-_servers: dict[str, subprocess.Popen] = {}
 _lock = threading.Lock()
+
+
+class _Server:
+    """A forking server of `module` and what it answered that is not read yet."""
+
+    def __init__(self, module: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER, module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,  # not a test's directory, which goes before the server does
+        )
+        self.pending = b""
+
+    def ask(self, request: dict) -> None:
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout: float) -> dict | None:
+        """The server's next answer; None if none came within `timeout` seconds (no thread: none may be had)."""
+        deadline, fd = time.monotonic() + timeout, self.proc.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if poller.poll(left * 1000):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError(f"the forking server ended (exit {self.proc.wait()})")
+                self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+_servers: dict[str, _Server] = {}
 
 
 def _startup(env: dict[str, str]) -> dict[str, str]:
@@ -88,24 +135,6 @@ def forkable(env: dict[str, str]) -> bool:
     return os.environ.get("SWEEP_TEST_FORK", "1") != "0" and _startup(env) == PRISTINE
 
 
-class Forked(subprocess.CompletedProcess):
-    pid: int  # the command's process (with session=True, its session's id too)
-
-
-def _server(module: str, env: dict[str, str]) -> subprocess.Popen:
-    server = _servers.get(module)
-    if server is None or server.poll() is not None:
-        server = _servers[module] = subprocess.Popen(
-            [sys.executable, "-c", SERVER, module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=ROOT,  # not a test's directory, which goes before the server does
-            text=True,
-        )
-    return server
-
-
 def run(
     argv: list[str],
     cwd: Path | None,
@@ -113,28 +142,58 @@ def run(
     timeout: float,
     module: str = "sweep",
     session: bool = False,
-) -> Forked:
-    """`python -m MODULE ARGV` forked (in a session of its own if `session`), answered as subprocess.run(...,
-    capture_output=True, text=True, timeout) answers; on timeout the command (its session) is killed."""
+) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGV` forked (in a session of its own if `session`: the result's `pid` is its id), answered
+    as subprocess.run(..., capture_output=True, text=True, timeout) answers; on timeout the command (its session)
+    is killed. Where no fork could be made, the command is started as a process of its own."""
     args = [sys.executable, "-m", module, *argv]
     with _lock, tempfile.TemporaryDirectory(prefix="forked-sweep-") as d:
-        server = _server(module, env)
         out, err = Path(d) / "out", Path(d) / "err"
-        req = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "out": str(out), "err": str(err)}
-        server.stdin.write(json.dumps({**req, "session": session}) + "\n")
-        server.stdin.flush()
-        pid = json.loads(server.stdout.readline())["pid"]
-        answer: list[str] = []
-        reader = threading.Thread(target=lambda: answer.append(server.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(timeout)
-        if not answer:
-            (os.killpg if session else os.kill)(pid, signal.SIGKILL)
-            reader.join()
-            raise subprocess.TimeoutExpired(args, timeout)
-        done = Forked(args, json.loads(answer[0])["status"], out.read_text(), err.read_text())
-        done.pid = pid
+        request = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "out": str(out), "err": str(err)}
+        pid = None
+        try:
+            server = _servers.get(module)
+            if server is None or server.proc.poll() is not None:
+                server = _servers[module] = _Server(module, env)
+            server.ask({**request, "session": session})
+            started = server.answer(120)
+            pid = (started or {}).get("pid")
+            if pid is None:
+                raise RuntimeError(f"no fork: {started}")
+            ended = server.answer(timeout)
+            if ended is None:
+                (os.killpg if session else os.kill)(pid, signal.SIGKILL)
+                if server.answer(60) is None:
+                    raise RuntimeError(f"command {pid} not reaped after SIGKILL")
+                raise subprocess.TimeoutExpired(args, timeout)
+        except subprocess.TimeoutExpired:
+            raise
+        except Exception:
+            # a server in a state this side does not know: gone, and the next command gets a new one
+            _servers.pop(module).close()
+            if pid is not None:
+                raise
+            return _started(args, cwd, env, timeout, session)
+        done = subprocess.CompletedProcess(args, ended["status"], out.read_text(), err.read_text())
+        done.pid = pid  # type: ignore[attr-defined]
         return done
+
+
+def _started(
+    args: list[str], cwd: Path | None, env: dict[str, str], timeout: float, session: bool
+) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=session
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        (os.killpg if session else os.kill)(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    done.pid = proc.pid  # type: ignore[attr-defined]
+    return done
 
 
 def command(
