@@ -198,12 +198,12 @@ def pytest_configure(config) -> None:
         root.chmod(0o755)  # the shared store's PostgreSQL runs as a non-root user, which must enter it
         os.environ[SESSION_DIR] = str(root)
         # The project's modules compiled once, into their __pycache__ (git ignores it): with PYTHONDONTWRITEBYTECODE
-        # set, as on the machines the suite is timed on, none is written, and each of the suite's ~1,000 Python
+        # set, as on the machines the suite is timed on, none is written, and each of the suite's ~450 Python
         # processes compiled the ~170 modules it imports afresh (a single run: 0.84 -> 0.71 CPU s). Read either way.
         import compileall
 
         for d in ("src", "launchers", "tests"):
-            compileall.compile_dir(ROOT / d, quiet=1, workers=0)
+            compileall.compile_dir(ROOT / d, quiet=1)
 
 
 # The modules whose tests run longest (tens of seconds each: commands killed and re-run, servers, submitit's

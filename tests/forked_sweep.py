@@ -1,6 +1,6 @@
 """`python -m sweep` (or `sweep.compare`, `sweep.store`, ...) forked from a process that has its start done,
 rather than started afresh: of a refused command's ~0.6 CPU s, ~0.3 s is the interpreter's start and the imports
-the module makes before its main (Hydra, OmegaConf, numpy, the config schemas), and the suite runs ~1,000 commands.
+the module makes before its main (Hydra, OmegaConf, numpy, the config schemas), and the suite runs ~300 such commands.
 
 A fork runs the module as `python -m MODULE ARGS` does (runpy, as `-m`: `__main__`, sys.argv, sys.path's first
 entry its directory), in the command's directory, with its environment, its output into files, its exit status the
