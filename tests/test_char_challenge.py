@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -19,6 +16,7 @@ from mlflow.tracking import MlflowClient
 from sweep.challenge.ngram import ORDER, NGram
 from sweep.methods.char_stream import NotADistribution, checked, score
 from sweep.problems.chars import challenge_text
+from tests import forked_sweep
 from tests.conftest import run_sweep
 
 NOT_DIST, NO_STREAM, MEMORISE = (
@@ -195,9 +193,8 @@ def test_a_users_model_as_a_single_run_and_in_a_round_with_the_references(store,
                   "challenge.accuracy_floor=0.2", "challenge.energy_budget_j=1", cwd=tmp_path, timeout=600)  # fmt: skip
     assert p.returncode == 1, p.stderr  # an entrant broke
     out = tmp_path / "board"
-    cmd = [sys.executable, "-m", "sweep.compare", "char_challenge", "--out", str(out)]
-    shown = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "COLUMNS": "80"}
+    shown = forked_sweep.python_m(
+        "sweep.compare", "char_challenge", "--out", str(out), cwd=tmp_path, env={"COLUMNS": "80"}, timeout=300
     )
     assert shown.returncode == 0, shown.stderr
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80

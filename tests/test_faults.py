@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests import forked_sweep
 from tests.conftest import journal_folded, made_once, record_small_sweep, session_processes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,10 @@ def sweep(
     is root (file modes bind it), so a read-only store is read-only for real. Asserts that no process it
     started outlives it."""
     cmd = [sys.executable, "-m", module, *args]
+    if not as_nobody and forked_sweep.forkable(full := forked_sweep.with_project({**os.environ, **env})):
+        done = forked_sweep.run(list(args), cwd, full, timeout, module=module, session=True)
+        no_process_left(done.pid)
+        return done
     if as_nobody and os.geteuid() == 0:  # setpriv execs python: same pid, same session
         cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
         env = {"HOME": str(cwd), **env}  # root's home is not nobody's to write

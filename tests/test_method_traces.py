@@ -5,7 +5,9 @@ documented ones), forward-forward's cost against backprop's, operation counts of
 from __future__ import annotations
 
 import functools
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ from sweep.trace.source import Source
 from sweep.trace.trace import OP_KINDS, READ, WRITE, Trace
 from sweep.trackers.ard import ard_report
 from sweep.variants.standard import Standard
-from tests.conftest import compose
+from tests.conftest import compose, made_once
 
 # the sparse-bit problems and their methods; problem=chars and its language models: tests/test_chars.py
 CHARS_METHODS = ("bigram", "mlp_lm", "gpt", "char_model")  # char_model: tests/test_char_challenge.py
@@ -74,7 +76,12 @@ def arms() -> list[tuple[str, str, str]]:
     return out
 
 
-ARMS = arms()
+def _write_arms(d: Path) -> None:
+    (d / "arms.json").write_text(json.dumps(arms()))
+
+
+# worked out once a session (86 compositions, ~11 CPU s), not once in each xdist worker's collection
+ARMS = [tuple(a) for a in json.loads((made_once("method-arms", _write_arms) / "arms.json").read_text())]
 
 
 def solve_traced(*args: Any, **kwargs: Any) -> Trace:

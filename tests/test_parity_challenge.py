@@ -5,14 +5,12 @@ user's solver batched by seed and run under Hydra's own launcher gives the same 
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import run_sweep
+from tests.forked_sweep import python_m
 
 HONEST, BELOW, SLOW, LISTS = (
     f"examples/solvers/{n}.py:solve" for n in ("honest", "below_bar", "out_of_time", "python_lists")
@@ -53,9 +51,8 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
     assert len(second) == 6 * 2
 
     out = tmp_path / "board"
-    cmd = [sys.executable, "-m", "sweep.compare", "parity_challenge", "--out", str(out)]
-    env = {**os.environ, "COLUMNS": "80"}  # a pipe or a small terminal: every column kept, every figure whole
-    shown = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    env = {"COLUMNS": "80"}  # a pipe or a small terminal: every column kept, every figure whole
+    shown = python_m("sweep.compare", "parity_challenge", "--out", str(out), cwd=tmp_path, env=env, timeout=300)
     assert shown.returncode == 0, shown.stderr
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     by = {r["path"]: r for r in rows}

@@ -25,6 +25,7 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import FAULTY, ROOT, run_sweep
+from tests.forked_sweep import python_m
 from tests.test_faults import SLOW_SGD, two_sweeps_at_once
 from tests.test_faults_signals import _stat, alive, start_until_two_finished
 from tests.test_launcher import runs
@@ -54,9 +55,7 @@ def test_an_unreachable_server_is_one_line_in_seconds(tmp_path):
         assert p.returncode == 1, p.stderr
         assert p.stderr.strip().splitlines() == [f"sweep: store {uri}: unreachable: connection refused"], p.stderr
         assert "[FINISHED]" not in p.stdout
-    p = subprocess.run(
-        [sys.executable, "-m", "sweep.compare", "x", "--tracking-uri", uri], capture_output=True, text=True, timeout=60
-    )
+    p = python_m("sweep.compare", "x", "--tracking-uri", uri, timeout=60)
     assert p.returncode == 1 and p.stderr.strip() == f"sweep.compare: store {uri}: unreachable: connection refused"
 
 
@@ -333,12 +332,7 @@ def test_results_are_spooled_while_the_server_is_away_and_imported_when_it_is_ba
     assert time.monotonic() - t0 < 60  # MLflow's client gives up in seconds, not minutes
     assert len(spool.entries(uri)) == 1
     relay.up()
-    p = subprocess.run(
-        [sys.executable, "-m", "sweep.spool", "import", "--tracking-uri", uri],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = python_m("sweep.spool", "import", "--tracking-uri", uri, timeout=120)
     assert p.returncode == 0, p.stderr
     assert spool.entries(uri) == []
     (run,) = runs(server.uri, "spooled")[1]
@@ -556,17 +550,12 @@ def test_sigterm_while_runs_are_being_written_records_them_all_then_resume_compl
 
 def test_compare_and_the_ui_read_the_server(server, tmp_path):
     ok(sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=1,2,3", "mlflow.experiment=cmp"))
-    p = subprocess.run(
-        [sys.executable, "-m", "sweep.compare", "cmp", "--out", str(tmp_path / "cmp")],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    p = python_m("sweep.compare", "cmp", "--out", str(tmp_path / "cmp"))
     ok(p)
     (parent,), _ = runs(server.uri, "cmp")
     logged = {a.path for a in MlflowClient(server.uri).list_artifacts(parent.info.run_id, "compare")}
     assert "compare/table.csv" in logged
-    p = subprocess.run([sys.executable, "-m", "sweep.ui", "cmp"], capture_output=True, text=True, timeout=120)
+    p = python_m("sweep.ui", "cmp", timeout=120)
     ok(p)
     url = f"{server.uri}/#/experiments/{parent.info.experiment_id}/runs?workflowType=machine_learning"
     assert url in p.stdout, p.stdout
@@ -582,13 +571,7 @@ def test_a_reader_compares_but_does_not_record_and_no_user_deletes_anothers_expe
     ok(sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=1,2", "mlflow.experiment=owned"))
     add_user(server, "reader", "reader-password-1")
     reader = {LOGIN[0]: "reader", LOGIN[1]: "reader-password-1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "sweep.compare", "owned", "--out", str(tmp_path / "c")],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, **reader},
-    )
+    p = python_m("sweep.compare", "owned", "--out", str(tmp_path / "c"), env=reader)
     assert p.returncode == 0, p.stderr
     assert "not logged" in p.stderr and "permission" in p.stderr.lower(), p.stderr
     p = sweep(tmp_path, "method=gf2", "problem.n_bits=12", "problem.seed=3,4", "mlflow.experiment=owned", env=reader)

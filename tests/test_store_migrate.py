@@ -16,19 +16,14 @@ import pytest
 
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
 from tests.conftest import FAULTY, ROOT, made_once, run_sweep
+from tests.forked_sweep import python_m
 
 pytestmark = pytest.mark.slow
 EXPERIMENT = "migrate"
 
 
 def migrate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sweep.store", "migrate", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
+    return python_m("sweep.store", "migrate", *args, cwd=ROOT, timeout=timeout)
 
 
 def record(uri: str, *overrides: str, cwd: Path) -> None:

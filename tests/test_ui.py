@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 from hydra_plugins.sweep_launcher.api import command
 from sweep.report import ui
 from sweep.report.queries import find_parent
+from tests import forked_sweep
 from tests.conftest import record_small_sweep
 from tests.conftest import session_processes as _session
 
@@ -40,9 +41,7 @@ def _children(pid: int) -> list[int]:
 
 def test_no_store_says_so_and_creates_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
-    p = subprocess.run(
-        [sys.executable, "-m", "sweep.ui", "--tracking-uri", uri], capture_output=True, text=True, timeout=120
-    )
+    p = forked_sweep.python_m("sweep.ui", "--tracking-uri", uri, timeout=120)
     assert p.returncode == 1
     assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
     assert not (tmp_path / "none").exists()
@@ -100,12 +99,7 @@ def test_a_taken_port_is_refused_at_once(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        p = subprocess.run(
-            [sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        p = forked_sweep.python_m("sweep.ui", "--port", str(port), "--tracking-uri", uri, timeout=120)
     assert (p.returncode, p.stdout) == (1, "")
     assert p.stderr.strip() == (
         f"sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
