@@ -218,6 +218,7 @@ FIRST = (
     "test_store_migrate.py",
     "test_store_edges.py",
     "test_server.py",
+    "test_compare.py",
     "test_optuna_sweeper.py",
     "test_hints.py",
     "test_sql_run_writer.py",
