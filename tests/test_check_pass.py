@@ -189,6 +189,7 @@ def test_a_bad_seed_at_the_40000th_job_is_refused_before_any_job(tmp_path):
     )
     assert "[FINISHED]" not in p.stdout
     assert not store.exists()  # nothing recorded: the store is opened only once every job passed
+    assert not (tmp_path / "multirun").exists()  # nor Hydra's multirun.yaml and its folders (a prober found them)
 
 
 @pytest.fixture(scope="module")

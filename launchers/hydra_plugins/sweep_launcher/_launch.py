@@ -210,8 +210,23 @@ def plan(launcher: Any, run: Multirun, jobs: list[Job]) -> None:
     except Refused as e:
         check_pending()  # a signal that broke what the hooks were doing (their store's making) is what stops it
         run.tally.close()  # nothing runs: no worker may stay
+        forget_sweep_dir(Path(str(launcher.config.hydra.sweep.dir)))
         print(str(e), file=sys.stderr, flush=True)
         raise SystemExit(e.code) from None
+
+
+def forget_sweep_dir(path: Path) -> None:
+    """A sweep refused before any job leaves nothing behind: the `multirun.yaml` Hydra's sweeper wrote before
+    launching, where it is all the folder holds, and then each folder that leaves empty (the time's, the date's,
+    `multirun`); a folder holding anything else is left as it is."""
+    try:
+        if [p.name for p in path.iterdir()] != ["multirun.yaml"]:
+            return
+        (path / "multirun.yaml").unlink()
+        for folder in (path, path.parent, path.parent.parent):
+            folder.rmdir()  # OSError once one is not empty: the rest are left
+    except OSError:
+        pass
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
