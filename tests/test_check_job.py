@@ -97,6 +97,11 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
             ("device=torch_cpu", "device.torch_device=mps"),
             "device.torch_device='mps' is not allowed: expected cpu, cuda",
         ),
+        # and an unknown torch.compile backend failed the run after its start (torch's InvalidBackend)
+        (
+            ("device=torch_cpu", "device.compile=true", "device.compile_backend=nope"),
+            "device.compile_backend='nope' is not allowed: expected a torch.compile backend: inductor, aot_eager",
+        ),
     ],
 )
 def test_a_value_without_meaning_is_refused_by_the_class_that_owns_the_field(overrides, line):

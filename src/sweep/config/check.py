@@ -62,6 +62,13 @@ DEVICE_RULES: tuple[Rule, ...] = (
         lambda v, c: isinstance(v, str) and re.fullmatch(r"cpu|cuda(:\d+)?", v) is not None,
     ),
     choice("device.compile_mode", COMPILE_MODES),
+    # an unknown backend failed the run after its start (torch's InvalidBackend); torch's list needs torch._dynamo
+    # (~3 s), asked only where a torch job compiles with another backend than the default
+    Rule(
+        "device.compile_backend",
+        "a torch.compile backend: inductor, aot_eager, eager, cudagraphs (torch._dynamo.list_backends())",
+        lambda v, c: v == "inductor" or not (c.device.compile and c.device.backend == "torch") or v in _backends(),
+    ),
     Rule(
         "device.autocast",
         f"one of {', '.join(AUTOCAST_DTYPES)} (float16/bfloat16 need device.backend=torch)",
@@ -70,6 +77,14 @@ DEVICE_RULES: tuple[Rule, ...] = (
     choice("device.dtype", ("float32", "float64")),
     choice("device.rng", ("host", "counter")),
 )
+
+
+@functools.lru_cache(maxsize=1)
+def _backends() -> frozenset[str]:
+    """torch.compile's backends in this torch, the debugging ones included (aot_eager)."""
+    from torch._dynamo import list_backends  # noqa: PLC0415 - seconds: only for a compiled torch job's backend
+
+    return frozenset(list_backends(exclude_tags=()))
 
 
 def check_fields(view: ConfigView) -> None:
