@@ -127,15 +127,17 @@ def test_an_option_a_presets_file_does_not_fit_is_one_line_naming_the_file(store
 
 def test_a_key_given_twice_with_two_values_is_refused_as_a_preset_given_twice_is():
     """A prober's round of issue 43: `method=gf2 method=km` ran km alone, silently (Hydra keeps a key's last
-    value); the same value twice, and the hints (which replace a key, never repeat it), still pass."""
+    value); the same option twice, a value given twice (the last wins) and the hints still pass."""
     with pytest.raises(Refusal) as e:
         check_command(["method=gf2", "problem.seed=3", "method=km"])
     assert e.value.line == (
         "config error: method is given twice (method=gf2 method=km), and only the last would run: give it once "
         "(a sweep over both: method=gf2,km -m)"
     )
-    with pytest.raises(Refusal, match=r"^config error: extra\.note is given twice \(\+extra\.note=a extra\.note=b\)"):
-        check_command(["+extra.note=a", "extra.note=b"])
+    with pytest.raises(Refusal, match=r"^config error: tracker is given twice \(tracker=ard tracker=dmd\)"):
+        check_command(["tracker=ard", "hydra/launcher=local", "tracker=dmd"])
+    # a value given twice: Hydra's rule, the last wins (a wrapper's default, then the user's)
+    assert check_command(["problem.n_bits=10", "problem.n_bits=11"]) == ["problem.n_bits=10", "problem.n_bits=11"]
     assert check_command(["method=gf2", "-m", "method=gf2", "--cfg", "job"]) == [
         "-m",
         "method=gf2",

@@ -86,8 +86,7 @@ class Dispatcher:
         # a job whose backend cannot run here (its package missing: `Backend.missing`) fails at once, with how to fix it
         self.missing = {name: b.missing() for name, b in self.backends.items() if any(j.where == name for j in jobs)}
         self.unplaceable = [j for j in jobs if j.where != "local" and self.missing.get(j.where)]
-        # by index: `j in a_list` compares jobs field by field, each against every other (a 10,000-job grid spent
-        # ~50 CPU s here before its first job)
+        # by index: `j in a_list` compares jobs field by field (a 10,000-job grid: ~50 CPU s before its first job)
         unplaceable, local = {j.idx for j in self.unplaceable}, {j.idx for j in here}
         self.local = deque(j for j in here if j.idx not in unplaceable)
         self.remote = [j for j in jobs if j.idx not in local and j.idx not in unplaceable]
@@ -311,8 +310,7 @@ class Dispatcher:
         self.interrupt.check()
 
     def _tell(self, job: Job, outcome: Outcome) -> Optional[str]:
-        """Hand one outcome to the hooks, and return the first line they give; a signal waits until they are done
-        writing."""
+        """Hand one outcome to the hooks, return the first line they give; a signal waits for their writes."""
         was, self.interrupt.in_write = self.interrupt.in_write, True
         try:
             with self._for_hooks(job):  # a job cut short: its config composed for the hooks alone

@@ -65,12 +65,14 @@ def check_unused_additions(argv: list[str]) -> None:
 
 
 def check_repeated_keys(argv: list[str]) -> None:
-    """`method=gf2 method=km`: Hydra runs the last value alone, silently (a sweep over both is `method=gf2,km -m`).
-    The same value twice is harmless; the project's hints replace a key rather than repeat it."""
+    """`method=gf2 method=km`: Hydra runs the last option alone, silently (a sweep over both is `method=gf2,km
+    -m`). Only a config group's choice (a key with no dot): a value given twice keeps Hydra's rule, the last wins,
+    which scripts and wrappers rely on to replace a default they pass first (`... problem.n_bits=10` then the
+    user's `problem.n_bits=11`). The same option twice is harmless."""
     seen: dict[str, str] = {}
     for arg in argv:
         key, eq, value = arg.lstrip("+~").partition("=")
-        if not eq or arg.startswith("-"):
+        if not eq or arg.startswith("-") or "." in key:
             continue
         if key in seen and seen[key] != arg:
             first = seen[key].partition("=")[2]
