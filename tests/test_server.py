@@ -594,9 +594,7 @@ def test_a_changed_password_or_a_deleted_user_is_refused_by_every_worker_within_
     """Each worker of the server remembers a checked login for auth_cache_s (MLflow's cache: its password hash
     takes ~66 ms to check). A new password or a deleted user is forgotten at once by the worker that made the
     change only; once auth_cache_s has passed, every worker refuses the old login."""
-    from sweep.server.config import ServerConfig
-
-    ttl = ServerConfig().auth_cache_s  # the session's server runs with the defaults
+    ttl = server.config.auth_cache_s  # the session's server's (tests.tracking_server), as the command was given it
     add_user(server, "carol", "carol-password-1")
     url = f"{server.uri}/api/2.0/mlflow/experiments/search"
 

@@ -65,9 +65,13 @@ def session_store(root: Path, timeout: float = 300) -> Serving:
         if not known.exists():
             known.write_text(json.dumps(_start_command(root, timeout)))
         s = json.loads(known.read_text())
-    cfg = ServerConfig(data_dir=root / "store", port=s["port"], db_port=s["db_port"])
+    cfg = ServerConfig(data_dir=root / "store", port=s["port"], db_port=s["db_port"], auth_cache_s=s["auth_cache_s"])
     # db and server: the command's processes, perhaps another worker's children; they are stopped through its pid
     return Serving(uri=s["uri"], username=cfg.admin_username, password=s["password"], config=cfg, db=None, server=None)  # type: ignore[arg-type]
+
+
+# the session's login cache: shorter than the default (10 s), so the test that waits it out twice waits less
+SESSION_AUTH_CACHE_S = 3
 
 
 def _start_command(root: Path, timeout: float) -> dict[str, Any]:
@@ -77,7 +81,7 @@ def _start_command(root: Path, timeout: float) -> dict[str, Any]:
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "sweep.server", "--data-dir", str(root / "store"), "--port", str(port)]
-            + ["--db-port", str(db_port), "--workers", "2"],
+            + ["--db-port", str(db_port), "--workers", "2", "--auth-cache-s", str(SESSION_AUTH_CACHE_S)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": password},
@@ -89,7 +93,14 @@ def _start_command(root: Path, timeout: float) -> dict[str, Any]:
             _stop(proc.pid)
             raise RuntimeError(f"sweep.server did not start: {log.read_text()[-3000:]}")
         time.sleep(0.2)
-    return {"uri": f"http://127.0.0.1:{port}", "port": port, "db_port": db_port, "password": password, "pid": proc.pid}
+    return {
+        "uri": f"http://127.0.0.1:{port}",
+        "port": port,
+        "db_port": db_port,
+        "password": password,
+        "pid": proc.pid,
+        "auth_cache_s": SESSION_AUTH_CACHE_S,
+    }
 
 
 def stop_session_store(root: Path) -> None:
