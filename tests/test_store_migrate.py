@@ -168,7 +168,11 @@ def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig
         if 1 <= complete <= 5 and (sig != signal.SIGKILL or "RUNNING" in states):
             if sig == signal.SIGKILL:  # stopped, then looked at again: the copy seen RUNNING may have ended since
                 os.killpg(proc.pid, signal.SIGSTOP)
-                if "RUNNING" not in [r.info.status for r in runs(target, experiment)]:
+                try:
+                    seen = [r.info.status for r in runs(target, experiment)]
+                except Exception:  # noqa: BLE001 - stopped holding the store's lock (database is locked): later
+                    seen = []
+                if "RUNNING" not in seen:
                     os.killpg(proc.pid, signal.SIGCONT)
                     continue
             os.killpg(proc.pid, sig)
