@@ -218,10 +218,10 @@ def test_a_cuda_job_without_a_gpu_or_a_token_says_what_runs_here_first(store, tm
     (device=torch_cpu, as a command that runs when pasted), then the way to a GPU (Modal's token); never offline
     mode, which needs a GPU here."""
     args = {
-        "-m last": ["method=km,gf2", "device=cuda", "-m"],
+        "-m last": ["method=km,gf2", "device=cuda", "tracker=none", "-m"],
         "-m first": ["-m", "method=km,gf2", "device=cuda"],
-        "single run": ["method=km", "device=cuda"],
-    }[form]
+        "single run": ["method=km", "device=cuda", "tracker=none"],
+    }[form]  # tracker=none: the pasted command runs in the test (the default trackers' traces: seconds more)
     p = run_sweep(*args, cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     line = p.stderr.strip()
