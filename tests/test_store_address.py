@@ -7,6 +7,7 @@ seconds; no job runs and nothing is spooled or made."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import socket
@@ -291,6 +292,51 @@ def test_a_server_that_drips_garbles_loops_or_takes_a_login_in_its_address_is_on
     assert said[garbage] == "the server's answer is not HTTP (BadStatusLine; is this an MLflow tracking server?)"
     assert said[looping].startswith("the server answered HTTP 302") and "\n" not in said[looping], said[looping]
     assert said[login].startswith("login refused for user 'al@ice' (wrong username or password)"), said[login]
+
+
+class EmptyAnswers(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that answers `{}` (200, JSON) to every request, as many a stub or a proxy's default does."""
+
+    def answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_server_that_answers_an_empty_object_to_everything_is_refused_before_the_job(tmp_path):
+    """A prober's round of issue 43: a server answering `{}` to every request passed the store check (`{}` is also
+    what MLflow answers a search when it lists no experiment), the job ran, and its result was spooled after it.
+    A real server that lists none refuses a request for an experiment that cannot exist; this one says 200."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmptyAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}"
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    said = "it answers HTTP, but nothing an MLflow tracking server answers: not an MLflow tracking server"
+    try:
+        for module, *args, start in (
+            (
+                "sweep",
+                *GF2,
+                f"mlflow.tracking_uri={uri}",
+                f"sweep: config error: mlflow.tracking_uri={uri} is not allowed",
+            ),
+            ("sweep", "-m", "method=gf2,km", "problem.n_bits=10", f"mlflow.tracking_uri={uri}", "sweep: config error"),
+            ("sweep.compare", "demo", "--tracking-uri", uri, f"sweep.compare: store {uri}"),
+        ):
+            p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
+            line = one_line(p.stderr)
+            assert p.returncode == 2 and line.startswith(start) and line.endswith(said), (module, p.stdout, line)
+            assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
+    finally:
+        server.shutdown()
 
 
 def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_path, monkeypatch, capsys):

@@ -34,9 +34,11 @@ def check_settings(config: DictConfig) -> None:
 
 def check_server(config: DictConfig) -> None:
     """A tracking server or database that does not answer within mlflow.connect_timeout_s, a server that refuses
-    the login, an SQLite journal left without its database."""
+    the login, an SQLite journal left without its database; an HTTP server that is no MLflow's (bad input)."""
     try:
         address.check(tracking_uri(config), config.mlflow.connect_timeout_s)
+    except address.BadAddress as e:  # an HTTP server that is not MLflow's
+        raise Refusal.config_error(address.setting_refused(config.mlflow.tracking_uri, str(e))) from None
     except StoreError as e:
         raise Refusal(str(e), UNUSABLE) from None
 

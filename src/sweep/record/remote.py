@@ -41,7 +41,19 @@ CLIENT_SETTINGS = {
 }
 # the database stores MLflow opens, and the port each listens on unless the address names one
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+# what a server is asked: one experiment; and, when it lists none, one that cannot exist (its id is no number)
+SEARCH = "api/2.0/mlflow/experiments/search?max_results=1"
+MISSING_EXPERIMENT = "api/2.0/mlflow/experiments/get?experiment_id=sweep-preflight-none"
+NOT_MLFLOW = "it answers HTTP, but nothing an MLflow tracking server answers: not an MLflow tracking server"
 _answered: set[tuple[str, str]] = set()  # (uri, user) that answered and took the login
+
+
+class NotMLflow(StoreError):
+    """The address answers, but not as an MLflow tracking server: bad input (the address names no store)."""
+
+
+class NotMLflowAnswer(str):
+    """`problem`'s line when what answered is no MLflow tracking server (`require` raises NotMLflow for it)."""
 
 
 def is_remote(uri: str) -> bool:
@@ -145,9 +157,9 @@ def _login(uri: str) -> tuple[str, Optional[str], Optional[str]]:
     return bare, user or unquote(parts.username or "") or None, password or unquote(parts.password or "") or None
 
 
-def _request(uri: str) -> urllib.request.Request:
+def _request(uri: str, path: str = SEARCH) -> urllib.request.Request:
     uri, user, password = _login(uri)
-    req = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1")
+    req = urllib.request.Request(f"{uri.rstrip('/')}/{path}")
     token = os.environ.get("MLFLOW_TRACKING_TOKEN")
     if user or password:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode())
@@ -205,25 +217,51 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
         reason = " ".join(str(e.reason).split())  # a redirect loop's reason is three lines
         return f"the server answered HTTP {e.code} {reason} (is this an MLflow tracking server?)"
     except http.client.HTTPException as e:  # not OSError: a status line that is not HTTP's, a cut answer
-        return f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
+        return NotMLflowAnswer(
+            f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
+        )
     except urllib.error.URLError as e:
         return f"unreachable: {_reason(e.reason, timeout)}"
     except (socket.timeout, TimeoutError):
         return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
     except (OSError, ValueError) as e:
         return f"unreachable: {_reason(e, timeout)}"
-    try:
-        json.loads(body or b"{}")
-    except ValueError:
-        return "the server's answer is not MLflow's (is this an MLflow tracking server?)"
+    if not _lists_experiments(body) and not _refuses_what_cannot_exist(uri, timeout):
+        return NotMLflowAnswer(NOT_MLFLOW)
     _answered.add((uri, user))
     return None
 
 
-def _ask(uri: str, timeout: float, asked: list) -> None:
+def _lists_experiments(body: bytes) -> bool:
+    """The search's answer as MLflow gives it: an object whose `experiments` is a list. A server that lists none
+    (every experiment deleted, or none this login may read) answers `{}`, as anything that answers `{}` does."""
+    try:
+        answer = json.loads(body or b"null")
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("experiments"), list)
+
+
+def _refuses_what_cannot_exist(uri: str, timeout: float) -> bool:
+    """Asked only when the search listed nothing: MLflow answers a request for an experiment that cannot exist
+    with an error of its own (`{"error_code": ...}`, HTTP 4xx); a server that answers `{}` to everything says 200."""
+    asked: list = []
+    thread = threading.Thread(target=_ask, args=(uri, timeout, asked, MISSING_EXPERIMENT), daemon=True)
+    thread.start()
+    thread.join(timeout + 0.25)
+    error = asked[0] if asked else None
+    if not isinstance(error, urllib.error.HTTPError) or not 400 <= error.code < 500:
+        return False
+    try:
+        return "error_code" in json.loads(error.read(1 << 16) or b"null")
+    except (ValueError, TypeError, OSError):
+        return False
+
+
+def _ask(uri: str, timeout: float, asked: list, path: str = SEARCH) -> None:
     """The answer's first 64 KiB, or what went wrong, appended to `asked`."""
     try:
-        with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
+        with urllib.request.urlopen(_request(uri, path), timeout=timeout, context=_tls()) as r:
             asked.append(r.read(1 << 16))
     except Exception as e:  # noqa: BLE001 - handed to the caller's thread, which words it
         asked.append(e)
@@ -258,4 +296,4 @@ def require(uri: str, timeout_s: Optional[float] = None) -> None:
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, math.ceil(timeout))))
     why = problem(uri, timeout_s)
     if why:
-        raise StoreError(uri, why)
+        raise (NotMLflow if isinstance(why, NotMLflowAnswer) else StoreError)(uri, why)
