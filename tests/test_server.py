@@ -56,7 +56,8 @@ def test_an_unreachable_server_is_one_line_in_seconds(tmp_path):
         assert p.stderr.strip().splitlines() == [f"sweep: store {uri}: unreachable: connection refused"], p.stderr
         assert "[FINISHED]" not in p.stdout
     p = python_m("sweep.compare", "x", "--tracking-uri", uri, timeout=60)
-    assert p.returncode == 1 and p.stderr.strip() == f"sweep.compare: store {uri}: unreachable: connection refused"
+    said = f"python -m sweep.compare: store {uri}: unreachable: connection refused"
+    assert p.returncode == 1 and p.stderr.strip() == said, p.stderr
 
 
 def test_a_server_that_never_answers_is_refused_after_the_configured_timeout(tmp_path):
@@ -719,7 +720,8 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
         )
         assert p.returncode == 2, p.stderr
         assert p.stderr.splitlines() == [
-            f"sweep.server: {named}: the admin's password is not allowed: Password must be at least 12 characters."
+            f"python -m sweep.server: {named}: the admin's password is not allowed: "
+            "Password must be at least 12 characters."
         ]
         assert not (tmp_path / "store").exists()
 
@@ -798,6 +800,7 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
             text=True,
             timeout=60,
         )
-        assert p.returncode == 2 and p.stderr.startswith("sweep.server: default_permission=ALL is not allowed")
+        said = "python -m sweep.server: default_permission=ALL is not allowed"
+        assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
     finally:
         shutil.rmtree(work, ignore_errors=True)

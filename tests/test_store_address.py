@@ -329,7 +329,7 @@ def test_a_server_that_answers_an_empty_object_to_everything_is_refused_before_t
                 f"sweep: config error: mlflow.tracking_uri={uri} is not allowed",
             ),
             ("sweep", "-m", "method=gf2,km", "problem.n_bits=10", f"mlflow.tracking_uri={uri}", "sweep: config error"),
-            ("sweep.compare", "demo", "--tracking-uri", uri, f"sweep.compare: store {uri}"),
+            ("sweep.compare", "demo", "--tracking-uri", uri, f"python -m sweep.compare: store {uri}"),
         ):
             p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
             line = one_line(p.stderr)
@@ -354,7 +354,7 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
     assert main(["import", "--tracking-uri", other]) == 0
     out = capsys.readouterr().out
     assert out == (
-        f"sweep.spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
+        f"sweep-spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
         "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
     ), out
     assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()

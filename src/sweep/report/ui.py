@@ -47,6 +47,8 @@ from sweep.report.queries import children_filter, find_parent, has_runs, latest_
 from sweep.report.study import key_metrics, study_settings
 from sweep.report.ui_wait import wait_until_serving
 
+PROG = api.prog("sweep.ui")  # its one-line messages' first word
+
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
 COLUMNS = UI
@@ -240,13 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     if not 1 <= a.port <= 65535:  # 99999 was socket's OverflowError traceback; 0, a port nobody is told of
-        print(f"sweep.ui: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
+        print(f"{PROG}: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
         return 2
     try:
         socket.getaddrinfo(a.host, a.port, type=socket.SOCK_STREAM)
     except OSError as e:  # was "--port 5000 on <host> is taken (...): choose another --port"
         print(
-            f"sweep.ui: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
+            f"{PROG}: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
             file=sys.stderr,
         )
         return 2
@@ -254,29 +256,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # an address no store is at: exit 2; a server or database that does not answer: exit 1, in seconds
         address.check(uri)
     except address.BadAddress as e:
-        print(f"sweep.ui: store {store.redacted(uri)}: {e}", file=sys.stderr)
+        print(f"{PROG}: store {store.redacted(uri)}: {e}", file=sys.stderr)
         return 2
     except store.StoreError as e:
-        print(f"sweep.ui: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     target = open_store(uri)
     if target.remote:
         return on_server(uri, a.study)
     if not target.exists():
-        print(f"sweep.ui: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
+        print(f"{PROG}: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
         return 1
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
         # the set-up command, as a path that works from here (`pip install -e .` only works at the root)
         setup = os.path.relpath(PROJECT_ROOT / ".ci" / "setup")
         print(
-            f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
+            f"{PROG}: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
             file=sys.stderr,
         )
         return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
         print(
-            f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+            f"{PROG}: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
             file=sys.stderr,
         )
         return 1
@@ -285,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         writable = True
     except store.StoreError:
         writable = False
-        print(f"sweep.ui: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
+        print(f"{PROG}: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
     view = study_view if writable else (lambda client, parent: None)
     client = target.client(write=writable)
     read = target.address(write=writable)  # what MLflow's server opens: read-only, where it must be
@@ -294,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             parent = find_parent(client, a.study)
         except LookupError as e:
-            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
         view(client, parent)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
@@ -304,14 +306,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
 
     def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
-        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", "sweep.ui")) is None:
+        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", str(PROG))) is None:
             print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
         return code
 
     # SIGTERM or Ctrl-C stops all it started, also while it starts
     return run_owned(
         command(read, a.host, a.port),
-        "sweep.ui",
+        str(PROG),
         serving,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -326,7 +328,7 @@ def on_server(uri: str, study: str | None) -> int:
     try:
         remote.require(uri)
     except store.StoreError as e:
-        print(f"sweep.ui: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
 
@@ -343,7 +345,7 @@ def on_server(uri: str, study: str | None) -> int:
         try:
             parent = find_parent(client, study)
         except LookupError as e:
-            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
         view(parent)
         print(f"MLflow UI of {uri}: {runs_url(experiment_id=parent.info.experiment_id, base=base)}")

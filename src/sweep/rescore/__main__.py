@@ -12,17 +12,17 @@ import os
 import sys
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.rescore")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-rescore"):
+with starting(str(PROG)):
     from sweep.errors import ConfigError
     from sweep.metrics import cell
     from sweep.paths import default_tracking_uri
     from sweep.record import address, remote, store
     from sweep.record.registry import open_store
-
-PROG = "sweep-rescore"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,17 +12,17 @@ import time
 from contextlib import nullcontext
 from typing import Callable, NoReturn, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.store", " migrate")  # its one-line messages' first words (migrate: its one subcommand)
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-store"):
+with starting(str(prog("sweep.store"))):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from sweep.record import address, store
     from sweep.store.migrate import BadInput, migrate, plan
-
-PROG = "sweep.store migrate"
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
 
