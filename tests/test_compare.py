@@ -527,3 +527,16 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert "(b)" in cmp.cells(capped)[cmp.header().index("wall_clock_s")]
     # the note said "each batch's share a run" (a prober's round of issue 43: read as garbled)
     assert "(b): runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch" in md
+
+
+def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_path, capsys):
+    """Issue 43: `compare.metrics=[...]` on a sweep's command was accepted and ignored: the printed
+    `sweep-compare` read the preset's file. An override shapes its run in Hydra, so the sweep records its compare
+    settings on its parent (sweep.compare) and the hint's command, or a later one by run id, shows them."""
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("-m", "mlflow.experiment=metrics", "method=gf2,km", "problem.n_bits=10", "compare.metrics=[ard,epochs]")
+    p = run_sweep(*args, f"mlflow.tracking_uri={store}", cwd=tmp_path, env={"SWEEP_SPOOL_DIR": str(tmp_path / "spool")})
+    assert p.returncode == 0, p.stderr
+    assert cmpmod.main(["metrics", "--no-plot", "--no-log", "--tracking-uri", store, "--out", str(tmp_path / "o")]) == 0
+    header = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("name "))
+    assert header.split() == ["name", "ard", "epochs"], header  # the default's accuracy and wall_clock_s not shown

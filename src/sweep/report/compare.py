@@ -38,7 +38,7 @@ from sweep.report.queries import (
     study_runs,
     sweep_runs,
 )
-from sweep.report.study import key_metrics, proxy_ranking, study_settings
+from sweep.report.study import key_metrics, proxy_ranking, sweep_settings
 from sweep.report.table import Comparison
 
 PROG = prog("sweep.compare")  # its one-line messages' first word
@@ -71,7 +71,7 @@ def compare(
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
     study = study_of(parent, experiment)  # an experiment's sweep may be a preset's: its settings
-    settings = study_settings(study) if settings is None else settings
+    settings = sweep_settings(parent, study) if settings is None else settings
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     if settings.get("leaderboard"):  # a challenge: its ranking, not the table
         rank = char_leaderboard if "accuracy_floor" in settings["leaderboard"] else leaderboard  # the character one

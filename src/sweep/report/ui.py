@@ -44,7 +44,7 @@ from sweep.record.sqlite.writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_runs, latest_sweeps, study_of, sweep_runs
-from sweep.report.study import key_metrics, study_settings
+from sweep.report.study import key_metrics, sweep_settings
 from sweep.report.ui_wait import wait_until_serving
 
 PROG = api.prog("sweep.ui")  # its one-line messages' first word
@@ -129,10 +129,10 @@ class Named(NamedTuple):
         return cls(r.info.run_id, r.info.run_name or "", tags.get(ORDER_TAG), tags.get(PARENT_RUN_TAG))
 
 
-def study_columns(study: str) -> list[str]:
-    """The runs table's metric columns: the study's key metrics (its preset's `compare.metrics`: tiled_w1's cache
-    hit rate), then the registry's UI columns (accuracy, ard, energy_pj, wall-clock, cost)."""
-    return list(dict.fromkeys([*key_metrics(study_settings(study)), *COLUMNS]))
+def study_columns(parent: Any, study: str) -> list[str]:
+    """The runs table's metric columns: the sweep's key metrics (its `compare.metrics`: tiled_w1's cache hit rate),
+    then the registry's UI columns (accuracy, ard, energy_pj, wall-clock, cost)."""
+    return list(dict.fromkeys([*key_metrics(sweep_settings(parent, study)), *COLUMNS]))
 
 
 # MLflow's chart view (its runs-compare state, shareable as the table's is): its "Model metrics" section marked
@@ -159,7 +159,7 @@ def study_view(client: Any, parent: Any) -> None:
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent, keep=Named.of)
-    columns = study_columns(study_of(parent, client.get_experiment(parent.info.experiment_id).name))
+    columns = study_columns(parent, study_of(parent, client.get_experiment(parent.info.experiment_id).name))
     state: dict[str, Any] = {
         "selectedColumns": [f"metrics.`{m}`" for m in columns],
         "searchFilter": children_filter(parent.info.run_id),
