@@ -70,8 +70,11 @@ def test_a_server_that_never_answers_is_refused_after_the_configured_timeout(tmp
         assert time.monotonic() - t0 < 30
     assert p.returncode == 1
     assert p.stderr.strip() == f"sweep: store {uri}: unreachable: no answer within 1 s (mlflow.connect_timeout_s)"
-    p = run_sweep("method=gf2", "mlflow.connect_timeout_s=0", cwd=tmp_path)
-    assert p.returncode == 2 and "mlflow.connect_timeout_s=0 is not allowed" in p.stderr, p.stderr
+    # 0 is no timeout; inf and 1e12 were taken, then overflowed the wait (the job ran, its result spooled)
+    for value in ("0", "inf", "1e12"):
+        p = run_sweep("method=gf2", f"mlflow.connect_timeout_s={value}", f"mlflow.tracking_uri={uri}", cwd=tmp_path)
+        line = f"sweep: config error: mlflow.connect_timeout_s={float(value):g} is not allowed: expected a number of "
+        assert p.returncode == 2 and p.stderr.startswith(line) and "[FINISHED]" not in p.stdout, p.stderr
 
 
 def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(server, tmp_path):

@@ -39,6 +39,7 @@ CLIENT_SETTINGS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
 }
+MAX_TIMEOUT_S = 3600  # a connect timeout longer than an hour is a typo, and past ~1e9 s no clock can wait it
 # the database stores MLflow opens, and the port each listens on unless the address names one
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
 # what a server is asked: one experiment; and, when it lists none, one that cannot exist (its id is no number)
@@ -278,12 +279,13 @@ def _reason(e: object, timeout: float) -> str:
 
 
 def timeout_problem(mlflow: object) -> Optional[str]:
-    """Bad input: a timeout that is not a positive number of seconds."""
+    """Bad input: a timeout that is not a number of seconds > 0 and at most MAX_TIMEOUT_S (`inf` or 1e12 were
+    taken, then overflowed the wait's clock: the check raised, a single run's job ran and its result was spooled)."""
     value = getattr(mlflow, "connect_timeout_s", None)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
         return None
     shown = f"{value:g}" if isinstance(value, (int, float)) else value
-    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0"
+    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0, at most {MAX_TIMEOUT_S}"
 
 
 def require(uri: str, timeout_s: Optional[float] = None) -> None:
