@@ -335,6 +335,12 @@ def test_a_server_that_answers_an_empty_object_to_everything_is_refused_before_t
             line = one_line(p.stderr)
             assert p.returncode == 2 and line.startswith(start) and line.endswith(said), (module, p.stdout, line)
             assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
+        # the same plain HTTP server as https:// (a prober's: "unreachable: [SSL: WRONG_VERSION_NUMBER] ...", exit 1)
+        from sweep.record import remote  # noqa: PLC0415 - the same check, in this process
+
+        said = remote.problem(f"https://127.0.0.1:{server.server_address[1]}", 2)
+        assert said == f"the server answers without TLS (https's handshake got plain HTTP): {uri}?", said
+        assert isinstance(said, remote.NotMLflowAnswer)  # bad input: exit 2
     finally:
         server.shutdown()
 

@@ -222,6 +222,11 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
             f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
         )
     except urllib.error.URLError as e:
+        if isinstance(e.reason, ssl.SSLError) and e.reason.reason == "WRONG_VERSION_NUMBER":  # plain HTTP answered
+            plain = "http" + uri.partition(":")[1] + uri.partition(":")[2]
+            return NotMLflowAnswer(
+                f"the server answers without TLS (https's handshake got plain HTTP): {redacted(plain)}?"
+            )
         return f"unreachable: {_reason(e.reason, timeout)}"
     except (socket.timeout, TimeoutError):
         return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
