@@ -112,3 +112,27 @@ def test_a_commands_one_line_begins_with_the_name_the_user_typed(tmp_path):
         p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and p.stderr.startswith(said) and memory in p.stderr, (argv, p.stderr)
         assert p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_misspelt_option_or_choice_is_one_line_with_the_one_meant(capsys):
+    """A prober's round of issue 43: `sweep-compare demo --no-plots`, `sweep-ui --prot 5000`, `sweep-spool imprt`
+    printed argparse's usage block and a last line that named no option; sweep-store's named no choice."""
+    from sweep.report.compare import main as compare  # noqa: PLC0415 - each command's own parser
+    from sweep.report.ui import main as ui  # noqa: PLC0415
+    from sweep.spool import main as spool  # noqa: PLC0415
+    from sweep.store.__main__ import main as store  # noqa: PLC0415
+
+    for main, argv, said in (
+        (compare, ["demo", "--no-plots"], "sweep-compare: unrecognized arguments: --no-plots "
+         "(did you mean --no-plot?)"),
+        (ui, ["--prot", "5000"], "sweep-ui: unrecognized arguments: --prot (did you mean --port?)"),
+        (spool, ["imprt"], "sweep-spool: argument action: invalid choice: 'imprt' (choose from 'list', 'import') "
+         "(did you mean import?)"),
+        (store, ["migrat", "--from", "a", "--to", "b"], "sweep-store migrate: argument action: invalid choice: "
+         "'migrat' (choose from 'migrate') (did you mean migrate?)"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith(f"{said} (see ") and err.endswith(" --help)\n"), err
+        assert err.count("\n") == 1, err

@@ -6,7 +6,6 @@ lives apart (the spool must not import the recorder back)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +16,7 @@ PROG = prog("sweep.spool")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting(str(PROG)):
+    from sweep.arguments import Parser
     from sweep.record import address
     from sweep.record.recorder import Recorder
     from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
@@ -25,9 +25,7 @@ with starting(str(PROG)):
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(
-        prog=command("sweep.spool"), description="the spool: results kept until their store takes them"
-    )
+    ap = Parser(PROG, prog=command("sweep.spool"), description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
     ap.add_argument(
         "--tracking-uri",

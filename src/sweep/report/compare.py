@@ -9,7 +9,6 @@ grouped by), prints mean ± std per group, draws the plot that fits the study (`
 
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import partial
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from hydra_plugins.sweep_launcher.api import command, prog
+from sweep.arguments import Parser
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
@@ -176,7 +176,7 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=command("sweep.compare"), description=__doc__.splitlines()[0])
     ap.add_argument(
         "ref",
         help="a preset's name (e.g. tiled_w1) or an experiment's (its latest sweep), or a parent run id",

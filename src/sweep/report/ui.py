@@ -26,7 +26,6 @@ seconds on a busy machine); a progress line shows meanwhile.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -36,6 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import api
+from sweep.arguments import Parser
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store, writes
@@ -230,7 +230,7 @@ def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
     ap.add_argument(
         "study",
         nargs="?",

@@ -7,7 +7,6 @@ The admin's password comes from $SWEEP_SERVER_ADMIN_PASSWORD or --admin-password
 
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import signal
@@ -22,6 +21,7 @@ PROG = prog("sweep.server")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting(str(PROG)):
+    from sweep.arguments import Parser
     from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
     from sweep.server.keys import kept, private_file
     from sweep.server.postgres import ServerError
@@ -35,8 +35,8 @@ class _Stop(Exception):
 
 
 def parse(argv: Optional[Sequence[str]]) -> tuple[ServerConfig, Optional[Path]]:
-    ap = argparse.ArgumentParser(
-        prog=str(PROG), description="the group's MLflow tracking server on PostgreSQL, with logins"
+    ap = Parser(
+        PROG, prog=command("sweep.server"), description="the group's MLflow tracking server on PostgreSQL, with logins"
     )
     for f in fields():
         default = f.default
