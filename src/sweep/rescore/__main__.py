@@ -64,13 +64,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, version = node["name"], build(node).version
     done, left = 0, []
     try:
-        runs = select(client, refs)
+        try:
+            runs = select(client, refs)
+        except LookupError as e:  # an experiment or run not in the store (not an IndexError of a run's scoring)
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 2
         for run in runs:
             label = f"{run.info.run_name} ({run.info.run_id})"
             try:
                 scored = score(client, run, node)
             except ValueError as e:  # a stored trace this version of sweep cannot read
                 left.append(f"{label}: {e}")
+                continue
+            except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
+                left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
                 continue
             if scored.missing:
                 left.append(f"{label}: {scored.missing}")
@@ -79,9 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             done += 1
             shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
             print(f"{label}: {shown or 'scored'}", flush=True)
-    except LookupError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
         print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
         return 130
