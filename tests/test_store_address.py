@@ -364,3 +364,17 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
         "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
     ), out
     assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()
+
+
+def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(tmp_path):
+    """A prober's round of issue 43: `mlflow.tracking_uri=http://host/${oops}` or `mlflow.experiment=${oops}` raised
+    in the store check, which Hydra only warns of: the single run's job ran, then its result was spooled."""
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    for args, key in (
+        ((*GF2, "mlflow.tracking_uri=http://127.0.0.1:1/${oops}"), "mlflow.tracking_uri=http://127.0.0.1:1/${oops}"),
+        (("-m", "method=gf2,km", "problem.n_bits=10", "mlflow.experiment=${oops}"), "mlflow.experiment=${oops}"),
+    ):
+        p = sweep(*args, env=env, cwd=tmp_path, timeout=60)
+        said = f"sweep: config error: {key} cannot be resolved: Interpolation key 'oops' not found"
+        assert p.returncode == 2 and one_line(p.stderr) == said, p.stderr
+        assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
