@@ -364,6 +364,18 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
         "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
     ), out
     assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()
+    # a file in the spool that holds no result (damaged; `{}`): `list` said "0 result(s)" of a damaged one and was a
+    # KeyError traceback for `{}`; each is named, left there, and the command fails
+    damaged = {"20260101-000001-0.json": "not JSON", "20260101-000002-0.json": "{}"}
+    for name, text in damaged.items():
+        (tmp_path / "spool" / name).write_text(text)
+    for argv in (["list"], ["import", "--tracking-uri", other]):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err.splitlines()
+        assert [line.split(": ", 2)[1] for line in err] == [str(tmp_path / "spool" / n) for n in damaged], err
+        assert "(JSONDecodeError: Expecting value: line 1 column 1 (char 0)); left there" in err[0], err
+        assert err[1].endswith(": not a result this command can read (no store or experiment named in it); left there")
+    assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
 
 
 def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(tmp_path):

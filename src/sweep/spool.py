@@ -19,7 +19,7 @@ with starting(str(PROG)):
     from sweep.arguments import Parser
     from sweep.record import address
     from sweep.record.recorder import Recorder
-    from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
+    from sweep.record.spool import damaged, entries, import_into, last_resort_dir, spool_dir
     from sweep.record.store import StoreError, redacted
 
 
@@ -39,12 +39,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
         return 2
     pending = entries(a.tracking_uri, a.files)
+    unreadable = damaged(a.files)
+    for path, why in unreadable:  # left where they are, said every time: a result in one is not lost silently
+        print(f"{PROG}: {path}: not a result this command can read ({why}); left there", file=sys.stderr)
     if a.action == "list":
         for e in pending:
             what = e.result.summary() if e.result else f"end of parent run {e.end['run_id']}: {e.end['status']}"
             print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {what}  ({e.cause})")
         print(f"{len(pending)} result(s) in {spool_dir()} and {last_resort_dir()}")
-        return 0
+        return 1 if unreadable else 0
 
     # each result into the store it names (named FILEs: into --tracking-uri, if given); nothing spooled opens (and
     # so creates) no store at all
@@ -60,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else ""
         )
         print(f"{PROG}: nothing to import: no result waits in {spool_dir()}{for_others}")
-        return 0
+        return 1 if unreadable else 0
     failed = False
     for uri, mine in sorted(stores.items()):
         try:
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             failed = True
-    return 1 if failed else 0
+    return 1 if failed or unreadable else 0
 
 
 if __name__ == "__main__":
