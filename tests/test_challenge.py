@@ -86,7 +86,7 @@ def test_a_bad_path_stops_a_run_and_a_sweep_before_any_job(store, tmp_path):
     )  # fmt: skip
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [
-        "sweep: config error in job path=examples/solvers/nope.py\\:solve seed=1: method.path="
+        "sweep: config error in job path=examples/solvers/nope.py:solve seed=1: method.path="
         f"examples/solvers/nope.py:solve: no file examples/solvers/nope.py (in {tmp_path} or {PROJECT_ROOT})"
     ]
     assert p.stdout == ""  # no job ran

@@ -145,6 +145,11 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         (["method=gf2,km"], "method=gf2,km is a sweep over method's values, which needs -m: "),  # no -m
         (["problem.seed=range(2)"], "problem.seed=range(2) is a sweep over problem.seed's values, which needs -m: "),
         (["method=[a"], "method=[a is not an override Hydra can read"),
+        (  # issue 43's prober: an IPv6 address, which only quotes make a value
+            ["mlflow.tracking_uri=http://[::1]:5000"],
+            "mlflow.tracking_uri=http://[::1]:5000 is not an override Hydra can read: mismatched input '[' expecting "
+            """<EOF> (quote a value that holds brackets: 'mlflow.tracking_uri="http://[::1]:5000"')""",
+        ),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),
         (

@@ -90,13 +90,25 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     client = MlflowClient(store)
     assert queries.find_parent(client, "again").info.run_id == parents[1]
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
+    # an experiment's name (`sweep -m mlflow.experiment=elsewhere sweeps=again`, then `sweep-compare elsewhere`,
+    # was "no sweep parent run found"): its latest sweep, compared as its study, the output says which
+    assert cmpmod.main(["elsewhere", "--no-log", "--no-plot", "--tracking-uri", store, "--out", str(tmp_path)]) == 0
+    said = capsys.readouterr().out
+    assert f"again: parent run {parents[1]}, experiment elsewhere (its latest sweep)\n" in said
     assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 2
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
-    # a misspelt study gets the closest names of the store's studies and the presets, never a command that
-    # fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the command that runs it
-    assert cmpmod.main(["agian", "--no-log", "--tracking-uri", store]) == 2
-    said = capsys.readouterr().err
-    assert "'agian': did you mean again? the store's studies: " in said and "sweeps=" not in said, said
+    # a misspelt study or experiment gets the closest names of the store's studies, experiments and the presets,
+    # never a command that fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the
+    # command that runs it
+    for typed, meant in (("agian", "again"), ("elsewher", "elsewhere")):
+        assert cmpmod.main([typed, "--no-log", "--tracking-uri", store]) == 2
+        said = capsys.readouterr().err
+        assert said.count("\n") == 1 and "sweeps=" not in said, said
+        assert said.startswith(
+            f"sweep-compare: no sweep parent run found for '{typed}': did you mean {meant}? expected a study or an "
+            "experiment of the store, a preset (sweeps/<name>.yaml) or a parent run id (the store's studies: "
+        ), said
+        assert "; experiments with a sweep: elsewhere)" in said, said
     assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
     assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2
@@ -517,3 +529,16 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert "(b)" in cmp.cells(capped)[cmp.header().index("wall_clock_s")]
     # the note said "each batch's share a run" (a prober's round of issue 43: read as garbled)
     assert "(b): runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch" in md
+
+
+def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_path, capsys):
+    """Issue 43: `compare.metrics=[...]` on a sweep's command was accepted and ignored: the printed
+    `sweep-compare` read the preset's file. An override shapes its run in Hydra, so the sweep records its compare
+    settings on its parent (sweep.compare) and the hint's command, or a later one by run id, shows them."""
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("-m", "mlflow.experiment=metrics", "method=gf2,km", "problem.n_bits=10", "compare.metrics=[ard,epochs]")
+    p = run_sweep(*args, f"mlflow.tracking_uri={store}", cwd=tmp_path, env={"SWEEP_SPOOL_DIR": str(tmp_path / "spool")})
+    assert p.returncode == 0, p.stderr
+    assert cmpmod.main(["metrics", "--no-plot", "--no-log", "--tracking-uri", store, "--out", str(tmp_path / "o")]) == 0
+    header = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("name "))
+    assert header.split() == ["name", "ard", "epochs"], header  # the default's accuracy and wall_clock_s not shown

@@ -300,18 +300,12 @@ def test_a_signal_in_the_commands_last_steps_says_the_sweep_is_recorded():
 
 def test_ctrl_c_while_a_command_imports_is_one_line_and_130_for_every_command():
     """Ctrl-C in a command's first second (its imports: Hydra, MLflow, torch, before its main listens) was
-    Python's KeyboardInterrupt traceback, 8-68 lines, for every command. Now one line naming the command."""
-    commands = {
-        "sweep": "sweep",
-        "sweep-compare": "sweep.compare",
-        "sweep-ui": "sweep.ui",
-        "sweep-server": "sweep.server",
-        "sweep-store": "sweep.store",
-        "sweep-rescore": "sweep.rescore",
-        "sweep-spool": "sweep.spool",
-    }
+    Python's KeyboardInterrupt traceback, 8-68 lines, for every command. Now one line naming the command as it
+    was typed (`python -m sweep.compare`; the main command's module and script share its name)."""
+    modules = ("sweep", "sweep.compare", "sweep.ui", "sweep.server", "sweep.store", "sweep.rescore", "sweep.spool")
     starting = 0
-    for prog, module in commands.items():
+    for module in modules:
+        prog = "sweep" if module == "sweep" else f"python -m {module}"
         proc = subprocess.Popen(
             [sys.executable, "-m", module, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )

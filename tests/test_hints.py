@@ -91,3 +91,48 @@ def test_a_script_on_path_is_named_bare_and_a_module_without_one_by_this_interpr
     assert commands.command("sweep.ui") == str(VENV_BIN / "sweep-ui")
     assert commands.command("sweep.methods.applicability") == f"{sys.executable} -m sweep.methods.applicability"
     assert shutil.which("sweep-ui") is None
+
+
+def test_a_commands_one_line_begins_with_the_name_the_user_typed(tmp_path):
+    """Issue 43: the one-line errors began with `sweep.compare:`, `sweep.store migrate:`, `sweep.ui:`... whatever the
+    user typed, and `sweep-rescore:` even under `python -m sweep.rescore`. Now the console script's name however
+    its path is given, `python -m <module>` where it runs so (`commands.prog`, each command's first word)."""
+    memory = "an in-memory SQLite store keeps nothing once the command ends"
+    for argv, said in (
+        ([str(VENV_BIN / "sweep-compare"), "x", "--tracking-uri", "sqlite://"], "sweep-compare: store sqlite://: "),
+        (
+            [sys.executable, "-m", "sweep.rescore", "x", "tracker=dmd", "--tracking-uri", "sqlite://"],
+            "python -m sweep.rescore: store sqlite://: ",
+        ),
+        (
+            [str(VENV_BIN / "sweep-store"), "migrate", "--from", "sqlite://", "--to", "sqlite://"],
+            "sweep-store migrate: ",
+        ),
+    ):
+        p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and p.stderr.startswith(said) and memory in p.stderr, (argv, p.stderr)
+        assert p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_misspelt_option_or_choice_is_one_line_with_the_one_meant(capsys):
+    """A prober's round of issue 43: `sweep-compare demo --no-plots`, `sweep-ui --prot 5000`, `sweep-spool imprt`
+    printed argparse's usage block and a last line that named no option; sweep-store's named no choice."""
+    from sweep.report.compare import main as compare  # noqa: PLC0415 - each command's own parser
+    from sweep.report.ui import main as ui  # noqa: PLC0415
+    from sweep.spool import main as spool  # noqa: PLC0415
+    from sweep.store.__main__ import main as store  # noqa: PLC0415
+
+    for main, argv, said in (
+        (compare, ["demo", "--no-plots"], "sweep-compare: unrecognized arguments: --no-plots "
+         "(did you mean --no-plot?)"),
+        (ui, ["--prot", "5000"], "sweep-ui: unrecognized arguments: --prot (did you mean --port?)"),
+        (spool, ["imprt"], "sweep-spool: argument action: invalid choice: 'imprt' (choose from 'list', 'import') "
+         "(did you mean import?)"),
+        (store, ["migrat", "--from", "a", "--to", "b"], "sweep-store migrate: argument action: invalid choice: "
+         "'migrat' (choose from 'migrate') (did you mean migrate?)"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith(f"{said} (see ") and err.endswith(" --help)\n"), err
+        assert err.count("\n") == 1, err

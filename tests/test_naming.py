@@ -65,3 +65,10 @@ def test_names_are_short_and_clear_where_a_chart_cuts_them():
     ]
     both = Namer().names([["method.lr=0.1", "optim.lr=1"], ["method.lr=0.2", "optim.lr=2"]], [0, 1])
     assert both == ["method.lr=0.1 optim.lr=1", "method.lr=0.2 optim.lr=2"]
+
+
+def test_a_name_shows_a_value_as_typed_without_hydras_escapes():
+    """Issue 43: Hydra's sweeper escapes `:`, `,`, `=`, spaces and brackets in a job's overrides, and the names
+    (console lines, run names, the refusal's `config error in job ...`) showed `path=x.py\\:solve`."""
+    jobs = [["method.path=a.py\\:solve", "tag=x\\ y\\,z"], ["method.path=b.py\\:solve", "tag=\\[1\\]\\\\"]]
+    assert Namer().names(jobs, [0, 1]) == ["path=a.py:solve tag=x y,z", "path=b.py:solve tag=[1]\\"]

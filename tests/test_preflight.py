@@ -138,10 +138,25 @@ def test_a_key_given_twice_with_two_values_is_refused_as_a_preset_given_twice_is
         check_command(["tracker=ard", "hydra/launcher=local", "tracker=dmd"])
     # a value given twice: Hydra's rule, the last wins (a wrapper's default, then the user's)
     assert check_command(["problem.n_bits=10", "problem.n_bits=11"]) == ["problem.n_bits=10", "problem.n_bits=11"]
-    assert check_command(["method=gf2", "-m", "method=gf2", "--cfg", "job"]) == [
-        "-m",
-        "method=gf2",
-        "method=gf2",
-        "--cfg",
-        "job",
-    ]
+    assert check_command(["method=gf2", "-m", "method=gf2"]) == ["-m", "method=gf2", "method=gf2"]  # (with --cfg
+    # too it was Hydra's ValueError: one of -m and --cfg at a time)
+
+
+def test_a_misspelt_flag_is_one_line_with_the_flag_meant():
+    """A prober's round of issue 43: `sweep --multrun`, `-M`, `--cfg jbo` printed Hydra's usage block (a dozen
+    lines) and a last line naming no flag; `-m` with `--cfg` was Hydra's ValueError traceback."""
+    for argv, said in (
+        (["--multrun", "method=gf2"], "unrecognized arguments: --multrun (did you mean --multirun?) (see "),
+        (["-M", "method=gf2,km"], "unrecognized arguments: -M (did you mean -m?) (see "),
+        (["--cfg", "jbo"], "argument --cfg/-c: invalid choice: 'jbo' (choose from 'job', 'hydra', 'all') (did you "),
+    ):
+        with pytest.raises(Refusal) as refused:
+            check_command(argv)
+        assert refused.value.code == 2 and refused.value.line.startswith(said), refused.value.line
+        assert refused.value.line.endswith(" --help)") and "\n" not in refused.value.line
+    with pytest.raises(Refusal) as refused:  # was Hydra's ValueError traceback, exit 1
+        check_command(["method=gf2", "-m", "--cfg", "job"])
+    assert (
+        refused.value.line == "--multirun and --cfg given together: one of --run, --multirun, --cfg, --info at a time"
+    )
+    assert check_command(["method=gf2", "-m", "x=1"]) == ["-m", "method=gf2", "x=1"]  # -m anywhere, as before

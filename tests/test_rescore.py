@@ -3,6 +3,7 @@ kept, equals what running the study with that tracker gives, run by run, on a re
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -160,21 +161,30 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
     capsys.readouterr()
     good = stored.loads(traced.artifacts[stored.ARTIFACT])[0]
     huge = stored.dumps(good).replace('"seq":[0,1', f'"seq":[0,{10**15}', 1)
+    # a prober's round: a negative size or buffer, compute counts that are none, a count of steps without the two
+    # pieces it needs (was "sweep-rescore: list index out of range", exit 2, no run named, the others not scored)
+    doc = json.loads(stored.dumps(good))
+    negative = json.dumps({**doc, "templates": [[doc["templates"][0][0], 1, -5, *doc["templates"][0][3:]]]})
+    no_counts = json.dumps({**doc, "trace": {**doc["trace"], "compute": {"mul": "x"}}})
+    no_pieces = json.dumps({**doc, "steps": 10**30})
     damaged = {}
-    for text in ('{"format":1}', huge):
+    for text in ('{"format":1}', huge, negative, no_counts, no_pieces):
         r = job.run(compose("tracker=ard", *STUDY[0]))
         rec.log(r)
         client.log_text(r.run_id, text, stored.ARTIFACT)
         damaged[r.run_id] = text
     assert main(["mixed", "tracker=cache", "--tracking-uri", store]) == 1
     captured = capsys.readouterr()
-    assert "1 of 4 run(s) scored with tracker=cache" in captured.out
+    assert "1 of 7 run(s) scored with tracker=cache" in captured.out
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 3 and "Traceback" not in captured.err, captured.err
+    assert len(lines) == 6 and "Traceback" not in captured.err, captured.err
     said = {rid: next(line for line in lines if rid in line) for rid in damaged}
-    first, second = damaged
+    first, second, third, fourth, fifth = damaged
     assert said[first].endswith(f"({first}): trace.json: no 'buffers' entry, which format 1 has"), said[first]
     assert "repeats a step 1,000,000,000,000,000 times" in said[second], said[second]
+    assert f"trace.json: an event [{doc['templates'][0][0]}, 1, -5] is not (a buffer of the " in said[third]
+    assert "trace.json: its compute counts are not counts of fma, add, " in said[fourth], said[fourth]
+    assert "trace.json: steps=1000000000000000000000000000000 with 0 piece(s): a run measured by " in said[fifth]
     assert "cache_hits" in client.get_run(traced.run_id).data.metrics
 
 

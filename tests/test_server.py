@@ -56,7 +56,8 @@ def test_an_unreachable_server_is_one_line_in_seconds(tmp_path):
         assert p.stderr.strip().splitlines() == [f"sweep: store {uri}: unreachable: connection refused"], p.stderr
         assert "[FINISHED]" not in p.stdout
     p = python_m("sweep.compare", "x", "--tracking-uri", uri, timeout=60)
-    assert p.returncode == 1 and p.stderr.strip() == f"sweep.compare: store {uri}: unreachable: connection refused"
+    said = f"python -m sweep.compare: store {uri}: unreachable: connection refused"
+    assert p.returncode == 1 and p.stderr.strip() == said, p.stderr
 
 
 def test_a_server_that_never_answers_is_refused_after_the_configured_timeout(tmp_path):
@@ -69,8 +70,11 @@ def test_a_server_that_never_answers_is_refused_after_the_configured_timeout(tmp
         assert time.monotonic() - t0 < 30
     assert p.returncode == 1
     assert p.stderr.strip() == f"sweep: store {uri}: unreachable: no answer within 1 s (mlflow.connect_timeout_s)"
-    p = run_sweep("method=gf2", "mlflow.connect_timeout_s=0", cwd=tmp_path)
-    assert p.returncode == 2 and "mlflow.connect_timeout_s=0 is not allowed" in p.stderr, p.stderr
+    # 0 is no timeout; inf and 1e12 were taken, then overflowed the wait (the job ran, its result spooled)
+    for value in ("0", "inf", "1e12"):
+        p = run_sweep("method=gf2", f"mlflow.connect_timeout_s={value}", f"mlflow.tracking_uri={uri}", cwd=tmp_path)
+        line = f"sweep: config error: mlflow.connect_timeout_s={float(value):g} is not allowed: expected a number of "
+        assert p.returncode == 2 and p.stderr.startswith(line) and "[FINISHED]" not in p.stdout, p.stderr
 
 
 def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(server, tmp_path):
@@ -717,7 +721,8 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
         )
         assert p.returncode == 2, p.stderr
         assert p.stderr.splitlines() == [
-            f"sweep.server: {named}: the admin's password is not allowed: Password must be at least 12 characters."
+            f"python -m sweep.server: {named}: the admin's password is not allowed: "
+            "Password must be at least 12 characters."
         ]
         assert not (tmp_path / "store").exists()
 
@@ -796,6 +801,7 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
             text=True,
             timeout=60,
         )
-        assert p.returncode == 2 and p.stderr.startswith("sweep.server: default_permission=ALL is not allowed")
+        said = "python -m sweep.server: default_permission=ALL is not allowed"
+        assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
     finally:
         shutil.rmtree(work, ignore_errors=True)

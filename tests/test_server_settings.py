@@ -23,7 +23,7 @@ def test_no_threads_is_refused_before_anything_starts(tmp_path):
         text=True,
         timeout=60,
     )
-    assert p.returncode == 2 and p.stderr.startswith("sweep.server: threads=0 is not allowed"), p.stderr
+    assert p.returncode == 2 and p.stderr.startswith("python -m sweep.server: threads=0 is not allowed"), p.stderr
     assert not (tmp_path / "x").exists()
 
 
@@ -52,5 +52,6 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
         timeout=60,
         env={**os.environ, "SWEEP_SERVER_ADMIN_PASSWORD": "a-long-enough-password"},
     )
-    assert p.returncode == 2 and p.stderr == f"sweep.server: {said['port'].replace('5000', '5433')}\n", p.stderr
+    port_said = said["port"].replace("5000", "5433")
+    assert p.returncode == 2 and p.stderr == f"python -m sweep.server: {port_said}\n", p.stderr
     assert not (tmp_path / "x").exists()

@@ -7,6 +7,7 @@ seconds; no job runs and nothing is spooled or made."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import socket
@@ -293,6 +294,57 @@ def test_a_server_that_drips_garbles_loops_or_takes_a_login_in_its_address_is_on
     assert said[login].startswith("login refused for user 'al@ice' (wrong username or password)"), said[login]
 
 
+class EmptyAnswers(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that answers `{}` (200, JSON) to every request, as many a stub or a proxy's default does."""
+
+    def answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_server_that_answers_an_empty_object_to_everything_is_refused_before_the_job(tmp_path):
+    """A prober's round of issue 43: a server answering `{}` to every request passed the store check (`{}` is also
+    what MLflow answers a search when it lists no experiment), the job ran, and its result was spooled after it.
+    A real server that lists none refuses a request for an experiment that cannot exist; this one says 200."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmptyAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}"
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    said = "it answers HTTP, but nothing an MLflow tracking server answers: not an MLflow tracking server"
+    try:
+        for module, *args, start in (
+            (
+                "sweep",
+                *GF2,
+                f"mlflow.tracking_uri={uri}",
+                f"sweep: config error: mlflow.tracking_uri={uri} is not allowed",
+            ),
+            ("sweep", "-m", "method=gf2,km", "problem.n_bits=10", f"mlflow.tracking_uri={uri}", "sweep: config error"),
+            ("sweep.compare", "demo", "--tracking-uri", uri, f"python -m sweep.compare: store {uri}"),
+        ):
+            p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
+            line = one_line(p.stderr)
+            assert p.returncode == 2 and line.startswith(start) and line.endswith(said), (module, p.stdout, line)
+            assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
+        # the same plain HTTP server as https:// (a prober's: "unreachable: [SSL: WRONG_VERSION_NUMBER] ...", exit 1)
+        from sweep.record import remote  # noqa: PLC0415 - the same check, in this process
+
+        said = remote.problem(f"https://127.0.0.1:{server.server_address[1]}", 2)
+        assert said == f"the server answers without TLS (https's handshake got plain HTTP): {uri}?", said
+        assert isinstance(said, remote.NotMLflowAnswer)  # bad input: exit 2
+    finally:
+        server.shutdown()
+
+
 def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_path, monkeypatch, capsys):
     """A prober's round of issue 43: `sweep-spool import --tracking-uri URI` said "no result waits in <spool>"
     while `list` showed results waiting there for other stores; nothing is written, no store is made."""
@@ -308,7 +360,33 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
     assert main(["import", "--tracking-uri", other]) == 0
     out = capsys.readouterr().out
     assert out == (
-        f"sweep.spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
+        f"sweep-spool: nothing to import: no result waits in {tmp_path / 'spool'} for {other}; 1 wait for other "
         "stores (`list` names them; `import --tracking-uri URI FILE` writes one into URI)\n"
     ), out
     assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()
+    # a file in the spool that holds no result (damaged; `{}`): `list` said "0 result(s)" of a damaged one and was a
+    # KeyError traceback for `{}`; each is named, left there, and the command fails
+    damaged = {"20260101-000001-0.json": "not JSON", "20260101-000002-0.json": "{}"}
+    for name, text in damaged.items():
+        (tmp_path / "spool" / name).write_text(text)
+    for argv in (["list"], ["import", "--tracking-uri", other]):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err.splitlines()
+        assert [line.split(": ", 2)[1] for line in err] == [str(tmp_path / "spool" / n) for n in damaged], err
+        assert "(JSONDecodeError: Expecting value: line 1 column 1 (char 0)); left there" in err[0], err
+        assert err[1].endswith(": not a result this command can read (no store or experiment named in it); left there")
+    assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
+
+
+def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(tmp_path):
+    """A prober's round of issue 43: `mlflow.tracking_uri=http://host/${oops}` or `mlflow.experiment=${oops}` raised
+    in the store check, which Hydra only warns of: the single run's job ran, then its result was spooled."""
+    env = {"SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    for args, key in (
+        ((*GF2, "mlflow.tracking_uri=http://127.0.0.1:1/${oops}"), "mlflow.tracking_uri=http://127.0.0.1:1/${oops}"),
+        (("-m", "method=gf2,km", "problem.n_bits=10", "mlflow.experiment=${oops}"), "mlflow.experiment=${oops}"),
+    ):
+        p = sweep(*args, env=env, cwd=tmp_path, timeout=60)
+        said = f"sweep: config error: {key} cannot be resolved: Interpolation key 'oops' not found"
+        assert p.returncode == 2 and one_line(p.stderr) == said, p.stderr
+        assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout

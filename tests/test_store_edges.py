@@ -317,7 +317,7 @@ def test_compare_as_a_user_who_cannot_write_its_outputs_shows_the_table_and_clai
     read_only, unwritten = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert "read-only" in read_only and "not logged" in read_only
     assert unwritten == (
-        f"sweep.compare: table and plot not written: {d / 'outputs' / 'o'}: Permission denied "
+        f"python -m sweep.compare: table and plot not written: {d / 'outputs' / 'o'}: Permission denied "
         "(--out DIR writes them elsewhere)"
     )
     p = compare(d / "work" / "o")

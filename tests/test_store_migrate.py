@@ -113,7 +113,7 @@ def test_source_has_what_a_migrate_must_carry(source):
     assert client(source).list_artifacts(sgd.info.run_id)
 
 
-PROGRESS = re.compile(r"sweep\.store migrate: (?:\d+ run\(s\) found, |\d+/\d+ run\(s\) \()")
+PROGRESS = re.compile(r"python -m sweep\.store migrate: (?:\d+ run\(s\) found, |\d+/\d+ run\(s\) \()")
 
 
 def said(err: str) -> list[str]:
@@ -208,7 +208,7 @@ def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, 
     states = [r.info.status for r in runs(target, experiment)]
     if sig == signal.SIGINT:  # the copy being written is finished, then the command stops
         assert proc.returncode == 130, err
-        assert err.strip().splitlines()[-1].startswith("sweep.store migrate: interrupted"), err
+        assert err.strip().splitlines()[-1].startswith("python -m sweep.store migrate: interrupted"), err
         assert "RUNNING" not in states
     else:  # nothing ran on the way out: the half copy is there, and the re-run must not take it as done
         assert states.count("RUNNING") == 1
@@ -316,7 +316,7 @@ def test_a_run_that_cannot_be_copied_is_named_and_the_rest_go_on(source, tmp_pat
     assert r.returncode == 1, r.stdout + r.stderr
     assert r.stdout.strip().endswith(": 8 copied, 0 already there, 1 failed"), r.stdout
     (line,) = said(r.stderr)
-    assert line.startswith(f"sweep.store migrate: run {broken.info.run_id}: ") and "config.yaml" in line, line
+    assert line.startswith(f"python -m sweep.store migrate: run {broken.info.run_id}: ") and "config.yaml" in line, line
     assert len(runs(target)) == 8  # no part of the failed run stays in the target
     (art / "config.yaml").unlink()
     (art / "config.yaml").write_text(config.read_text())

@@ -25,6 +25,8 @@ from tests import forked_sweep
 from tests.conftest import record_small_sweep
 from tests.conftest import session_processes as _session
 
+STARTING = "starting MLflow's server (its addresses follow once it answers)"  # its first line
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -43,7 +45,7 @@ def test_no_store_says_so_and_creates_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
     p = forked_sweep.python_m("sweep.ui", "--tracking-uri", uri, timeout=120)
     assert p.returncode == 1
-    assert p.stderr.strip() == f"sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
+    assert p.stderr.strip() == f"python -m sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
     assert not (tmp_path / "none").exists()
 
 
@@ -77,7 +79,7 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == code
         err = proc.stderr.read()
-        assert err.startswith("sweep.ui: starting MLflow's server (its addresses follow once it answers)"), err
+        assert err.startswith(f"python -m sweep.ui: {STARTING}"), err
         assert f"stopped ({sig.name})" in err
         deadline = time.monotonic() + 20
         while _session(leader) and time.monotonic() < deadline:
@@ -102,7 +104,7 @@ def test_a_taken_port_is_refused_at_once(tmp_path):
         p = forked_sweep.python_m("sweep.ui", "--port", str(port), "--tracking-uri", uri, timeout=120)
     assert (p.returncode, p.stdout) == (1, "")
     assert p.stderr.strip() == (
-        f"sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
+        f"python -m sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "
         "MLflow UI? choose another --port"
     )
 
@@ -119,13 +121,13 @@ def test_a_server_that_stops_before_it_answers_says_why_in_one_line(tmp_path):
     leader = None
     try:
         first = proc.stderr.readline()  # at once: the progress line, while MLflow's server starts
-        assert first.startswith("sweep.ui: starting MLflow's server (its addresses follow once it answers)"), first
+        assert first.startswith(f"python -m sweep.ui: {STARTING}"), first
         (leader,) = _children(proc.pid)
         os.kill(leader, signal.SIGKILL)  # the server dies before it answers
         assert proc.wait(timeout=60) == 1
         assert proc.stdout.read() == ""  # no address that would not open
         last = proc.stderr.read().strip().splitlines()[-1]
-        assert last.startswith("sweep.ui: MLflow's server stopped (exit -9) before it answered: "), last
+        assert last.startswith("python -m sweep.ui: MLflow's server stopped (exit -9) before it answered: "), last
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -189,8 +191,8 @@ def test_study_view_and_next_steps(tmp_path, capsys):
     assert {r.info.run_id for r in listed} == {again.run_id} | {r.run_id for r in results[1:]}
 
     assert ui.main(["no_such_study", "--tracking-uri", uri]) == 2
-    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep.ui")]  # MLflow logs too
-    assert len(err) == 1 and err[0].startswith("sweep.ui: study: no sweep parent run found for 'no_such_study'")
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sweep-ui")]  # MLflow logs too
+    assert len(err) == 1 and err[0].startswith("sweep-ui: study: no sweep parent run found for 'no_such_study'")
 
 
 def test_a_study_opens_on_its_key_metrics_as_columns_and_first_charts(tmp_path):
@@ -217,9 +219,9 @@ def test_a_port_or_host_no_server_can_listen_on_is_one_line_before_anything(caps
     from sweep.report.ui import main  # noqa: PLC0415
 
     for args, said in (
-        (["--port", "99999"], "sweep.ui: --port 99999 is not allowed: a port from 1 to 65535"),
-        (["--port", "0"], "sweep.ui: --port 0 is not allowed: a port from 1 to 65535"),
-        (["--host", "999.1.1.1"], "sweep.ui: --host 999.1.1.1 is not an address ("),
+        (["--port", "99999"], "sweep-ui: --port 99999 is not allowed: a port from 1 to 65535"),
+        (["--port", "0"], "sweep-ui: --port 0 is not allowed: a port from 1 to 65535"),
+        (["--host", "999.1.1.1"], "sweep-ui: --host 999.1.1.1 is not an address ("),
     ):
         assert main([*args, "--tracking-uri", "sqlite:////nonexistent/mlflow.db"]) == 2
         err = capsys.readouterr().err

@@ -6,26 +6,26 @@ lives apart (the spool must not import the recorder back)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.spool")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-spool"):
+with starting(str(PROG)):
+    from sweep.arguments import Parser
     from sweep.record import address
     from sweep.record.recorder import Recorder
-    from sweep.record.spool import entries, import_into, last_resort_dir, spool_dir
+    from sweep.record.spool import damaged, entries, import_into, last_resort_dir, spool_dir
     from sweep.record.store import StoreError, redacted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(
-        prog=command("sweep.spool"), description="the spool: results kept until their store takes them"
-    )
+    ap = Parser(PROG, prog=command("sweep.spool"), description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))
     ap.add_argument(
         "--tracking-uri",
@@ -36,15 +36,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path, metavar="FILE", help="only these results (default: all waiting)")
     a = ap.parse_intermixed_args(argv)  # import --tracking-uri URI FILE: the FILEs after the option too
     if a.tracking_uri is not None and (why := address.problem(a.tracking_uri)):
-        print(f"sweep.spool: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
+        print(f"{PROG}: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
         return 2
     pending = entries(a.tracking_uri, a.files)
+    unreadable = damaged(a.files)
+    for path, why in unreadable:  # left where they are, said every time: a result in one is not lost silently
+        print(f"{PROG}: {path}: not a result this command can read ({why}); left there", file=sys.stderr)
     if a.action == "list":
         for e in pending:
             what = e.result.summary() if e.result else f"end of parent run {e.end['run_id']}: {e.end['status']}"
             print(f"{e.path.name}  {e.tracking_uri}  experiment={e.experiment}  {what}  ({e.cause})")
         print(f"{len(pending)} result(s) in {spool_dir()} and {last_resort_dir()}")
-        return 0
+        return 1 if unreadable else 0
 
     # each result into the store it names (named FILEs: into --tracking-uri, if given); nothing spooled opens (and
     # so creates) no store at all
@@ -59,23 +62,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             if others
             else ""
         )
-        print(f"sweep.spool: nothing to import: no result waits in {spool_dir()}{for_others}")
-        return 0
+        print(f"{PROG}: nothing to import: no result waits in {spool_dir()}{for_others}")
+        return 1 if unreadable else 0
     failed = False
     for uri, mine in sorted(stores.items()):
         try:
             address.check(uri)  # a result meant for an address no store is at stays: it names that address
             rec = Recorder(uri, mine[0].experiment, import_spool=False)
-            print(f"sweep.spool: {import_into(rec, [e.path for e in mine])} result(s) written into {uri}")
+            print(f"{PROG}: {import_into(rec, [e.path for e in mine])} result(s) written into {uri}")
         except (StoreError, address.BadAddress) as err:
             shown = err if isinstance(err, StoreError) else f"store {redacted(uri)}: {err}"
             elsewhere = command("sweep.spool", "import", "--tracking-uri", "URI", "FILE")
             print(
-                f"sweep.spool: {shown}; the results stay in {spool_dir()} ({elsewhere} writes one into another store)",
+                f"{PROG}: {shown}; the results stay in {spool_dir()} ({elsewhere} writes one into another store)",
                 file=sys.stderr,
             )
             failed = True
-    return 1 if failed else 0
+    return 1 if failed or unreadable else 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ launcher's own and may change.
     backends         Backend (a place jobs run: hydra.launcher.backends), Unready (why it cannot take jobs now),
                      execute (runs a job's payload there)
     job names        Namer (what a job varies within its sweep)
-    command lines    command, this_command (hints that work pasted into the user's shell)
+    command lines    command, this_command (hints that work pasted into the user's shell), prog (the name a
+                     command's one-line messages begin with: the one the user typed)
     signals          listen, check_pending, as_interrupted, starting (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
                      wherever they come, the launcher's own handling included)
     time limits      timer (the app says, in a worker, what a job's time limit covers)
@@ -38,6 +39,7 @@ _HOME = {
     "Namer": "naming",
     "command": "commands",
     "this_command": "commands",
+    "prog": "commands",
     "listen": "_signals",
     "check_pending": "_signals",
     "as_interrupted": "_signals",

@@ -24,6 +24,28 @@ def command(module: str, *args: str) -> str:
     return " ".join([*_program(module), *(shlex.quote(a) for a in args)])
 
 
+def prog(module: str, then: str = "") -> "Prog":
+    """The command's name as the user typed it (then `then`: a subcommand), which each of its one-line messages
+    begins with: `python -m <module>` where it runs so, else its console script's name (`sweep-compare`), whatever
+    path ran the script. Worked out when said, not when imported: a module imported before the command's own
+    `__main__` ran (a process forked with the imports done) says it as the command does."""
+    return Prog(module, then)
+
+
+class Prog:
+    def __init__(self, module: str, then: str = "") -> None:
+        self.module, self.then = module, then
+
+    def __str__(self) -> str:
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name.removesuffix(".__main__") == self.module:
+            return f"python -m {self.module}{self.then}"
+        return (_script_of(self.module) or f"python -m {self.module}") + self.then
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def this_command(*extra: str) -> str:
     """The line that runs this process's command again (its arguments, then `extra`, which replace the
     arguments that set the same keys), pasted into a shell here."""

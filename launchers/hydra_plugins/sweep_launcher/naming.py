@@ -11,9 +11,17 @@ the failure list.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional, Sequence
 
 _ABSENT = "\0"  # the value of a key a job does not override: a key some jobs lack varies too
+# Hydra's sweepers escape these in a job's overrides (`path=x.py\:solve`): a name shows the value as typed
+_ESCAPED = re.compile(r"\\([\\()\[\]{}:=, \t])")
+
+
+def shown(value: str) -> str:
+    """A job's override value as the user typed it, without the escapes Hydra's sweeper added (`x.py\\:solve`)."""
+    return _ESCAPED.sub(r"\1", value)
 
 
 def split(override: str) -> tuple[str, str]:
@@ -88,9 +96,11 @@ class Namer:
         short = shortened(varying)
         out = []
         for idx, job in zip(indices, parsed):
-            name = " ".join(job[k] if short[k] is None else f"{short[k]}={job[k]}" for k in varying if k in job)
+            name = " ".join(
+                shown(job[k]) if short[k] is None else f"{short[k]}={shown(job[k])}" for k in varying if k in job
+            )
             if not name:  # nothing varies (a one-job multirun): all its overrides, or its number
-                name = " ".join(f"{k}={v}" for k, v in job.items()) or f"#{idx}"
+                name = " ".join(f"{k}={shown(v)}" for k, v in job.items()) or f"#{idx}"
             if name in self.used:
                 name = f"{name} #{idx}"
             self.used.add(name)

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import starting
+from hydra_plugins.sweep_launcher.api import prog, starting
+
+PROG = prog("sweep.compare")
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-compare"):
+with starting(str(PROG)):
     from sweep.paths import PROJECT_ROOT
     from sweep.report.compare import main as store_main
     from sweep.report.queries import RUN_ID
@@ -22,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _compare(argv)
     except KeyboardInterrupt:  # Ctrl-C while it reads or draws: one line, not Python's traceback
-        print("sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again", file=sys.stderr)
+        print(f"{PROG}: interrupted by Ctrl-C: its table and plots may be partial; run it again", file=sys.stderr)
         return 130
 
 

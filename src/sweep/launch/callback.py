@@ -159,6 +159,11 @@ class MLflowCallback(Callback):
             check_store(config, write=False)  # a single run keeps a result its store refuses in the spool
         except Refusal as e:
             e.exit()
+        except Exception as e:  # noqa: BLE001 - Hydra warns of a callback's exception and runs the job anyway
+            print(
+                f"sweep: the store could not be checked, the job was not run: {type(e).__name__}: {e}", file=sys.stderr
+            )
+            sys.exit(1)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns a callback's exception into a warning and runs the sweep anyway, recording nothing: an

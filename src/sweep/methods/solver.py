@@ -40,7 +40,7 @@ from sweep.sandbox import EntrantFailed, Limits
 from sweep.sandbox.target import find
 from sweep.trace import stored
 from sweep.trace.source import METHOD, Source
-from sweep.trace.trace import OP_KINDS, Trace
+from sweep.trace.trace import Trace
 
 SOURCE_ARTIFACT = "solver.py"  # the solver's source, as the run measured it
 SOLVER_SHA_TAG = "sweep.solver_sha"  # ... and its sha256 (16 hex digits), a tag on the run
@@ -137,10 +137,8 @@ def read_trace(sent: dict[str, Any]) -> tuple[Trace, int]:
     """The trace and escaped count the sandbox sent (EntrantFailed: they are not a trace and a count)."""
     escaped = sent.get("escaped")
     try:
-        trace, _, _ = stored.loads(str(sent.get("trace")))
-        tpls, _ = trace.segments()
-        ok = all(op in (0, 1) and isinstance(name, str) and size >= 0 for t in tpls for op, name, size in t)
-        ok = ok and all(kind in OP_KINDS and isinstance(c, int) and c >= 0 for kind, c in trace.compute_ops.items())
+        trace, _, _ = stored.loads(str(sent.get("trace")))  # its events and counts checked as a stored trace's
+        ok = True
     except Exception:  # noqa: BLE001 - whatever it is, it is not a trace
         ok = False
     if not ok or not isinstance(escaped, int) or isinstance(escaped, bool) or escaped < 0:

@@ -5,8 +5,10 @@ fail, and every hint the project prints appends an override to the command)."""
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import NoReturn
 
-from hydra_plugins.sweep_launcher.api import this_command
+from hydra_plugins.sweep_launcher.api import command, this_command
+from sweep.arguments import meant
 from sweep.config.schema import Config
 from sweep.config.suggest import expected
 from sweep.paths import SWEEPS_DIR
@@ -83,8 +85,28 @@ def check_repeated_keys(argv: list[str]) -> None:
         seen[key] = arg
 
 
+def check_flags(argv: list[str]) -> None:
+    """A misspelt flag (`--multrun`, `-M`, `--cfg jbo`) is one line with the one meant, where Hydra's parser prints
+    its usage block and a line that names none (the flags are Hydra's: its own parser reads them here)."""
+    if "--version" in argv or "--shell-completion" in argv:  # Hydra's parser answers these itself, then exits
+        return
+    from hydra._internal.utils import get_args_parser  # noqa: PLC0415 - argparse's parser, built in microseconds
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise Refusal(f"{message}{meant(parser, message)} (see {command('sweep')} --help)")
+
+    parser.error = refuse  # type: ignore[method-assign]
+    args = parser.parse_intermixed_args(argv)  # the flags alone: where they stand is Hydra's to say
+    modes = [f"--{m}" for m in ("run", "multirun", "cfg", "info", "shell_completion") if getattr(args, m, None)]
+    if len(modes) > 1:  # Hydra's rule, which it raises as a ValueError's traceback after its imports
+        raise Refusal(f"{' and '.join(modes)} given together: one of --run, --multirun, --cfg, --info at a time")
+
+
 def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
+    check_flags(argv)
     argv = multirun_first(argv)
     check_unknown_preset(argv)
     check_repeated_keys(argv)

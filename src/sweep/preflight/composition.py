@@ -74,7 +74,12 @@ def explain(e: BaseException) -> Optional[Refusal]:
         return Refusal.config_error(f"{group}={option} is not an option of {group}: {expected(option, e.options)}")
     if isinstance(e, OverrideParseException):
         why = str(e.message).splitlines()[0]  # (then a link to Hydra's grammar)
-        return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}")
+        key, _, value = str(e.override).partition("=")
+        # a value that is no list or dict but holds Hydra's brackets (an IPv6 address: http://[::1]:5000) is read
+        # as one only quoted; the shell's quotes around it go first
+        quote = value and value[0] not in "[{'\"" and re.search(r"[\[\]{}()]", value)
+        hint = f" (quote a value that holds brackets: '{key}=\"{value}\"')" if quote else ""
+        return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}{hint}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value
         return unknown_key(cause, append.group(1) if append else f"+{cause.full_key}=...")

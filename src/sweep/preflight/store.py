@@ -8,7 +8,9 @@ address with the same `sweep.record.address.check`."""
 from __future__ import annotations
 
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationResolutionError
 
+from sweep.config.view import unresolved
 from sweep.paths import default_tracking_uri
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record import address, remote
@@ -34,9 +36,11 @@ def check_settings(config: DictConfig) -> None:
 
 def check_server(config: DictConfig) -> None:
     """A tracking server or database that does not answer within mlflow.connect_timeout_s, a server that refuses
-    the login, an SQLite journal left without its database."""
+    the login, an SQLite journal left without its database; an HTTP server that is no MLflow's (bad input)."""
     try:
         address.check(tracking_uri(config), config.mlflow.connect_timeout_s)
+    except address.BadAddress as e:  # an HTTP server that is not MLflow's
+        raise Refusal.config_error(address.setting_refused(config.mlflow.tracking_uri, str(e))) from None
     except StoreError as e:
         raise Refusal(str(e), UNUSABLE) from None
 
@@ -52,9 +56,12 @@ def check_writable(config: DictConfig) -> None:
 def check_store(config: DictConfig, write: bool) -> None:
     """Everything about the store a command records into, before any job (nothing when recording is off).
     `write`: the store must take writes now (a sweep; a single run keeps a refused result in the spool)."""
-    if not config.mlflow.enabled:
-        return
-    check_settings(config)
-    check_server(config)
-    if write:
-        check_writable(config)
+    try:
+        if not config.mlflow.enabled:
+            return
+        check_settings(config)
+        check_server(config)
+        if write:
+            check_writable(config)
+    except InterpolationResolutionError as e:  # mlflow.tracking_uri=http://host/${oops}: as any key's, one line
+        raise Refusal.config_error(unresolved(config, e)) from None

@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from hydra_plugins.sweep_launcher.api import prog
 from sweep.paths import PROJECT_ROOT, safe_name
 from sweep.proxy_study import dataset
 from sweep.proxy_study import stats as st
@@ -240,10 +241,12 @@ def dataset_study(study: str, directory: Path, out_dir: Path | None, draw: bool 
     try:
         text, files = study_report(directory, out_dir, draw)
     except LookupError as e:
-        print(f"sweep.compare: {e}", file=sys.stderr)
+        print(f"{prog('sweep.compare')}: {e}", file=sys.stderr)
         return 1
     except OSError as e:
-        print(f"sweep.compare: report not written: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr)
+        print(
+            f"{prog('sweep.compare')}: report not written: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr
+        )
         return 1
     where = directory.relative_to(PROJECT_ROOT) if directory.is_relative_to(PROJECT_ROOT) else directory
     print(f"{study}: every file of {where}\n\n{text}")

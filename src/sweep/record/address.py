@@ -9,7 +9,8 @@ directory given as the SQLite file, or a symlink to nothing, is replaced by a ne
 (`sqlite:////dev/null`) or a socket is opened as one (a FIFO: for ever). `problem` names each in
 one line (bad input: exit 2). `check` adds what is not input: a journal left without its database
 (`sweep.record.store.orphan_journal`) and a server or database that does not answer within the timeout
-(`sweep.record.remote`), each a `StoreError` (exit 1).
+(`sweep.record.remote`), each a `StoreError` (exit 1); what answers there as no MLflow tracking server does
+is bad input again.
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ def check(uri: str, timeout_s: Optional[float] = None) -> None:
     path = sqlite_path(uri)
     if path is not None and (journal := orphan_journal(path)):
         raise StoreError(uri, journal)
-    remote.require(uri, timeout_s)
+    try:
+        remote.require(uri, timeout_s)
+    except remote.NotMLflow as e:  # something answers there, but no store: bad input, as an unknown scheme is
+        raise BadAddress(e.cause) from None
 
 
 def setting_problem(configured: Optional[str]) -> Optional[str]:
@@ -106,7 +110,10 @@ def setting_problem(configured: Optional[str]) -> Optional[str]:
     bad input, in a config error's words naming the setting; None when its address is one the project can use."""
     uri = configured or default_tracking_uri()
     why = problem(uri)
-    if why is None:
-        return None
+    return None if why is None else setting_refused(configured, why)
+
+
+def setting_refused(configured: Optional[str], why: str) -> str:
+    """`why` the command's store setting names no store, as a config error names the setting it is in."""
     setting = "mlflow.tracking_uri" if configured else "MLFLOW_TRACKING_URI"
-    return f"{setting}={redacted(uri)} is not allowed: {why}"
+    return f"{setting}={redacted(configured or default_tracking_uri())} is not allowed: {why}"

@@ -39,9 +39,22 @@ CLIENT_SETTINGS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
 }
+MAX_TIMEOUT_S = 3600  # a connect timeout longer than an hour is a typo, and past ~1e9 s no clock can wait it
 # the database stores MLflow opens, and the port each listens on unless the address names one
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+# what a server is asked: one experiment; and, when it lists none, one that cannot exist (its id is no number)
+SEARCH = "api/2.0/mlflow/experiments/search?max_results=1"
+MISSING_EXPERIMENT = "api/2.0/mlflow/experiments/get?experiment_id=sweep-preflight-none"
+NOT_MLFLOW = "it answers HTTP, but nothing an MLflow tracking server answers: not an MLflow tracking server"
 _answered: set[tuple[str, str]] = set()  # (uri, user) that answered and took the login
+
+
+class NotMLflow(StoreError):
+    """The address answers, but not as an MLflow tracking server: bad input (the address names no store)."""
+
+
+class NotMLflowAnswer(str):
+    """`problem`'s line when what answered is no MLflow tracking server (`require` raises NotMLflow for it)."""
 
 
 def is_remote(uri: str) -> bool:
@@ -145,9 +158,9 @@ def _login(uri: str) -> tuple[str, Optional[str], Optional[str]]:
     return bare, user or unquote(parts.username or "") or None, password or unquote(parts.password or "") or None
 
 
-def _request(uri: str) -> urllib.request.Request:
+def _request(uri: str, path: str = SEARCH) -> urllib.request.Request:
     uri, user, password = _login(uri)
-    req = urllib.request.Request(f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search?max_results=1")
+    req = urllib.request.Request(f"{uri.rstrip('/')}/{path}")
     token = os.environ.get("MLFLOW_TRACKING_TOKEN")
     if user or password:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode())
@@ -205,25 +218,56 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
         reason = " ".join(str(e.reason).split())  # a redirect loop's reason is three lines
         return f"the server answered HTTP {e.code} {reason} (is this an MLflow tracking server?)"
     except http.client.HTTPException as e:  # not OSError: a status line that is not HTTP's, a cut answer
-        return f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
+        return NotMLflowAnswer(
+            f"the server's answer is not HTTP ({type(e).__name__}; is this an MLflow tracking server?)"
+        )
     except urllib.error.URLError as e:
+        if isinstance(e.reason, ssl.SSLError) and e.reason.reason == "WRONG_VERSION_NUMBER":  # plain HTTP answered
+            plain = "http" + uri.partition(":")[1] + uri.partition(":")[2]
+            return NotMLflowAnswer(
+                f"the server answers without TLS (https's handshake got plain HTTP): {redacted(plain)}?"
+            )
         return f"unreachable: {_reason(e.reason, timeout)}"
     except (socket.timeout, TimeoutError):
         return f"unreachable: no answer within {timeout:g} s (mlflow.connect_timeout_s)"
     except (OSError, ValueError) as e:
         return f"unreachable: {_reason(e, timeout)}"
-    try:
-        json.loads(body or b"{}")
-    except ValueError:
-        return "the server's answer is not MLflow's (is this an MLflow tracking server?)"
+    if not _lists_experiments(body) and not _refuses_what_cannot_exist(uri, timeout):
+        return NotMLflowAnswer(NOT_MLFLOW)
     _answered.add((uri, user))
     return None
 
 
-def _ask(uri: str, timeout: float, asked: list) -> None:
+def _lists_experiments(body: bytes) -> bool:
+    """The search's answer as MLflow gives it: an object whose `experiments` is a list. A server that lists none
+    (every experiment deleted, or none this login may read) answers `{}`, as anything that answers `{}` does."""
+    try:
+        answer = json.loads(body or b"null")
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("experiments"), list)
+
+
+def _refuses_what_cannot_exist(uri: str, timeout: float) -> bool:
+    """Asked only when the search listed nothing: MLflow answers a request for an experiment that cannot exist
+    with an error of its own (`{"error_code": ...}`, HTTP 4xx); a server that answers `{}` to everything says 200."""
+    asked: list = []
+    thread = threading.Thread(target=_ask, args=(uri, timeout, asked, MISSING_EXPERIMENT), daemon=True)
+    thread.start()
+    thread.join(timeout + 0.25)
+    error = asked[0] if asked else None
+    if not isinstance(error, urllib.error.HTTPError) or not 400 <= error.code < 500:
+        return False
+    try:
+        return "error_code" in json.loads(error.read(1 << 16) or b"null")
+    except (ValueError, TypeError, OSError):
+        return False
+
+
+def _ask(uri: str, timeout: float, asked: list, path: str = SEARCH) -> None:
     """The answer's first 64 KiB, or what went wrong, appended to `asked`."""
     try:
-        with urllib.request.urlopen(_request(uri), timeout=timeout, context=_tls()) as r:
+        with urllib.request.urlopen(_request(uri, path), timeout=timeout, context=_tls()) as r:
             asked.append(r.read(1 << 16))
     except Exception as e:  # noqa: BLE001 - handed to the caller's thread, which words it
         asked.append(e)
@@ -240,12 +284,13 @@ def _reason(e: object, timeout: float) -> str:
 
 
 def timeout_problem(mlflow: object) -> Optional[str]:
-    """Bad input: a timeout that is not a positive number of seconds."""
+    """Bad input: a timeout that is not a number of seconds > 0 and at most MAX_TIMEOUT_S (`inf` or 1e12 were
+    taken, then overflowed the wait's clock: the check raised, a single run's job ran and its result was spooled)."""
     value = getattr(mlflow, "connect_timeout_s", None)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT_S:
         return None
     shown = f"{value:g}" if isinstance(value, (int, float)) else value
-    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0"
+    return f"mlflow.connect_timeout_s={shown} is not allowed: expected a number of seconds > 0, at most {MAX_TIMEOUT_S}"
 
 
 def require(uri: str, timeout_s: Optional[float] = None) -> None:
@@ -258,4 +303,4 @@ def require(uri: str, timeout_s: Optional[float] = None) -> None:
         os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, math.ceil(timeout))))
     why = problem(uri, timeout_s)
     if why:
-        raise StoreError(uri, why)
+        raise (NotMLflow if isinstance(why, NotMLflowAnswer) else StoreError)(uri, why)

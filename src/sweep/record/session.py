@@ -8,6 +8,7 @@ process) and the Hydra callback (`launch.callback`, for Hydra's own launchers, s
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 import traceback
@@ -26,8 +27,9 @@ from sweep.record.abandoned import repair_abandoned
 from sweep.record.background import BackgroundWriter
 from sweep.record.recorder import Recorder, config_hash, shared_recorder
 from sweep.record.registry import open_store
+from sweep.record.sqlite.writer import MAX_TAG_LEN
 from sweep.record.store import StoreError
-from sweep.record.tags import KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
+from sweep.record.tags import COMPARE_TAG, KILLED_REASON_TAG, LAUNCHER_TAG, OVERRIDES_TAG, SCORER_TAG, SWEEP_DIR_TAG
 from sweep.result import RunResult
 
 # re-run jobs that already have a FINISHED run, under any launcher (the project's also has hydra.launcher.force)
@@ -133,6 +135,7 @@ class SweepSession:
                 OVERRIDES_TAG: overrides,
                 LAUNCHER_TAG: launcher,
                 SWEEP_DIR_TAG: str(Path(str(multirun_cfg.hydra.sweep.dir)).resolve()),
+                **compare_settings(multirun_cfg),
             },
             params=params,
         )
@@ -218,3 +221,12 @@ class SweepSession:
         """The parent run and its child runs as the store holds them (jobs of other processes included)."""
         assert self.recorder is not None and self.parent is not None
         return self.recorder.client.get_run(self.parent), self.recorder.children(self.parent)
+
+
+def compare_settings(config: DictConfig) -> dict[str, str]:
+    """The sweep's `compare:` settings as the parent's tag: those set (the preset's, the command's compare.*
+    overrides), so that a `compare.metrics=[...]` given to the sweep is the one its `sweep-compare` hint shows."""
+    node = config.get("compare")
+    settings = {k: v for k, v in (OmegaConf.to_container(node, resolve=True) or {}).items() if v} if node else {}
+    text = json.dumps(settings, sort_keys=True)
+    return {COMPARE_TAG: text} if len(text) <= MAX_TAG_LEN else {}  # longer: the preset's file is read

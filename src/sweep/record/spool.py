@@ -150,19 +150,41 @@ def _write(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+def _found(files: Sequence[Path] = ()) -> list[Path]:
+    """`files`, else the spool's and the last resort's result files, oldest first."""
+    found = list(files) or [p for d in (spool_dir(), last_resort_dir()) if d.is_dir() for p in d.glob("*.json")]
+    return sorted(found, key=lambda p: p.name)
+
+
+def _read(p: Path) -> "dict[str, Any] | str":
+    """A result file's contents, or why it is none (a file is written aside and renamed whole: one that cannot be
+    read is damaged, or not the spool's)."""
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    if not isinstance(doc, dict) or not isinstance(doc.get("tracking_uri"), str) or "experiment" not in doc:
+        return "no store or experiment named in it"
+    return doc
+
+
+def damaged(files: Sequence[Path] = ()) -> list[tuple[Path, str]]:
+    """The files among `files` (else the spool's) that hold no result this version can read, and why: named by
+    `sweep-spool` (they were skipped without a word, a result in them lost silently)."""
+    return [(p, why) for p in _found(files) if isinstance(why := _read(p), str)]
+
+
 def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> list[Entry]:
     """Spooled results (for `tracking_uri` only, if given), oldest first: those in the spool and those in the last
     resort that this spool could not take, or only those in `files` (a spool file, or one saved from what was
     printed), whichever store they were meant for (a store that cannot take them: they go to another)."""
     last = last_resort_dir()
-    found = list(files) or [p for d in (spool_dir(), last) if d.is_dir() for p in d.glob("*.json")]
     mine = str(spool_dir().absolute())
     out = []
-    for p in sorted(found, key=lambda p: p.name):
-        try:
-            doc = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue  # not ours, or being written by another process
+    for p in _found(files):
+        doc = _read(p)
+        if isinstance(doc, str):
+            continue  # not a result (`damaged` names it)
         if (
             not files
             and tracking_uri is not None

@@ -9,6 +9,9 @@ HASH_TAG = "sweep.config_hash"  # a job's resolved config (resume: same hash, sa
 PARENT_TAG = "sweep.parent"  # "true" on a sweep's parent run
 OVERRIDES_TAG = "sweep.overrides"  # the sweep's command-line overrides, on its parent (compare finds resumes)
 SWEEP_DIR_TAG = "sweep.dir"  # the sweep's output directory, on its parent
+# the sweep's `compare:` settings as it ran (its preset's node, then the command's compare.* overrides), JSON, on
+# its parent: what sweep-compare and sweep-ui read, where they read the preset's file for a parent without it
+COMPARE_TAG = "sweep.compare"
 LAUNCHER_TAG = "launcher"  # the Hydra launcher that ran the sweep, on its parent
 ROUTE_TAG = "sweep.route"  # where a job ran (local, modal, or another launcher's name)
 JOB_NUM_TAG = "hydra.job.num"  # a job's number in its sweep (compare keeps the sweep's order)

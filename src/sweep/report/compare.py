@@ -1,6 +1,7 @@
-"""`python -m sweep.compare <preset | parent run id>`: one sweep's results as a table and a plot.
+"""`python -m sweep.compare <preset | experiment | parent run id>`: one sweep's results as a table and a plot.
 
-Finds the sweep's parent run (the latest one for a preset name, or the given id), loads its child runs, groups
+Finds the sweep's parent run (the latest one for a preset's or an experiment's name, or the given id; a sweep
+without a preset is compared as its experiment's study), loads its child runs, groups
 them by the swept keys (config params that vary across the children; seeds and repeats are aggregated over, not
 grouped by), prints mean ± std per group, draws the plot that fits the study (`sweep.report.plots`) and logs table
 (CSV + Markdown) and plot as artifacts of the parent run, under `compare/`.
@@ -8,7 +9,6 @@ grouped by), prints mean ± std per group, draws the plot that fits the study (`
 
 from __future__ import annotations
 
-import argparse
 import sys
 from functools import partial
 from pathlib import Path
@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 from rich.console import Console
 
-from hydra_plugins.sweep_launcher.api import command
+from hydra_plugins.sweep_launcher.api import command, prog
+from sweep.arguments import Parser
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
@@ -37,9 +38,10 @@ from sweep.report.queries import (
     study_runs,
     sweep_runs,
 )
-from sweep.report.study import key_metrics, proxy_ranking, study_settings
+from sweep.report.study import key_metrics, proxy_ranking, sweep_settings
 from sweep.report.table import Comparison
 
+PROG = prog("sweep.compare")  # its one-line messages' first word
 ARTIFACT_DIR = "compare"
 WRAPPED_MIN = 20  # the least width of a terminal column whose cells wrap (an entrant's path, a reason)
 
@@ -63,13 +65,13 @@ def compare(
         try:
             target.check(write=True)
         except store.StoreError as e:  # a read-only store is read: the table and plot stay on disk
-            print(f"sweep.compare: {e}: table and plot not logged to the parent run", file=sys.stderr)
+            print(f"{PROG}: {e}: table and plot not logged to the parent run", file=sys.stderr)
             log = False
     client = target.client(write=log)  # MLflow opens a store to write it: one it cannot write is opened read-only
     parent = find_parent(client, ref)
     experiment = client.get_experiment(parent.info.experiment_id).name
-    study = ref if not RUN_ID.match(ref) else study_of(parent, experiment)
-    settings = study_settings(study) if settings is None else settings
+    study = study_of(parent, experiment)  # an experiment's sweep may be a preset's: its settings
+    settings = sweep_settings(parent, study) if settings is None else settings
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     if settings.get("leaderboard"):  # a challenge: its ranking, not the table
         rank = char_leaderboard if "accuracy_floor" in settings["leaderboard"] else leaderboard  # the character one
@@ -149,7 +151,7 @@ def log_files(client: Any, uri: str, parent_id: str, files: list[Path]) -> bool:
     try:
         writes.log_files(client, parent_id, files, ARTIFACT_DIR)
     except Exception as e:  # noqa: BLE001 - a tracking server's reader (HTTP 403): may read the runs, not write
-        print(f"sweep.compare: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr)
+        print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))}: table and plot not logged", file=sys.stderr)
         return False
     return True
 
@@ -174,8 +176,11 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=command("sweep.compare"), description=__doc__.splitlines()[0])
-    ap.add_argument("ref", help="preset name (e.g. tiled_w1; its latest sweep) or a parent run id")
+    ap = Parser(PROG, prog=command("sweep.compare"), description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "ref",
+        help="a preset's name (e.g. tiled_w1) or an experiment's (its latest sweep), or a parent run id",
+    )
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
     ap.add_argument(
         "--out", type=Path, default=None, help="where to write table and plot (default outputs/compare/<study>-<run>)"
@@ -195,13 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
     except LookupError as e:  # a study or run not in the store (a misspelling): bad input, as sweep's and rescore's
-        print(f"sweep.compare: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except address.BadAddress as e:
-        print(f"sweep.compare: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
+        print(f"{PROG}: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
         return 2
     except store.StoreError as e:
-        print(f"sweep.compare: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     if isinstance(cmp, Leaderboard) and not a.markdown:
         tables = cmp.rich_tables()
@@ -226,7 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         console = fitting(console, tables)
         if not a.wide:
-            console.print(f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}")
+            latest = "" if RUN_ID.match(a.ref) else " (its latest sweep)"  # which of the store's sweeps `ref` named
+            console.print(  # one line, whatever the terminal's width (a pipe's is 80)
+                f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}{latest}", soft_wrap=True
+            )
         for table in tables:
             console.print(table)
         for note in cmp.notes():  # the batch mark's meaning, the groups with no finished run
@@ -244,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if cmp.unwritten:
         print(
-            f"sweep.compare: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",
+            f"{PROG}: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",
             file=sys.stderr,
         )
         return 1

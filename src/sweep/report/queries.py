@@ -21,9 +21,11 @@ CURVES = ("train_accuracy", "test_accuracy", "train_loss", "test_loss", "hidden_
 
 
 def find_parent(client: Any, ref: str):
-    """The parent run: by id, else the latest parent run of study `ref` (an experiment named `ref`, or a
-    parent whose overrides say `sweeps=ref`) that has runs: its children, or the runs of the jobs it skipped as
-    done (a re-run whose jobs were all done is that sweep, whatever ran since)."""
+    """The parent run: by id, else the latest parent run of study `ref` (a parent whose overrides say
+    `sweeps=ref`, or one without a preset in an experiment named `ref`), else the latest of experiment `ref`
+    whatever its study (`sweep -m mlflow.experiment=foo sweeps=tiled_w1`, then `sweep-compare foo`), that has
+    runs: its children, or the runs of the jobs it skipped as done (a re-run whose jobs were all done is that
+    sweep, whatever ran since)."""
     if RUN_ID.match(ref):
         from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
@@ -38,8 +40,8 @@ def find_parent(client: Any, ref: str):
     # parents are matched here. A preset run into another experiment (mlflow.experiment=... overridden) still
     # names itself in the parent's overrides tag.
     parents = _search(client, list(exps), f"tags.`{PARENT_TAG}` = 'true'")
-    candidates = [
-        r for r in parents if study_of(r) == ref or (exps.get(r.info.experiment_id) == ref and study_of(r, ref) == ref)
+    candidates = [r for r in parents if study_of(r, exps.get(r.info.experiment_id, "")) == ref] or [
+        r for r in parents if exps.get(r.info.experiment_id) == ref
     ]
     if not candidates:
         raise LookupError(f"no sweep parent run found for {ref!r}: {_studies_instead(ref, parents, exps)}")
@@ -48,15 +50,20 @@ def find_parent(client: Any, ref: str):
 
 
 def _studies_instead(ref: str, parents: list, exps: dict[str, str]) -> str:
-    """What to do for a study the store has no sweep of: run it where it is a preset (the command), else the
-    store's studies, and the closest names of those and the presets (a misspelling: `tiled_w`); a run id does too."""
+    """What to do for a name the store has no sweep of: run it where it is a preset (the command), else what the
+    name may be (a study or an experiment of the store, a preset, a parent run id) with the closest names of those
+    (a misspelling: `tiled_w`)."""
     studies = sorted({study_of(r, exps.get(r.info.experiment_id, "")) for r in parents} - {""})
+    experiments = sorted({exps.get(r.info.experiment_id, "") for r in parents} - {""} - set(studies))
     listed = f"the store's studies: {', '.join(studies)}" if studies else "the store has no sweep yet"
+    listed += f"; experiments with a sweep: {', '.join(experiments)}" if experiments else ""
     if (SWEEPS_DIR / f"{ref}.yaml").is_file():
         return f"run `{command('sweep', f'sweeps={ref}')}` first ({listed}), or pass a parent run id"
-    near = closest(ref, {*studies, *(f.stem for f in SWEEPS_DIR.glob("*.yaml"))})  # a preset not run yet too
+    presets = {f.stem for f in SWEEPS_DIR.glob("*.yaml")}  # a preset not run yet too
+    near = closest(ref, {*studies, *experiments, *presets})
     guess = f"did you mean {' or '.join(near)}? " if near else ""
-    return f"{guess}{listed}; or pass a parent run id"
+    expected = "expected a study or an experiment of the store, a preset (sweeps/<name>.yaml) or a parent run id"
+    return f"{guess}{expected} ({listed})"
 
 
 def latest_sweeps(client: Any) -> list[tuple[str, Any]]:

@@ -3,6 +3,7 @@ report for beyond the table: the proxy ranking (sweep.energy.proxies)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,19 @@ from omegaconf import OmegaConf
 
 from sweep.metrics import KEY
 from sweep.paths import SWEEPS_DIR, safe_name
+from sweep.record.tags import COMPARE_TAG
 from sweep.report.table import Comparison
+
+
+def sweep_settings(parent: Any, study: str) -> dict[str, Any]:
+    """The `compare:` settings sweep `parent` ran with (its tag: the preset's node and the command's compare.*
+    overrides), a search's objectives from its preset; a parent recorded without the tag: the preset's file."""
+    settings = study_settings(study)
+    recorded = parent.data.tags.get(COMPARE_TAG)
+    if recorded is None:
+        return settings
+    objectives = {"objectives": settings["objectives"]} if "objectives" in settings else {}
+    return {**json.loads(recorded), **objectives}
 
 
 def study_settings(study: str) -> dict[str, Any]:

@@ -26,7 +26,6 @@ seconds on a busy machine); a progress line shows meanwhile.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -36,6 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import api
+from sweep.arguments import Parser
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store, writes
@@ -44,8 +44,10 @@ from sweep.record.sqlite.writer import MAX_EXPERIMENT_TAG_LEN
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING, ORDER_TAG, PARENT_RUN_TAG, order_key
 from sweep.report.owned_process import run_owned
 from sweep.report.queries import children_filter, find_parent, has_runs, latest_sweeps, study_of, sweep_runs
-from sweep.report.study import key_metrics, study_settings
+from sweep.report.study import key_metrics, sweep_settings
 from sweep.report.ui_wait import wait_until_serving
+
+PROG = api.prog("sweep.ui")  # its one-line messages' first word
 
 VIEW_TAG_PREFIX, VIEW_KEY = "mlflow.sharedViewState.", "sweep"
 # the runs table's metric columns (those no run of the study logged are simply not shown)
@@ -127,10 +129,10 @@ class Named(NamedTuple):
         return cls(r.info.run_id, r.info.run_name or "", tags.get(ORDER_TAG), tags.get(PARENT_RUN_TAG))
 
 
-def study_columns(study: str) -> list[str]:
-    """The runs table's metric columns: the study's key metrics (its preset's `compare.metrics`: tiled_w1's cache
-    hit rate), then the registry's UI columns (accuracy, ard, energy_pj, wall-clock, cost)."""
-    return list(dict.fromkeys([*key_metrics(study_settings(study)), *COLUMNS]))
+def study_columns(parent: Any, study: str) -> list[str]:
+    """The runs table's metric columns: the sweep's key metrics (its `compare.metrics`: tiled_w1's cache hit rate),
+    then the registry's UI columns (accuracy, ard, energy_pj, wall-clock, cost)."""
+    return list(dict.fromkeys([*key_metrics(sweep_settings(parent, study)), *COLUMNS]))
 
 
 # MLflow's chart view (its runs-compare state, shareable as the table's is): its "Model metrics" section marked
@@ -157,7 +159,7 @@ def study_view(client: Any, parent: Any) -> None:
     metric columns, and the runs list filtered to the sweep's runs (clearing the search shows every run)."""
     # a shared view cannot expand a run (MLflow drops runsExpanded): filter to the sweep
     runs = sweep_runs(client, parent, keep=Named.of)
-    columns = study_columns(study_of(parent, client.get_experiment(parent.info.experiment_id).name))
+    columns = study_columns(parent, study_of(parent, client.get_experiment(parent.info.experiment_id).name))
     state: dict[str, Any] = {
         "selectedColumns": [f"metrics.`{m}`" for m in columns],
         "searchFilter": children_filter(parent.info.run_id),
@@ -228,7 +230,7 @@ def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = argparse.ArgumentParser(prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
     ap.add_argument(
         "study",
         nargs="?",
@@ -240,13 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)
     if not 1 <= a.port <= 65535:  # 99999 was socket's OverflowError traceback; 0, a port nobody is told of
-        print(f"sweep.ui: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
+        print(f"{PROG}: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
         return 2
     try:
         socket.getaddrinfo(a.host, a.port, type=socket.SOCK_STREAM)
     except OSError as e:  # was "--port 5000 on <host> is taken (...): choose another --port"
         print(
-            f"sweep.ui: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
+            f"{PROG}: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
             file=sys.stderr,
         )
         return 2
@@ -254,29 +256,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # an address no store is at: exit 2; a server or database that does not answer: exit 1, in seconds
         address.check(uri)
     except address.BadAddress as e:
-        print(f"sweep.ui: store {store.redacted(uri)}: {e}", file=sys.stderr)
+        print(f"{PROG}: store {store.redacted(uri)}: {e}", file=sys.stderr)
         return 2
     except store.StoreError as e:
-        print(f"sweep.ui: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     target = open_store(uri)
     if target.remote:
         return on_server(uri, a.study)
     if not target.exists():
-        print(f"sweep.ui: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
+        print(f"{PROG}: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
         return 1
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
         # the set-up command, as a path that works from here (`pip install -e .` only works at the root)
         setup = os.path.relpath(PROJECT_ROOT / ".ci" / "setup")
         print(
-            f"sweep.ui: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
+            f"{PROG}: MLflow app '{APP_NAME}' is not installed: set the project up again (bash {setup})",
             file=sys.stderr,
         )
         return 1
     if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
         print(
-            f"sweep.ui: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+            f"{PROG}: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
             file=sys.stderr,
         )
         return 1
@@ -285,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         writable = True
     except store.StoreError:
         writable = False
-        print(f"sweep.ui: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
+        print(f"{PROG}: store {uri} is read-only: shown without the studies' saved views", file=sys.stderr)
     view = study_view if writable else (lambda client, parent: None)
     client = target.client(write=writable)
     read = target.address(write=writable)  # what MLflow's server opens: read-only, where it must be
@@ -294,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             parent = find_parent(client, a.study)
         except LookupError as e:
-            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
         view(client, parent)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
@@ -304,14 +306,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
 
     def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
-        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", "sweep.ui")) is None:
+        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", str(PROG))) is None:
             print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
         return code
 
     # SIGTERM or Ctrl-C stops all it started, also while it starts
     return run_owned(
         command(read, a.host, a.port),
-        "sweep.ui",
+        str(PROG),
         serving,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -326,7 +328,7 @@ def on_server(uri: str, study: str | None) -> int:
     try:
         remote.require(uri)
     except store.StoreError as e:
-        print(f"sweep.ui: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import, after the quick refusals
 
@@ -343,7 +345,7 @@ def on_server(uri: str, study: str | None) -> int:
         try:
             parent = find_parent(client, study)
         except LookupError as e:
-            print(f"sweep.ui: study: {e}", file=sys.stderr)
+            print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
         view(parent)
         print(f"MLflow UI of {uri}: {runs_url(experiment_id=parent.info.experiment_id, base=base)}")

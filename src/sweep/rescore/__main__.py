@@ -7,26 +7,26 @@ scored); 2: bad input (a tracker or key that does not exist, an experiment or ru
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.rescore")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-rescore"):
+with starting(str(PROG)):
+    from sweep.arguments import Parser
     from sweep.errors import ConfigError
     from sweep.metrics import cell
     from sweep.paths import default_tracking_uri
     from sweep.record import address, remote, store
     from sweep.record.registry import open_store
 
-PROG = "sweep-rescore"
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=command("sweep.rescore"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=command("sweep.rescore"), description=__doc__.splitlines()[0])
     ap.add_argument("args", nargs="+", help="experiment names or run ids, then tracker=<name> [tracker.<key>=...]")
     ap.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
@@ -64,13 +64,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, version = node["name"], build(node).version
     done, left = 0, []
     try:
-        runs = select(client, refs)
+        try:
+            runs = select(client, refs)
+        except LookupError as e:  # an experiment or run not in the store (not an IndexError of a run's scoring)
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 2
         for run in runs:
             label = f"{run.info.run_name} ({run.info.run_id})"
             try:
                 scored = score(client, run, node)
             except ValueError as e:  # a stored trace this version of sweep cannot read
                 left.append(f"{label}: {e}")
+                continue
+            except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
+                left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
                 continue
             if scored.missing:
                 left.append(f"{label}: {scored.missing}")
@@ -79,9 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             done += 1
             shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
             print(f"{label}: {shown or 'scored'}", flush=True)
-    except LookupError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
         print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
         return 130

@@ -7,7 +7,6 @@ The admin's password comes from $SWEEP_SERVER_ADMIN_PASSWORD or --admin-password
 
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import signal
@@ -16,16 +15,17 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.server")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-server"):
+with starting(str(PROG)):
+    from sweep.arguments import Parser
     from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
     from sweep.server.keys import kept, private_file
     from sweep.server.postgres import ServerError
     from sweep.server.stack import BadSetting, check, serving
-
-PROG = "sweep.server"
 
 
 class _Stop(Exception):
@@ -35,7 +35,9 @@ class _Stop(Exception):
 
 
 def parse(argv: Optional[Sequence[str]]) -> tuple[ServerConfig, Optional[Path]]:
-    ap = argparse.ArgumentParser(prog=PROG, description="the group's MLflow tracking server on PostgreSQL, with logins")
+    ap = Parser(
+        PROG, prog=command("sweep.server"), description="the group's MLflow tracking server on PostgreSQL, with logins"
+    )
     for f in fields():
         default = f.default
         ap.add_argument(

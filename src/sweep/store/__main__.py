@@ -4,31 +4,26 @@ migrate copies only what is new; the copy itself is sweep.store.migrate."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 import time
 from contextlib import nullcontext
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, starting
+from hydra_plugins.sweep_launcher.api import command, prog, starting
+
+PROG = prog("sweep.store", " migrate")  # its one-line messages' first words (migrate: its one subcommand)
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-store"):
+with starting(str(prog("sweep.store"))):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from sweep.arguments import Parser
     from sweep.record import address, store
     from sweep.store.migrate import BadInput, migrate, plan
-
-PROG = "sweep.store migrate"
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
-        self.exit(2, f"{PROG}: {message} (see {self.prog} --help)\n")
 
 
 class _CtrlC:
@@ -45,7 +40,7 @@ class _CtrlC:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = _Parser(prog=command("sweep.store"), description=DESCRIPTION)
+    ap = Parser(PROG, prog=command("sweep.store"), description=DESCRIPTION)
     ap.add_argument("action", choices=("migrate",))
     ap.add_argument(
         "--from",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from sweep.trace.trace import Event, Trace
+from sweep.trace.trace import OP_KINDS, READ, WRITE, Event, Trace
 
 ARTIFACT = "trace.json"
 # the most steps a stored trace unrolls to (a list of that many template ids: 0.8 GB): hours of traced steps
@@ -80,10 +80,9 @@ def loads(text: str) -> tuple[Trace, dict[str, Trace], int]:
 
 def _load(doc: dict[str, Any]) -> tuple[Trace, dict[str, Trace], int]:
     buffers = doc["buffers"]
-    templates = [
-        tuple((int(flat[i + 1]), buffers[flat[i]], int(flat[i + 2])) for i in range(0, len(flat), 3))
-        for flat in doc["templates"]
-    ]
+    if not isinstance(buffers, list) or not all(isinstance(name, str) for name in buffers):
+        raise ValueError(f"{ARTIFACT}: its buffers are not a list of names")
+    templates = [_template(flat, buffers) for flat in doc["templates"]]
 
     def trace(entry: dict[str, Any]) -> Trace:
         runs = entry["seq"]
@@ -96,6 +95,34 @@ def _load(doc: dict[str, Any]) -> tuple[Trace, dict[str, Trace], int]:
                 f"a run records between 1 and {MAX_STEPS:,}"
             )
         seq = [t for t, n in zip(ids, repeats) for t in [t] * n]
-        return Trace.from_segments(templates, seq, entry["compute"])
+        compute = entry["compute"]
+        if not all(k in OP_KINDS and _count(n) for k, n in compute.items()):
+            raise ValueError(f"{ARTIFACT}: its compute counts are not counts of {', '.join(OP_KINDS)}: {compute}")
+        return Trace.from_segments(templates, seq, compute)
 
-    return trace(doc["trace"]), {k: trace(e) for k, e in doc["pieces"]}, int(doc.get("steps", 0))
+    pieces = {k: trace(e) for k, e in doc["pieces"]}
+    steps = doc.get("steps", 0)
+    if not _count(steps) or (steps and len(pieces) != 2):  # a traced step's run: [the step before it, the step]
+        raise ValueError(
+            f"{ARTIFACT}: steps={steps!r} with {len(pieces)} piece(s): a run measured by one traced step "
+            "has a count of steps and two pieces (the step before it, the step)"
+        )
+    return trace(doc["trace"]), pieces, steps
+
+
+def _count(n: Any) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+
+def _template(flat: list[Any], buffers: list[Any]) -> tuple[Event, ...]:
+    """A step's events from (buffer, op, size) triples: a buffer of the file's list, READ or WRITE, a size in floats
+    (a negative size or buffer number was scored as if it were one: figures of nothing)."""
+    events = [tuple(flat[i : i + 3]) for i in range(0, len(flat), 3)]
+    for event in events:
+        b, op, size = (*event, None, None)[:3]
+        if not (_count(b) and b < len(buffers) and op in (READ, WRITE) and _count(size)):
+            raise ValueError(
+                f"{ARTIFACT}: an event {list(event)} is not (a buffer of the {len(buffers)}, {READ} or {WRITE}, "
+                "a size >= 0)"
+            )
+    return tuple((op, buffers[b], size) for b, op, size in events)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from hydra_plugins.sweep_launcher.api import starting
+from hydra_plugins.sweep_launcher.api import prog, starting
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
-with starting("sweep-ui"):
+with starting(str(prog("sweep.ui"))):
     from sweep.report.ui import main
 
 if __name__ == "__main__":

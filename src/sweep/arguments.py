@@ -1,0 +1,37 @@
+"""A command's argument parser (compare, ui, spool, store, server, rescore; sweep's own flags, Hydra's parser, in
+sweep.preflight.command): a bad argument is one line, `<command>: <what is wrong> (did you mean ...?) (see
+<command> --help)`, exit 2, where argparse prints its usage block and a last line naming neither the option meant
+(`--no-plots`) nor the choice (`imprt`)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any, NoReturn
+
+from sweep.config.suggest import closest
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, name: Any, **kwargs: Any) -> None:
+        """`name`: what the command's lines begin with (`commands.prog`: the name the user typed); `prog`, as
+        argparse's, the command as it is pasted (its --help's usage)."""
+        super().__init__(**kwargs)
+        self.name = name
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.name}: {message}{meant(self, message)} (see {self.prog} --help)\n")
+
+
+def meant(parser: argparse.ArgumentParser, message: str) -> str:
+    """' (did you mean ...?)' for argparse's error `message` of `parser`: the closest option to each unknown one,
+    the closest choice to a bad one; '' when nothing is close."""
+    guess: list[str] = []
+    if unknown := re.match(r"unrecognized arguments: (.*)", message):
+        options = [o for a in parser._actions for o in a.option_strings]
+        words = [w.split("=", 1)[0] for w in unknown.group(1).split() if w.startswith("-")]
+        same = {o.lower(): o for o in options}  # -M for -m: difflib finds a one-letter flag as close to any other
+        guess = [near for w in words for near in ([same[w.lower()]] if w.lower() in same else closest(w, options, 1))]
+    elif choice := re.search(r"invalid choice: '(.*)' \(choose from (.*)\)", message):
+        guess = closest(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)), 1)
+    return f" (did you mean {' or '.join(guess)}?)" if guess else ""
