@@ -637,7 +637,7 @@ def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same
     common = ["method=gf2", "problem.n_bits=10", "tracker=none", "mlflow.experiment=four", "hydra.launcher.n_workers=1"]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "sweep", "-m", *common, f"problem.seed=range({50 * i},{50 * i + 50})"],
+            [sys.executable, "-m", "sweep", "-m", *common, f"problem.seed=range({30 * i},{30 * i + 30})"],
             cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.PIPE,
@@ -650,9 +650,9 @@ def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same
     said = [[ln for ln in (o[0] + o[1]).splitlines() if not ln.startswith(("four ", "[FINISHED]"))] for o in outs]
     assert [p.returncode for p in procs] == [0] * 4, said
     parents, children = runs(server.uri, "four")
-    assert len(parents) == 4 and len(children) == 200
+    assert len(parents) == 4 and len(children) == 120
     seeds = sorted(int(c.data.params["problem.seed"]) for c in children)
-    assert seeds == list(range(200))  # none lost, none twice
+    assert seeds == list(range(120))  # none lost, none twice
     # another machine: the same configs are done (skipped); another n_bits is another config (runs)
     p = sweep(tmp_path, *common, "problem.seed=range(40,60)")
     assert p.returncode == 0 and "skipping 20 job(s)" in p.stdout, p.stdout + p.stderr
