@@ -326,6 +326,30 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_130_for_every_command():
     assert starting >= 5, "the signal came after the imports for most commands: the moment was not tested"
 
 
+def test_an_interrupt_an_imports_cleanup_turns_into_another_error_is_still_one_line_and_130():
+    """Ctrl-C inside a `finally` of an import (OmegaConf's flag_override while Hydra's config store is made) came
+    out as an AttributeError traceback of 80 lines (seen once in the suite under load): the signal noted while
+    starting is what ended the imports, so it is the one line and 130."""
+    code = (
+        "import os, signal, time\n"
+        "from hydra_plugins.sweep_launcher._signals import starting\n"
+        "with starting('sweep'):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+        "    finally:\n"
+        "        None._invalidate_flags_cache()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stderr) == (130, "sweep: interrupted by Ctrl-C while starting: nothing done\n"), p.stderr
+    bare = subprocess.run(  # an error of the imports' own, with no signal, is still its traceback
+        [sys.executable, "-c", "from hydra_plugins.sweep_launcher._signals import starting\nwith starting('x'): 1/0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bare.returncode == 1 and "ZeroDivisionError" in bare.stderr
+
+
 def test_a_signal_while_the_jobs_are_checked_ends_the_sweep_before_any_job(store, tmp_path):
     """SIGTERM while the launcher checks a large grid (its workers are up, no job has started): one line, exit 143,
     no traceback, no job run, nothing left RUNNING, no worker left."""

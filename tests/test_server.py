@@ -118,7 +118,7 @@ def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_list
                     timeout=120,
                 )
                 assert not to.exists()  # nothing half-made
-                prog = "sweep.store migrate"
+                prog = "python -m sweep.store migrate"
             else:
                 p = run_sweep(*args, f"mlflow.tracking_uri={uri}", "mlflow.connect_timeout_s=1", cwd=tmp_path)
                 prog = "sweep"

@@ -176,6 +176,12 @@ def starting(prog: str) -> Iterator[None]:
         yield
     except KeyboardInterrupt as e:
         _stop_starting(prog, as_interrupted(e))
+    except Exception:
+        # the interrupt raised inside an import's cleanup (OmegaConf's flag_override, while Hydra's config store
+        # is made) comes out as another error (AttributeError on a node left half-set): still the signal's doing
+        if (noted := take()) is None:
+            raise
+        _stop_starting(prog, noted)
     finally:
         for s, h in previous.items():
             signal.signal(s, signal.SIG_DFL if h is None else h)
