@@ -77,11 +77,9 @@ class Progress:
     def __enter__(self) -> "Progress":
         start = self.eta_s() if self.expected else None
         if self.enabled and start is not None:
-            print(
+            _say(
                 f"{self.title}: estimate {duration(start)} for {self.total} job(s) on {min(self.slots, self.total)} "
-                f"worker slot(s), from the seconds earlier runs took",
-                file=sys.stderr,
-                flush=True,
+                f"worker slot(s), from the seconds earlier runs took"
             )
         if self._bar is not None:
             self._bar.start()
@@ -170,4 +168,11 @@ class Progress:
 
     def _print(self) -> None:
         self._printed = self.line()
-        print(self._printed, file=sys.stderr, flush=True)
+        _say(self._printed)
+
+
+def _say(line: str) -> None:
+    """`line` and its newline on stderr in one write: print writes them apart, and a signal's handler, which runs
+    between the two, printed its own line after the text and before the newline (`... ETA 0ssweep: interrupted`)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
