@@ -195,18 +195,13 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
     user = user or ""
     if (uri, user) in _answered:
         return None
-    # asked in a thread and waited on for the timeout (and a moment for its own words), no longer: a socket's
-    # timeout bounds each read, so a server that drips its answer a byte a second would be waited on for ever
-    asked: list = []
-    thread = threading.Thread(target=_ask, args=(uri, timeout, asked), daemon=True)
-    thread.start()
-    thread.join(timeout + 0.25)
-    if not asked:
+    asked = _answer(uri, timeout, SEARCH)
+    if asked is None:
         return f"unreachable: no whole answer within {timeout:g} s (mlflow.connect_timeout_s)"
     try:
-        if isinstance(asked[0], Exception):
-            raise asked[0]
-        body = asked[0]
+        if isinstance(asked, Exception):
+            raise asked
+        body = asked
     except urllib.error.HTTPError as e:
         if e.code == 401:
             if not (user or password):
@@ -251,11 +246,7 @@ def _lists_experiments(body: bytes) -> bool:
 def _refuses_what_cannot_exist(uri: str, timeout: float) -> bool:
     """Asked only when the search listed nothing: MLflow answers a request for an experiment that cannot exist
     with an error of its own (`{"error_code": ...}`, HTTP 4xx); a server that answers `{}` to everything says 200."""
-    asked: list = []
-    thread = threading.Thread(target=_ask, args=(uri, timeout, asked, MISSING_EXPERIMENT), daemon=True)
-    thread.start()
-    thread.join(timeout + 0.25)
-    error = asked[0] if asked else None
+    error = _answer(uri, timeout, MISSING_EXPERIMENT)
     if not isinstance(error, urllib.error.HTTPError) or not 400 <= error.code < 500:
         return False
     try:
@@ -264,7 +255,18 @@ def _refuses_what_cannot_exist(uri: str, timeout: float) -> bool:
         return False
 
 
-def _ask(uri: str, timeout: float, asked: list, path: str = SEARCH) -> None:
+def _answer(uri: str, timeout: float, path: str) -> object:
+    """The answer's first 64 KiB, what went wrong (an exception), or None when no whole answer came in time.
+    Asked in a thread and waited on for the timeout (and a moment for its own words), no longer: a socket's
+    timeout bounds each read, so a server that drips its answer a byte a second would be waited on for ever."""
+    asked: list = []
+    thread = threading.Thread(target=_ask, args=(uri, timeout, asked, path), daemon=True)
+    thread.start()
+    thread.join(timeout + 0.25)
+    return asked[0] if asked else None
+
+
+def _ask(uri: str, timeout: float, asked: list, path: str) -> None:
     """The answer's first 64 KiB, or what went wrong, appended to `asked`."""
     try:
         with urllib.request.urlopen(_request(uri, path), timeout=timeout, context=_tls()) as r:
