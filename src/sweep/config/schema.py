@@ -243,7 +243,12 @@ JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device
 
 
 def register_configs() -> None:
+    """The schemas in Hydra's ConfigStore and the resolvers in OmegaConf, both process-wide: once a process, as
+    making the schemas' nodes costs ~50 ms, and a forked command or a test's composition calls this again."""
     cs = ConfigStore.instance()
+    made = cs.repo.get("config_schema.yaml")
+    if made is not None and OmegaConf.get_type(made.node) is Config and OmegaConf.has_resolver("entrants"):
+        return
     cs.store(name="config_schema", node=Config)
     for group, nodes in SCHEMAS.items():
         for name, node in nodes.items():
