@@ -1,7 +1,8 @@
 """A job's footprint as its option classes declare it, each formula on the class that owns the sizes: a problem's
 and a method's classmethod `footprint(cfg)` lists the big arrays a job holds (bytes), a method's `least_work(cfg)`
-the operations no run of it can skip (one epoch, one training step, the search a random secret costs on average).
-`sweep.config.memory` checks both, the one estimate every job passes before it starts.
+the operations no run of it can skip (one epoch, one training step, the search a random secret costs on average),
+and where a run may stop early, its `most_work(cfg)` the operations of a run that never does (every epoch).
+`sweep.config.memory` checks them, the one estimate every job passes before it starts.
 
 Kept apart from memory.py: the option classes import this module, and the config schema imports them.
 """
@@ -79,3 +80,11 @@ def mlp_epoch(cfg: Any) -> list[Term]:
         Term("one epoch", 6 * weights * n_train, fields),
         Term("evaluation", 2 * weights * (n_train + n_test), fields + ("problem.n_test",)),
     ]
+
+
+def mlp_epochs(cfg: Any) -> list[Term]:
+    """The most work of an MLP method: `method.max_epochs` epochs, each with its evaluation, when the run never
+    reaches its target (a curriculum's last stage alone, at the full width: a bound no run that misses exceeds
+    less)."""
+    epochs = int(cfg.select("method.max_epochs", 1) or 1)
+    return [Term(f"{epochs:,} x {t.what}", epochs * t.amount, ("method.max_epochs", *t.fields)) for t in mlp_epoch(cfg)]

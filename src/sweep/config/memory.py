@@ -15,7 +15,8 @@ bound (fourier's chunks, smt's pair blocks, the evaluation's chunks) is not coun
 Time: the least work (operations no run of the method can skip) at OPS_PER_S, a rate above what the device
 reaches (so a refused job surely overruns), against the least of the run's time limit under the project's launcher
 (`hydra.launcher.time_limit_s`, or a preset's `time_limit_s`; without one MAX_RUN_S) and the method's own
-`method.time_budget_s`.
+`method.time_budget_s`. Without either, nothing stops a run that never reaches its target (`method=sgd
+method.max_epochs=1000000000`), so its most work (every epoch) is held to MAX_RUN_S as well.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ def estimate(cfg: Any) -> list[Term]:
 def least_work(cfg: Any) -> list[Term]:
     """The operations no run of the job can skip, largest first."""
     return _declared(cfg, ("method",), "least_work")
+
+
+def most_work(cfg: Any) -> list[Term]:
+    """The operations of a run that never stops early, largest first (a method without `most_work` never does)."""
+    return _declared(cfg, ("method",), "most_work") or least_work(cfg)
 
 
 def available_bytes() -> Optional[float]:
@@ -148,19 +154,30 @@ def check_time(
     cfg: Any, run_limit_s: Optional[float] = None, default: Callable[[str], Any] = lambda dotted: None
 ) -> None:
     """Raise ConfigError when the job's least work, at OPS_PER_S, takes longer than its time limit allows
-    (`run_limit_s`: the launcher's, hydra.launcher.time_limit_s or a preset's time_limit_s)."""
-    terms = least_work(cfg)
-    total = float(sum(t.amount for t in terms))
+    (`run_limit_s`: the launcher's, hydra.launcher.time_limit_s or a preset's time_limit_s); or, with no limit
+    but MAX_RUN_S, when its most work does: a run that never reaches its target would run for days."""
     device = "cuda" if str(_get(cfg, "device.torch_device", "cpu")).startswith("cuda") else "cpu"
-    seconds = total / OPS_PER_S[device]
     limit, name = _time_limit(cfg, run_limit_s)
-    if seconds <= limit:
-        return
-    shown, values = _lower(cfg, terms, total, lambda n: f"{n:.1e}", default)
-    raise ConfigError(
-        f"the job cannot end in time: it needs at least {total:.1e} operations ({shown}), {_duration(seconds)} "
-        f"even at {OPS_PER_S[device]:.0e} a second on {device}, more than {name}: lower {', '.join(values)}"
-    )
+    # (what the work is, its operations, what a refusal adds): the least work against any limit; the most work
+    # only where nothing but MAX_RUN_S stops a run that does not stop early
+    checks = [("the job cannot end in time: it needs at least", least_work(cfg), "")]
+    if limit >= MAX_RUN_S:
+        checks.append(
+            (
+                "the job may never end: a run that does not stop early needs",
+                most_work(cfg),
+                ", or bound the run (a sweep's hydra.launcher.time_limit_s=SECONDS)",
+            )
+        )
+    for said, terms, way_out in checks:
+        total = float(sum(t.amount for t in terms))
+        seconds = total / OPS_PER_S[device]
+        if seconds > limit:
+            shown, values = _lower(cfg, terms, total, lambda n: f"{n:.1e}", default)
+            raise ConfigError(
+                f"{said} {total:.1e} operations ({shown}), {_duration(seconds)} even at {OPS_PER_S[device]:.0e} a "
+                f"second on {device}, more than {name}: lower {', '.join(values)}{way_out}"
+            )
 
 
 def _duration(seconds: float) -> str:

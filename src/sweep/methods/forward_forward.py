@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from sweep.config.fields import METHOD_RULES, Rule, nonneg_finite, positive_int
-from sweep.config.footprint import Term, mlp, mlp_epoch
+from sweep.config.footprint import Term, mlp, mlp_epoch, mlp_epochs
 from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.methods.counter_rng import method_rng
 from sweep.methods.epoch_log import EpochLog, Measure, hidden_progress
@@ -50,6 +50,7 @@ class ForwardForward(MethodBase):
 
     footprint: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp)  # sweep.config.footprint
     least_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epoch)
+    most_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epochs)
 
     def init_layers(self, n_in: int, seed: int, be: Any = None) -> tuple[list[dict[str, Any]], Any]:
         rng = method_rng(be, seed)

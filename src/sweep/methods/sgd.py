@@ -17,7 +17,7 @@ from hydra.utils import get_class
 
 from sweep.backend import Backend
 from sweep.config.fields import METHOD_RULES, Rule
-from sweep.config.footprint import Term, mlp, mlp_epoch
+from sweep.config.footprint import Term, mlp, mlp_epoch, mlp_epochs
 from sweep.errors import ConfigError
 from sweep.methods import batched, counter_rng
 from sweep.methods.base import Context, MethodBase, Outcome
@@ -85,6 +85,7 @@ class SGD(MethodBase):
 
     footprint: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp)  # sweep.config.footprint
     least_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epoch)
+    most_work: ClassVar[Callable[[Any], list[Term]]] = staticmethod(mlp_epochs)
 
     @classmethod
     def check_config(cls, cfg) -> None:
