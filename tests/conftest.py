@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 import fcntl
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -124,19 +124,46 @@ def run_plain_app(tmp_path: Path, app: str, *overrides: str) -> subprocess.Compl
     )
 
 
-# each list of overrides composed once a worker (the config dir and the schemas do not change in a session), a copy
-# handed out: of the in-process tests' ~1,100 compositions (~0.1 CPU s each) a third repeat one
-_composed: dict[tuple[str, ...], Any] = {}
+# the in-process tests compose ~1,100 configs (~0.1 CPU s each through Hydra's API): the launcher's composer (its
+# templates, parity-tested against Hydra: tests/test_dispatch_configs.py) makes a config of value overrides on a
+# group selection it has made before in ~10 ms; one a worker
+_composer: list[Any] = []
 
 
 def compose(*overrides: str, hydra_section: bool = False):
-    """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked: composed afresh, as
-    it holds the working directory and the time)."""
+    """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked: composed through
+    Hydra's API, as it holds the working directory and the time)."""
     if hydra_section:
         return _compose(overrides, hydra_section=True)
-    if overrides not in _composed:
-        _composed[overrides] = _compose(overrides, hydra_section=False)
-    return copy.deepcopy(_composed[overrides])
+    from omegaconf import open_dict
+
+    from sweep.config.schema import register_configs
+
+    register_configs()  # a test may have put Hydra's ConfigStore back to before it had the schemas
+    if not _composer:
+        from hydra import initialize_config_dir
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.types import RunMode
+        from hydra.version import VersionBase
+
+        from hydra_plugins.sweep_launcher._fast.compose import FastComposer
+        from sweep.paths import CONF_DIR
+
+        saved = VersionBase.instance().getbase()
+        try:
+            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                loader = GlobalHydra.instance().config_loader()
+                _composer.extend([loader.load_configuration("config", [], RunMode.MULTIRUN), FastComposer(loader)])
+        finally:
+            VersionBase.instance().version_base = saved
+    master, fast = _composer
+    try:
+        cfg = fast.take(master, list(overrides))[0]  # a config of its own (unpickled from the template)
+    except pickle.PicklingError:  # a new template after a test ran Hydra's plugin scan again in this worker: the
+        return _compose(overrides, hydra_section=False)  # launcher's config classes re-made, which pickle refuses
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
 
 
 def _compose(overrides: tuple[str, ...], hydra_section: bool):
