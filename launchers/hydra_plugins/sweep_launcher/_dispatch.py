@@ -102,6 +102,9 @@ class Dispatcher:
         slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
         self.interrupt = Interrupt(hold_after=bool(hooks))
+        # results read from the workers and not yet handed over: a stop hands them over first (`_take_arrived`)
+        self.arrived: deque[tuple[Job, Reply]] = deque()
+        self.stopping = False
 
     # -- the loop ------------------------------------------------------------------------------------------
     def run(self) -> dict[int, JobReturn]:
@@ -113,12 +116,14 @@ class Dispatcher:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():
                     self._refill()
-                    arrived = self._collect()
+                    self.arrived.extend(self._collect())
                     self._refill()  # before handing results over: the workers go on meanwhile
-                    for job, reply in arrived:
-                        self._handle(job, reply)
+                    while self.arrived:
+                        self._handle(*self.arrived[0])
+                        self.arrived.popleft()
                     self.progress.refresh()
         except Interrupted as e:
+            self._take_arrived()
             if len(self.returns) < len(self.by_idx):
                 self._interrupted(e)
             else:  # every job was recorded (the signal came at the last one's line): the sweep ran whole
@@ -126,6 +131,20 @@ class Dispatcher:
         except HooksFailed as e:
             self._abort(str(e))
         return self.returns
+
+    def _take_arrived(self) -> None:
+        """A stop came while results that had come back were handed over one by one: the rest are recorded as they
+        ended (a signal or a closed output left them out of every count, recorded neither FINISHED nor KILLED)."""
+        Interrupt.ignore()  # a second signal must not cut these records short
+        self.stopping = True
+        while self.arrived:
+            job, reply = self.arrived.popleft()
+            if job.idx in self.returns:  # recorded, then its line stopped the sweep
+                continue
+            try:
+                self._handle(job, reply)
+            except Interrupted:  # its line's stream closed too: it is recorded all the same
+                pass
 
     def _busy(self) -> list[Worker]:
         return [w for w in self.pool.workers if w.jobs] if self.pool is not None else []
@@ -307,7 +326,8 @@ class Dispatcher:
             self.progress.job_done(job, ok=True, line=line or f"[FINISHED] {job.label()}", seconds=outcome.wall_s)
         else:
             self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}", seconds=outcome.wall_s)
-        self.interrupt.check()
+        if not self.stopping:
+            self.interrupt.check()
 
     def _tell(self, job: Job, outcome: Outcome) -> Optional[str]:
         """Hand one outcome to the hooks, return the first line they give; a signal waits for their writes."""
