@@ -9,9 +9,9 @@ from typing import NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
-from sweep.config.schema import Config
+from sweep.config.schema import JOB_GROUPS, Config
 from sweep.config.suggest import expected
-from sweep.paths import SWEEPS_DIR
+from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.preflight.refusal import Refusal
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -85,6 +85,36 @@ def check_repeated_keys(argv: list[str]) -> None:
         seen[key] = arg
 
 
+def options(group: str) -> list[str]:
+    """A job group's options: conf/<group>/*.yaml."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_group_choices(argv: list[str]) -> None:
+    """A job group takes one option: `method=null`, `method=[sgd,km]`, `~method` and `+method=km` would leave it
+    none or several. Hydra raised these as a ValueError's or a ConfigCompositionException's traceback, or (`~method`)
+    ran the job without the group, which failed with tracebacks after its store was made."""
+    for arg in argv:
+        if arg.startswith("-") or arg.startswith("++"):
+            continue
+        key, eq, value = arg.lstrip("+~").partition("=")
+        group = key.partition("@")[0]
+        if group not in JOB_GROUPS:
+            continue
+        why = ""
+        if arg.startswith("~"):
+            why = f"{arg} would remove {group}, and every job takes one of its options"
+        elif arg.startswith("+"):
+            why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
+        elif eq and value.strip() in ("null", "~"):
+            why = f"{arg} chooses no option of {group}, and every job takes one"
+        elif eq and value.startswith("[") and value.endswith("]"):  # (an unclosed one: Hydra's parser says)
+            sweep = f"{group}={value.strip('[]')} -m"
+            why = f"{arg} chooses several options of {group}, and a job takes one (a sweep over them: {sweep})"
+        if why:
+            raise Refusal.config_error(f"{why}: expected one of {', '.join(options(group))}")
+
+
 def check_flags(argv: list[str]) -> None:
     """A misspelt flag (`--multrun`, `-M`, `--cfg jbo`) is one line with the one meant, where Hydra's parser prints
     its usage block and a line that names none (the flags are Hydra's: its own parser reads them here)."""
@@ -110,5 +140,6 @@ def check_command(argv: list[str]) -> list[str]:
     argv = multirun_first(argv)
     check_unknown_preset(argv)
     check_repeated_keys(argv)
+    check_group_choices(argv)
     check_unused_additions(argv)
     return argv
