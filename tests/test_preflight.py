@@ -184,3 +184,21 @@ def test_a_misspelt_flag_is_one_line_with_the_flag_meant():
         refused.value.line == "--multirun and --cfg given together: one of --run, --multirun, --cfg, --info at a time"
     )
     assert check_command(["method=gf2", "-m", "x=1"]) == ["-m", "method=gf2", "x=1"]  # -m anywhere, as before
+
+
+def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
+    """A fresh prober's round of issue 43: `-m 'problem.seed=range(0,100000000)'` climbed to 9.5 GB in a minute
+    with no job started (Hydra lists every job's overrides first). Now one line, naming the keys, before Hydra."""
+    with pytest.raises(Refusal) as refused:
+        check_command(["-m", "method=sgd,km", "problem.seed=range(0,10000000000)", "problem.n_bits=8"])
+    assert refused.value.code == 2
+    assert refused.value.line.startswith(
+        "config error: the sweep has 20,000,000,000 jobs (method: 2 values x problem.seed: 10,000,000,000 values), "
+        "about 40000.0 GB of the launching process's memory before any job starts, "
+    ), refused.value.line
+    assert refused.value.line.endswith(
+        " is available: lower the values of method, problem.seed, or run the grid in parts"
+    )
+    # a grid that fits, a search's space (its trials drawn one by one), a single run: as before
+    assert check_command(["-m", "problem.seed=range(0,1000)", "method=sgd,km"])[0] == "-m"
+    assert check_command(["-m", "hydra/sweeper=optuna", "problem.seed=range(0,10000000000)"])[0] == "-m"
