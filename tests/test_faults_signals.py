@@ -167,6 +167,17 @@ def test_a_closed_output_stops_a_sweep_as_sigpipe_and_loses_nothing(store, tmp_p
         time.sleep(0.1)
     else:
         pytest.fail("a process of the sweep outlived it")
+    # a single run whose store refuses its result (an empty file: half-made), its output closed: the summary's
+    # BrokenPipeError was Hydra's warning of a failed callback, and the command exited 0 without saying the result
+    # was not recorded; now the line on stderr and exit 1, as with its output open
+    (tmp_path / "empty.db").touch()
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'empty.db'}", "SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    single = start_command(tmp_path, "method=gf2", "problem.n_bits=8", "tracker=none", env=env)
+    single.stdout.close()
+    err = single.stderr.read()
+    assert single.wait(timeout=60) == 1, err
+    assert err.startswith("sweep: result not recorded: ") and len(err.splitlines()) == 1, err
+    assert len(list((tmp_path / "spool").glob("*.json"))) == 1
 
 
 def test_sigkill_of_the_launcher_leaves_no_worker_and_the_rerun_repairs_its_runs(store, tmp_path):
