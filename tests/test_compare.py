@@ -111,6 +111,15 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
             "experiment of the store, a preset (sweeps/<name>.yaml) or a parent run id (the store's studies: "
         ), said
         assert "; experiments with a sweep: elsewhere)" in said, said
+    # --out naming a file (a fresh prober's round): the table came, then "File exists", exit 1
+    (tmp_path / "a_file").write_text("")
+    assert cmpmod.main(["elsewhere", "--no-log", "--tracking-uri", store, "--out", str(tmp_path / "a_file")]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        not out
+        and err
+        == f"sweep-compare: --out {tmp_path / 'a_file'} is a file: expected a directory (made where there is none)\n"
+    )
     assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
     assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2

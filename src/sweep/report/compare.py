@@ -198,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "metrics (table.md and table.csv always hold every column)",
     )
     a = ap.parse_args(argv)
+    if a.out is not None and a.out.exists() and not a.out.is_dir():  # (the table came, then "File exists", exit 1)
+        kind = store.special_file(a.out) or "a file"
+        print(f"{PROG}: --out {a.out} is {kind}: expected a directory (made where there is none)", file=sys.stderr)
+        return 2
     # a failed run's reason is read from its traceback artifact: MLflow drew a progress bar on stderr for each
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
