@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import statistics
+import subprocess
+import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -109,6 +111,15 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
             "experiment of the store, a preset (sweeps/<name>.yaml) or a parent run id (the store's studies: "
         ), said
         assert "; experiments with a sweep: elsewhere)" in said, said
+    # --out naming a file (a fresh prober's round): the table came, then "File exists", exit 1
+    (tmp_path / "a_file").write_text("")
+    assert cmpmod.main(["elsewhere", "--no-log", "--tracking-uri", store, "--out", str(tmp_path / "a_file")]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        not out
+        and err
+        == f"sweep-compare: --out {tmp_path / 'a_file'} is a file: expected a directory (made where there is none)\n"
+    )
     assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
     assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2
@@ -542,3 +553,36 @@ def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_pat
     assert cmpmod.main(["metrics", "--no-plot", "--no-log", "--tracking-uri", store, "--out", str(tmp_path / "o")]) == 0
     header = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("name "))
     assert header.split() == ["name", "ard", "epochs"], header  # the default's accuracy and wall_clock_s not shown
+
+
+def test_a_sweep_whose_every_run_failed_is_a_whole_title_and_no_progress_bars(tmp_path):
+    """A fresh prober's round of issue 43: a sweep whose every run failed left the table a lone `runs` column, and
+    its title wrapped to that column's width ("allf" / "ail "); reading each failure's traceback artifact drew
+    MLflow's progress bar on stderr ("Downloading artifacts: 100%|...") once a run."""
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rec = Recorder(store, "allfail")
+    parent = rec.start_parent("sweep", {"sweep.overrides": "problem.seed=1,2"})
+    failed = [failed_result(compose("method=gf2", f"problem.seed={s}", *SMALL), RuntimeError("boom")) for s in (1, 2)]
+    for r in failed:
+        rec.log(r, parent_run_id=parent)
+    rec.end_parent(parent, "FAILED", failed)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sweep.compare",
+            "allfail",
+            "--tracking-uri",
+            store,
+            "--out",
+            str(tmp_path),
+            "--no-plot",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0 and lines[1].strip() == "allfail" and lines[2].split() == ["runs"], (lines, p.stderr)
+    assert any("boom" in ln for ln in lines)
+    assert "Downloading artifacts" not in p.stderr, p.stderr

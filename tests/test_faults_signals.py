@@ -135,6 +135,51 @@ def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store,
     assert p.returncode == 0 and "skipping 2 job(s)" in p.stdout, p.stderr
 
 
+def test_a_closed_output_stops_a_sweep_as_sigpipe_and_loses_nothing(store, tmp_path):
+    """`sweep -m ... | head`: the reader of the sweep's output ends. The next [FINISHED] line was a BrokenPipeError
+    traceback, exit 1, the parent left RUNNING and the running jobs with no record. Now the sweep stops as for a
+    signal: one line, 141 (128 + SIGPIPE), every job recorded, KILLED or counted as not started, none left
+    running."""
+    exp = "closed_output"
+    proc = start_sweep(store, tmp_path, *ARGS, f"mlflow.experiment={exp}")
+    try:
+        proc.stdout.close()  # before any job's line: the first one finds its reader gone
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGPIPE, err
+    assert "Traceback" not in err, err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
+    assert line.startswith("sweep: interrupted by a closed output (SIGPIPE"), line
+    (parent,), children = runs(store, exp)
+    assert parent.info.status == "KILLED" and no_running(store, exp)
+    assert "FINISHED" in [c.info.status for c in children]
+    not_started = int(line.rpartition(", ")[2].split()[0])
+    assert len(children) + not_started == 4, (line, [c.info.status for c in children])  # none left out
+    deadline = time.monotonic() + 10  # nothing of the sweep outlives it: its session is empty
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a process of the sweep outlived it")
+    # a single run whose store refuses its result (an empty file: half-made), its output closed: the summary's
+    # BrokenPipeError was Hydra's warning of a failed callback, and the command exited 0 without saying the result
+    # was not recorded; now the line on stderr and exit 1, as with its output open
+    (tmp_path / "empty.db").touch()
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'empty.db'}", "SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    single = start_command(tmp_path, "method=gf2", "problem.n_bits=8", "tracker=none", env=env)
+    single.stdout.close()
+    err = single.stderr.read()
+    assert single.wait(timeout=60) == 1, err
+    assert err.startswith("sweep: result not recorded: ") and len(err.splitlines()) == 1, err
+    assert len(list((tmp_path / "spool").glob("*.json"))) == 1
+
+
 def test_sigkill_of_the_launcher_leaves_no_worker_and_the_rerun_repairs_its_runs(store, tmp_path):
     exp = "sigkill"
     proc = start_until_two_finished(store, tmp_path, exp)

@@ -86,6 +86,18 @@ def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
             ("method=solver", "method.path=bad.py:solve"),
             "method.path=bad.py:solve: loading bad.py raised SyntaxError: expected ':' (bad.py, line 4)",
         ),
+        # a fresh prober's round: OmegaConf's words ("field 'problem.n_bits' is not Optional", "Cannot convert
+        # 'list' to string: ...", "SparseParityConfig (DictConfig) does not support deletion") named no value
+        (
+            ("method=gf2", "problem.n_bits=null"),
+            "problem.n_bits=null is not allowed: expected an integer >= 1 (it takes no null)",
+        ),
+        (("method=gf2", "mlflow.experiment=[a,b]"), "mlflow.experiment=[a,b] is not allowed: expected a string"),
+        (
+            ("method=gf2", "~device.dtype"),
+            "~device.dtype would remove device.dtype, a field every job has: set it instead (device.dtype=<value>, "
+            "expected one of float32, float64)",
+        ),
     ):
         p = run_sweep(*args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr == f"sweep: config error: {said}\n", (args, p.stderr[-2000:])
@@ -136,6 +148,18 @@ def test_a_key_given_twice_with_two_values_is_refused_as_a_preset_given_twice_is
     )
     with pytest.raises(Refusal, match=r"^config error: tracker is given twice \(tracker=ard tracker=dmd\)"):
         check_command(["tracker=ard", "hydra/launcher=local", "tracker=dmd"])
+    # a group left with no option or several (a fresh prober's round): Hydra's ValueError or
+    # ConfigCompositionException traceback, or (~method) a job run without its method that failed after making the store
+    for argv, said in (
+        (["method=null"], "method=null chooses no option of method, and every job takes one: expected one of "),
+        (["-m", "method=[sgd,km]"], "method=[sgd,km] chooses several options of method, and a job takes one (a "),
+        (["~method"], "~method would remove method, and every job takes one of its options: expected one of "),
+        (["+tracker=none"], "+tracker=none would add a second tracker, and a job takes one: tracker=none chooses it"),
+    ):
+        with pytest.raises(Refusal) as refused:
+            check_command(argv)
+        assert refused.value.line.startswith(f"config error: {said}"), refused.value.line
+        assert refused.value.line.endswith(", sgd, sign_sgd, smt, solver") or "tracker" in argv[0]
     # a value given twice: Hydra's rule, the last wins (a wrapper's default, then the user's)
     assert check_command(["problem.n_bits=10", "problem.n_bits=11"]) == ["problem.n_bits=10", "problem.n_bits=11"]
     assert check_command(["method=gf2", "-m", "method=gf2"]) == ["-m", "method=gf2", "method=gf2"]  # (with --cfg
@@ -160,3 +184,21 @@ def test_a_misspelt_flag_is_one_line_with_the_flag_meant():
         refused.value.line == "--multirun and --cfg given together: one of --run, --multirun, --cfg, --info at a time"
     )
     assert check_command(["method=gf2", "-m", "x=1"]) == ["-m", "method=gf2", "x=1"]  # -m anywhere, as before
+
+
+def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
+    """A fresh prober's round of issue 43: `-m 'problem.seed=range(0,100000000)'` climbed to 9.5 GB in a minute
+    with no job started (Hydra lists every job's overrides first). Now one line, naming the keys, before Hydra."""
+    with pytest.raises(Refusal) as refused:
+        check_command(["-m", "method=sgd,km", "problem.seed=range(0,10000000000)", "problem.n_bits=8"])
+    assert refused.value.code == 2
+    assert refused.value.line.startswith(
+        "config error: the sweep has 20,000,000,000 jobs (method: 2 values x problem.seed: 10,000,000,000 values), "
+        "about 40000.0 GB of the launching process's memory before any job starts, "
+    ), refused.value.line
+    assert refused.value.line.endswith(
+        " is available: lower the values of method, problem.seed, or run the grid in parts"
+    )
+    # a grid that fits, a search's space (its trials drawn one by one), a single run: as before
+    assert check_command(["-m", "problem.seed=range(0,1000)", "method=sgd,km"])[0] == "-m"
+    assert check_command(["-m", "hydra/sweeper=optuna", "problem.seed=range(0,10000000000)"])[0] == "-m"

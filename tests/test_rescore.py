@@ -124,6 +124,8 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         # a prober's round of issue 43: no tracker was "tracker=? is not allowed"; a repeated key, the last silently
         ([], "name the tracker to score with, tracker=<name>: one of ard, "),
         (["tracker=dmd", "tracker=cache"], "tracker is given twice (tracker=dmd, tracker=cache): give it once"),
+        # a fresh prober's round: a key after an option was "unrecognized arguments: tracker.source=auto"
+        (["tracker=dmd", "--tracking-uri", store, "tracker.source=auto"], "tracker.source: a recorded run's trace"),
     ):
         assert main(["mixed", *args, "--tracking-uri", store]) == 2
         err = capsys.readouterr().err

@@ -708,22 +708,30 @@ def own_address() -> str:
 def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
     short = tmp_path / "pw"
     short.write_text("elevenchars")
-    for args, env, named in (
-        ([], {"SWEEP_SERVER_ADMIN_PASSWORD": "short"}, "$SWEEP_SERVER_ADMIN_PASSWORD"),
-        (["--admin-password-file", str(short)], {}, f"--admin-password-file {short}"),
+    too_short = "the admin's password is not allowed: Password must be at least 12 characters."
+    latin1, file = tmp_path / "latin1", tmp_path / "file"
+    latin1.write_bytes(b"\xe9t\xe9-password-1234")
+    file.write_text("")
+    for args, env, said in (
+        ([], {"SWEEP_SERVER_ADMIN_PASSWORD": "short"}, f"$SWEEP_SERVER_ADMIN_PASSWORD: {too_short}"),
+        (["--admin-password-file", str(short)], {}, f"--admin-password-file {short}: {too_short}"),
+        # a fresh prober's round: a file not UTF-8 and a data_dir that is a file were tracebacks (exit 1), a
+        # directory for the password's file exit 1
+        (["--admin-password-file", str(latin1)], {}, f"--admin-password-file {latin1}: not UTF-8 text (invalid"),
+        (["--admin-password-file", str(tmp_path)], {}, f"--admin-password-file {tmp_path}: Is a directory: a file "),
+        (["--data-dir", str(file)], {}, f"data_dir={file} is not allowed: it is a file: a directory (made on first"),
     ):
+        data = [] if "--data-dir" in args else ["--data-dir", str(tmp_path / "store")]
         p = subprocess.run(
-            [sys.executable, "-m", "sweep.server", "--data-dir", str(tmp_path / "store"), *args],
+            [sys.executable, "-m", "sweep.server", *data, *args],
             env={**os.environ, **env},
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert p.returncode == 2, p.stderr
-        assert p.stderr.splitlines() == [
-            f"python -m sweep.server: {named}: the admin's password is not allowed: "
-            "Password must be at least 12 characters."
-        ]
+        (line,) = p.stderr.splitlines()
+        assert line.startswith(f"python -m sweep.server: {said}") and not line.endswith(" "), line
         assert not (tmp_path / "store").exists()
 
 

@@ -146,8 +146,12 @@ def test_a_fifo_or_a_device_as_the_store_file_is_one_line_and_a_result_spooled_f
         ("sweep.compare", "demo", "--tracking-uri", fifo_uri),
         ("sweep", *GF2, f"mlflow.tracking_uri={null_uri}"),
         ("sweep.store", "migrate", "--from", null_uri, "--to", real),
+        # a fresh prober's round: a file of /proc (regular, size 0) was "half-made ... remove it", after the job
+        ("sweep.compare", "demo", "--tracking-uri", "sqlite:////proc/self/status"),
     ):
         path, kind = (fifo, "a FIFO") if fifo_uri in " ".join(args) else (Path("/dev/null"), "a character device")
+        if "/proc" in " ".join(args):
+            path, kind = Path("/proc/self/status"), "a file of the kernel's /proc"
         p = sweep(*args, env=env, cwd=tmp_path, module=module, timeout=60)
         line = one_line(p.stderr)
         assert p.returncode == 2, (module, p.stderr)
@@ -376,6 +380,15 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
         assert "(JSONDecodeError: Expecting value: line 1 column 1 (char 0)); left there" in err[0], err
         assert err[1].endswith(": not a result this command can read (no store or experiment named in it); left there")
     assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
+    # a FILE named that is no file (a fresh prober's round): a FIFO's read waited for ever; a directory or a
+    # misspelt name was "not a result this command can read ... left there", exit 1
+    os.mkfifo(tmp_path / "fifo")
+    for name, kind in (("fifo", "a FIFO"), ("spool", "a directory"), ("nope.json", "not there")):
+        assert main(["import", str(tmp_path / name), "--tracking-uri", other]) == 2, name
+        assert capsys.readouterr().err == (
+            f"sweep-spool: FILE {tmp_path / name} is {kind}: expected a result's file (`list` names the spool's)\n"
+        )
+    assert not (tmp_path / "other.db").exists()
 
 
 def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(tmp_path):

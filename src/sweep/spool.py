@@ -20,7 +20,7 @@ with starting(str(PROG)):
     from sweep.record import address
     from sweep.record.recorder import Recorder
     from sweep.record.spool import damaged, entries, import_into, last_resort_dir, spool_dir
-    from sweep.record.store import StoreError, redacted
+    from sweep.record.store import StoreError, redacted, special_file
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.tracking_uri is not None and (why := address.problem(a.tracking_uri)):
         print(f"{PROG}: --tracking-uri {redacted(a.tracking_uri)}: {why}", file=sys.stderr)
         return 2
+    for path in a.files:  # a FILE named that holds no file at all: bad input (a FIFO's read waited for ever)
+        kind = "not there" if not path.exists() else "a directory" if path.is_dir() else special_file(path)
+        if kind:
+            print(
+                f"{PROG}: FILE {path} is {kind}: expected a result's file (`list` names the spool's)", file=sys.stderr
+            )
+            return 2
     pending = entries(a.tracking_uri, a.files)
     unreadable = damaged(a.files)
     for path, why in unreadable:  # left where they are, said every time: a result in one is not lost silently

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import multiprocessing as mp
 import pickle
-import sys
 import threading
 import time
 from collections import deque
@@ -23,7 +22,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.sweep_launcher._batches import backend_units, leading, take, units
+from hydra_plugins.sweep_launcher._batches import backend_units, take, units
 from hydra_plugins.sweep_launcher._core import (
     Reply,
     Session,
@@ -38,6 +37,7 @@ from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, co
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
+from hydra_plugins.sweep_launcher._stopping import HooksFailed, Stopping
 from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.backends import Backend
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
@@ -46,11 +46,7 @@ PER_WORKER = 2  # jobs in flight per local worker
 _session_ids = itertools.count(1)
 
 
-class HooksFailed(Exception):
-    """The app's hooks raised while taking a result (its store cannot be written): the sweep stops."""
-
-
-class Dispatcher:
+class Dispatcher(Stopping):
     def __init__(
         self,
         launcher: Any,
@@ -102,6 +98,8 @@ class Dispatcher:
         slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
         self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
         self.interrupt = Interrupt(hold_after=bool(hooks))
+        # results read from the workers and not yet handed over: a stop hands them over first (`_take_arrived`)
+        self.arrived: deque[tuple[Job, Reply]] = deque()
 
     # -- the loop ------------------------------------------------------------------------------------------
     def run(self) -> dict[int, JobReturn]:
@@ -113,12 +111,14 @@ class Dispatcher:
                     self._start_remote()
                 while self.local or self.n_remote_left or self._busy():
                     self._refill()
-                    arrived = self._collect()
+                    self.arrived.extend(self._collect())
                     self._refill()  # before handing results over: the workers go on meanwhile
-                    for job, reply in arrived:
-                        self._handle(job, reply)
+                    while self.arrived:
+                        self._handle(*self.arrived[0])
+                        self.arrived.popleft()
                     self.progress.refresh()
         except Interrupted as e:
+            self._take_arrived()
             if len(self.returns) < len(self.by_idx):
                 self._interrupted(e)
             else:  # every job was recorded (the signal came at the last one's line): the sweep ran whole
@@ -361,40 +361,3 @@ class Dispatcher:
             return dumps(self._composed(job))
         finally:
             job.cfg = None  # composed again when its reply comes
-
-    # -- the end of a sweep that cannot go on ------------------------------------------------------------------
-    def _stop_all(self) -> tuple[list[Job], int]:
-        """Kill what runs; (the jobs that were running, how many never started)."""
-        Interrupt.ignore()  # a second signal must not cut the recording short
-        self.stop.set()
-        busy = self._busy()
-        running = [j for w in busy for j in leading(w.jobs)] + [j for j in self.remote if j.idx not in self.returns]
-        not_started = len(self.local) + sum(len(w.jobs) - len(leading(w.jobs)) for w in busy)
-        if self.pool is not None:
-            self.pool.close(kill=True)  # SIGKILL: nothing of a running job may go on
-        self.tally.close()
-        return running, not_started
-
-    def _interrupted(self, e: Interrupted) -> None:
-        running, not_started = self._stop_all()
-        for job in running:
-            try:
-                why = f"interrupted ({e.name})"
-                self._tell(job, Outcome("KILLED", None, reason=why, error=f"{why} while the job was running\n"))
-            except HooksFailed:
-                break
-        self.tally.killed += len(running)
-        killed = f"{len(running)} running job(s) recorded KILLED, {not_started} not started"
-        print(f"\nsweep: interrupted by {e.name}: {killed}", file=sys.stderr, flush=True)
-        for h in self.hooks:
-            h.sweep_ended("KILLED", self.tally)
-        raise SystemExit(e.exit_code)
-
-    def _abort(self, why: str) -> None:
-        running, not_started = self._stop_all()
-        print(
-            f"sweep: stopped: {why} ({len(running)} running job(s) killed, {not_started} not started)",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(1)

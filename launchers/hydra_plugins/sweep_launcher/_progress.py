@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
+from hydra_plugins.sweep_launcher._signals import output_closed
+
 
 def duration(seconds: float) -> str:
     """53s, 4m05s, 2h07m: short enough for a progress line."""
@@ -112,9 +114,7 @@ class Progress:
             self.done += 1
         else:
             self.failed += 1
-        out = sys.stdout if ok else sys.stderr  # above the bar on a terminal
-        out.write(line + "\n")  # one write: the workers share the stream (print may write text and newline apart)
-        out.flush()
+        _say(line, sys.stdout if ok else sys.stderr)  # (stdout: above the bar on a terminal)
         self.refresh()
 
     def n_running(self) -> int:
@@ -171,8 +171,14 @@ class Progress:
         _say(self._printed)
 
 
-def _say(line: str) -> None:
-    """`line` and its newline on stderr in one write: print writes them apart, and a signal's handler, which runs
-    between the two, printed its own line after the text and before the newline (`... ETA 0ssweep: interrupted`)."""
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+def _say(line: str, out: Any = None) -> None:
+    """`line` and its newline (on stderr by default) in one write: print writes them apart, a signal's handler,
+    which runs between the two, printed its own line after the text and before the newline (`... ETA
+    0ssweep: interrupted`), and the workers share the stream. Its reader gone (`| head`), the sweep stops as for
+    SIGPIPE (`output_closed`), where the BrokenPipeError's traceback left the parent run RUNNING."""
+    out = sys.stderr if out is None else out
+    try:
+        out.write(line + "\n")
+        out.flush()
+    except BrokenPipeError:
+        raise output_closed() from None

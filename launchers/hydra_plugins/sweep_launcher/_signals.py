@@ -8,10 +8,15 @@ where the process is, and the launcher ends the sweep before any job starts; a s
 there (Python prints "Exception ignored in ..." for an exception raised inside a weakref callback or `__del__`)
 is still noted, and acted on at the next step (`check_pending`). After the loop (`hold`: the workers stopped, the
 app's records closed) it waits: the sweep ends as it would have, then the command stops with the signal's exit
-code (`exit_if_signalled`)."""
+code (`exit_if_signalled`).
+
+A closed output (`sweep -m ... | head`: the reader of stdout or stderr ended) stops a sweep as SIGPIPE stops a
+shell's writer, the same way as the three signals (`output_closed`): exit 141, nothing lost, no traceback."""
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import sys
 import threading
@@ -19,7 +24,12 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+NAMES = {
+    signal.SIGINT: "Ctrl-C",
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "SIGHUP",
+    signal.SIGPIPE: "a closed output (SIGPIPE: the reader of its output ended)",
+}
 _pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
 _before_hold: dict[int, Any] = {}  # the handlers `hold` replaced, put back by `exit_if_signalled`
 _recorded: list[str] = []  # once the sweep is recorded: where a signal from then on comes (`Interrupted.line`)
@@ -87,6 +97,32 @@ class Interrupt:
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
+
+
+def _reader_gone(fd: int) -> bool:
+    """The pipe that `fd` writes into has no reader left (poll says POLLERR; a file or a terminal never does)."""
+    try:
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def output_closed() -> Interrupted:
+    """A write found its reader gone (BrokenPipeError): the command stops as for SIGPIPE, which Python ignores.
+    Each stream whose reader is gone (stdout; stderr too under `2>&1 | head`) writes to /dev/null from here, so
+    the lines that stop the sweep and close its records cannot fail the same way half-way."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # replaced by a test's capture, or closed
+            continue
+        if _reader_gone(fd):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+    return Interrupted(signal.SIGPIPE)
 
 
 def _note(signum: int) -> None:

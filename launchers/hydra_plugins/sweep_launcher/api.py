@@ -10,7 +10,7 @@ launcher's own and may change.
     command lines    command, this_command (hints that work pasted into the user's shell), prog (the name a
                      command's one-line messages begin with: the one the user typed)
     signals          listen, check_pending, as_interrupted, starting (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
-                     wherever they come, the launcher's own handling included)
+                     wherever they come, the launcher's own handling included); output_closed (a write's reader gone)
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
 
@@ -44,6 +44,7 @@ _HOME = {
     "check_pending": "_signals",
     "as_interrupted": "_signals",
     "starting": "_signals",
+    "output_closed": "_signals",
     "SweepLauncherConf": "config",
 }
 _MODULES = ("timer",)

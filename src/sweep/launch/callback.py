@@ -31,7 +31,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from hydra_plugins.sweep_launcher.api import Namer, Tally, this_command
+from hydra_plugins.sweep_launcher.api import Namer, Tally, output_closed, this_command
 from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks, running_elsewhere
@@ -134,6 +134,16 @@ def _drop_holder(recorder: Any, holder: str) -> None:
         claims.drop(recorder, holder)
     except Exception as e:  # noqa: BLE001 - at exit: one line; the next sweep marks the holder KILLED
         print(f"sweep: the single run's claim (run {holder}) not released: {e}", file=sys.stderr, flush=True)
+
+
+def _say(line: str, stream: Any = None) -> None:
+    """`line` on stdout (or `stream`); its reader gone (`sweep ... | head -0`), what the command says from then on
+    goes to /dev/null and the command goes on: the run is recorded, or kept and said not to be with exit 1 (the
+    BrokenPipeError was Hydra's warning of a failed callback, and a result not recorded then exited 0)."""
+    try:
+        print(line, file=stream or sys.stdout, flush=True)
+    except BrokenPipeError:
+        output_closed()
 
 
 class MLflowCallback(Callback):
@@ -259,16 +269,16 @@ class MLflowCallback(Callback):
                 raise StoreError(uri, f"{cause}; {where}") from None
             self.session.write(config, result, run_name, tags)
         except StoreError as e:
-            print(result.summary(run_name), flush=True)
-            print(f"sweep: result not recorded: {e}", file=sys.stderr, flush=True)
+            _say(result.summary(run_name))
+            _say(f"sweep: result not recorded: {e}", sys.stderr)
             self.session.unrecorded += 1
             if str(OmegaConf.select(config, "hydra.mode", default="")) != str(RunMode.MULTIRUN):
                 sys.exit(1)
             return
-        print(result.summary(run_name), file=sys.stdout if result.status == "FINISHED" else sys.stderr, flush=True)
+        _say(result.summary(run_name), sys.stdout if result.status == "FINISHED" else sys.stderr)
         recorder = self.session.recorder
         if tags is None and recorder is not None and result.run_id:  # a single run: where it went, how to look
-            print(recorded_line(recorder.tracking_uri, config.mlflow.experiment, recorder.experiment_id, result.run_id))
+            _say(recorded_line(recorder.tracking_uri, config.mlflow.experiment, recorder.experiment_id, result.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.hooks.tally is not None:  # the project's launcher drove the hooks: they close the sweep

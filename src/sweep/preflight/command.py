@@ -4,14 +4,17 @@ fail, and every hint the project prints appends an override to the command)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
-from sweep.config.schema import Config
+from sweep.config.memory import check_grid
+from sweep.config.schema import JOB_GROUPS, Config
 from sweep.config.suggest import expected
-from sweep.paths import SWEEPS_DIR
+from sweep.errors import ConfigError
+from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.preflight.refusal import Refusal
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -85,6 +88,66 @@ def check_repeated_keys(argv: list[str]) -> None:
         seen[key] = arg
 
 
+def options(group: str) -> list[str]:
+    """A job group's options: conf/<group>/*.yaml."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_group_choices(argv: list[str]) -> None:
+    """A job group takes one option: `method=null`, `method=[sgd,km]`, `~method` and `+method=km` would leave it
+    none or several. Hydra raised these as a ValueError's or a ConfigCompositionException's traceback, or (`~method`)
+    ran the job without the group, which failed with tracebacks after its store was made."""
+    for arg in argv:
+        if arg.startswith("-") or arg.startswith("++"):
+            continue
+        key, eq, value = arg.lstrip("+~").partition("=")
+        group = key.partition("@")[0]
+        if group not in JOB_GROUPS:
+            continue
+        why = ""
+        if arg.startswith("~"):
+            why = f"{arg} would remove {group}, and every job takes one of its options"
+        elif arg.startswith("+"):
+            why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
+        elif eq and value.strip() in ("null", "~"):
+            why = f"{arg} chooses no option of {group}, and every job takes one"
+        elif eq and value.startswith("[") and value.endswith("]"):  # (an unclosed one: Hydra's parser says)
+            sweep = f"{group}={value.strip('[]')} -m"
+            why = f"{arg} chooses several options of {group}, and a job takes one (a sweep over them: {sweep})"
+        if why:
+            raise Refusal.config_error(f"{why}: expected one of {', '.join(options(group))}")
+
+
+def check_grid_size(argv: list[str]) -> None:
+    """A sweep's grid whose jobs would not fit in memory before the first starts (`'problem.seed=range(0,10**8)'`):
+    refused before Hydra lists them (sweep.config.memory.check_grid). Only the basic sweeper's grid: a search
+    (hydra/sweeper=optuna) draws its trials one by one."""
+    if argv[:1] not in (["-m"], ["--multirun"]) or any(a.startswith("hydra/sweeper=") for a in argv):
+        return
+    swept = [a for a in argv if not a.startswith("-") and ("," in a or "range(" in a)]
+    if not swept:
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - a sweep's only
+    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep  # noqa: PLC0415 - (Hydra's own parser)
+    from hydra.errors import HydraException  # noqa: PLC0415
+
+    try:
+        overrides = OverridesParser.create().parse_overrides(swept)
+    except HydraException:
+        return  # a line Hydra cannot read: its own refusal says why (sweep.preflight.composition)
+    values: dict[str, int] = {}
+    for o in overrides:
+        v = o.value() if o.is_sweep_override() else None
+        if isinstance(v, ChoiceSweep):
+            values[o.key_or_group] = len(v.list)
+        elif isinstance(v, RangeSweep) and v.step:
+            values[o.key_or_group] = max(0, math.ceil((v.stop - v.start) / v.step))
+    try:
+        check_grid(values)
+    except ConfigError as e:
+        raise Refusal.config_error(str(e)) from None
+
+
 def check_flags(argv: list[str]) -> None:
     """A misspelt flag (`--multrun`, `-M`, `--cfg jbo`) is one line with the one meant, where Hydra's parser prints
     its usage block and a line that names none (the flags are Hydra's: its own parser reads them here)."""
@@ -110,5 +173,7 @@ def check_command(argv: list[str]) -> list[str]:
     argv = multirun_first(argv)
     check_unknown_preset(argv)
     check_repeated_keys(argv)
+    check_group_choices(argv)
+    check_grid_size(argv)
     check_unused_additions(argv)
     return argv

@@ -29,7 +29,7 @@ from omegaconf.errors import (
 
 from hydra_plugins.sweep_launcher import api
 from hydra_plugins.sweep_launcher.api import this_command
-from sweep.config.schema import JOB_GROUPS, SCHEMAS
+from sweep.config.schema import JOB_GROUPS, SCHEMAS, DeviceConfig
 from sweep.config.suggest import expected
 from sweep.preflight.refusal import Refusal
 
@@ -162,16 +162,52 @@ def _option(node: str, schema: type) -> tuple[str, list[str]]:
 
 
 def wrong_type(message: str, cause: ValidationError) -> Refusal:
-    """`method.hidden=abc`: the value does not convert to the field's type."""
+    """`method.hidden=abc`: the value does not convert to the field's type. Also a null (`problem.n_bits=null`) or
+    a list or mapping (`mlflow.experiment=[a,b]`) for a field that takes neither, and `~problem.n_bits`, which
+    would remove a field of the schema: OmegaConf's words for these ("field 'problem.n_bits' is not Optional",
+    "Cannot convert 'list' to string", "... does not support deletion") named no allowed value."""
+    override = message.partition("Error merging override ")[2]
+    if override.startswith("~") and "does not support deletion" in str(cause.msg):
+        return Refusal.config_error(
+            f"{override} would remove {cause.full_key}, a field every job has: set it instead "
+            f"({cause.full_key}=<value>, expected {_takes(cause) or 'a value of its type'})"
+        )
     value = message.partition("=")[2] if message.startswith("Error merging override") else "?"
     m = re.search(r"could not be converted to (\w+)|is not a valid (bool)\b", str(cause.msg))
     name = m and (m.group(1) or "Boolean")  # (OmegaConf words a boolean's error apart)
     allowed = TYPES.get(name, name) if name else str(cause.msg).splitlines()[0]
+    if re.match(r"field '[^']+' is not Optional|Cannot convert '(list|dict)' to string", str(cause.msg)):
+        allowed = _takes(cause) or allowed
+        allowed += " (it takes no null)" if value == "null" else ""
     if "is not a ListConfig" in str(cause.msg):  # (OmegaConf's words for a list field given a single value)
         allowed = f"a list, written {cause.full_key}=[{','.join(map(str, _default(cause) or ['...']))}]"
     if "to Dict[" in str(cause.msg) or "merge DictConfig with" in str(cause.msg):  # a mapping given one value, a list
         allowed = f"a mapping, set key by key: +{cause.full_key}.<key>=<value>"
     return Refusal.config_error(f"{cause.full_key}={value} is not allowed: expected {allowed}")
+
+
+def _takes(cause: OmegaConfBaseException) -> Optional[str]:
+    """What the field `cause` names takes: its value rule's words, where the class that owns it declares one
+    (sweep.config.fields), else its type's (None: neither is known)."""
+    from hydra.utils import get_class  # noqa: PLC0415 - Hydra's: imported by then
+
+    from sweep.config.check import DEVICE_RULES  # noqa: PLC0415 - the check's modules: only for this refusal
+
+    schema, key = cause.object_type, str(cause.full_key)
+    source = getattr(schema, "source_class", None)
+    rules = DEVICE_RULES if schema is DeviceConfig else getattr(get_class(source), "field_rules", ()) if source else ()
+    rule = next((r for r in rules if r.field == key), None)
+    if rule is not None:
+        return rule.allowed
+    if not dataclasses.is_dataclass(schema):
+        return None
+    f = next((f for f in dataclasses.fields(schema) if f.name == key.rpartition(".")[2]), None)
+    kind = str(f.type if f is None or isinstance(f.type, str) else getattr(f.type, "__name__", ""))
+    if kind.startswith(("list", "List")):
+        return f"a list, written {key}=[{','.join(map(str, _default(cause) or ['...']))}]"
+    if kind.startswith(("dict", "Dict")):
+        return f"a mapping, set key by key: +{key}.<key>=<value>"
+    return {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}.get(kind)
 
 
 def _default(cause: ValidationError) -> Optional[list]:

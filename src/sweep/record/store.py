@@ -124,7 +124,17 @@ def special_file(path: Path) -> Optional[str]:
         return None
     kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
     kinds += ((stat.S_ISSOCK, "a socket"),)
-    return next((name for test, name in kinds if test(mode)), None)
+    if kind := next((name for test, name in kinds if test(mode)), None):
+        return kind
+    # /proc/self/status: a regular file of size 0, called "half-made ... remove it" (the kernel's, not a store)
+    return next((f"a file of the kernel's {fs}" for fs in ("/proc", "/sys") if _same_fs(path, fs)), None)
+
+
+def _same_fs(path: Path, mount: str) -> bool:
+    try:
+        return path.stat().st_dev == os.stat(mount).st_dev
+    except OSError:
+        return False
 
 
 def check(uri: str, write: bool) -> None:

@@ -9,6 +9,7 @@ grouped by), prints mean ± std per group, draws the plot that fits the study (`
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -197,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "metrics (table.md and table.csv always hold every column)",
     )
     a = ap.parse_args(argv)
+    if a.out is not None and a.out.exists() and not a.out.is_dir():  # (the table came, then "File exists", exit 1)
+        kind = store.special_file(a.out) or "a file"
+        print(f"{PROG}: --out {a.out} is {kind}: expected a directory (made where there is none)", file=sys.stderr)
+        return 2
+    # a failed run's reason is read from its traceback artifact: MLflow drew a progress bar on stderr for each
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         cmp, files = compare(a.ref, a.tracking_uri, a.out, log=not a.no_log, plot=not a.no_plot)
     except LookupError as e:  # a study or run not in the store (a misspelling): bad input, as sweep's and rescore's

@@ -173,7 +173,16 @@ class Comparison:
             *(["runs"] if runs else []),
             *(c.split(" ", 1)[1].replace(" ", "\n") if c in self.relative else c for c in columns),
         ]
-        t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        # at least as wide as its title: a sweep whose every run failed has a lone `runs` column, and its title
+        # ("allfail") wrapped to that column's four characters ("allf" / "ail")
+        t = Table(
+            title=title,
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+            min_width=len(title),
+        )
         for i, h in enumerate(heads):
             width = max((len(b[i]) for b in body), default=0)
             t.add_column(_header(h, width), justify="left" if i < len(self.keys) else "right", no_wrap=True)

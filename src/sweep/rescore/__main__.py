@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
     )
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)  # runs, tracker=... and options in any order (sweep takes them so)
     refs = [x for x in a.args if "=" not in x]
     overrides = [x for x in a.args if "=" in x]
     from sweep.job import build  # noqa: PLC0415 - after --help: Hydra, the trackers

@@ -58,12 +58,15 @@ def parse(argv: Optional[Sequence[str]]) -> tuple[ServerConfig, Optional[Path]]:
 def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[str], Optional[Path]]:
     """The admin's password and, when this command made it, where it is kept."""
     if path is not None:
+        # the user's own file: what it cannot give is bad input, exit 2 (a file not UTF-8 was a traceback)
         try:
             text = path.read_text().strip()
         except OSError as e:
-            raise ServerError(f"--admin-password-file {path}: {e.strerror}") from None
+            raise BadSetting(f"--admin-password-file {path}: {e.strerror}: a file holding the password") from None
+        except UnicodeDecodeError as e:
+            raise BadSetting(f"--admin-password-file {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         if not text:
-            raise ServerError(f"--admin-password-file {path}: the file is empty")
+            raise BadSetting(f"--admin-password-file {path}: the file is empty")
         return _valid(text, f"--admin-password-file {path}"), None
     if os.environ.get(ADMIN_PASSWORD_ENV):
         return _valid(os.environ[ADMIN_PASSWORD_ENV], f"${ADMIN_PASSWORD_ENV}"), None

@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from sweep.record.store import special_file
 from sweep.server import keys, postgres, tracking
 from sweep.server.config import PERMISSIONS, ServerConfig
 from sweep.server.postgres import ServerError
@@ -50,6 +51,9 @@ def check(cfg: ServerConfig) -> None:
         raise BadSetting(f"auth_cache_s={cfg.auth_cache_s} is not allowed: a number of seconds >= 0")
     if cfg.port == cfg.db_port:  # PostgreSQL took it, then the tracking server ended at start (its log says why)
         raise BadSetting(f"port={cfg.port} and db_port={cfg.db_port} are one port: give the two servers two ports")
+    if cfg.data_dir.exists() and not cfg.data_dir.is_dir():  # (it was NotADirectoryError's traceback at its mkdir)
+        kind = special_file(cfg.data_dir) or "a file"
+        raise BadSetting(f"data_dir={cfg.data_dir} is not allowed: it is {kind}: a directory (made on first use)")
     try:
         socket.getaddrinfo(cfg.host, cfg.port, type=socket.SOCK_STREAM)
     except OSError as e:  # was "cannot listen ... choose another port"
@@ -66,8 +70,11 @@ def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float =
     for host, port in (("127.0.0.1", cfg.db_port), (cfg.host, cfg.port)):
         if why := port_taken(host, port):
             raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port")
-    cfg.data_dir.mkdir(parents=True, exist_ok=True)
-    (cfg.data_dir / "artifacts").mkdir(exist_ok=True)
+    try:
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        (cfg.data_dir / "artifacts").mkdir(exist_ok=True)
+    except OSError as e:  # (--data-dir /proc/x was FileNotFoundError's traceback)
+        raise BadSetting(f"data_dir={cfg.data_dir}: cannot make it ({e.strerror}): a directory you can write") from None
     owner = postgres.Owner.choose(cfg.run_as)
     password = keys.kept_secret(cfg.data_dir, "db-password")
     pgdata = cfg.data_dir / "postgres"
