@@ -130,7 +130,7 @@ def run_plain_app(tmp_path: Path, app: str, *overrides: str) -> subprocess.Compl
 _composer: list[Any] = []
 
 
-def compose(*overrides: str, hydra_section: bool = False):
+def compose(*overrides: str, hydra_section: bool = False, _again: bool = True):
     """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked: composed through
     Hydra's API, as it holds the working directory and the time)."""
     if hydra_section:
@@ -159,8 +159,13 @@ def compose(*overrides: str, hydra_section: bool = False):
     master, fast = _composer
     try:
         cfg = fast.take(master, list(overrides))[0]  # a config of its own (unpickled from the template)
-    except pickle.PicklingError:  # a new template after a test ran Hydra's plugin scan again in this worker: the
-        return _compose(overrides, hydra_section=False)  # launcher's config classes re-made, which pickle refuses
+    except pickle.PicklingError:
+        # a test ran Hydra's plugin scan again in this worker: the launcher's config classes were re-made, and a
+        # new template of the old master cannot be pickled. A composer made afresh holds the new classes.
+        _composer.clear()
+        if _again:
+            return compose(*overrides, _again=False)
+        return _compose(overrides, hydra_section=False)
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
