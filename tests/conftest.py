@@ -130,7 +130,7 @@ def run_plain_app(tmp_path: Path, app: str, *overrides: str) -> subprocess.Compl
 _composer: list[Any] = []
 
 
-def compose(*overrides: str, hydra_section: bool = False, _again: bool = True):
+def compose(*overrides: str, hydra_section: bool = False):
     """The job config `python -m sweep OVERRIDES` would run (with its hydra section if asked: composed through
     Hydra's API, as it holds the working directory and the time)."""
     if hydra_section:
@@ -140,35 +140,40 @@ def compose(*overrides: str, hydra_section: bool = False, _again: bool = True):
     from sweep.config.schema import register_configs
 
     register_configs()  # a test may have put Hydra's ConfigStore back to before it had the schemas
-    if not _composer:
-        from hydra import initialize_config_dir
-        from hydra.core.global_hydra import GlobalHydra
-        from hydra.types import RunMode
-        from hydra.version import VersionBase
-
-        from hydra_plugins.sweep_launcher._fast.compose import FastComposer
-        from sweep.paths import CONF_DIR
-
-        saved = VersionBase.instance().getbase()
+    for _ in range(2):
+        if not _composer:
+            _composer.extend(_made_composer())
+        master, fast = _composer
         try:
-            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                loader = GlobalHydra.instance().config_loader()
-                _composer.extend([loader.load_configuration("config", [], RunMode.MULTIRUN), FastComposer(loader)])
-        finally:
-            VersionBase.instance().version_base = saved
-    master, fast = _composer
+            cfg = fast.take(master, list(overrides))[0]  # a config of its own (unpickled from the template)
+        except pickle.PicklingError:
+            # a test ran Hydra's plugin scan again in this worker: the launcher's config classes were re-made, and
+            # a new template of the old master cannot be pickled. A composer made afresh holds the new classes.
+            _composer.clear()
+            continue
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return cfg
+    return _compose(overrides, hydra_section=False)
+
+
+def _made_composer() -> tuple[Any, Any]:
+    """(the multirun master config with no overrides, the launcher's FastComposer over Hydra's loader)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from hydra.version import VersionBase
+
+    from hydra_plugins.sweep_launcher._fast.compose import FastComposer
+    from sweep.paths import CONF_DIR
+
+    saved = VersionBase.instance().getbase()  # initialize_config_dir sets Hydra's process-global version base
     try:
-        cfg = fast.take(master, list(overrides))[0]  # a config of its own (unpickled from the template)
-    except pickle.PicklingError:
-        # a test ran Hydra's plugin scan again in this worker: the launcher's config classes were re-made, and a
-        # new template of the old master cannot be pickled. A composer made afresh holds the new classes.
-        _composer.clear()
-        if _again:
-            return compose(*overrides, _again=False)
-        return _compose(overrides, hydra_section=False)
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            loader = GlobalHydra.instance().config_loader()
+            return loader.load_configuration("config", [], RunMode.MULTIRUN), FastComposer(loader)
+    finally:
+        VersionBase.instance().version_base = saved
 
 
 def _compose(overrides: tuple[str, ...], hydra_section: bool):
