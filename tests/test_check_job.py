@@ -180,6 +180,12 @@ LM = ("problem=chars", "device=torch_cpu")
             "method.max_epochs=1000000000, or bound",
         ),
         (("method=curriculum", "method.max_epochs=1000000000"), "more than a day", "method.max_epochs=1000000000, or"),
+        # a tile's step in Python, whatever its arithmetic (a prober's round: 40+ s, then killed): 3.2e6 a epoch
+        (
+            ("variant=tiled", "variant.tile_size=1", "method.hidden=100000", "method.max_epochs=10000"),
+            "(10,000 x 3,200,000 steps in Python",
+            "method.max_epochs=10000, method.hidden=100000, or bound",
+        ),
         (("method=sgd", "problem.n_train=100000000000"), "of memory (", "problem.n_train=100000000000"),
         # the test set's hidden layer is the same array as the train set's: n_test named, not the defaults beside it
         (("method=sgd", "problem.n_test=2000000000"), "of memory (activations", "problem.n_test=2000000000"),
@@ -215,6 +221,11 @@ def test_the_shipped_sizes_and_a_time_limit_that_allows_them_pass_the_estimate()
     # stops the run, the launcher's or the method's own budget
     check_job(compose("method=sgd", "method.max_epochs=100000000"), available=lambda: 16e9)
     check_job(compose("method=sgd", "method.max_epochs=1000000000"), available=lambda: 16e9, time_limit_s=3600)
+    # the preset's smallest tile at its widest W1 passes; one epoch of 100,000 tiles a batch does not fit 10 s
+    check_job(compose("variant=tiled", "variant.tile_size=1", "method.hidden=1000"), available=lambda: 16e9)
+    tiles = ("variant=tiled", "variant.tile_size=1", "method.hidden=100000")
+    with pytest.raises(ConfigError, match=r"needs at least .* \(3,200,000 steps in Python 8\.0e\+11\), about 16 s"):
+        check_job(compose(*tiles), available=lambda: 16e9, time_limit_s=10)
 
 
 def test_a_run_is_checked_where_it_runs_against_the_limit_its_launcher_holds_it_to():

@@ -276,7 +276,7 @@ def test_compare_reads_a_read_only_store_and_never_creates_one(open_dir, tmp_pat
     p = sweep(
         "demo", "--tracking-uri", f"sqlite:///{empty / 'mlflow.db'}", env={}, cwd=tmp_path, module="sweep.compare"
     )
-    assert p.returncode == 1 and "no store there" in one_line(p.stderr)
+    assert p.returncode == 2 and "no store there" in one_line(p.stderr)
     assert list(empty.iterdir()) == []
 
 

@@ -101,14 +101,22 @@ def no_running(store: str, experiment: str) -> bool:
     )
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+SAID = {signal.SIGINT: "Ctrl-C", signal.SIGQUIT: "Ctrl-\\ (SIGQUIT)"}  # how the stop line names a signal
+FROM_TERMINAL = (signal.SIGINT, signal.SIGQUIT)  # a terminal sends these to its whole foreground process group
+
+
+@pytest.mark.parametrize(
+    "sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGQUIT, 131)]
+)
 def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store, tmp_path, sig, code):
+    """And Ctrl-\\ (SIGQUIT, a prober's round of issue 43): it dumped the launcher's core and the workers' (their
+    jobs left RUNNING); now it stops the sweep as Ctrl-C does, and the workers leave it to the launcher."""
     exp = f"term_{sig.name}"
     proc = start_until_two_finished(store, tmp_path, exp)
     try:
         workers = children_of(proc.pid)
         assert len(workers) == 2
-        if sig == signal.SIGINT:  # a terminal's Ctrl-C: the whole foreground process group, workers included
+        if sig in FROM_TERMINAL:  # a terminal's Ctrl-C or Ctrl-\\: the whole foreground group, workers included
             os.killpg(proc.pid, sig)
         else:  # the launcher alone, as `kill`, a scheduler or a container stop does
             os.kill(proc.pid, sig)
@@ -119,7 +127,7 @@ def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store,
     assert proc.returncode == code, err
     journal_folded(store)  # the interrupted sweep's -wal folded into the store file as it ended
     lines = [ln for ln in err.splitlines() if ln.startswith("sweep: interrupted")]
-    said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+    said = SAID.get(sig, sig.name)
     assert lines == [f"sweep: interrupted by {said}: 2 running job(s) recorded KILLED, 0 not started"], err
     assert "Traceback" not in err
     assert_gone(workers)
@@ -282,8 +290,9 @@ def _interrupted_lines(err: str) -> list[str]:
     [
         (signal.SIGTERM, False, ("method=gf2",)),
         (signal.SIGINT, True, ("method=sgd", "method.max_epochs=2", "hydra.launcher.batch=8")),
+        (signal.SIGQUIT, True, ("method=gf2",)),  # a prober's round: the parent was left RUNNING
     ],
-    ids=["SIGTERM", "Ctrl-C-batched"],
+    ids=["SIGTERM", "Ctrl-C-batched", "Ctrl-backslash"],
 )
 def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_totals(store, tmp_path, sig, group, args):
     """Case 4 of issue 35. The signal comes as the last job's `[FINISHED]` line appears: the workers are being
@@ -314,7 +323,7 @@ def test_a_signal_after_the_last_job_still_closes_the_parent_with_the_sweeps_tot
         if proc.returncode == 0:  # the command had closed the sweep before the signal came
             continue
         assert proc.returncode == 128 + sig, err
-        said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+        said = SAID.get(sig, sig.name)
         assert _interrupted_lines(err) == [
             f"sweep: interrupted by {said} after the last job: the sweep is recorded as it ended"
         ], err

@@ -169,3 +169,24 @@ def test_a_bad_route_is_refused_in_one_line_before_any_job(store, tmp_path):
     ]
     assert "[FINISHED]" not in p.stdout
     assert MlflowClient(store).get_experiment_by_name("bad_route") is None
+
+
+def test_a_long_check_pass_says_how_far_it_is_at_each_tenth(monkeypatch, capsys):
+    """A prober's round of issue 43: a 1M-job grid spent 90 s checking its jobs before the first started, saying
+    nothing. A pass over at least PACE_MIN_JOBS that lasts PACE_AFTER_S says how far it is at each tenth, on
+    stderr; a short one (under the time, or a small grid) says nothing."""
+    from hydra_plugins.sweep_launcher import _launch
+
+    now = [100.0]
+    monkeypatch.setattr(_launch.time, "monotonic", lambda: now[0])
+    pace = _launch.Pace(2000)
+    for done in range(1, 2001):
+        now[0] += 0.003  # 6 s in all: silent for its first 2 s
+        pace(done)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "sweep: checked 800 of 2,000 job(s) (40%, 2 s); none starts before all are", lines
+    assert [ln.split()[2] for ln in lines] == ["800", "1,000", "1,200", "1,400", "1,600", "1,800", "2,000"]
+    small = _launch.Pace(999)
+    now[0] += 60
+    small(999)
+    assert capsys.readouterr().err == ""

@@ -160,6 +160,31 @@ def test_a_key_given_twice_with_two_values_is_refused_as_a_preset_given_twice_is
             check_command(argv)
         assert refused.value.line.startswith(f"config error: {said}"), refused.value.line
         assert refused.value.line.endswith(", sgd, sign_sgd, smt, solver") or "tracker" in argv[0]
+    # Hydra's own groups and the presets' (a sixth prober's round): `hydra/launcher=null` was Hydra's ValueError
+    # traceback, `~hydra/launcher` a FAILED run with a garbled error, `+sweeps=x` a ConfigCompositionException,
+    # `sweeps=[tiled_w1]` ran the preset with hints naming a study '[tiled_w1]', `method=[]` "method= chooses it"
+    launchers = "expected one of basic, local, modal, submitit_local, submitit_slurm, sweep"
+    for argv, said in (
+        (
+            ["hydra/launcher=null"],
+            f"hydra/launcher=null chooses no option of hydra/launcher, and every job takes one: {launchers}",
+        ),
+        (["~hydra/launcher"], "~hydra/launcher would remove hydra/launcher, and every job takes one of its options: "),
+        (["hydra/job_logging=null"], "hydra/job_logging=null chooses no option of hydra/job_logging, and every job "),
+        (["+sweeps=tiled_w1"], "+sweeps=tiled_w1: a preset is chosen, not added: sweeps=tiled_w1 chooses it: "),
+        (["sweeps=[tiled_w1]"], "sweeps=[tiled_w1] is a list, and sweeps takes one option: sweeps=tiled_w1 chooses it"),
+        (
+            ["sweeps=[tiled_w1,sign_vs_sgd]"],
+            "sweeps=[tiled_w1,sign_vs_sgd] names 2 presets: each is a sweep of its own",
+        ),
+        (["sweeps=[]"], "sweeps=[] names no preset: leave sweeps out"),
+        (["method=[]"], "method=[] chooses no option of method, and every job takes one: expected one of bigram, "),
+    ):
+        with pytest.raises(Refusal) as refused:
+            check_command(argv)
+        assert refused.value.line.startswith(f"config error: {said}"), refused.value.line
+        assert len(refused.value.line.splitlines()) == 1
+    assert check_command(["~sweeps"]) == ["~sweeps"]  # no preset, as leaving it out
     # a value given twice: Hydra's rule, the last wins (a wrapper's default, then the user's)
     assert check_command(["problem.n_bits=10", "problem.n_bits=11"]) == ["problem.n_bits=10", "problem.n_bits=11"]
     assert check_command(["method=gf2", "-m", "method=gf2"]) == ["-m", "method=gf2", "method=gf2"]  # (with --cfg

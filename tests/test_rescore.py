@@ -136,7 +136,7 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
     for uri, code, said in (
         ("sqlite://", 2, "an in-memory SQLite store keeps nothing"),
         (f"file://{tmp_path}", 2, "a directory or file: address (MLflow's file store"),
-        (f"sqlite:///{missing}", 1, "no store there (nothing has been recorded into it)"),
+        (f"sqlite:///{missing}", 2, "no store there (nothing has been recorded into it)"),
     ):
         assert main(["mixed", "tracker=dmd", "--tracking-uri", uri]) == code
         err = capsys.readouterr().err
@@ -254,3 +254,44 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
     assert compare_main.main(["two", "--tracking-uri", store]) == 130
     err = capsys.readouterr().err
     assert err == "sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again\n", err
+
+
+def test_a_closed_output_ends_each_command_silently_with_141(store, capsys, monkeypatch, tmp_path):
+    """A prober's round of issue 43: `sweep-compare X | head -1` exited 1, silently (rich's answer to a closed
+    output), which says the command failed; `sweep-rescore ... | head -1` said the store failed ("store ...: [Errno
+    32] Broken pipe", exit 1); `sweep-spool list | head` and `sweep --help | head` were BrokenPipeError tracebacks.
+    Each now ends as a shell's writer that SIGPIPE ended, as `git log | head` does: 141, and only rescore (which
+    writes) says on stderr what it had scored. The reader's end is closed before the command writes."""
+    from sweep import spool  # noqa: PLC0415
+    from sweep.compare import __main__ as compare_main  # noqa: PLC0415
+    from tests.conftest import record_small_sweep  # noqa: PLC0415
+
+    rec, parent, results = record_small_sweep(store, "piped", "s1", "tracker=ard", "problem.n_bits=12")
+    rec.end_parent(parent, "FINISHED", results)
+
+    def closed_stdout() -> None:
+        r, w = os.pipe()
+        os.close(r)
+        monkeypatch.setattr(sys, "stdout", os.fdopen(w, "w", buffering=1))
+
+    closed_stdout()
+    assert compare_main.main(["piped", "--tracking-uri", store, "--no-log", "--out", str(tmp_path / "c")]) == 141
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "c" / "table.md").is_file()  # written before the table was shown
+    closed_stdout()
+    assert main(["piped", "tracker=dmd", "--tracking-uri", store]) == 141
+    err = capsys.readouterr().err
+    assert err == (
+        "sweep-rescore: interrupted by a closed output (SIGPIPE: the reader of its output ended): 1 run(s) scored "
+        "before; run it again to score all\n"
+    ), err
+    closed_stdout()
+    monkeypatch.setenv("SWEEP_SPOOL_DIR", str(tmp_path / "spool"))
+    assert spool.main(["list"]) == 141 and capsys.readouterr().err == ""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "sweep", "--help"], stdout=w, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(w)
+    assert (p.returncode, p.stderr) == (141, "")

@@ -44,7 +44,7 @@ def _children(pid: int) -> list[int]:
 def test_no_store_says_so_and_creates_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
     p = forked_sweep.python_m("sweep.ui", "--tracking-uri", uri, timeout=120)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.strip() == f"python -m sweep.ui: no store at {uri} yet: run a job first ({command('sweep')})"
     assert not (tmp_path / "none").exists()
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from hydra_plugins.sweep_launcher.api import as_interrupted, check_pending, compose_once, listen, starting
+from hydra_plugins.sweep_launcher.api import (
+    as_interrupted,
+    check_pending,
+    compose_once,
+    listen,
+    output_closed,
+    starting,
+)
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting("sweep"):
@@ -86,6 +93,8 @@ def main() -> None:
             sys.exit(1)
     except Refusal as e:
         e.exit()
+    except BrokenPipeError:  # `sweep --help | head`, `--cfg job | head`: silent, 141, as `git log | head` (a run's or
+        sys.exit(output_closed().exit_code)  # a sweep's own closed output is answered where its records are)
     except KeyboardInterrupt as e:
         stopped = as_interrupted(e)
         print(stopped.line, file=sys.stderr, flush=True)

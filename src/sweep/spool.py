@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, prog, starting
+from hydra_plugins.sweep_launcher.api import command, output_closed, prog, starting
 
 PROG = prog("sweep.spool")  # its one-line messages' first word
 
@@ -24,6 +24,13 @@ with starting(str(PROG)):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _spool(argv)
+    except BrokenPipeError:  # `list | head -1`: silent, 141, as `git log | head`; what was not imported still waits
+        return output_closed().exit_code
+
+
+def _spool(argv: Sequence[str] | None) -> int:
 
     ap = Parser(PROG, prog=command("sweep.spool"), description="the spool: results kept until their store takes them")
     ap.add_argument("action", choices=("list", "import"))

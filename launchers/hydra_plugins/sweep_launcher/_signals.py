@@ -1,6 +1,7 @@
-"""Ctrl-C, SIGTERM and SIGHUP stop a sweep the same way: the launcher raises `Interrupted` in its main loop
-(never in the middle of recording a result), kills the running jobs, records them KILLED and exits 128+signal
-(130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process killed by that signal.
+"""Ctrl-C, SIGTERM, SIGHUP and Ctrl-\\ (SIGQUIT) stop a sweep the same way: the launcher raises `Interrupted` in its
+main loop (never in the middle of recording a result), kills the running jobs, records them KILLED and exits
+128+signal (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT), as a shell reports a process killed
+by that signal.
 
 Before the loop and after it the launching process listens too, so a signal is never lost: before any job
 (`listen`: an app's composition, the check of every job, the making of its records) it raises `Interrupted`
@@ -11,7 +12,7 @@ app's records closed) it waits: the sweep ends as it would have, then the comman
 code (`exit_if_signalled`).
 
 A closed output (`sweep -m ... | head`: the reader of stdout or stderr ended) stops a sweep as SIGPIPE stops a
-shell's writer, the same way as the three signals (`output_closed`): exit 141, nothing lost, no traceback."""
+shell's writer, the same way as the stop signals (`output_closed`): exit 141, nothing lost, no traceback."""
 
 from __future__ import annotations
 
@@ -23,11 +24,17 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# the signals that stop a command cleanly, the one list every handler of the project's commands installs (the
+# launcher's, a store's making, the recorder's background writes, the server's, an owned process's). SIGQUIT
+# (Ctrl-\) asks for a core dump by default and left a finished sweep's parent RUNNING; as for nginx, it is a stop
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# the ones a terminal sends its whole foreground group (Ctrl-C, Ctrl-\): a worker leaves them to its launcher
+FROM_TERMINAL = (signal.SIGINT, signal.SIGQUIT)
 NAMES = {
     signal.SIGINT: "Ctrl-C",
     signal.SIGTERM: "SIGTERM",
     signal.SIGHUP: "SIGHUP",
+    signal.SIGQUIT: "Ctrl-\\ (SIGQUIT)",
     signal.SIGPIPE: "a closed output (SIGPIPE: the reader of its output ended)",
 }
 _pending: list[int] = []  # a signal that came outside the loop and has not stopped the command yet
@@ -56,7 +63,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Interrupt:
-    """Context: while inside, the three signals raise `Interrupted`, except while `in_write` (the raise then
+    """Context: while inside, the stop signals (SIGNALS) raise `Interrupted`, except while `in_write` (the raise then
     waits for `check()`, called once the write is done)."""
 
     def __init__(self, hold_after: bool = False) -> None:
@@ -140,7 +147,7 @@ def _holding(signum: int, frame: Any) -> None:
 
 
 def _install(handler: Any) -> dict[int, Any]:
-    """`handler` for the three signals (in the main thread: elsewhere signals do not reach Python); the handlers
+    """`handler` for the stop signals, SIGNALS (in the main thread: elsewhere signals do not reach Python); the handlers
     it replaces."""
     if threading.current_thread() is not threading.main_thread():
         return {}
@@ -148,13 +155,13 @@ def _install(handler: Any) -> dict[int, Any]:
 
 
 def listen() -> None:
-    """From here the three signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
+    """From here the stop signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
     _recorded.clear()
     _install(_listening)
 
 
 def hold() -> None:
-    """From here the three signals are noted and wait (`exit_if_signalled`, which puts back what was before)."""
+    """From here the stop signals are noted and wait (`exit_if_signalled`, which puts back what was before)."""
     previous = _install(_holding)
     if not _before_hold:
         _before_hold.update((s, h) for s, h in previous.items() if h is not _holding)

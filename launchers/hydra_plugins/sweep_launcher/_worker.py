@@ -26,6 +26,7 @@ from hydra_plugins.sweep_launcher._core import (
     run_one,
     split_replies,
 )
+from hydra_plugins.sweep_launcher._signals import FROM_TERMINAL, SIGNALS
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
@@ -82,9 +83,8 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
     see `_fast/template`."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN if s in FROM_TERMINAL else signal.SIG_DFL)
     # Workers share the launcher's stdout and stderr. Unbuffered (PYTHONUNBUFFERED, python -u), print writes its
     # text and its newline apart, and lines of two processes interleave between them; line-buffered, each line
     # of a job reaches the pipe in one write (atomic up to PIPE_BUF), whatever the environment.

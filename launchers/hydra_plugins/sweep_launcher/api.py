@@ -9,8 +9,9 @@ launcher's own and may change.
     job names        Namer (what a job varies within its sweep)
     command lines    command, this_command (hints that work pasted into the user's shell), prog (the name a
                      command's one-line messages begin with: the one the user typed)
-    signals          listen, check_pending, as_interrupted, starting (one line and 128+n for Ctrl-C, SIGTERM, SIGHUP
-                     wherever they come, the launcher's own handling included); output_closed (a write's reader gone)
+    signals          SIGNALS (the stop signals: Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\; every handler installs these), listen,
+                     check_pending, as_interrupted, starting (one line and 128+n for each wherever it comes, the
+                     launcher's own handling included); output_closed (a write's reader gone)
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
 
@@ -45,6 +46,7 @@ _HOME = {
     "as_interrupted": "_signals",
     "starting": "_signals",
     "output_closed": "_signals",
+    "SIGNALS": "_signals",
     "SweepLauncherConf": "config",
 }
 _MODULES = ("timer",)

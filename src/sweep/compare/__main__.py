@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import prog, starting
+from hydra_plugins.sweep_launcher.api import output_closed, prog, starting
 
 PROG = prog("sweep.compare")
 
@@ -26,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while it reads or draws: one line, not Python's traceback
         print(f"{PROG}: interrupted by Ctrl-C: its table and plots may be partial; run it again", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `| head -1`: the reader had what it wanted; silent, 141, as `git log | head` (its files
+        return output_closed().exit_code  # are written before the table is shown)
 
 
 def _compare(argv: Sequence[str] | None) -> int:

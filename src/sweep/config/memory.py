@@ -27,13 +27,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from sweep.config.applicability import option_class
-from sweep.config.footprint import Term
+from sweep.config.footprint import OPS_PER_S, Term, device_kind
 from sweep.errors import ConfigError
 
 BATCH_KEY = "hydra.launcher.batch"  # the launcher's setting: the runs of a batch, in memory at once
-# operations a second, above what the device reaches: a CPU's cores on matrix products (the gpt's 20,092 tokens/s
-# on 2 cores, docs/chars.md, at ~7e5 operations a token: ~1.4e10), a data-centre GPU's float32
-OPS_PER_S = {"cpu": 5e10, "cuda": 5e13}
 MAX_RUN_S = 24 * 3600.0  # without a time limit: a run past a day is a size typed wrong (set time_limit_s to allow it)
 
 
@@ -179,7 +176,7 @@ def check_time(
     """Raise ConfigError when the job's least work, at OPS_PER_S, takes longer than its time limit allows
     (`run_limit_s`: the launcher's, hydra.launcher.time_limit_s or a preset's time_limit_s); or, with no limit
     but MAX_RUN_S, when its most work does: a run that never reaches its target would run for days."""
-    device = "cuda" if str(_get(cfg, "device.torch_device", "cpu")).startswith("cuda") else "cpu"
+    device = device_kind(cfg)
     limit, name = _time_limit(cfg, run_limit_s)
     # (what the work is, its operations, what a refusal adds): the least work against any limit; the most work
     # only where nothing but MAX_RUN_S stops a run that does not stop early

@@ -40,7 +40,7 @@ def check_unknown_preset(argv: list[str]) -> None:
     for arg in argv:
         key, eq, value = arg.lstrip("+~").partition("=")
         if key == "sweeps" and eq and "(" not in value:
-            given.append((arg, [v.strip() for v in value.split(",")]))
+            given.append((arg, [v.strip() for v in value.strip("[]").split(",")]))
     names = [n for _, ns in given for n in ns]
     unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
     if unknown:
@@ -89,29 +89,47 @@ def check_repeated_keys(argv: list[str]) -> None:
 
 
 def options(group: str) -> list[str]:
-    """A job group's options: conf/<group>/*.yaml."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    """A group's options: conf/<group>/*.yaml for a job group, the presets for `sweeps`, and for Hydra's own groups
+    (hydra/launcher...) what Hydra's config search path holds, its plugins' included (read only for a refusal)."""
+    if group == "sweeps":
+        return presets()
+    if not group.startswith("hydra/"):
+        return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    from hydra import initialize_config_dir  # noqa: PLC0415 - Hydra's plugin scan: only on the way to a refusal
+    from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
 
 
 def check_group_choices(argv: list[str]) -> None:
-    """A job group takes one option: `method=null`, `method=[sgd,km]`, `~method` and `+method=km` would leave it
-    none or several. Hydra raised these as a ValueError's or a ConfigCompositionException's traceback, or (`~method`)
-    ran the job without the group, which failed with tracebacks after its store was made."""
+    """A group takes one option: `method=null`, `method=[sgd,km]`, `~method` and `+method=km` would leave it none or
+    several; so would `hydra/launcher=null` or `~hydra/launcher`. Hydra raised these as a ValueError's or a
+    ConfigCompositionException's traceback, or (`~method`) ran the job without the group, which failed with
+    tracebacks after its store was made. `sweeps` is optional: removing it (`~sweeps`) is no preset, as leaving it
+    out is; null is an unknown preset (`check_unknown_preset`)."""
     for arg in argv:
         if arg.startswith("-") or arg.startswith("++"):
             continue
         key, eq, value = arg.lstrip("+~").partition("=")
         group = key.partition("@")[0]
-        if group not in JOB_GROUPS:
+        optional = group == "sweeps"
+        if group not in JOB_GROUPS and not group.startswith("hydra/") and not optional:
             continue
         why = ""
-        if arg.startswith("~"):
+        if arg.startswith("~") and not optional:
             why = f"{arg} would remove {group}, and every job takes one of its options"
+        elif arg.startswith("+") and optional:
+            why = f"{arg}: a preset is chosen, not added: {arg[1:]} chooses it"
         elif arg.startswith("+"):
             why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
-        elif eq and value.strip() in ("null", "~"):
+        elif eq and value.replace(" ", "") in ("null", "~", "[]") and not optional:
             why = f"{arg} chooses no option of {group}, and every job takes one"
-        elif eq and value.startswith("[") and value.endswith("]"):  # (an unclosed one: Hydra's parser says)
+        elif eq and value.replace(" ", "") == "[]":  # (sweeps: optional)
+            why = f"{arg} names no preset: leave sweeps out for a job of conf/config.yaml"
+        elif eq and value.startswith("[") and value.endswith("]") and "," not in value:  # Hydra: a list of one
+            why = f"{arg} is a list, and {group} takes one option: {group}={value.strip('[] ')} chooses it"
+        elif eq and value.startswith("[") and value.endswith("]") and not optional:  # (presets: one a command)
             sweep = f"{group}={value.strip('[]')} -m"
             why = f"{arg} chooses several options of {group}, and a job takes one (a sweep over them: {sweep})"
         if why:
@@ -171,9 +189,9 @@ def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
     check_flags(argv)
     argv = multirun_first(argv)
+    check_group_choices(argv)  # (before the preset's check: `sweeps=[a,b]` is a list, not a preset "[a")
     check_unknown_preset(argv)
     check_repeated_keys(argv)
-    check_group_choices(argv)
     check_grid_size(argv)
     check_unused_additions(argv)
     return argv

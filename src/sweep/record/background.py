@@ -18,12 +18,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Iterator, Optional
 
+from hydra_plugins.sweep_launcher.api import SIGNALS
 from sweep.record.store import StoreError
 from sweep.result import RunResult
 
 WRITERS = 4  # runs written at once: sweep.server's default worker processes
 PENDING = 2 * WRITERS  # results handed over and not yet written, at most
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class BackgroundWriter:
@@ -92,9 +92,9 @@ class BackgroundWriter:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP wait until the block is done, then act as they would have (in the main thread;
-    elsewhere signals do not reach Python code). For the end of a sweep: the runs still being written are not
-    cut short, and the command still stops (exit 130 / 143 / 129) once they are."""
+    """The stop signals (Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\) wait until the block is done, then act as they would
+    have (in the main thread; elsewhere signals do not reach Python code). For the end of a sweep: the runs still
+    being written are not cut short, and the command still stops (exit 130 / 143 / 129 / 131) once they are."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -8,10 +8,10 @@ its own, the first time this MLflow's schema is made; that store is kept as a te
 (`sweep.record.sqlite.template`), and every later new store is the template copied (milliseconds).
 
 MLflow's making runs in a child process so that a signal to this one is never lost and never a traceback: this
-process only waits for the child, and Ctrl-C, SIGTERM or SIGHUP stop the making there (the child is killed, its
-file removed), with one line and 128+n. Made in this process, a signal's KeyboardInterrupt could land inside a
-callback SQLAlchemy runs (a weakref's), where Python only prints it ("Exception ignored in ...") and goes on: the
-sweep then ran all its jobs.
+process only waits for the child, and a stop signal (Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\) stops the making there (the
+child is killed, its file removed), with one line and 128+n. Made in this process, a signal's KeyboardInterrupt could
+land inside a callback SQLAlchemy runs (a weakref's), where Python only prints it ("Exception ignored in ...") and
+goes on: the sweep then ran all its jobs.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
+from hydra_plugins.sweep_launcher.api import SIGNALS
 from sweep.record.sqlite import template
 from sweep.record.store import StoreError, artifact_location, orphan_journal, sqlite_path
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # the child: MLflow's SQL store opened on the file given makes its tables and its Default experiment (artifacts
 # beside the store), the last connection folds the -wal in, the file is synced
 MAKE = """
@@ -156,7 +156,7 @@ def _interrupted(uri: str, signum: int, made: str) -> NoReturn:
 
 
 def _on_signals(cut: list[int], waiting: list[bool]) -> dict[int, Any]:
-    """While a store is made: Ctrl-C, SIGTERM and SIGHUP noted in `cut`, and raised as KeyboardInterrupt while
+    """While a store is made: the stop signals noted in `cut`, and raised as KeyboardInterrupt while
     this process waits for the child (`waiting`; SIGTERM and SIGHUP would otherwise end it with no line). Outside
     that wait one is only noted: raised as the handlers are put back, it left `create` as a bare KeyboardInterrupt,
     which the launcher took for Ctrl-C (SIGTERM as the store was renamed into place: exit 130). Returns the

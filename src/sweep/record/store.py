@@ -60,6 +60,14 @@ class StoreError(CompactHydraException):
         self.cause = cause
 
 
+class NoStore(StoreError):
+    """Nothing has been recorded at the address a reading command was given: bad input (exit 2, as a misspelt
+    study), most often a misspelt path, not a store that fails."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri, "no store there (nothing has been recorded into it)")
+
+
 def redacted(uri: str) -> str:
     """`uri` as a line may show it: a password in it (a database's address) as `***`."""
     parts = urlsplit(uri)
@@ -147,7 +155,7 @@ def check(uri: str, write: bool) -> None:
         raise StoreError(uri, journal)
     if not path.exists():
         if not write:
-            raise StoreError(uri, "no store there (nothing has been recorded into it)")
+            raise NoStore(uri)
         _check_dir_writable(uri, path.parent)
         return
     if kind := special_file(path):  # never opened (a FIFO blocks), never called half-made (removing /dev/null...)

@@ -47,6 +47,14 @@ ARTIFACT_DIR = "compare"
 WRAPPED_MIN = 20  # the least width of a terminal column whose cells wrap (an entrant's path, a reason)
 
 
+class Terminal(Console):
+    """rich's console, but a closed output (`| head -1`) is a BrokenPipeError for the command to answer (exit 141,
+    as a shell's writer that SIGPIPE ended): rich's own answer is exit 1, silent, which says the command failed."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(32, "the reader of the output ended")
+
+
 def compare(
     ref: str,
     tracking_uri: str | None = None,
@@ -173,7 +181,7 @@ def fitting(console: Console, tables: list[Any]) -> Console:
         finally:
             for c, w in zip(wrapping, saved):
                 c.max_width = w
-    return Console(width=need, file=console.file) if need > console.width else console
+    return Terminal(width=need, file=console.file) if need > console.width else console
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -212,12 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except address.BadAddress as e:
         print(f"{PROG}: store {store.redacted(a.tracking_uri or default_tracking_uri())}: {e}", file=sys.stderr)
         return 2
-    except store.StoreError as e:
+    except store.StoreError as e:  # a store that is not there is bad input; one that fails to open is not
         print(f"{PROG}: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, store.NoStore) else 1
     if isinstance(cmp, Leaderboard) and not a.markdown:
         tables = cmp.rich_tables()
-        console = fitting(Console(), tables)
+        console = fitting(Terminal(), tables)
         console.print(cmp.header(), markup=False)
         for table in tables:
             console.print(table)
@@ -234,13 +242,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(cmp, "front", None) is not None:
             print(f"\n{cmp.front.study}:\n\n{cmp.front.markdown()}", end="")
     elif isinstance(cmp, Comparison):
-        console = Console()
+        console = Terminal()
         tables = [c.rich_table(wide=a.wide) for c in (cmp, cmp.front) if c is not None]
         console = fitting(console, tables)
         if not a.wide:
             latest = "" if RUN_ID.match(a.ref) else " (its latest sweep)"  # which of the store's sweeps `ref` named
             console.print(  # one line, whatever the terminal's width (a pipe's is 80)
-                f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}{latest}", soft_wrap=True
+                f"{cmp.study}: parent run {cmp.parent_id}, experiment {cmp.experiment}{latest}",
+                soft_wrap=True,
+                markup=False,
             )
         for table in tables:
             console.print(table)

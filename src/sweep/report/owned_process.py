@@ -3,8 +3,8 @@
 `mlflow ui` starts a server that starts its own workers and job runners. Run as a plain child, a SIGTERM to
 the parent (`kill`, a container stop, a CI timeout) ends only the parent and leaves the server serving. Here
 the command runs in its own process group (session), and:
-- SIGTERM, SIGHUP or Ctrl-C (SIGINT) of this process stops the whole group: SIGTERM, then SIGKILL after a grace
-  period; this process then exits 143 / 129 / 130 with one line;
+- a stop signal (Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\: the launcher's SIGNALS) of this process stops the whole group:
+  SIGTERM, then SIGKILL after a grace period; this process then exits 128+n (130, 143, 129, 131) with one line;
 - if this process is killed outright (SIGKILL), the kernel sends the command's leader SIGTERM
   (PR_SET_PDEATHSIG, Linux), and it stops its own children as on any SIGTERM.
 """
@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 from typing import Any, Callable, Sequence
+
+from hydra_plugins.sweep_launcher.api import SIGNALS
 
 GRACE_S = 10.0
 PR_SET_PDEATHSIG = 1
@@ -61,7 +63,7 @@ def run_owned(
     def stop(signum: int, _frame: object) -> None:
         raise _Stopped(signum)
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    previous = {s: signal.signal(s, stop) for s in SIGNALS}
     proc = subprocess.Popen(list(cmd), start_new_session=True, preexec_fn=die_with_parent, **popen)
     try:
         code = started(proc) if started is not None else None

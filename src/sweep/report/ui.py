@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return on_server(uri, a.study)
     if not target.exists():
         print(f"{PROG}: no store at {uri} yet: run a job first ({api.command('sweep')})", file=sys.stderr)
-        return 1
+        return 2  # as compare's and rescore's: most often a misspelt path
 
     if not entry_points(group="mlflow.app", name=APP_NAME):  # registered when the project is installed
         # the set-up command, as a path that works from here (`pip install -e .` only works at the root)

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, prog, starting
+from hydra_plugins.sweep_launcher.api import command, output_closed, prog, starting
 
 PROG = prog("sweep.rescore")  # its one-line messages' first word
 
@@ -53,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except address.BadAddress as e:
         print(f"{PROG}: store {store.redacted(uri)}: {e}", file=sys.stderr)
         return 2
-    except store.StoreError as e:
+    except store.StoreError as e:  # a store that is not there is bad input, as compare's
         print(f"{PROG}: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, store.NoStore) else 1
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line of its own per run read
     remote.client_settings()  # a tracking server lost mid-way: an answer in seconds, not minutes of retries
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - seconds to import: after the store's quick checks
@@ -86,13 +86,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             done += 1
             shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
             print(f"{label}: {shown or 'scored'}", flush=True)
+        print(
+            f"{PROG}: {done} of {len(runs)} run(s) scored with tracker={name} (version {version}) in {uri}", flush=True
+        )
+    except BrokenPipeError:  # `| head -1`: a write's reader left; the runs scored so far keep theirs, as at Ctrl-C
+        stopped = output_closed()
+        print(
+            f"{PROG}: interrupted by {stopped.name}: {done} run(s) scored before; run it again to score all",
+            file=sys.stderr,
+        )
+        return stopped.exit_code
     except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
         print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
         return 130
     except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
         print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
         return 1
-    print(f"{PROG}: {done} of {len(runs)} run(s) scored with tracker={name} (version {version}) in {uri}")
     for line in left:
         print(f"{PROG}: not scored: {line}", file=sys.stderr)
     return 1 if left or not runs else 0

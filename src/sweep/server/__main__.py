@@ -1,4 +1,4 @@
-"""`python -m sweep.server` (`sweep-server`): the group's store, started with one command, until Ctrl-C or SIGTERM.
+"""`python -m sweep.server` (`sweep-server`): the group's store, one command, until a stop signal (Ctrl-C, SIGTERM...).
 
 The admin's password comes from $SWEEP_SERVER_ADMIN_PASSWORD or --admin-password-file, never from a flag's value
 (every user sees command lines). Without either, the first start makes one and keeps it in
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, prog, starting
+from hydra_plugins.sweep_launcher.api import SIGNALS, command, prog, starting
 
 PROG = prog("sweep.server")  # its one-line messages' first word
 
@@ -97,11 +97,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cfg, password_file = parse(argv)
 
     def stop(signum: int, _frame: object) -> None:
-        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        for s in SIGNALS:
             signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short
         raise _Stop(signum)
 
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    for s in SIGNALS:
         signal.signal(s, stop)
     try:
         check(cfg)  # a bad setting: refused before anything is made
