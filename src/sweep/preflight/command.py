@@ -98,6 +98,8 @@ def options(group: str) -> list[str]:
     from hydra import initialize_config_dir  # noqa: PLC0415 - Hydra's plugin scan: only on the way to a refusal
     from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415
 
+    if GlobalHydra.instance().is_initialized():  # (a process that composes on: its own search path)
+        return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
 
