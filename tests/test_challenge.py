@@ -41,6 +41,10 @@ def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     )
     assert refusal(f"{EXAMPLES}/hnest.py:solve").startswith(f"method.path={EXAMPLES}/hnest.py:solve: no file")
     assert refusal(f"{EXAMPLES}/hnest.py:solve").endswith(f"(did you mean {honest}?)")
+    assert refusal(f"{EXAMPLES}:solve") == (  # a folder: it said "no file", as if nothing were there
+        f"method.path={EXAMPLES}:solve: {EXAMPLES} is a directory: expected <file.py>:<function> or "
+        "<package.module>:<function>"
+    )
     assert (
         refusal(f"{honest}:slove")
         == f"method.path={honest}:slove: {honest} has no function 'slove' (did you mean solve?)"

@@ -65,6 +65,8 @@ def _file(path: str, where: str, field: str) -> Path:
     file = Path(where)
     if not file.is_file() and not file.is_absolute() and (PROJECT_ROOT / file).is_file():
         file = PROJECT_ROOT / file
+    if file.is_dir():  # (it said "no file /tmp", as if nothing were there)
+        raise ConfigError(f"{field}={path}: {where} is a directory: expected {FORM}")
     if not file.is_file():
         folder = file.parent if file.parent.is_dir() else None
         near = difflib.get_close_matches(file.name, [p.name for p in folder.glob("*.py")], n=1) if folder else []
