@@ -72,6 +72,8 @@ def test_every_cited_document_is_in_the_repository():
 # (placeholders such as `sweeps/<name>.yaml` are not paths)
 FILE_PATH = re.compile(r"(?<![\w/.])((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples)/[\w./-]*\w\.\w+)")
 REPO_PATH = re.compile(r"`((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples|\.ci)/[^`\s<>*{}]*)`")
+# the package's files named from inside src/ (`sweep/trackers/stack.py` named a file that is src/sweep/trace/stack.py)
+PACKAGE_PATH = re.compile(r"`(sweep/[^`\s<>*{}]*)`")
 
 
 def docs_pages() -> list[Path]:
@@ -87,6 +89,12 @@ def test_every_path_the_docs_name_exists():
         for f in docs_pages()
         for path in REPO_PATH.findall(f.read_text())
         if "..." not in path and not (ROOT / path.split(":")[0].rstrip("/")).exists()
+    ]
+    missing += [
+        f"{f.relative_to(ROOT)}: {path}"
+        for f in docs_pages()
+        for path in PACKAGE_PATH.findall(f.read_text())
+        if not (ROOT / "src" / path.split(":")[0].rstrip("/")).exists()
     ]
     # a file named in a config's or the package's comments (`read by src/sweep/config/prices.py`)
     configs = [*(ROOT / "conf").rglob("*.yaml"), *(ROOT / "sweeps").rglob("*.yaml"), ROOT / "pyproject.toml"]
