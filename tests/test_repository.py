@@ -65,7 +65,25 @@ def test_every_cited_document_is_in_the_repository():
         for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", f.read_text()):
             if not re.match(r"\w+://", link) and not (f.parent / link).exists():
                 bad.append(f"{f.relative_to(ROOT)}: link {link} does not resolve")
+        for link, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", f.read_text()):  # and so do their #anchors
+            page = f.parent / link if link else f
+            if page.suffix == ".md" and page.is_file() and anchor not in _anchors(page):
+                bad.append(f"{f.relative_to(ROOT)}: link {link}#{anchor}: no such heading in {page.name}")
     assert not bad, "\n".join(bad)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The #anchors of a page's headings, as GitHub makes them: lower case, punctuation dropped, spaces to '-', a
+    repeated heading's -1, -2, ..."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    out: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower()).replace(" ", "-")
+        n = 0
+        while (f"{slug}-{n}" if n else slug) in out:
+            n += 1
+        out.add(f"{slug}-{n}" if n else slug)
+    return out
 
 
 # a path of the repository written in a document: `src/sweep/job.py`, `docs/results/`, `examples/solvers/x.py:solve`
