@@ -46,6 +46,12 @@ def test_every_cited_document_is_in_the_repository():
     rows = re.findall(r"^\| \[0\d\d\].*$", studies, re.M)
     presets = [n for row in rows for n in re.findall(r"`(\w+)`", row.split("|")[3])]
     assert len(rows) == 5 and all((ROOT / "sweeps" / f"{n}.yaml").is_file() for n in presets), presets
+    # and its table of the presets' sweeps has a row for each (char_challenge had none)
+    table = studies.split("## The presets", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
+    assert listed == {p.stem for p in (ROOT / "sweeps").glob("*.yaml")}, listed ^ {
+        p.stem for p in (ROOT / "sweeps").glob("*.yaml")
+    }
     bad = []
     for f in _files(CODE):
         text = f.read_text(errors="replace")
