@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         for table in tables:
             console.print(table)
-        for note in cmp.notes():  # the batch mark's meaning, the groups with no finished run
+        for note in cmp.notes(None if a.wide else cmp.terminal_columns()):  # the batch mark, groups with no run
             console.print(note, markup=False, style="red" if note.endswith("(no finished run)") else None)
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)
