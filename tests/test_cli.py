@@ -283,3 +283,26 @@ def test_hydras_job_directories_land_where_the_readme_says(store, tmp_path):
     assert [p.parent.name for p in (here / "outputs").glob("*/*/.hydra")]  # outputs/<date>/<time>/.hydra
     assert sorted(p.parent.name for p in (here / "multirun").glob("*/*/*/.hydra")) == ["0", "1"]
     assert not (here / "mlruns").exists() and len(_runs(store)) == 4  # the store: where the settings say
+
+
+def test_each_commands_help_says_what_it_does_in_a_whole_sentence(capsys):
+    """`sweep-rescore --help` said "...: a tracker's figures for" (its docstring's first line), `sweep-ui --help`
+    ended on a comma, and `sweep-compare --help` said `python -m sweep.compare` under a usage of
+    `.venv/bin/sweep-compare`: each description is the docstring's first sentence, without the command."""
+    import importlib
+
+    from sweep.arguments import summary
+
+    wanted = {
+        "sweep.rescore.__main__": "a tracker's figures for runs already recorded, computed from the traces they "
+        "stored and logged to the same runs (sweep.rescore.runs).",
+        "sweep.report.ui": "the MLflow UI on the project's store, bound to 127.0.0.1 (this machine only), and the "
+        "address that opens a study's runs.",
+        "sweep.report.compare": "one sweep's results as a table and a plot.",
+    }
+    for module, sentence in wanted.items():
+        with pytest.raises(SystemExit) as done:
+            importlib.import_module(module).main(["--help"])
+        said = " ".join(capsys.readouterr().out.split())
+        assert done.value.code == 0 and sentence in said and "python -m" not in said, said
+    assert summary("`x a`: does this.\nAnd more.\n\nDetails.") == "does this."

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from hydra_plugins.sweep_launcher.api import command, prog
-from sweep.arguments import Parser
+from sweep.arguments import Parser, summary
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
@@ -177,7 +177,7 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = Parser(PROG, prog=command("sweep.compare"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
         "ref",
         help="a preset's name (e.g. tiled_w1) or an experiment's (its latest sweep), or a parent run id",
