@@ -288,7 +288,8 @@ def test_hydras_job_directories_land_where_the_readme_says(store, tmp_path):
 def test_each_commands_help_says_what_it_does_in_a_whole_sentence(capsys):
     """`sweep-rescore --help` said "...: a tracker's figures for" (its docstring's first line), `sweep-ui --help`
     ended on a comma, and `sweep-compare --help` said `python -m sweep.compare` under a usage of
-    `.venv/bin/sweep-compare`: each description is the docstring's first sentence, without the command."""
+    `.venv/bin/sweep-compare`: each description is the docstring's first sentence, without the command; and
+    `sweep-compare` alone asked for "ref", a name no page uses."""
     import importlib
 
     from sweep.arguments import summary
@@ -306,3 +307,6 @@ def test_each_commands_help_says_what_it_does_in_a_whole_sentence(capsys):
         said = " ".join(capsys.readouterr().out.split())
         assert done.value.code == 0 and sentence in said and "python -m" not in said, said
     assert summary("`x a`: does this.\nAnd more.\n\nDetails.") == "does this."
+    with pytest.raises(SystemExit):  # nothing named: the argument is called what the docs call it
+        importlib.import_module("sweep.report.compare").main([])
+    assert "the following arguments are required: study (see " in capsys.readouterr().err

@@ -180,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
         "ref",
+        metavar="study",  # as sweep-ui and the docs call it ("the following arguments are required: ref")
         help="a preset's name (e.g. tiled_w1) or an experiment's (its latest sweep), or a parent run id",
     )
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
