@@ -16,6 +16,7 @@ MACHINE_PATH = re.compile(
     r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt|scratch|private/var|var/folders)\b"
     r"|\b[A-Z]:\\+Users\b"
 )
+LEFT_BY_RUNS = {"__pycache__", "outputs", "multirun"}
 SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)", re.I)
 
 
@@ -24,7 +25,11 @@ def _files(tops: tuple[str, ...]) -> list[Path]:
     for top in tops:
         p = ROOT / top
         paths = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        out += [f for f in paths if f.suffix in TEXT and "__pycache__" not in f.parts and f.name != Path(__file__).name]
+        # not what a command left where it ran (Hydra's outputs/ and multirun/, git-ignored at any depth: a run from
+        # docs/ wrote docs/outputs/.../hydra.yaml, whose absolute paths failed the check below)
+        out += [
+            f for f in paths if f.suffix in TEXT and not LEFT_BY_RUNS & set(f.parts) and f.name != Path(__file__).name
+        ]
     return out
 
 
