@@ -285,6 +285,8 @@ def test_hydras_job_directories_land_where_the_readme_says(store, tmp_path):
     assert run_sweep("method=gf2", "problem.n_bits=10", cwd=here).returncode == 0
     assert run_sweep("-m", "method=gf2", "problem.n_bits=10", "problem.seed=1,2", cwd=here).returncode == 0
     assert [p.parent.name for p in (here / "outputs").glob("*/*/.hydra")]  # outputs/<date>/<time>/.hydra
+    # the job is named after the app (its log; a search's study), not Hydra's entry module: `__main__.log`
+    assert [p.name for p in (here / "outputs").glob("*/*/*.log")] == ["sweep.log"]
     assert sorted(p.parent.name for p in (here / "multirun").glob("*/*/*/.hydra")) == ["0", "1"]
     assert not (here / "mlruns").exists() and len(_runs(store)) == 4  # the store: where the settings say
 
