@@ -103,8 +103,11 @@ def test_a_bad_path_stops_a_run_and_a_sweep_before_any_job(store, tmp_path):
 
 
 def test_the_honest_example_is_measured_and_judged_after_its_solve():
-    r = job.run(compose("method=solver", f"method.path={EXAMPLES}/honest.py:solve", "tracker=energy"))
+    cfg = compose("method=solver", f"method.path={EXAMPLES}/honest.py:solve", "tracker=energy")
+    r = job.run(cfg)
     m = r.metrics
+    # priced from the clock it records (the call alone): cost_usd was the sandbox's whole life, ~20x wall_clock_s
+    assert m["cost_usd"] == pytest.approx(m["wall_clock_s"] * cfg.device.price_per_hour / 3600, rel=1e-12)
     assert m["accuracy"] == m["train_accuracy"] == m["secret_correct"] == 1.0
     assert m["dmd"] > 0 and m["energy_pj"] > 0 and m["reads"] > 0
     assert m["escaped"] == 0 and m["outside_numpy"] == 0 and m["escaped_allowed"] == 20

@@ -540,6 +540,8 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert "(b)" in cmp.cells(capped)[cmp.header().index("wall_clock_s")]
     # the note said "each batch's share a run" (a prober's round of issue 43: read as garbled)
     assert "(b): runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch" in md
+    # a terminal table without those columns has no mark, and so no note (tiled_w1's said it under ard and energy)
+    assert cmp.notes(["epochs"]) == [] and cmp.notes(["epochs", "cost_usd"]) == cmp.notes()[:1]
 
 
 def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_path, capsys):

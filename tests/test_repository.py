@@ -16,6 +16,7 @@ MACHINE_PATH = re.compile(
     r"(?<![\w.~-])/(?:tmp|home|work|root|Users|mnt|scratch|private/var|var/folders)\b"
     r"|\b[A-Z]:\\+Users\b"
 )
+LEFT_BY_RUNS = {"__pycache__", "outputs", "multirun"}
 SEED_REF = re.compile(r"\bseeds? (0\d\d(?:\s*(?:/|,|and|-|–|…)\s*0\d\d)*)", re.I)
 
 
@@ -24,7 +25,11 @@ def _files(tops: tuple[str, ...]) -> list[Path]:
     for top in tops:
         p = ROOT / top
         paths = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
-        out += [f for f in paths if f.suffix in TEXT and "__pycache__" not in f.parts and f.name != Path(__file__).name]
+        # not what a command left where it ran (Hydra's outputs/ and multirun/, git-ignored at any depth: a run from
+        # docs/ wrote docs/outputs/.../hydra.yaml, whose absolute paths failed the check below)
+        out += [
+            f for f in paths if f.suffix in TEXT and not LEFT_BY_RUNS & set(f.parts) and f.name != Path(__file__).name
+        ]
     return out
 
 
@@ -46,6 +51,11 @@ def test_every_cited_document_is_in_the_repository():
     rows = re.findall(r"^\| \[0\d\d\].*$", studies, re.M)
     presets = [n for row in rows for n in re.findall(r"`(\w+)`", row.split("|")[3])]
     assert len(rows) == 5 and all((ROOT / "sweeps" / f"{n}.yaml").is_file() for n in presets), presets
+    # and its table of the presets' sweeps has a row for each (char_challenge had none)
+    table = studies.split("## The presets", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
+    shipped = {p.stem for p in (ROOT / "sweeps").glob("*.yaml")}
+    assert listed == shipped, listed ^ shipped
     bad = []
     for f in _files(CODE):
         text = f.read_text(errors="replace")
@@ -65,13 +75,33 @@ def test_every_cited_document_is_in_the_repository():
         for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", f.read_text()):
             if not re.match(r"\w+://", link) and not (f.parent / link).exists():
                 bad.append(f"{f.relative_to(ROOT)}: link {link} does not resolve")
+        for link, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", f.read_text()):  # and so do their #anchors
+            page = f.parent / link if link else f
+            if page.suffix == ".md" and page.is_file() and anchor not in _anchors(page):
+                bad.append(f"{f.relative_to(ROOT)}: link {link}#{anchor}: no such heading in {page.name}")
     assert not bad, "\n".join(bad)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The #anchors of a page's headings, as GitHub makes them: lower case, punctuation dropped, spaces to '-', a
+    repeated heading's -1, -2, ..."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    out: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower()).replace(" ", "-")
+        n = 0
+        while (f"{slug}-{n}" if n else slug) in out:
+            n += 1
+        out.add(f"{slug}-{n}" if n else slug)
+    return out
 
 
 # a path of the repository written in a document: `src/sweep/job.py`, `docs/results/`, `examples/solvers/x.py:solve`
 # (placeholders such as `sweeps/<name>.yaml` are not paths)
 FILE_PATH = re.compile(r"(?<![\w/.])((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples)/[\w./-]*\w\.\w+)")
 REPO_PATH = re.compile(r"`((?:src|docs|conf|sweeps|tests|benchmarks|launchers|examples|\.ci)/[^`\s<>*{}]*)`")
+# the package's files named from inside src/ (`sweep/trackers/stack.py` named a file that is src/sweep/trace/stack.py)
+PACKAGE_PATH = re.compile(r"`(sweep/[^`\s<>*{}]*)`")
 
 
 def docs_pages() -> list[Path]:
@@ -87,6 +117,12 @@ def test_every_path_the_docs_name_exists():
         for f in docs_pages()
         for path in REPO_PATH.findall(f.read_text())
         if "..." not in path and not (ROOT / path.split(":")[0].rstrip("/")).exists()
+    ]
+    missing += [
+        f"{f.relative_to(ROOT)}: {path}"
+        for f in docs_pages()
+        for path in PACKAGE_PATH.findall(f.read_text())
+        if not (ROOT / "src" / path.split(":")[0].rstrip("/")).exists()
     ]
     # a file named in a config's or the package's comments (`read by src/sweep/config/prices.py`)
     configs = [*(ROOT / "conf").rglob("*.yaml"), *(ROOT / "sweeps").rglob("*.yaml"), ROOT / "pyproject.toml"]
@@ -108,6 +144,15 @@ def test_the_readme_is_a_map():
         assert heading in readme, heading
     for page in (ROOT / "docs").glob("*.md"):  # every concept page is on the map
         assert f"docs/{page.name}" in readme or f"]({page.name})" in readme, page.name
+
+
+def test_the_readme_names_the_debian_packages_ci_installs():
+    """`bash .ci/setup && .venv/bin/python -m pytest` is "what CI runs" once `.ci/run` has installed Debian's
+    packages: the README named three of the five (bubblewrap and valgrind missing)."""
+    readme = (ROOT / "README.md").read_text()
+    said = readme.split("## The tests", 1)[1].split("`.ci/run` installs Debian's", 1)[1].split(")", 1)[0]
+    installed = re.findall(r"apt-get install -y -qq ([\w\- ]+?) >", (ROOT / ".ci" / "run").read_text())
+    assert sorted(re.findall(r"`([\w-]+)`", said)) == sorted(p for line in installed for p in line.split())
 
 
 def _code_map(readme: str) -> str:

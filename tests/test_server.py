@@ -756,7 +756,8 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
             while "serving" not in line:
                 line = proc.stdout.readline()
                 assert line or proc.poll() is None, proc.stderr.read()
-            assert f"serving http://127.0.0.1:{port}" in line
+            assert f"serving http://127.0.0.1:{port}, to other machines http://{socket.gethostname()}:{port} (" in line
+            assert "logins: the admin 'admin' makes each member's" in proc.stdout.readline()
             while "record into it" not in line:
                 line = proc.stdout.readline()
                 assert line or proc.poll() is None, proc.stderr.read()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+
+import pytest
 
 from sweep.server.config import ServerConfig
 from sweep.server.tracking import command
@@ -55,3 +58,40 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
     port_said = said["port"].replace("5000", "5433")
     assert p.returncode == 2 and p.stderr == f"python -m sweep.server: {port_said}\n", p.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_taken_port_names_the_option_that_moves_it(tmp_path):
+    """A newcomer's first `sweep-server` on a machine where another PostgreSQL held 5433 was told "cannot listen on
+    127.0.0.1:5433 (Address already in use): choose another port", with no word of which option sets it."""
+    from sweep.server.stack import ServerError, serving  # noqa: PLC0415
+
+    with socket.socket() as held, socket.socket() as other:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        other.bind(("127.0.0.1", 0))  # a port free once this block ends (the check binds it, then lets go)
+        taken, free = held.getsockname()[1], other.getsockname()[1]
+        other.close()
+        for settings, flag in (({"db_port": taken}, "--db-port"), ({"port": taken, "db_port": free}, "--port")):
+            with pytest.raises(ServerError) as e, serving(ServerConfig(data_dir=tmp_path / "x", **settings), None):
+                pass
+            assert str(e.value).startswith(f"cannot listen on 127.0.0.1:{taken} (") and str(e.value).endswith(
+                f": choose another port, {flag} N"
+            ), e.value
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the cluster runs as another user only when root (CI runs as root)")
+def test_a_data_directory_postgres_cannot_enter_names_the_options_that_move_it(tmp_path):
+    """As root, a data directory under a 700 folder (a mktemp -d) was refused with "... or another user (run_as)":
+    the line names the options, --data-dir and --run-as."""
+    from sweep.server.stack import ServerError, serving  # noqa: PLC0415
+
+    (tmp_path / "locked").mkdir(mode=0o700)
+    with socket.socket() as a, socket.socket() as b:  # two ports no other server holds (free once let go)
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        ports = a.getsockname()[1], b.getsockname()[1]
+    cfg = ServerConfig(data_dir=tmp_path / "locked" / "x", port=ports[0], db_port=ports[1])
+    with pytest.raises(ServerError) as e, serving(cfg, None):
+        pass
+    assert "cannot enter" in str(e.value) and "(--data-dir;" in str(e.value) and str(e.value).endswith("(--run-as)")

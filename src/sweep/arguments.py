@@ -23,6 +23,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.name}: {message}{meant(self, message)} (see {self.prog} --help)\n")
 
 
+def summary(doc: str | None) -> str:
+    """A command module's docstring as its --help's description: the first sentence of its first paragraph, lines
+    joined (the first line alone cut `sweep-rescore`'s at "a tracker's figures for"), without a leading
+    "`command ...`: " (the usage line above it shows the command as pasted: `.venv/bin/sweep-compare`, where the
+    docstring says `python -m sweep.compare`)."""
+    text = re.sub(r"^`[^`]*`: ", "", " ".join((doc or "").split("\n\n", 1)[0].split()))
+    return re.split(r"(?<=\.)\s+(?=[A-Z`])", text, maxsplit=1)[0]
+
+
 def meant(parser: argparse.ArgumentParser, message: str) -> str:
     """' (did you mean ...?)' for argparse's error `message` of `parser`: the closest option to each unknown one,
     the closest choice to a bad one; '' when nothing is close."""

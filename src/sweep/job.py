@@ -199,13 +199,15 @@ def result(
         "train_accuracy": float(outcome.train_accuracy),
         "epochs": float(outcome.epochs),
         "wall_clock_s": solved.wall_s,
-        "cost_usd": cost_usd(solved.wall_s, device_price_per_hour(cfg.device)),
         **({"warmup_s": solved.warmup_s} if solved.warmup_s is not None else {}),
         **{k: float(v) for k, v in outcome.extra.items()},
         **({"tokens_per_s": outcome.extra["tokens"] / solved.wall_s} if "tokens" in outcome.extra else {}),
         **{k: float(v) for k, v in report.metrics.items()},
         **solved.measured,
     }
+    # priced from the clock the run records, which a method may set itself (a user's solver: its call alone, not
+    # its sandbox's start), so that cost_usd = wall_clock_s x price / 3600 holds on every run
+    metrics["cost_usd"] = cost_usd(metrics["wall_clock_s"], device_price_per_hour(cfg.device))
     if job.tracker is not None and job.ctx.source is Source.AUTO:
         metrics["escaped"] = float(job.ctx.trace.escaped)  # what the automatic trace saw leave the arrays
     secret_ok = None

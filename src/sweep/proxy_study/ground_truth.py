@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from sweep.arguments import summary
 from sweep.paths import git_commit
 from sweep.proxy_study import cachegrind, dataset, design
 
@@ -75,7 +76,7 @@ def run(out_dir: Path, budget_s: float, cases: Sequence[tuple[str, int, list[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--out", type=Path, default=dataset.DATASET_DIR, help="the dataset's directory")
     ap.add_argument("--budget-s", type=float, default=900.0, help="stop starting runs past this many seconds")
     a = ap.parse_args(argv)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from sweep.arguments import summary
 from sweep.paths import git_commit
 from sweep.proxy_study import dataset, design
 
@@ -147,7 +148,7 @@ def run_slice(
 
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=summary(__doc__))
     ap.add_argument("--out", type=Path, default=dataset.DATASET_DIR, help="the dataset's directory")
     ap.add_argument("--budget-s", type=float, default=480.0, help="no run is started that would end past this")
     ap.add_argument("--limit", type=int, default=None, help="at most this many runs")

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from rich.console import Console
 
 from hydra_plugins.sweep_launcher.api import command, prog
-from sweep.arguments import Parser
+from sweep.arguments import Parser, summary
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
@@ -185,9 +185,10 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = Parser(PROG, prog=command("sweep.compare"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
         "ref",
+        metavar="study",  # as sweep-ui and the docs call it ("the following arguments are required: ref")
         help="a preset's name (e.g. tiled_w1) or an experiment's (its latest sweep), or a parent run id",
     )
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown (for a findings note)")
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         for table in tables:
             console.print(table)
-        for note in cmp.notes():  # the batch mark's meaning, the groups with no finished run
+        for note in cmp.notes(None if a.wide else cmp.terminal_columns()):  # the batch mark, groups with no run
             console.print(note, markup=False, style="red" if note.endswith("(no finished run)") else None)
         if cmp.proxies:
             console.print(cmp.proxies, markup=False)

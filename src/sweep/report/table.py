@@ -101,9 +101,11 @@ class Comparison:
         cell = row.stats[metric].fmt(metric, short)
         return f"{cell} {BATCH_MARK}" if row.batched and metric in SHARED else cell
 
-    def notes(self) -> list[str]:
-        """What a reader needs under the table: the batch mark's meaning, the groups where no run finished."""
-        out = [BATCH_NOTE] if any(r.batched for r in self.rows) and set(SHARED) & set(self.metrics) else []
+    def notes(self, shown: Sequence[str] | None = None) -> list[str]:
+        """What a reader needs under the table: the batch mark's meaning (where a column `shown`, every metric's
+        by default, carries the mark: tiled_w1's terminal table has none), the groups where no run finished."""
+        marked = set(SHARED) & set(self.metrics if shown is None else shown)
+        out = [BATCH_NOTE] if any(r.batched for r in self.rows) and marked else []
         out += [f"{r.label(self.keys)}: {r.failure} (no finished run)" for r in self.rows if r.failure]
         return out
 

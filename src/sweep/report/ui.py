@@ -35,7 +35,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import api
-from sweep.arguments import Parser
+from sweep.arguments import Parser, summary
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store, writes
@@ -230,7 +230,7 @@ def recorded_line(tracking_uri: str, experiment: str, experiment_id: str, run_id
 
 def main(argv: Sequence[str] | None = None) -> int:
 
-    ap = Parser(PROG, prog=api.command("sweep.ui"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=api.command("sweep.ui"), description=summary(__doc__))
     ap.add_argument(
         "study",
         nargs="?",

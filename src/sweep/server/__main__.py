@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -108,11 +109,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         password, made = admin_password(cfg, password_file)
         print(f"{PROG}: starting PostgreSQL and MLflow's tracking server in {cfg.data_dir} ...", flush=True)
         with serving(cfg, password) as srv:
-            print(f"{PROG}: serving {srv.uri} (runs in PostgreSQL on 127.0.0.1:{cfg.db_port}; logs in {cfg.data_dir})")
+            # on every address, the one the group's machines use is this machine's name (its URI says 127.0.0.1)
+            wide = (
+                f", to other machines http://{socket.gethostname()}:{cfg.port}" if cfg.host in ("0.0.0.0", "::") else ""
+            )
+            print(
+                f"{PROG}: serving {srv.uri}{wide} (runs in PostgreSQL on 127.0.0.1:{cfg.db_port}; "
+                f"logs in {cfg.data_dir})"
+            )
             if made is not None:
                 print(
                     f"{PROG}: the admin user {cfg.admin_username!r}: its password is in {made} (readable by you only)"
                 )
+            print(  # a member's login is the admin's to make: the README's MLFLOW_TRACKING_USERNAME=alice is none yet
+                f"{PROG}: logins: the admin {cfg.admin_username!r} makes each member's "
+                "(POST /api/2.0/mlflow/users/create: docs/store.md, the shared store)"
+            )
             print(
                 f"{PROG}: record into it: export MLFLOW_TRACKING_USERNAME=... MLFLOW_TRACKING_PASSWORD=...; "
                 f"{command('sweep', f'mlflow.tracking_uri={srv.uri}')} ...; Ctrl-C stops it",

@@ -86,7 +86,7 @@ def _reachable(owner: Owner, directory: Path) -> None:
     if done.returncode != 0:
         raise ServerError(
             f"user {owner.name}, who runs PostgreSQL, cannot enter {directory}: choose a data directory it can "
-            f"reach (every parent directory searchable, chmod o+x) or another user (run_as)"
+            f"reach (--data-dir; every parent directory searchable, chmod o+x) or another user (--run-as)"
         )
 
 

@@ -67,9 +67,9 @@ def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float =
     from sweep.report.owned_process import stop_group  # noqa: PLC0415 - the report package only when serving
     from sweep.report.ui import port_taken  # noqa: PLC0415 - the report package only when serving
 
-    for host, port in (("127.0.0.1", cfg.db_port), (cfg.host, cfg.port)):
-        if why := port_taken(host, port):
-            raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port")
+    for host, port, flag in (("127.0.0.1", cfg.db_port, "--db-port"), (cfg.host, cfg.port, "--port")):
+        if why := port_taken(host, port):  # the option named: PostgreSQL's 5433 is no port the README shows
+            raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port, {flag} N")
     try:
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         (cfg.data_dir / "artifacts").mkdir(exist_ok=True)
