@@ -752,10 +752,17 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
             start_new_session=True,
         )
         try:
-            line = ""
+            line, said = "", []
             while "serving" not in line:
                 line = proc.stdout.readline()
+                said.append(line)
                 assert line or proc.poll() is None, proc.stderr.read()
+            # a first start says each step as it begins (it was one line, then ~40 s of silence)
+            assert [ln.split(": ", 1)[1].split(" (")[0].split(" in /")[0] for ln in said[:3]] == [
+                "starting PostgreSQL and MLflow's tracking server",
+                "making the PostgreSQL cluster",
+                "PostgreSQL is up; starting MLflow's tracking server",
+            ], said
             assert f"serving http://127.0.0.1:{port}, to other machines http://{socket.gethostname()}:{port} (" in line
             assert "logins: the admin 'admin' makes each member's" in proc.stdout.readline()
             while "record into it" not in line:

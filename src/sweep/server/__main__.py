@@ -108,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         check(cfg)  # a bad setting: refused before anything is made
         password, made = admin_password(cfg, password_file)
         print(f"{PROG}: starting PostgreSQL and MLflow's tracking server in {cfg.data_dir} ...", flush=True)
-        with serving(cfg, password) as srv:
+        with serving(cfg, password, say=lambda line: print(f"{PROG}: {line}", flush=True)) as srv:
             # on every address, the one the group's machines use is this machine's name (its URI says 127.0.0.1)
             wide = (
                 f", to other machines http://{socket.gethostname()}:{cfg.port}" if cfg.host in ("0.0.0.0", "::") else ""

@@ -7,7 +7,7 @@ import contextlib
 import socket
 import subprocess
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from sweep.record.store import special_file
 from sweep.server import keys, postgres, tracking
@@ -61,8 +61,14 @@ def check(cfg: ServerConfig) -> None:
 
 
 @contextlib.contextmanager
-def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float = START_TIMEOUT_S) -> Iterator[Serving]:
-    """Start the store in `cfg.data_dir` (made on first use), yield it once it answers, stop it all on exit."""
+def serving(
+    cfg: ServerConfig,
+    admin_password: Optional[str],
+    timeout_s: float = START_TIMEOUT_S,
+    say: Callable[[str], None] = lambda line: None,
+) -> Iterator[Serving]:
+    """Start the store in `cfg.data_dir` (made on first use), yield it once it answers, stop it all on exit. `say`
+    hears each step as it begins: a first start spends tens of seconds making the cluster and MLflow's tables."""
     check(cfg)
     from sweep.report.owned_process import stop_group  # noqa: PLC0415 - the report package only when serving
     from sweep.report.ui import port_taken  # noqa: PLC0415 - the report package only when serving
@@ -78,6 +84,9 @@ def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float =
     owner = postgres.Owner.choose(cfg.run_as)
     password = keys.kept_secret(cfg.data_dir, "db-password")
     pgdata = cfg.data_dir / "postgres"
+    first = not (pgdata / "PG_VERSION").exists()
+    if first:
+        say(f"making the PostgreSQL cluster in {pgdata} (first start only: initdb, some seconds)")
     postgres.init(pgdata, owner, cfg.db_user, password)
     log = cfg.data_dir / "postgres.log"  # opened here: the cluster's owner writes through the open file
     db: Optional[subprocess.Popen] = None
@@ -86,6 +95,10 @@ def serving(cfg: ServerConfig, admin_password: Optional[str], timeout_s: float =
         db = postgres.start(pgdata, owner, cfg.db_port, log)
         postgres.wait_ready(db, cfg.db_user, password, cfg.db_port, log, timeout_s)
         postgres.create_databases(cfg.db_user, password, cfg.db_port)
+        say(
+            "PostgreSQL is up; starting MLflow's tracking server"
+            + (" (it makes its tables on a first start: tens of seconds)" if first else "")
+        )
         server = tracking.start(cfg, password, admin_password, keys.kept_secret(cfg.data_dir, "form-key"))
         tracking.wait_ready(server, cfg, timeout_s)
         yield Serving(cfg.uri, cfg.admin_username, admin_password, cfg, db, server)
