@@ -41,7 +41,7 @@ def test_plain_line_numbers_before_labels_and_eta_from_the_jobs_seconds_not_the_
     assert out.splitlines() == ["job 0", "job 2"] and "job 1" in err  # a failed job's line goes to stderr
     line = "tiled_w1 3/30 · 2 done · 1 failed · 2 running · ETA 1m48s"
     assert err.splitlines().count(line) == 1  # every 5 s, and once at the end (not twice for the same state)
-    assert [duration(s) for s in (0.4, 53, 245, 7620)] == ["0s", "53s", "4m05s", "2h07m"]
+    assert [duration(s) for s in (0, 0.4, 53, 245, 7620)] == ["0s", "<1s", "53s", "4m05s", "2h07m"]
 
 
 def test_an_expected_sweep_starts_with_its_estimate_and_its_eta_learns_from_what_was_expected(capsys):
@@ -114,3 +114,36 @@ def test_the_estimate_takes_each_runs_start_to_its_end_over_its_batch(store, tmp
     assert sorted((t.config_hash, t.seconds) for t in took) == sorted(
         (r.data.tags["sweep.config_hash"], (r.info.end_time - r.info.start_time) / 2000) for r in runs
     )
+
+
+def test_a_fresh_seed_is_expected_to_take_what_its_arm_took_and_a_failed_run_counts():
+    """A newcomer's first hour (issue 43): `sweeps=parity_challenge problem.seed=1,2,3` said "estimate 11s" and took
+    3 min: each new seed fell back to the median of every earlier run, and the entrant that runs into its 60 s
+    limit had no seconds at all (FAILED runs were not read). A job is now expected to take its arm's seconds (its
+    name without the seed), and a FAILED run's seconds count."""
+    from sweep.launch.hooks import arm, expectation
+    from sweep.record.earlier import Took, _took
+
+    took = [Took("h1", "honest seed=0", 0, 1.0), Took("h2", "out_of_time seed=0", 0, 60.0)]
+    took += [Took("h3", "fourier seed=0", 0, 2.0), Took("h4", "fourier seed=1", 0, 4.0)]
+    expected = expectation(took)
+    assert expected("h2", "anything") == 60.0  # the same config
+    assert expected("new", "out_of_time seed=7") == 60.0  # another seed of the slow arm (was the median, 3.0)
+    assert expected("new", "fourier seed=9") == 3.0  # its arm's median
+    assert expected("new", "km seed=0") == 3.0  # no arm: the median of all
+    assert arm("hidden=1000 t50 seed=44") == "hidden=1000 t50" and arm("myseed=3 k=2") == "myseed=3 k=2"
+    assert _took("h", "n", 1000, 61000, None).seconds == 60.0
+
+
+def test_the_estimate_reads_failed_runs_too(store):
+    from mlflow.tracking import MlflowClient
+
+    from sweep.record.recorder import Recorder
+    from sweep.record.tags import HASH_TAG
+
+    rec = Recorder(store, "ended")
+    client = MlflowClient(store)
+    for status, h in (("FAILED", "hf"), ("KILLED", "hk"), ("FINISHED", "hd")):
+        run = client.create_run(rec.experiment_id, tags={HASH_TAG: h}, run_name=h, start_time=1000)
+        client.set_terminated(run.info.run_id, status, end_time=5000)
+    assert sorted(t.config_hash for t in Recorder(store, "ended").earlier_seconds()) == ["hd", "hf"]

@@ -20,7 +20,10 @@ from hydra_plugins.sweep_launcher._signals import output_closed
 
 
 def duration(seconds: float) -> str:
-    """53s, 4m05s, 2h07m: short enough for a progress line."""
+    """53s, 4m05s, 2h07m: short enough for a progress line; a time under half a second is <1s (a batched
+    sweep's "estimate 0s" read as no estimate), none at all 0s."""
+    if 0 < seconds < 0.5:
+        return "<1s"
     s = int(round(seconds))
     if s < 60:
         return f"{s}s"

@@ -9,6 +9,7 @@ parent's totals, the summary and the exit code. The recording itself is the sess
 from __future__ import annotations
 
 import copy
+import re
 import resource
 import statistics
 import sys
@@ -62,6 +63,27 @@ BATCH_SETTING = "batch"  # the app's own batch size (sweep.config.schema.Config.
 TIME_LIMIT_SETTING = "time_limit_s"  # the app's own time limit a run (sweep.config.schema.Config.time_limit_s)
 HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep job, checked)
 RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
+
+
+SEED_IN_NAME = re.compile(r"(?:^|\s)seed=\S+")  # a run name's seed (the launcher's Namer: `t50 seed=44`)
+
+
+def arm(run_name: str) -> str:
+    """A run's name without its seed: the runs of one arm of a study share it."""
+    return " ".join(SEED_IN_NAME.sub(" ", run_name).split())
+
+
+def expectation(took: Sequence[Any]) -> Callable[[str, str], float]:
+    """(config hash, run name) -> the seconds expected of a job, from earlier runs' `took` (sweep.record.earlier,
+    oldest first): the latest run of the same config, else of the same name, else the median of its arm's (the
+    same name but the seed), else the median of all."""
+    by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
+    arms: dict[str, list[float]] = {}
+    for t in took:
+        arms.setdefault(arm(t.run_name), []).append(t.seconds)
+    by_arm = {a: statistics.median(s) for a, s in arms.items()}
+    median = statistics.median(t.seconds for t in took)
+    return lambda h, name: by_key.get(h, by_key.get(name, by_arm.get(arm(name), median)))
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -165,17 +187,15 @@ class SweepLaunchHooks(LaunchHooks):
     def _expected(self) -> Optional[Callable[[str, str], float]]:
         """The seconds a job is expected to take, from the experiment's earlier runs (`Recorder.earlier_seconds`;
         a tracking server is asked nothing more for them): (config hash, run name) -> its own earlier run's (the
-        same config, else the same name), else their median; None where there is none."""
+        same config, else the same name, else the same name but its seed: another seed of the arm), else their
+        median; None where there is none. Without the arm, a fresh seed of a slow arm was expected to take the
+        median (`sweeps=parity_challenge problem.seed=1,2,3`: 11 s expected, 3 min taken)."""
         recorder = self.session.recorder
         try:
             took = recorder.earlier_seconds() if recorder is not None and self.session.parent else []
         except Exception:  # noqa: BLE001 - an estimate is a nicety: a store that cannot say gives none
             return None
-        if not took:
-            return None
-        by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
-        median = statistics.median(t.seconds for t in took)
-        return lambda h, name: by_key.get(h, by_key.get(name, median))
+        return expectation(took) if took else None
 
     def _note_done(self, config: DictConfig, run_ids: list[str]) -> None:
         """The runs of the jobs skipped as done, on the parent (DONE_RUNS_TAG): the sweep's runs that it has no

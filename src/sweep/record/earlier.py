@@ -20,6 +20,10 @@ from typing import Any, NamedTuple, Optional
 
 from sweep.record.tags import BATCH_SIZE_TAG, HASH_TAG
 
+# the runs whose seconds say what a job takes: FAILED ones too, a job that runs into its time limit most of all (the
+# parity challenge's out_of_time entrant: 60 s a seed, where the finished entrants' median was 1 s)
+ENDED = ("FINISHED", "FAILED")
+
 
 class Took(NamedTuple):
     config_hash: str
@@ -34,16 +38,16 @@ def _took(h: str, name: Optional[str], start: int, end: int, batch: Optional[str
 
 
 def of_run(run: Any) -> Optional[Took]:
-    """A FINISHED job run read through MLflow's client; None for another (a parent, a bookkeeping run, one with
-    no end)."""
+    """A job run that ended (ENDED) read through MLflow's client; None for another (a parent, a bookkeeping run,
+    one with no end)."""
     h, info, tags = run.data.tags.get(HASH_TAG), run.info, run.data.tags
-    if not h or info.status != "FINISHED" or not info.start_time or not info.end_time:
+    if not h or info.status not in ENDED or not info.start_time or not info.end_time:
         return None
     return _took(h, info.run_name, info.start_time, info.end_time, tags.get(BATCH_SIZE_TAG))
 
 
 def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
-    """Every FINISHED job run of the experiment, oldest first; None where SQLite cannot read the store."""
+    """Every job run of the experiment that ended (ENDED), oldest first; None where SQLite cannot read the store."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
@@ -51,7 +55,7 @@ def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
                 "SELECT t.value, r.name, r.start_time, r.end_time, b.value FROM runs r "
                 "JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ? "
                 "LEFT JOIN tags b ON b.run_uuid = r.run_uuid AND b.key = ? "
-                "WHERE r.experiment_id = ? AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active' "
+                "WHERE r.experiment_id = ? AND r.status IN ('FINISHED', 'FAILED') AND r.lifecycle_stage = 'active' "
                 "AND r.start_time > 0 AND r.end_time >= r.start_time ORDER BY r.start_time",
                 (HASH_TAG, BATCH_SIZE_TAG, int(experiment_id)),
             ).fetchall()
