@@ -103,7 +103,8 @@ def test_a_bad_path_stops_a_run_and_a_sweep_before_any_job(store, tmp_path):
 
 
 def test_the_honest_example_is_measured_and_judged_after_its_solve():
-    cfg = compose("method=solver", f"method.path={EXAMPLES}/honest.py:solve", "tracker=energy")
+    cfg_args = ("method=solver", f"method.path={EXAMPLES}/honest.py:solve")
+    cfg = compose(*cfg_args, "tracker=energy")
     r = job.run(cfg)
     m = r.metrics
     # priced from the clock it records (the call alone): cost_usd was the sandbox's whole life, ~20x wall_clock_s
@@ -114,6 +115,13 @@ def test_the_honest_example_is_measured_and_judged_after_its_solve():
     assert r.tags["secret_found"] == r.tags["secret"] and r.tags["sweep.scorer"] == this_scorer()
     assert r.artifacts["solver.py"] == (EXAMPLES / "honest.py").read_text()
     assert len(r.tags["sweep.solver_sha"]) == 16
+    # solved in a batch (hydra.launcher.batch), each run keeps its own call's clock: not marked as a batch's share
+    # (compare's "(b)" note said wall_clock_s was each run's share of its batch)
+    from sweep.batch.run import run_batch  # noqa: PLC0415
+
+    batch = run_batch([compose(*cfg_args, "tracker=none", f"problem.seed={s}") for s in (1, 2)])
+    assert [b.tags["sweep.batch.size"] for b in batch] == ["2", "2"]
+    assert not [b for b in batch if "batch_wall_s" in b.metrics], [b.metrics for b in batch]
 
 
 def test_work_in_python_lists_is_flagged_and_the_answer_still_judged():

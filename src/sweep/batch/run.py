@@ -143,7 +143,8 @@ def solve_together(members: list[Member], started: float) -> list[RunResult | Ba
         except Exception as e:  # noqa: BLE001 - this run's fault alone
             out.append(e)
             continue
-        r.metrics["batch_wall_s"] = wall
+        if "wall_clock_s" not in outcome.extra:  # (a user's solver times its own call: no share to mark)
+            r.metrics["batch_wall_s"] = wall
         r.tags[BATCH_ID_TAG], r.tags[BATCH_SIZE_TAG] = bid, str(n)
         out.append(r)
     return out
