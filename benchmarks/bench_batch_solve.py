@@ -86,8 +86,8 @@ def seconds(js: list[job.Job], batched: bool) -> float:
     return now() - t0
 
 
-def solo_against(solo_js: list[job.Job], per_run: float, batch, repeats: int) -> tuple[list[float], list[float]]:
-    """(solo seconds a run, batch seconds) in `repeats` paired rounds; the solo run cycles through solo_js (the
+def solo_against(solo_js: list[list[job.Job]], per_run: float, batch, repeats: int) -> tuple[list[float], list[float]]:
+    """(solo seconds a run, batch seconds) in `repeats` paired rounds; the solo timing cycles through solo_js (the
     same work each), `per_run` divides its seconds (the jobs solved one after another in one solo timing)."""
     turn = iter(range(1 << 30))
     got = rounds(
