@@ -42,10 +42,10 @@ def paired(a: Callable[[], float], b: Callable[[], float], repeats: int) -> list
 def spread(values: Sequence[float], digits: int = 2) -> str:
     """'median 1.23x (range 1.10-1.31 over 5 pairs)'."""
     lo, mid, hi = min(values), statistics.median(values), max(values)
-    return f"median {mid:.{digits}f}x (range {lo:.{digits}f}-{hi:.{digits}f} over {len(values)} pairs)"
+    return f"median {mid:,.{digits}f}x (range {lo:,.{digits}f}-{hi:,.{digits}f} over {len(values)} pairs)"
 
 
 def cell(values: Sequence[float], digits: int = 2) -> str:
     """The median and range for a table's cell, '1.23x (1.10-1.31)' (the table's heading names the pairs)."""
     lo, mid, hi = min(values), statistics.median(values), max(values)
-    return f"{mid:.{digits}f}x ({lo:.{digits}f}-{hi:.{digits}f})"
+    return f"{mid:,.{digits}f}x ({lo:,.{digits}f}-{hi:,.{digits}f})"

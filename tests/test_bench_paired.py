@@ -39,5 +39,5 @@ def test_rounds_rotate_the_order_and_pair_by_round() -> None:
 
 def test_spread_prints_the_median_and_range() -> None:
     assert paired.spread([0.93, 1.2, 0.99]) == "median 0.99x (range 0.93-1.20 over 3 pairs)"
-    assert paired.spread([912.4, 250.0, 925.0], 0) == "median 912x (range 250-925 over 3 pairs)"
+    assert paired.spread([8346.2, 5658.0, 9270.0], 0) == "median 8,346x (range 5,658-9,270 over 3 pairs)"
     assert paired.cell([2.0, 1.0, 4.0, 3.0]) == "2.50x (1.00-4.00)"
