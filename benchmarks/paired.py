@@ -1,7 +1,8 @@
 """Paired A-vs-B measurement for the benchmarks: each round measures every arm once, back to back, and a ratio is
 formed within a round. A best-of-N of each side pairs a lucky A of one moment with a lucky B of another; on a
-shared machine that is noise, not speed (a best-of-N ratio once said 1.06x where the same comparison, paired,
-measured 0.93-0.99x). The figure to print is the median of the paired ratios with their range.
+shared machine that is noise, not speed (a best-of-N ratio once called `sweep` 1.06x "faster than a plain loop"
+that an independent loop put at 0.93-0.99x). The figure to print is the median of the paired ratios with their
+range.
 """
 
 from __future__ import annotations
