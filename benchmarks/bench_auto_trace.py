@@ -6,16 +6,20 @@ solve (tracker=none) is the common baseline and is not touched by either source.
 
 Tracking time = the tracked solve's seconds - the untracked solve's + the tracker's summaries (as in
 bench_tracking_overhead.py, whose measurement this reuses): recording the trace inside the solve, then turning it
-into figures. Runs are interleaved; each figure is the minimum over the repeats (load only ever adds time);
-``--cpu`` times CPU seconds, steadier on a loaded machine.
+into figures. Each round runs every arm once, back to back (paired.rounds: the order rotates); auto/hand is
+formed within a round, each side's tracking time against that round's untracked solve, and printed as the median
+of the rounds' ratios with their range (the seconds shown: medians). ``--cpu`` times CPU seconds, steadier on a
+loaded machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 from bench_tracking_overhead import CLOCK, measure
+from paired import ratios, rounds, spread
 
 from sweep.backend import Backend
 from sweep.config.schema import register_configs
@@ -46,27 +50,25 @@ def main() -> None:
                 over = [*base, f"tracker={args.tracker}", f"tracker.scope={scope}", f"tracker.source={source}"]
                 cfgs[scope, source] = compose("config", overrides=over)
     measure(cfgs["none", ""])  # warm-up: imports, BLAS threads
-    runs: dict[tuple[str, str], list[tuple[float, float]]] = {k: [] for k in cfgs}
-    for _ in range(args.repeats):
-        for k, cfg in cfgs.items():
-            runs[k].append(measure(cfg))
-    none = min(s for s, _ in runs["none", ""])
+    runs = rounds({k: (lambda cfg=cfg: measure(cfg)) for k, cfg in cfgs.items()}, args.repeats)
+    none = [s for s, _ in runs["none", ""]]
     print(
-        f"sgd hidden 200, tracker={args.tracker} {' '.join(args.overrides)}; {args.repeats} runs each, minima of "
-        f"{'CPU' if args.cpu else 'wall-clock'} seconds; untracked solve {none:.3f} s"
+        f"sgd hidden 200, tracker={args.tracker} {' '.join(args.overrides)}; {args.repeats} rounds, medians of "
+        f"{'CPU' if args.cpu else 'wall-clock'} seconds; untracked solve {statistics.median(none):.3f} s"
     )
-    print(f"{'scope':<10} {'source':<6} {'solve s':>8} {'summaries s':>12} {'tracking s':>11} {'auto/hand':>10}")
+    print(f"{'scope':<10} {'source':<6} {'solve s':>8} {'summaries s':>12} {'tracking s':>11}  auto/hand")
     for scope in SCOPES:
-        tracking = {}
+        tracking = {}  # each round's tracking seconds: its tracked solve less its own untracked solve, + summaries
         for source in ("hand", "auto"):
             rs = runs[scope, source]
-            solve, summ = min(s for s, _ in rs), min(m for _, m in rs)
-            tracking[source] = max(solve - none, 0.0) + summ
+            tracking[source] = [max(s - n, 0.0) + m for (s, m), n in zip(rs, none)]
             ratio = ""
             if source == "auto":
-                r = tracking["auto"] / tracking["hand"] if tracking["hand"] > 0 else float("inf")
-                ratio = f"{r:9.2f}x {'within' if r <= 3 else 'OVER'} the 3x target"
-            print(f"{scope:<10} {source:<6} {solve:8.3f} {summ:12.4f} {tracking[source]:11.4f} {ratio}")
+                r = ratios(tracking["auto"], tracking["hand"])
+                ratio = f"{spread(r)} {'within' if statistics.median(r) <= 3 else 'OVER'} the 3x target"
+            solve, summ = (statistics.median(x) for x in zip(*rs))
+            track = statistics.median(tracking[source])
+            print(f"{scope:<10} {source:<6} {solve:8.3f} {summ:12.4f} {track:11.4f}  {ratio}")
 
 
 if __name__ == "__main__":

@@ -18,18 +18,23 @@ one CPU thread, per run, at fixed epochs and as whole solves (``--gpu-whole-size
 (e) on a GPU: the measured energy of a run (sweep.energy.meter: NVML, idle subtracted, calibrated) when R runs
 are solved at once, R in ``--energy-sizes``, at fixed epochs: a run's trace, and every proxy, is the same at
 every R; its Joules are not.
-Times are the minimum over ``--repeats`` of the process's CPU time on a CPU (see clock), of wall time on a
-GPU. cuda is added to the devices when torch sees a GPU.
+Solo against batched: each of ``--repeats`` rounds times both back to back, which goes first alternating
+(paired.rounds), and a speed-up is the median of the rounds' ratios with their range; the times shown are medians.
+Times are the process's CPU time on a CPU (see seconds), wall time on a GPU. (c)'s fractions of the matmul peak
+stay the fastest of their timings (a ceiling, not a comparison). cuda is added to the devices when torch sees a
+GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 import time
 
 import numpy as np
 from hydra import compose, initialize_config_dir
+from paired import cell, ratios, rounds, spread
 
 from sweep import job
 from sweep.config.schema import register_configs
@@ -65,22 +70,30 @@ def build(device: str, dtype: str, hidden: int, threads: int, seeds, epochs: int
     return jobs
 
 
-def clock(js: list[job.Job], batched: bool, repeats: int) -> float:
-    """Min over repeats of the seconds to solve the jobs: one solve_batch, or one solve after another. On a
-    CPU the seconds are this process's CPU time (one thread): on a shared machine a solve of a few ms often
-    runs within one time slice while a longer one is always preempted, so wall time would favour the short
-    solo solves over a batch. On a GPU, wall time after a synchronise."""
-    be, best = js[0].backend, float("inf")
+def seconds(js: list[job.Job], batched: bool) -> float:
+    """The seconds to solve the jobs: one solve_batch, or one solve after another. On a CPU the seconds are this
+    process's CPU time (one thread): on a shared machine a solve of a few ms often runs within one time slice
+    while a longer one is always preempted, so wall time would favour the short solo solves over a batch. On a
+    GPU, wall time after a synchronise."""
+    be = js[0].backend
     now = be.clock if be.device.startswith("cuda") else time.process_time
-    for _ in range(repeats):
-        t0 = now()
-        if batched:
-            type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
-        else:
-            for j in js:
-                j.method.solve(j.ctx)
-        best = min(best, now() - t0)
-    return best
+    t0 = now()
+    if batched:
+        type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+    else:
+        for j in js:
+            j.method.solve(j.ctx)
+    return now() - t0
+
+
+def solo_against(solo_js: list[list[job.Job]], per_run: float, batch, repeats: int) -> tuple[list[float], list[float]]:
+    """(solo seconds a run, batch seconds) in `repeats` paired rounds; the solo timing cycles through solo_js (the
+    same work each), `per_run` divides its seconds (the jobs solved one after another in one solo timing)."""
+    turn = iter(range(1 << 30))
+    got = rounds(
+        {"solo": lambda: seconds(solo_js[next(turn) % len(solo_js)], False) / per_run, "batch": batch}, repeats
+    )
+    return got["solo"], got["batch"]
 
 
 def flops_per_epoch(hidden: int) -> float:
@@ -177,28 +190,32 @@ def main() -> None:
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         if "a" in a.sections:
-            print(f"(a) {a.epochs} epochs a run, threads={a.threads}: per-run speed-up vs solo, FLOP/s / matmul peak")
+            print(
+                f"(a) {a.epochs} epochs a run, threads={a.threads}: per-run speed-up vs solo (median of "
+                f"{a.repeats} paired rounds, range), FLOP/s / matmul peak"
+            )
             print(
                 f"{'device':10} {'dtype':8} {'hidden':>6} {'solo ms':>8} {'peak GF/s':>9}  "
-                + "  ".join(f"R={r:<11}" for r in sizes)
+                + "  ".join(f"R={r:<22}" for r in sizes)
             )
             for device in devices:
                 for dtype in a.dtypes.split(","):
                     top = peak(device, dtype)
                     for hidden in (int(h) for h in a.hidden.split(",")):
                         work = a.epochs * flops_per_epoch(hidden)
-                        solo_js = build(device, dtype, hidden, a.threads, range(3), a.epochs)
-                        clock(solo_js[:1], False, 1)  # warm-up (torch's lazy init)
-                        solo = min(clock([j], False, a.repeats) for j in solo_js)
-                        cells = []
+                        solo_js = [[j] for j in build(device, dtype, hidden, a.threads, range(3), a.epochs)]
+                        seconds(solo_js[0], False)  # warm-up (torch's lazy init)
+                        cells, solos = [], []
                         for r in sizes:
                             js = build(device, dtype, hidden, a.threads, range(r), a.epochs)
-                            clock(js, True, 1)
-                            t = clock(js, True, a.repeats)
-                            cells.append(f"{solo / (t / r):5.2f}x {work * r / t / top:4.0%}")
+                            seconds(js, True)
+                            solo, ts = solo_against(solo_js, 1, lambda js=js: seconds(js, True), a.repeats)
+                            solos += solo
+                            t = statistics.median(ts)
+                            cells.append(f"{cell(ratios(solo, [x / r for x in ts]))} {work * r / t / top:4.0%}")
                         print(
-                            f"{device:10} {dtype:8} {hidden:6d} {solo * 1e3:8.1f} {top / 1e9:9.1f}  "
-                            + "  ".join(f"{c:13}" for c in cells)
+                            f"{device:10} {dtype:8} {hidden:6d} {statistics.median(solos) * 1e3:8.1f} "
+                            f"{top / 1e9:9.1f}  " + "  ".join(f"{c:24}" for c in cells)
                         )
         if "c" in a.sections:
             ks = [int(r) for r in a.kernel_sizes.split(",")]
@@ -219,20 +236,23 @@ def main() -> None:
         if "e" in a.sections and "cuda" in devices:
             energy_per_run(a)
         if "b" in a.sections:
-            print("(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16")
+            print(
+                "(b) whole solves to each run's own early stop, 16 seeds: 16 solo solves / one batch of 16, "
+                f"{a.repeats} paired rounds"
+            )
             for device in devices:
                 for dtype in a.dtypes.split(","):
                     for hidden in (int(h) for h in a.hidden.split(",")):
                         js = build(device, dtype, hidden, a.threads, range(16), None)
-                        clock(js[:1], False, 1)
-                        solo = clock(js, False, a.repeats)
-                        clock(js, True, 1)
-                        batch = clock(js, True, a.repeats)
+                        seconds(js[:1], False)
+                        seconds(js, True)
+                        solos, batches = solo_against([js], 1, lambda js=js: seconds(js, True), a.repeats)
+                        solo, batch = statistics.median(solos), statistics.median(batches)
                         outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
                         epochs = [o.epochs for o in outs]
                         print(
                             f"{device:10} {dtype:8} hidden={hidden:<4d} solo {solo * 1e3 / 16:7.1f} ms/run, "
-                            f"batch {batch * 1e3 / 16:7.1f} ms/run: {solo / batch:5.2f}x "
+                            f"batch {batch * 1e3 / 16:7.1f} ms/run (medians): {spread(ratios(solos, batches))} "
                             f"(epochs {min(epochs)}-{max(epochs)})"
                         )
 
@@ -240,37 +260,48 @@ def main() -> None:
 def gpu_against_numpy(a: argparse.Namespace) -> None:
     """(d) R runs at once on the GPU against one run alone in numpy on one CPU thread (the CPU's best solo run,
     seed 000's comparison): per-run solve time and its ratio. Fixed epochs (the same work), then whole solves of
-    R seeds to their own early stops against the mean solo solve of 16 of those seeds; the evaluation after the
-    clock (each run's curves, per run and epoch) is timed apart on 64 of the runs."""
+    R seeds to their own early stops against the mean solo solve of 16 of those seeds, each R in --repeats paired
+    rounds; the evaluation after the clock (each run's curves, per run and epoch) is timed apart on 64 of the
+    runs."""
     sizes, whole_sizes = ([int(r) for r in x.split(",")] for x in (a.gpu_sizes, a.gpu_whole_sizes))
     print(f"(d) GPU batch of R against the solo numpy run on one CPU thread ({a.epochs} epochs a run | whole solves)")
     for dtype in a.dtypes.split(","):
         for hidden in (int(h) for h in a.hidden.split(",")):
             cpu = build("cpu", dtype, hidden, 1, range(16), None)
-            solo_whole = clock(cpu, False, 1) / 16
-            fixed = [fixed_epochs(j, a.epochs) for j in cpu[:3]]
-            solo = min(clock([j], False, a.repeats) for j in fixed)
+            fixed = [[fixed_epochs(j, a.epochs)] for j in cpu[:3]]
             for rng in a.gpu_rng.split(","):
-                gpu_rows(a, dtype, hidden, rng, solo, solo_whole, sizes, whole_sizes)
+                gpu_rows(a, dtype, hidden, rng, fixed, cpu, sizes, whole_sizes)
 
 
-def gpu_rows(a, dtype: str, hidden: int, rng: str, solo: float, solo_whole: float, sizes, whole_sizes) -> None:
-    """Section (d)'s rows of one device.rng."""
+def gpu_rows(a, dtype: str, hidden: int, rng: str, fixed: list, cpu: list, sizes, whole_sizes) -> None:
+    """Section (d)'s rows of one device.rng: the solo numpy runs (`fixed`: at fixed epochs, one a timing; `cpu`: 16
+    whole solves) paired round by round with the GPU's batch."""
     gpu = build("cuda", dtype, hidden, 1, range(max(sizes + whole_sizes)), None, f"device.rng={rng}")
-    clock(gpu[:64], True, 1)  # warm-up: lazy init, the allocator's first blocks
-    cells = []
+    seconds(gpu[:64], True)  # warm-up: lazy init, the allocator's first blocks
+    cells, solos = [], []
     for r in sizes:
-        t = clock([fixed_epochs(j, a.epochs) for j in gpu[:r]], True, a.repeats)
-        cells.append(f"R={r}: {t / r * 1e6:6.1f} us/run {solo / (t / r):5.0f}x")
+        js = [fixed_epochs(j, a.epochs) for j in gpu[:r]]
+        solo, ts = solo_against(fixed, 1, lambda js=js: seconds(js, True), a.repeats)
+        solos += solo
+        cells.append(
+            f"R={r}: {statistics.median(ts) / r * 1e6:6.1f} us/run {cell(ratios(solo, [t / r for t in ts]), 0)}"
+        )
     print(
-        f"fixed {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo * 1e3:6.2f} ms/run | " + " | ".join(cells),
+        f"fixed {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {statistics.median(solos) * 1e3:6.2f} ms/run "
+        "(median) | " + " | ".join(cells),
         flush=True,
     )
     for r in whole_sizes:
         js, now = gpu[:r], gpu[0].backend.clock
-        t0 = now()
-        outs = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
-        t = now() - t0  # one whole solve, each run to its own early stop
+        whole: list = []
+
+        def batch(js=js, now=now) -> float:
+            t0 = now()
+            whole[:] = type(js[0].method).solve_batch([j.method for j in js], [j.ctx for j in js])
+            return now() - t0  # one whole solve, each run to its own early stop
+
+        solo, ts = solo_against([cpu], 16, batch, a.repeats)
+        outs, t, solo_whole = whole, statistics.median(ts), statistics.median(solo)
         t0 = time.perf_counter()
         for o in outs[:64]:
             o.finalize()
@@ -278,7 +309,8 @@ def gpu_rows(a, dtype: str, hidden: int, rng: str, solo: float, solo_whole: floa
         epochs = [o.epochs for o in outs]
         print(
             f"whole {dtype:8} hidden={hidden:<4d} rng={rng:7} numpy solo {solo_whole * 1e3:6.2f} ms/run | R={r}: "
-            f"{t / r * 1e6:7.1f} us/run {solo_whole / (t / r):5.0f}x (epochs {min(epochs)}-{max(epochs)}; "
+            f"{t / r * 1e6:7.1f} us/run {cell(ratios(solo, [x / r for x in ts]), 0)} (medians, range; epochs "
+            f"{min(epochs)}-{max(epochs)}; "
             f"curves after the clock {ev * 1e3:.1f} ms/run)",
             flush=True,
         )

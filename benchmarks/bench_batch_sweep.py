@@ -1,7 +1,8 @@
 """End to end, batched against unbatched in one run: whole `python -m sweep` commands into an MLflow store that
 exists already (as a study's store does; it is made first, untimed), the same sweep with batching (a preset's own
-`batch`, or hydra.launcher.batch=B) and without it (hydra.launcher.batch=1), measured in turns so a change in the
-machine's load touches both alike.
+`batch`, or hydra.launcher.batch=B) and without it (hydra.launcher.batch=1), measured in rounds (every command
+once a round, back to back, in an order that rotates: paired.rounds) so a change in the machine's load touches all
+alike; the ratios are formed within a round.
 
 Each study also runs one of its jobs alone, the same command cut to one job: what every command pays around its
 jobs (starting Python, composing, the check, the workers, the parent run). A batched sweep does more than that,
@@ -13,7 +14,8 @@ workers' (user + sys): on a loaded machine they show the work that wall-clock hi
 
 Studies: `sweeps=sign_vs_sgd`, `sweeps=weight_decay` (their presets turn batching on), and `--seeds` gf2 seeds
 (`method=gf2 problem.seed=range(0,N) tracker=none`). Each row: the command's wall-clock for one job, unbatched and
-batched (medians of --repeats), jobs per second batched, the speed-up (unbatched / batched) and its ceiling.
+batched (medians of --repeats), jobs per second batched, the speed-up (unbatched / batched) and its ceiling (the
+medians of the rounds' ratios; the line below a row gives their ranges).
 Targets on a 2-core CPU: each preset >= 2x, 1,000 gf2 seeds >= 5x over the ~20 jobs/s of one job per task. Every
 run of both commands is checked FINISHED, and each batched run's accuracy, epochs and secret equal its unbatched
 twin's.
@@ -30,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from paired import ratios, rounds, spread
 
 STUDIES = {
     "sign_vs_sgd": ["sweeps=sign_vs_sgd"],
@@ -104,18 +108,23 @@ def main() -> None:
             batched = [] if name != "gf2" else [f"hydra.launcher.batch={a.batch}"]
             arms = {"one": ["hydra.launcher.batch=1", *ONE_JOB[name]], "alone": ["hydra.launcher.batch=1"]}
             arms["batched"] = batched
-            walls: dict[str, list[float]] = {arm: [] for arm in arms}
-            cpus: dict[str, list[float]] = {arm: [] for arm in arms}
-            results: dict[str, dict] = {}
-            for i in range(a.repeats):
-                store = f"sqlite:///{cwd / f'{name}-{i}.db'}"
-                run(["method=gf2", "tracker=none", "problem.seed=0", "mlflow.experiment=made"], store, cwd)
-                for arm, extra in arms.items():
-                    exp = f"{name}_{arm}_{i}"
-                    wall, cpu = run([*args, *extra, f"mlflow.experiment={exp}"], store, cwd)
-                    walls[arm].append(wall)
-                    cpus[arm].append(cpu)
-                    results[arm] = children(store, exp)
+            results: dict[str, dict] = {}  # each arm's runs in its last round
+            stores: dict[int, str] = {}
+            done = dict.fromkeys(arms, 0)
+
+            def once(arm: str) -> tuple[float, float]:
+                i, done[arm] = done[arm], done[arm] + 1
+                if i not in stores:  # the round's store, made before its first command (untimed)
+                    stores[i] = f"sqlite:///{cwd / f'{name}-{i}.db'}"
+                    run(["method=gf2", "tracker=none", "problem.seed=0", "mlflow.experiment=made"], stores[i], cwd)
+                exp = f"{name}_{arm}_{i}"
+                wall, cpu = run([*args, *arms[arm], f"mlflow.experiment={exp}"], stores[i], cwd)
+                results[arm] = children(stores[i], exp)
+                return wall, cpu
+
+            got = rounds({arm: (lambda arm=arm: once(arm)) for arm in arms}, a.repeats)
+            walls = {arm: [w for w, _ in v] for arm, v in got.items()}
+            cpus = {arm: [c for _, c in v] for arm, v in got.items()}
             alone, together = results["alone"], results["batched"]
             assert alone.keys() == together.keys(), f"{name}: the batched sweep ran other jobs"
             assert all(v[0] == "FINISHED" for v in [*alone.values(), *together.values()]), f"{name}: a run failed"
@@ -125,10 +134,12 @@ def main() -> None:
             n = len(alone)
             w = {arm: statistics.median(v) for arm, v in walls.items()}
             c = {arm: statistics.median(v) for arm, v in cpus.items()}
+            speed, ceiling = ratios(walls["alone"], walls["batched"]), ratios(walls["alone"], walls["one"])
             print(
                 f"{name:<14} {n:>5} {w['one']:>10.1f} {w['alone']:>12.1f} {w['batched']:>10.1f}"
-                f" {n / w['batched']:>7.1f} {w['alone'] / w['batched']:>8.2f}x {w['alone'] / w['one']:>7.2f}x"
-                f" {c['one']:>14.1f} {c['alone']:>10.1f} {c['batched']:>8.1f}",
+                f" {n / w['batched']:>7.1f} {statistics.median(speed):>8.2f}x {statistics.median(ceiling):>7.2f}x"
+                f" {c['one']:>14.1f} {c['alone']:>10.1f} {c['batched']:>8.1f}\n"
+                f"{'':<14} speed-up {spread(speed)}; ceiling {spread(ceiling)}",
                 flush=True,
             )
 

@@ -3,18 +3,24 @@ against a per-element implementation (a Fenwick tree over stack slots, O(log n) 
 on the same traces; both must give the same ByteDMD. Then the default SGD job's traces (n=20, H=200): the pass
 beside DMD's, and the figures, with the size of the stored trace (trace.json).
 
-    .venv/bin/python benchmarks/bench_bytedmd.py [--hidden 200] [--steps 20]
+    .venv/bin/python benchmarks/bench_bytedmd.py [--hidden 200] [--steps 20] [--repeats 3]
 
 Traces: the published single-sample step of the default SGD job, and the first `--steps` steps of its
 whole-solve trace (tracker.scope=all_steps); for the whole solve (1,408 steps, ~1.2e8 element accesses) the
-per-element time is extrapolated from its first steps' rate, element accesses per second.
+per-element time is extrapolated from its first steps' rate, element accesses per second. Each of the `--repeats`
+rounds times both implementations back to back, which goes first alternating (paired.rounds): rates and times are
+medians, a measured ratio the median of the rounds' with its range (the whole solve's is an estimate: the median
+per-element rate against the median pass).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
+
+from paired import ratios, rounds, spread
 
 from sweep import job
 from sweep.config.schema import register_configs
@@ -115,6 +121,18 @@ def timed(f, *args, min_s: float = 0.5) -> tuple[float, float]:
             return value, (time.perf_counter() - t0) / calls
 
 
+def paired_times(passes: dict, trace: Trace, repeats: int) -> tuple[dict, dict[str, list[float]]]:
+    """(each pass's last result, its seconds a call per round): the passes timed back to back each round, the
+    per-element one once a round (min_s 0: it is the slow one)."""
+    values: dict = {}
+
+    def once(name: str) -> float:
+        values[name], seconds = timed(passes[name], trace, min_s=0.0 if name == "element" else 0.5)
+        return seconds
+
+    return values, rounds({name: (lambda name=name: once(name)) for name in passes}, repeats)
+
+
 def job_traces(hidden: int, scope: str) -> tuple[Trace, dict[str, Trace]]:
     from hydra import compose, initialize_config_dir
 
@@ -141,34 +159,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hidden", type=int, default=200)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3, help="paired timings of the two implementations")
     args = ap.parse_args()
     published, _ = job_traces(args.hidden, "published")
     whole, epochs = job_traces(args.hidden, "all_steps")
-    print(f"{'trace':<34} {'accesses':>12} {'element/s':>12} {'sweep/s':>14} {'ratio':>8}  ByteDMD")
+    print(f"{'trace':<34} {'accesses':>12} {'element/s':>12} {'sweep/s':>14} {'ByteDMD':>14}  speed, sweep / element")
     rate = 0.0
     for label, t in (
         (f"published step, H={args.hidden}", published),
         (f"first {args.steps} steps of all_steps", first_steps(whole, args.steps)),
     ):
         accesses = sum(e[2] for e in t.events)
-        ref, t_ref = timed(per_element, t, min_s=0.0)
-        got, t_got = timed(fresh_bytedmd, t)
-        assert ref == got, (ref, got)
-        rate = accesses / t_ref
+        v, ts = paired_times({"element": per_element, "sweep": fresh_bytedmd}, t, args.repeats)
+        assert v["element"] == v["sweep"], v
+        rate, t_got = accesses / statistics.median(ts["element"]), statistics.median(ts["sweep"])
         print(
-            f"{label:<34} {accesses:>12,} {rate:>12,.0f} {accesses / t_got:>14,.0f} {t_ref / t_got:>7,.0f}x  {got:,.0f}"
+            f"{label:<34} {accesses:>12,} {rate:>12,.0f} {accesses / t_got:>14,.0f} {v['sweep']:>14,.0f}  "
+            f"{spread(ratios(ts['element'], ts['sweep']), 0)}"
         )
     per_template = [sum(e[2] for e in tpl) for tpl in whole.templates]
     accesses = sum(per_template[t] for t in whole.seq)
-    got, t_got = timed(fresh_bytedmd, whole)
-    _, t_dmd = timed(dmd, whole)
+    v, ts = paired_times({"sweep": fresh_bytedmd, "dmd": dmd}, whole, args.repeats)
+    got, t_got, t_dmd = v["sweep"], statistics.median(ts["sweep"]), statistics.median(ts["dmd"])
     print(
-        f"{'whole solve (all_steps)':<34} {accesses:>12,} {'(est.)':>12} {accesses / t_got:>14,.0f} "
-        f"{accesses / rate / t_got:>7,.0f}x  {got:,.0f}"
+        f"{'whole solve (all_steps)':<34} {accesses:>12,} {'(est.)':>12} {accesses / t_got:>14,.0f} {got:>14,.0f}  "
+        f"~{accesses / rate / t_got:,.0f}x (est.)"
     )
     print(
         f"\nwhole solve: {len(whole.seq):,} steps, {len(whole.templates)} templates; "
-        f"ByteDMD pass {t_got * 1e3:.1f} ms, DMD pass {t_dmd * 1e3:.1f} ms; "
+        f"ByteDMD pass {t_got * 1e3:.1f} ms, DMD pass {t_dmd * 1e3:.1f} ms (medians); "
         f"per-element estimate {accesses / rate:,.0f} s"
     )
     print(

@@ -4,7 +4,10 @@ parameters) against each trained alone, on the same initial weights and batches.
 each way and how far the batched runs end from their solo runs (largest parameter difference, run 0's validation
 accuracy both ways).
 
-    .venv/bin/python benchmarks/bench_char_lm_vmap.py [--runs 4] [--steps 300] [--n-embd 64]
+    .venv/bin/python benchmarks/bench_char_lm_vmap.py [--runs 4] [--steps 300] [--n-embd 64] [--repeats 3]
+
+Each repeat trains the R runs both ways back to back (which goes first alternates: paired.rounds); the speed-up
+is the median of the repeats' solo / batched ratios with their range, the seconds a run the medians.
 
 A plain loop each way (constant learning rate, no clipping or weight decay): what differs is only how the runs are
 computed, alone or stacked. One thread (the char_lm preset's setting).
@@ -14,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import statistics
 import time
 
 import numpy as np
 import torch
+from paired import ratios, rounds, spread
 from torch.func import functional_call, grad, stack_module_state, vmap
 from torch.nn import functional as F
 
@@ -30,6 +35,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--n-embd", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3, help="paired measurements of both ways")
     a = ap.parse_args()
     torch.set_num_threads(1)
     data = Chars().generate()
@@ -71,12 +77,23 @@ def main() -> None:
         return {n: p.detach() for n, p in params.items()}
 
     solo(0)  # warm: lazy init
-    t0 = time.perf_counter()
-    alone = [solo(i) for i in range(a.runs)]
-    t_solo = (time.perf_counter() - t0) / a.runs
-    t0 = time.perf_counter()
-    stacked = batched()
-    t_batch = (time.perf_counter() - t0) / a.runs
+    kept: dict[str, object] = {}
+
+    def timed(name: str, train) -> float:
+        """Seconds a run of one way's training; its parameters kept (the last repeat's are compared)."""
+        t0 = time.perf_counter()
+        kept[name] = train()
+        return (time.perf_counter() - t0) / a.runs
+
+    got = rounds(
+        {
+            "solo": lambda: timed("solo", lambda: [solo(i) for i in range(a.runs)]),
+            "batch": lambda: timed("batch", batched),
+        },
+        a.repeats,
+    )
+    alone, stacked = kept["solo"], kept["batch"]
+    t_solo, t_batch = statistics.median(got["solo"]), statistics.median(got["batch"])
     diff = max(float((stacked[n][i] - alone[i][n]).abs().max()) for i in range(a.runs) for n in alone[i])
     xv, yv = (torch.from_numpy(v) for v in data.val_blocks())
 
@@ -89,7 +106,8 @@ def main() -> None:
 
     print(
         f"R={a.runs}, {a.steps} steps, n_embd {a.n_embd}: solo {t_solo:.2f} s a run, batched {t_batch:.2f} s a run "
-        f"({t_solo / t_batch:.2f}x); largest parameter difference {diff:.3g}; run 0's validation accuracy "
+        f"(medians; solo / batched {spread(ratios(got['solo'], got['batch']))}); largest parameter difference "
+        f"{diff:.3g}; run 0's validation accuracy "
         f"{accuracy(alone[0]):.4f} alone, {accuracy({n: v[0] for n, v in stacked.items()}):.4f} batched"
     )
 

@@ -5,16 +5,20 @@ again deep into it. Beside the gpt's, what recomputing its whole window for ever
 
     python benchmarks/bench_char_stream.py [--early 1000] [--late 20000] [--window 1000] [--block 256]
 
-Prints, per model, microseconds per character at each prefix length and their ratio (late / early); the models
-are untrained (the cost of a step does not depend on the weights), float32, one thread.
+Prints, per model, microseconds per character at each prefix length (medians over `--repeats` streams) and their
+ratio (late / early), formed within each stream (both windows of one stream are one pair) and printed as the median
+of the streams' ratios with their range; the models are untrained (the cost of a step does not depend on the
+weights), float32, one thread.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
+from paired import ratios, spread
 
 from sweep.challenge.ngram import NGram
 from sweep.methods.lm.gpt_model import GPTModel
@@ -67,7 +71,7 @@ def main() -> None:
     ap.add_argument("--late", type=int, default=20000)
     ap.add_argument("--window", type=int, default=1000)
     ap.add_argument("--block", type=int, default=256, help="the gpt's positions (the reference has 64)")
-    ap.add_argument("--repeats", type=int, default=3, help="best of this many streams (a shared machine)")
+    ap.add_argument("--repeats", type=int, default=3, help="streams a model (medians; a shared machine)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -80,10 +84,14 @@ def main() -> None:
         "gpt (kv cache)": GPTStream(gpt, vocab),
         "gpt (whole window)": WholeWindow(gpt, vocab),
     }
-    print(f"us per character at prefix {a.early:,} and {a.late:,} ({a.window:,} characters each, best of {a.repeats})")
+    print(
+        f"us per character at prefix {a.early:,} and {a.late:,} ({a.window:,} characters each, medians of "
+        f"{a.repeats} streams; late / early within each stream)"
+    )
     for name, model in models.items():
-        early, late = map(min, zip(*(per_char_us(model, text, a.early, a.late, a.window) for _ in range(a.repeats))))
-        print(f"{name:20s} {early:9.1f} {late:9.1f}   ratio {late / early:.2f}")
+        early, late = zip(*(per_char_us(model, text, a.early, a.late, a.window) for _ in range(a.repeats)))
+        r = ratios(late, early)
+        print(f"{name:20s} {statistics.median(early):9.1f} {statistics.median(late):9.1f}   ratio {spread(r)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """DMD throughput: sweep's run-based offline DMD (sweep.trackers.dmd) against a straightforward per-element
 splay-tree implementation in pure Python (written here), on the same traces. Both must give the same DMD.
 
-    .venv/bin/python benchmarks/bench_dmd.py [--hidden 1000] [--steps 10]
+    .venv/bin/python benchmarks/bench_dmd.py [--hidden 1000] [--steps 10] [--repeats 3]
 
 Traces: one single-sample standard step at n=20, H=hidden (the published protocol, ~1e5 element accesses at
 H=1000), and `steps` consecutive single-sample steps after one INIT (a longer trace whose stack carries over).
@@ -9,15 +9,20 @@ H=1000), and `steps` consecutive single-sample steps after one INIT (a longer tr
 Then the energy tracker's stack pass (every level of the cpu hierarchy in one LRU pass, sweep.energy.model)
 against DMD's on the whole-solve trace (tracker.scope=all_steps) of SGD at n=20, hidden=--solve-hidden (200):
 float accesses per second and their ratio (target: energy no slower than DMD, >= 1.0x).
+
+Each of the `--repeats` rounds times both passes back to back, which goes first alternating (paired.rounds); rates
+are medians, each ratio the median of the rounds' with its range.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 
 import numpy as np
+from paired import ratios, rounds, spread
 
 from sweep.backend import Backend
 from sweep.energy.hierarchy import load_hierarchy
@@ -155,6 +160,17 @@ def timed(f, trace: Trace, min_s: float = 0.5) -> tuple[float, float]:
             return value, (time.perf_counter() - t0) / calls
 
 
+def paired_times(passes: dict, trace: Trace, repeats: int, min_s: dict) -> tuple[dict, dict[str, list[float]]]:
+    """(each pass's last result, each pass's seconds a call per round), the passes timed back to back per round."""
+    values: dict = {}
+
+    def once(name: str) -> float:
+        values[name], seconds = timed(passes[name], trace, min_s.get(name, 0.5))
+        return seconds
+
+    return values, rounds({name: (lambda name=name: once(name)) for name in passes}, repeats)
+
+
 def solve_trace(hidden: int) -> Trace:
     """The all_steps trace of one default SGD solve (n=20, k=3, n_train=1000) at this width."""
     from sweep.methods.base import Context
@@ -174,17 +190,17 @@ def solve_trace(hidden: int) -> Trace:
     return trace
 
 
-def energy_vs_dmd(hidden: int) -> None:
+def energy_vs_dmd(hidden: int, repeats: int) -> None:
     trace = solve_trace(hidden)
     floats = sum(trace.sizes)
     cpu = load_hierarchy("cpu")
-    _, t_dmd = timed(dmd, trace)
-    _, t_energy = timed(lambda t: level_counts(t, cpu), trace)
+    _, t = paired_times({"dmd": dmd, "energy": lambda tr: level_counts(tr, cpu)}, trace, repeats, {})
+    t_dmd, t_energy = statistics.median(t["dmd"]), statistics.median(t["energy"])
     print(f"\nwhole-solve SGD trace, n=20, H={hidden}: {len(trace):,} events, {floats:,} float accesses")
     print(f"{'pass':<28} {'floats/s':>14}")
     print(f"{'dmd (reads observed)':<28} {floats / t_dmd:>14,.0f}")
     print(f"{'energy (LRU, all levels)':<28} {floats / t_energy:>14,.0f}")
-    print(f"energy / dmd throughput: {t_dmd / t_energy:.2f}x (target >= 1.0x)")
+    print(f"energy / dmd throughput: {spread(ratios(t['dmd'], t['energy']))} (target >= 1.0x)")
 
 
 def main() -> None:
@@ -192,22 +208,23 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--solve-hidden", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3, help="paired timings of the two passes")
     args = ap.parse_args()
-    print(f"{'trace':<28} {'elements':>10} {'splay el/s':>12} {'sweep el/s':>13} {'ratio':>8}  DMD")
+    print(f"{'trace':<28} {'elements':>10} {'splay el/s':>12} {'sweep el/s':>13}  {'DMD':>12}  speed, sweep / splay")
     for label, steps in (
         (f"1 standard step, H={args.hidden}", 1),
         (f"{args.steps} standard steps, H={args.hidden}", args.steps),
     ):
         trace = step_trace(args.hidden, steps)
         elements = sum(trace.sizes)
-        ref, t_ref = timed(splay_dmd, trace, min_s=0.0)
-        got, t_got = timed(dmd, trace)
-        assert math.isclose(ref, got, rel_tol=1e-9), (ref, got)
+        v, t = paired_times({"splay": splay_dmd, "sweep": dmd}, trace, args.repeats, {"splay": 0.0})
+        assert math.isclose(v["splay"], v["sweep"], rel_tol=1e-9), v
+        t_ref, t_got = statistics.median(t["splay"]), statistics.median(t["sweep"])
         print(
-            f"{label:<28} {elements:>10,} {elements / t_ref:>12,.0f} {elements / t_got:>13,.0f} "
-            f"{t_ref / t_got:>7,.0f}x  {got:,.1f}"
+            f"{label:<28} {elements:>10,} {elements / t_ref:>12,.0f} {elements / t_got:>13,.0f}  {v['sweep']:>12,.1f}  "
+            f"{spread(ratios(t['splay'], t['sweep']), 0)}"
         )
-    energy_vs_dmd(args.solve_hidden)
+    energy_vs_dmd(args.solve_hidden, args.repeats)
 
 
 if __name__ == "__main__":

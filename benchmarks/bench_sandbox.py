@@ -6,7 +6,8 @@ the parent's clock, and the ratio of a run's wall-clock to the in-process solve'
 
     .venv/bin/python benchmarks/bench_sandbox.py [--repeats 7] [--path examples/solvers/honest.py:solve]
 
-Each figure is the median over the repeats, interleaved.
+Each repeat runs every mode once, back to back, in an order that rotates (paired.rounds). Each figure is the
+median over the repeats; the ratio is formed within a repeat and printed as the median with its range.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 import resource
 import statistics
 import time
+
+from paired import ratios, rounds, spread
 
 from sweep.challenge import traced
 from sweep.methods import solver_path as load
@@ -39,24 +42,25 @@ def main() -> None:
     box.close()
     fn = _in_process(args.path)
     modes = ["in-process", "process", *([] if bwrap_missing() else ["bwrap"])]
-    seen: dict[str, list[tuple[float, float, float]]] = {m: [] for m in modes}
-    for _ in range(args.repeats):
-        for m in modes:
-            w0, c0, child = time.perf_counter(), cpu(), 0.0
-            if m == "in-process":
-                traced.solve(fn, d.x_train, d.y_train, 20, 3, True)
-                call = time.perf_counter() - w0
-            else:
-                os.environ[ISOLATION_ENV] = m
-                b = load.sandbox(args.path, Limits()).open()
-                b.call(d.x_train, d.y_train, 20, 3, True, timeout=60, harness=load.HARNESS)
-                call, child = b.wall_s, b.close().cpu_s  # the sandbox's processes' CPU, read before the kill
-            seen[m].append((time.perf_counter() - w0, cpu() - c0 + child, call))
-    base = statistics.median(w for w, _, _ in seen["in-process"])
-    print(f"{'mode':<11} {'run wall s':>10} {'run cpu s':>10} {'call wall s':>11} {'run / in-process':>17}")
+
+    def once(m: str) -> tuple[float, float, float]:
+        w0, c0, child = time.perf_counter(), cpu(), 0.0
+        if m == "in-process":
+            traced.solve(fn, d.x_train, d.y_train, 20, 3, True)
+            call = time.perf_counter() - w0
+        else:
+            os.environ[ISOLATION_ENV] = m
+            b = load.sandbox(args.path, Limits()).open()
+            b.call(d.x_train, d.y_train, 20, 3, True, timeout=60, harness=load.HARNESS)
+            call, child = b.wall_s, b.close().cpu_s  # the sandbox's processes' CPU, read before the kill
+        return time.perf_counter() - w0, cpu() - c0 + child, call
+
+    seen = rounds({m: (lambda m=m: once(m)) for m in modes}, args.repeats)
+    base = [w for w, _, _ in seen["in-process"]]
+    print(f"{'mode':<11} {'run wall s':>10} {'run cpu s':>10} {'call wall s':>11}  run / in-process (wall)")
     for m, rows in seen.items():
         wall, c, call = (statistics.median(r[i] for r in rows) for i in range(3))
-        print(f"{m:<11} {wall:>10.4f} {c:>10.4f} {call:>11.4f} {wall / base:>16.1f}x")
+        print(f"{m:<11} {wall:>10.4f} {c:>10.4f} {call:>11.4f}  {spread(ratios([r[0] for r in rows], base), 1)}")
 
 
 def _in_process(path: str):

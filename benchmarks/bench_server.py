@@ -5,8 +5,9 @@ PostgreSQL-backed MLflow tracking server with logins (sweep.server, started here
     .venv/bin/python benchmarks/bench_server.py [--jobs 300] [--workers 2] [--repeats 2]
 
 Prints runs per second of each (the whole command: start-up, the jobs, every run recorded) and the ratio of the
-per-run times, server / SQLite; target <= 2x. Measured in turns (SQLite, server, SQLite, server, ...): a change
-in the machine's load touches both alike; the medians are compared. On a machine shared with other work the
+per-run times, server / SQLite; target <= 2x. Measured in pairs, back to back, which goes first alternating
+(paired.rounds): a change in the machine's load touches both alike; the ratio is formed within each pair and
+printed as the median of the pairs' with its range (runs/s: medians). On a machine shared with other work the
 CPU seconds a run costs are the steadier figure: those of the sweep command (launcher and workers) and, for the
 server, of its processes (the tracking server's workers and PostgreSQL's; read from /proc, Linux).
 """
@@ -22,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from paired import ratios, rounds, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.tracking_server: the same start as the tests'
@@ -76,33 +79,41 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp, shared_store(workers=4) as srv:
         cwd = Path(tmp)
         sqlite = f"sqlite:///{cwd / 'mlruns' / 'mlflow.db'}"
-        times: dict[str, list[float]] = {"sqlite": [], "server": []}
-        cpus: dict[str, list[float]] = {"sqlite": [], "server": []}
         serving: list[float] = []  # the server's own share of its rounds' CPU seconds
-        for i in range(a.repeats):
-            for name, store, env in (("sqlite", sqlite, {}), ("server", srv.uri, srv.env())):
-                cpu0 = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid)
-                wall, cpu = sweep(store, f"bench{i}", a.jobs, a.workers, cwd, env)
-                # the idle server's own ticks while SQLite is written are not SQLite's
-                served = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid) - cpu0 if name == "server" else 0.0
-                serving += [served] if name == "server" else []
-                times[name].append(wall)
-                cpus[name].append(cpu + served)
-                ms = 1000 / a.jobs
-                print(
-                    f"{name:7s} round {i + 1}: {a.jobs} runs in {wall:6.1f} s = {a.jobs / wall:5.1f} runs/s; "
-                    f"CPU a run {(cpu + served) * ms:4.0f} ms (the server's processes {served * ms:3.0f})",
-                    flush=True,
-                )
+        done = {"sqlite": 0, "server": 0}
+
+        def once(name: str, store: str, env: dict[str, str]) -> tuple[float, float]:
+            """(wall, CPU) seconds of one sweep into one store."""
+            done[name] += 1
+            cpu0 = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid)
+            wall, cpu = sweep(store, f"bench{done[name]}", a.jobs, a.workers, cwd, env)
+            # the idle server's own ticks while SQLite is written are not SQLite's
+            served = tree_cpu_s(srv.server.pid) + tree_cpu_s(srv.db.pid) - cpu0 if name == "server" else 0.0
+            serving.extend([served] if name == "server" else [])
+            ms = 1000 / a.jobs
+            print(
+                f"{name:7s} round {done[name]}: {a.jobs} runs in {wall:6.1f} s = {a.jobs / wall:5.1f} runs/s; "
+                f"CPU a run {(cpu + served) * ms:4.0f} ms (the server's processes {served * ms:3.0f})",
+                flush=True,
+            )
+            return wall, cpu + served
+
+        got = rounds(
+            {"sqlite": lambda: once("sqlite", sqlite, {}), "server": lambda: once("server", srv.uri, srv.env())},
+            a.repeats,
+        )
+    times = {k: [w for w, _ in v] for k, v in got.items()}
+    cpus = {k: [c for _, c in v] for k, v in got.items()}
     med = {k: statistics.median(v) for k, v in times.items()}
     cpu_med = {k: statistics.median(v) for k, v in cpus.items()}
     print(
-        f"\n{a.jobs}-job gf2 sweep, {a.workers} workers, median of {a.repeats}: "
-        f"SQLite {a.jobs / med['sqlite']:.1f} runs/s, server {a.jobs / med['server']:.1f} runs/s; "
-        f"server / SQLite time per run = {med['server'] / med['sqlite']:.2f}x (target <= 2x)\n"
+        f"\n{a.jobs}-job gf2 sweep, {a.workers} workers, {a.repeats} pairs: "
+        f"SQLite {a.jobs / med['sqlite']:.1f} runs/s, server {a.jobs / med['server']:.1f} runs/s (medians); "
+        f"server / SQLite time per run {spread(ratios(times['server'], times['sqlite']))} (target <= 2x)\n"
         f"CPU a run (the sweep command's, and the server's processes'): SQLite {1000 * cpu_med['sqlite'] / a.jobs:.0f}"
         f" ms, server {1000 * cpu_med['server'] / a.jobs:.0f} ms (its processes "
-        f"{1000 * statistics.median(serving) / a.jobs:.0f} ms) = {cpu_med['server'] / cpu_med['sqlite']:.2f}x"
+        f"{1000 * statistics.median(serving) / a.jobs:.0f} ms, medians); server / SQLite "
+        f"{spread(ratios(cpus['server'], cpus['sqlite']))}"
     )
 
 

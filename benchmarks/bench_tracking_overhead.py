@@ -8,20 +8,22 @@ and every epoch). Both are kept small by the trace's step templates (sweep.trace
 is recorded once and replayed as a template id (sweep.methods.step_templates), and the passes run per (state, template).
 Both are measured on the real job path (sweep.job.run): the solve as the logged wall_clock_s, the summaries by
 timing every tracker.summarize / summarize_each call. Overhead = (solve_tracked - solve_none + summaries) /
-solve_none. Runs are interleaved and each figure is the minimum over the repeats, because
-other load on a shared machine only ever adds time; ``--cpu`` times the process's CPU seconds instead, which
-load inflates far less. (The job's untimed per-epoch diagnostics do not depend on
-tracking and are left out of the ratio.)
+solve_none, formed within a round: each round runs every tracker once, back to back (paired.rounds: the order
+rotates), and the figure is the median of the rounds' ratios with their range (the seconds shown: medians);
+``--cpu`` times the process's CPU seconds instead, which load inflates far less. (The job's untimed per-epoch
+diagnostics do not depend on tracking and are left out of the ratio.)
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from contextlib import contextmanager
 from typing import Iterator
 
 from hydra.utils import get_class
+from paired import ratios, rounds, spread
 
 from sweep import job
 from sweep.backend import Backend
@@ -91,21 +93,19 @@ def main() -> None:
         for t in args.trackers.split(","):
             cfgs[t] = compose("config", overrides=[*args.overrides, f"tracker={t}", "tracker.scope=all_steps"])
     measure(cfgs["none"])  # warm-up: imports, BLAS threads
-    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in cfgs}
-    for _ in range(args.repeats):
-        for k, cfg in cfgs.items():
-            runs[k].append(measure(cfg))
-    solve_none = min(s for s, _ in runs["none"])
+    runs = rounds({k: (lambda cfg=cfg: measure(cfg)) for k, cfg in cfgs.items()}, args.repeats)
+    solve_none = [s for s, _ in runs["none"]]
     print(
-        f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} runs each, minima of "
-        f"{'CPU' if args.cpu else 'wall-clock'} seconds"
+        f"overrides: {' '.join(args.overrides) or '(defaults)'}; {args.repeats} rounds, medians of "
+        f"{'CPU' if args.cpu else 'wall-clock'} seconds; overhead: each round's (tracked solve + summaries) / untracked"
     )
-    print(f"{'tracker':<8} {'solve s':>8} {'summaries s':>12} {'overhead':>9}")
+    print(f"{'tracker':<8} {'solve s':>8} {'summaries s':>12}  overhead")
     for k, rs in runs.items():
-        solve, summ = min(s for s, _ in rs), min(m for _, m in rs)
-        ratio = 1 + (solve - solve_none + summ) / solve_none
-        verdict = "" if k == "none" else ("  within the 1.25x target" if ratio <= 1.25 else "  OVER the 1.25x target")
-        print(f"{k:<8} {solve:8.3f} {summ:12.3f} {ratio:8.3f}x{verdict}")
+        overhead = ratios([s + m for s, m in rs], solve_none)
+        mid = statistics.median(overhead)
+        verdict = "" if k == "none" else ("  within the 1.25x target" if mid <= 1.25 else "  OVER the 1.25x target")
+        solve, summ = statistics.median(s for s, _ in rs), statistics.median(m for _, m in rs)
+        print(f"{k:<8} {solve:8.3f} {summ:12.3f}  {spread(overhead, 3)}{verdict}")
 
 
 if __name__ == "__main__":
