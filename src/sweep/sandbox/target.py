@@ -65,7 +65,7 @@ def _file(path: str, where: str, field: str) -> Path:
     file = Path(where)
     if not file.is_file() and not file.is_absolute() and (PROJECT_ROOT / file).is_file():
         file = PROJECT_ROOT / file
-    if file.is_dir():  # (it said "no file /tmp", as if nothing were there)
+    if file.is_dir():  # (it said "no file <the folder>", as if nothing were there)
         raise ConfigError(f"{field}={path}: {where} is a directory: expected {FORM}")
     if not file.is_file():
         folder = file.parent if file.parent.is_dir() else None
