@@ -97,11 +97,16 @@ def options(group: str) -> list[str]:
         return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
     from hydra import initialize_config_dir  # noqa: PLC0415 - Hydra's plugin scan: only on the way to a refusal
     from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415
+    from hydra.core.singleton import Singleton  # noqa: PLC0415
 
     if GlobalHydra.instance().is_initialized():  # (a process that composes on: its own search path)
         return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
+    state = Singleton.get_state()  # Hydra's global state put back after: its version base, which sets job.chdir's
+    try:  # default for whatever the process composes next (an in-process caller: a test, a notebook)
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
+    finally:
+        Singleton.set_state(state)
 
 
 def check_group_choices(argv: list[str]) -> None:
