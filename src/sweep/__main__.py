@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from hydra_plugins.sweep_launcher.api import (
@@ -10,6 +11,7 @@ from hydra_plugins.sweep_launcher.api import (
     compose_once,
     listen,
     output_closed,
+    reader_gone,
     starting,
 )
 
@@ -86,8 +88,13 @@ def main() -> None:
     try:
         sys.argv[1:] = check_command(sys.argv[1:])
         compose_once(sys.argv[1:])  # Hydra composes the config to read its mode, then again to run it: once
+        info = any(a in ("-i", "--info") or a.startswith("--info=") for a in sys.argv[1:])
+        if info:  # Hydra's --info report goes through logging, whose closed output is a traceback per record
+            logging.raiseExceptions = False
         with composition_refused():
             task()
+        if info and reader_gone():
+            raise BrokenPipeError  # answered below, as --help's and --cfg's
         check_pending()
         if _failed:
             sys.exit(1)

@@ -116,6 +116,15 @@ def _reader_gone(fd: int) -> bool:
         return False
 
 
+def reader_gone() -> bool:
+    """Whether stdout's reader has ended (`| head` done): for output written through `logging`, which reports a
+    BrokenPipeError as a traceback per record rather than raising it."""
+    try:
+        return _reader_gone(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def output_closed() -> Interrupted:
     """A write found its reader gone (BrokenPipeError): the command stops as for SIGPIPE, which Python ignores.
     Each stream whose reader is gone (stdout; stderr too under `2>&1 | head`) writes to /dev/null from here, so

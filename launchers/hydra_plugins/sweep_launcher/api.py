@@ -11,7 +11,7 @@ launcher's own and may change.
                      command's one-line messages begin with: the one the user typed)
     signals          SIGNALS (the stop signals: Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\; every handler installs these), listen,
                      check_pending, as_interrupted, starting (one line and 128+n for each wherever it comes, the
-                     launcher's own handling included); output_closed (a write's reader gone)
+                     launcher's own handling included); output_closed (a write's reader gone), reader_gone
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
 
@@ -46,6 +46,7 @@ _HOME = {
     "as_interrupted": "_signals",
     "starting": "_signals",
     "output_closed": "_signals",
+    "reader_gone": "_signals",
     "SIGNALS": "_signals",
     "SweepLauncherConf": "config",
 }
