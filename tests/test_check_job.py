@@ -191,6 +191,18 @@ LM = ("problem=chars", "device=torch_cpu")
             "about 8 years even at",
             "problem.n_bits=300, problem.k_sparse=8",
         ),
+        # a method's scratch sized by its own option, raised: every subset, every pair at once (the fourier run
+        # failed on a 9.8 GB array; smt at n_bits=5000 climbed to 18.6 GB)
+        (
+            ("method=fourier", "problem.n_bits=220", "method.chunk=1000000000"),
+            "of memory (a chunk of subsets",
+            "method.chunk=1000000000",
+        ),
+        (
+            ("method=smt", "problem.n_bits=8000", "problem.k_sparse=3", "method.pair_block=100000000000"),
+            "of memory (a pair step",
+            "method.pair_block=100000000000",
+        ),
     ],
 )
 def test_every_size_that_exhausts_memory_or_time_is_refused_by_the_one_estimate(overrides, said, lower):
