@@ -4,6 +4,7 @@ and what the tests start once per session in a temporary directory."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from sweep.server import keys, postgres, tracking
 from sweep.server.config import PERMISSIONS, ServerConfig
 from sweep.server.postgres import ServerError
 
+ROLE = r"[A-Za-z_][A-Za-z0-9_]{0,62}"  # a role name needing no quotes (it is written into URIs and conninfo)
+USERNAME = r"[^\s:%]+"  # basic auth ends the user at ':'; configparser reads '%' as an interpolation
 START_TIMEOUT_S = 180.0  # MLflow's first start creates its tables: a minute on a busy two-core machine
 
 
@@ -47,6 +50,16 @@ def check(cfg: ServerConfig) -> None:
     for name in ("workers", "threads"):
         if getattr(cfg, name) < 1:
             raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: at least 1")
+    if not re.fullmatch(ROLE, cfg.db_user):  # 'a b' was psycopg's traceback; '' initdb's "removing contents"
+        raise BadSetting(
+            f"db_user={cfg.db_user!r} is not allowed: a PostgreSQL role name, a letter or '_' then up to 62 "
+            f"letters, digits or '_'"
+        )
+    if not re.fullmatch(USERNAME, cfg.admin_username):  # '' made the cluster, then MLflow ended at start
+        raise BadSetting(
+            f"admin_username={cfg.admin_username!r} is not allowed: a name of visible characters but ':' and '%' "
+            f"(a login's user in HTTP basic auth; MLflow's settings file)"
+        )
     if cfg.auth_cache_s < 0:
         raise BadSetting(f"auth_cache_s={cfg.auth_cache_s} is not allowed: a number of seconds >= 0")
     if cfg.port == cfg.db_port:  # PostgreSQL took it, then the tracking server ended at start (its log says why)

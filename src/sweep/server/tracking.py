@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
-from sweep.server.config import ServerConfig
+from sweep.server.config import ServerConfig, bracketed
 from sweep.server.postgres import ServerError
 
 DRIVER = "postgresql+psycopg"  # SQLAlchemy's name for psycopg 3
@@ -55,7 +55,7 @@ def command(cfg: ServerConfig) -> list[str]:
         "mlflow",
         "server",
         "--host",
-        cfg.host,
+        bracketed(cfg.host),
         "--port",
         str(cfg.port),
         "--workers",
@@ -85,7 +85,7 @@ def allowed_hosts(cfg: ServerConfig) -> str:
 
     names = {socket.gethostname(), socket.getfqdn(), *_addresses()}
     if cfg.host not in ("0.0.0.0", "::", ""):
-        names.add(f"[{cfg.host}]" if ":" in cfg.host else cfg.host)
+        names.add(bracketed(cfg.host))
     own = [p for n in sorted(names) if n for p in (n, f"{n.replace('[', '[[]', 1)}:*")]  # fnmatch: [ is special
     given = [h.strip() for h in cfg.allowed_hosts.split(",") if h.strip()]
     return ",".join(dict.fromkeys(get_default_allowed_hosts() + own + given))
