@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep.hosts import bracketed
 from sweep.paths import STORE_DIR
 
 # the admin's password: from this environment variable, or from a file (--admin-password-file); never a flag
@@ -39,12 +40,6 @@ class ServerConfig:
     def uri(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else ("::1" if self.host == "::" else self.host)
         return f"http://{bracketed(host)}:{self.port}"
-
-
-def bracketed(host: str) -> str:
-    """`host` as a URL or a `host:port` binding writes it: an IPv6 address in brackets (gunicorn read `::1:5000`
-    as host '' and port '', and the tracking server ended at start)."""
-    return f"[{host}]" if ":" in host else host
 
 
 PERMISSIONS = ("READ", "EDIT", "MANAGE", "NO_PERMISSIONS")

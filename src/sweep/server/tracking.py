@@ -25,7 +25,8 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
-from sweep.server.config import ServerConfig, bracketed
+from sweep.hosts import bracketed
+from sweep.server.config import ServerConfig
 from sweep.server.postgres import ServerError
 
 DRIVER = "postgresql+psycopg"  # SQLAlchemy's name for psycopg 3
