@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -249,6 +250,21 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
+
+    # SIGTERM, as a real signal to the command, once it has scored a run: it ended with no line
+    for seed in range(44, 56):
+        rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.rescore", "two", "tracker=dmd", "--tracking-uri", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline()  # the first run scored
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.count("\n") == 1, err
+    assert err.startswith("python -m sweep.rescore: interrupted by SIGTERM: ") and " scored before; " in err, err
 
     monkeypatch.setattr(compare_main, "store_main", interrupted)
     assert compare_main.main(["two", "--tracking-uri", store]) == 130
