@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -270,3 +271,15 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
     assert compare_main.main(["two", "--tracking-uri", store]) == 130
     err = capsys.readouterr().err
     assert err == "sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again\n", err
+
+    def terminated(*args, **kwargs):  # a real SIGTERM as compare reads: it ended the command with no line
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        return 0
+
+    monkeypatch.setattr(compare_main, "store_main", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    assert compare_main.main(["two", "--tracking-uri", store]) == 143
+    err = capsys.readouterr().err
+    assert err == "sweep-compare: interrupted by SIGTERM: its table and plots may be partial; run it again\n", err
+    assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
