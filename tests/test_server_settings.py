@@ -58,10 +58,11 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
 
 
 def test_names_and_addresses_that_could_not_serve_are_refused_or_written_as_gunicorn_reads_them(tmp_path):
-    """A fresh prober's round of issue 43: --db-user 'a b' was psycopg's traceback after the start began, '' was
-    initdb's "removing contents of data directory"; --admin-username '' made the cluster, then "the tracking server
-    ended at start (exit 0 ...)"; --host ::1 ended at start too (gunicorn read `-b ::1:5000` as host '' and port
-    ''). The names: one line, exit 2, nothing made; an IPv6 host: bracketed where gunicorn and URLs read it."""
+    """A fresh prober's round of issue 43: --workers 100000 was started; --db-user 'a b' was psycopg's traceback
+    after the start began, '' was initdb's "removing contents of data directory"; --admin-username '' made the
+    cluster, then "the tracking server ended at start (exit 0 ...)"; --host ::1 ended at start too (gunicorn read
+    `-b ::1:5000` as host '' and port ''). Each setting: one line, exit 2, nothing made; an IPv6 host: bracketed
+    where gunicorn and URLs read it."""
     from gunicorn.util import parse_address  # noqa: PLC0415
     from mlflow.server import _build_gunicorn_command  # noqa: PLC0415
 
@@ -72,6 +73,8 @@ def test_names_and_addresses_that_could_not_serve_are_refused_or_written_as_guni
         ({"db_user": ""}, "db_user='' is not allowed: a PostgreSQL role name"),
         ({"admin_username": ""}, "admin_username='' is not allowed: a name of visible characters but ':'"),
         ({"admin_username": "a:b"}, "admin_username='a:b' is not allowed"),
+        # a size: 100000 workers were started (each ~270 MB once it serves)
+        ({"workers": 100000}, "workers=100000 is not allowed: each worker holds MLflow's app (~300 MB), 30,000.0 GB"),
     ):
         try:
             check(ServerConfig(data_dir=tmp_path / "x", **settings))
