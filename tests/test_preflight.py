@@ -225,3 +225,17 @@ def test_a_job_directory_that_cannot_be_made_or_written_is_one_line_before_any_j
         assert "full (No space left on device)" in p.stderr
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_key_longer_than_mlflow_keeps_is_refused_before_hydra_reads_it():
+    """`+extra.<246 characters>=1` ran the job, whose result no store took (MLflow: 'Param key' exceeds the maximum
+    length of 250 characters), kept in the spool and failing again at every later command; 300 characters was
+    Hydra's traceback (`File name too long`, as it looks for a config group of that name)."""
+    for n in (246, 300):
+        with pytest.raises(Refusal) as e:
+            check_command(["method=gf2", f"+extra.{'k' * n}=1"])
+        assert e.value.line == (
+            f"config error: extra.{'k' * 34}... ({n + 6} characters) is too long: expected a key of at most 250 "
+            "characters (MLflow's limit for a param's name)"
+        )
+    assert check_command([f"+extra.{'k' * 244}=1"]) == [f"+extra.{'k' * 244}=1"]
