@@ -239,3 +239,16 @@ def test_a_key_longer_than_mlflow_keeps_is_refused_before_hydra_reads_it():
             "characters (MLflow's limit for a param's name)"
         )
     assert check_command([f"+extra.{'k' * 244}=1"]) == [f"+extra.{'k' * 244}=1"]
+
+
+def test_an_at_sign_in_a_key_or_a_groups_choice_is_one_line(store, tmp_path):
+    """'@' names the package a group's option goes to: `+extra.a@b=1` and `problem@x=chars` were Hydra's
+    ConfigCompositionException tracebacks (37 and 42 lines, exit 1)."""
+    with pytest.raises(Refusal, match=r"^config error: problem@x=chars would put problem's option elsewhere"):
+        check_command(["problem@x=chars"])
+    p = run_sweep("method=gf2", "+extra.a@b=1", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr == (
+        "sweep: config error: +extra.a@b=1 is read as a config group's choice ('@' names where it goes), and there "
+        "is no group extra.a: a key's name takes no '@'; the groups: device, method, problem, sweeps, tracker, "
+        "variant\n"
+    ), p.stderr

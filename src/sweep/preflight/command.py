@@ -109,6 +109,8 @@ def check_group_choices(argv: list[str]) -> None:
             why = f"{arg} would remove {group}, and every job takes one of its options"
         elif arg.startswith("+"):
             why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
+        elif "@" in key:  # Hydra: "Could not override 'problem@x'", a traceback
+            why = f"{arg} would put {group}'s option elsewhere ('@' names where), and every job reads it as {group}"
         elif eq and value.strip() in ("null", "~"):
             why = f"{arg} chooses no option of {group}, and every job takes one"
         elif eq and value.startswith("[") and value.endswith("]"):  # (an unclosed one: Hydra's parser says)
