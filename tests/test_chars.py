@@ -104,6 +104,13 @@ def test_a_bad_corpus_or_a_size_no_run_survives_is_refused_before_any_job_of_a_s
         assert not (tmp_path / "mlruns").exists()
 
 
+def test_an_empty_corpus_path_is_called_empty_not_the_working_directory():
+    """`problem.path=''` was read as the working directory: "is a directory without wiki.train.raw, ..."."""
+    with pytest.raises(ConfigError) as e:
+        check_job(compose("problem=chars", "method=bigram", "problem.path=''"))
+    assert str(e.value).startswith("problem.path='' is empty: expected a text file, a WikiText-103 raw directory")
+
+
 @pytest.mark.parametrize("method", ["mlp_lm", "gpt"])
 def test_same_seed_same_metrics_on_cpu(method):
     cfg = compose("problem=chars", f"method={method}", *DEVICE, *SMALL_VAL, *TINY[method], "tracker=none")

@@ -4,6 +4,8 @@ and each field's rule lives on the class that owns the field."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from sweep.config.check import check_job
@@ -47,6 +49,28 @@ def test_memory_comes_before_price_and_price_only_for_a_modal_job():
     with pytest.raises(ConfigError, match=r"^device\.gpu: no Modal price for gpu='NO_SUCH_GPU'"):
         check_job(compose("method=gf2"), where="modal", gpu="NO_SUCH_GPU")
     check_job(compose("method=gf2"), where="local", gpu="NO_SUCH_GPU")  # priced only where Modal bills it
+
+
+def test_a_price_table_that_cannot_be_read_is_one_line_naming_the_launchers_key(tmp_path):
+    """hydra.launcher.modal.prices=/nonexistent with a job for Modal was OmegaConf's FileNotFoundError, a
+    traceback of 57 lines (a FIFO would have waited for ever): one line naming the key and the form expected."""
+    (tmp_path / "fifo").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "words.yaml").write_text("usd_per_hour:\n  CPU: cheap\n")
+    (tmp_path / "other.yaml").write_text("price: 1\n")
+    for path, why in (
+        (tmp_path / "none.yaml", "no such file"),
+        (tmp_path / "fifo", "not a regular file"),
+        (tmp_path, "not a regular file"),
+        (tmp_path / "words.yaml", "ValueError: could not convert string to float: 'cheap'"),
+        (tmp_path / "other.yaml", "ConfigAttributeError: Missing key usd_per_hour"),
+    ):
+        with pytest.raises(ConfigError) as e:
+            check_job(compose("method=gf2"), where="modal", prices=str(path))
+        assert str(e.value) == (
+            f"hydra.launcher.modal.prices={path} is not allowed: {why}: expected a YAML file of usd_per_hour: "
+            "{GPU type: dollars an hour}, as conf/prices/modal_gpu.yaml (null: that file)"
+        )
 
 
 @pytest.mark.parametrize(
@@ -196,6 +220,18 @@ LM = ("problem=chars", "device=torch_cpu")
             ("method=fourier", "problem.n_bits=300", "problem.k_sparse=8", "method.max_subsets=100000000000000000000"),
             "about 8 years even at",
             "problem.n_bits=300, problem.k_sparse=8",
+        ),
+        # a method's scratch sized by its own option, raised: every subset, every pair at once (the fourier run
+        # failed on a 9.8 GB array; smt at n_bits=5000 climbed to 18.6 GB)
+        (
+            ("method=fourier", "problem.n_bits=220", "method.chunk=1000000000"),
+            "of memory (a chunk of subsets",
+            "method.chunk=1000000000",
+        ),
+        (
+            ("method=smt", "problem.n_bits=8000", "problem.k_sparse=3", "method.pair_block=100000000000"),
+            "of memory (a pair step",
+            "method.pair_block=100000000000",
         ),
     ],
 )

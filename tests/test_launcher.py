@@ -337,6 +337,31 @@ def test_fewer_than_one_worker_is_refused_before_any_job(store, tmp_path, n_work
     assert runs(store, f"workers{n_workers}") == ([], [])  # no parent, no child
 
 
+def test_modal_settings_out_of_range_are_refused_before_any_job(store, tmp_path):
+    """hydra.launcher.modal.retries=-1 was taken as no retry, max_containers=0 and timeout=-1 as they were, found
+    (if ever) only on Modal, after the sweep's local jobs had run: one line naming the key, exit 2, nothing run."""
+    from hydra_plugins.sweep_launcher._launch import modal_settings
+    from hydra_plugins.sweep_launcher.hooks import Refused
+
+    said = {}
+    for name, value in (("timeout", -1), ("timeout", 86401), ("retries", -1), ("max_containers", 0)):
+        with pytest.raises(Refused) as e:
+            modal_settings({name: value})
+        said[name, value] = str(e.value)
+    assert (
+        said["timeout", 86401]
+        == "sweep: hydra.launcher.modal.timeout=86401 is not allowed: expected an integer from 1 to 86400"
+    )
+    assert said["retries", -1] == "sweep: hydra.launcher.modal.retries=-1 is not allowed: expected an integer >= 0"
+    modal_settings({"timeout": 3600, "retries": 0, "max_containers": 8, "offline": True})
+    args = ["method=gf2", "problem.seed=1,2", "hydra.launcher.modal.max_containers=0", "mlflow.experiment=mc0"]
+    p = sweep(store, tmp_path, *args, timeout=120)
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "sweep: hydra.launcher.modal.max_containers=0 is not allowed: expected an integer >= 1"
+    ], p.stderr[-2000:]
+    assert runs(store, "mc0") == ([], [])
+
+
 def test_placement_and_prices():
     from omegaconf import OmegaConf
 

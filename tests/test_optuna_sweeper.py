@@ -139,6 +139,19 @@ def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
     assert p.returncode == 2
     assert "hydra.sweeper.objectives.accuracy='biggest' is not allowed: expected one of maximize, minimize" in p.stderr
     assert not (tmp_path / "mlruns").exists() and _children(store, "sweep") == []
+    # a fresh prober's round of issue 43: a sampler that is no node and a storage that is no URL (or cannot be
+    # made) were ValueError's and SQLAlchemy's tracebacks of 33 to 141 lines
+    good = ("-m", "hydra/sweeper=optuna", "method=gf2", "problem.seed=1,2")
+    good += ("+hydra.sweeper.objectives.accuracy=maximize",)
+    for setting, code, said in (
+        ("hydra.sweeper.sampler=bogus", 2, "hydra.sweeper.sampler=bogus is not allowed: expected an optuna.samplers"),
+        ("hydra.sweeper.storage=/tmp/x", 2, "hydra.sweeper.storage=/tmp/x cannot be opened (Could not parse"),
+        ("hydra.sweeper.storage=sqlite:////proc/x.db", 1, "hydra.sweeper.storage=sqlite:////proc/x.db cannot be"),
+    ):
+        p = _sweep(store, tmp_path, *good, setting)
+        assert p.returncode == code and p.stderr.splitlines() == [p.stderr.strip()], p.stderr[-3000:]
+        assert p.stderr.startswith(f"optuna sweeper: {said}"), p.stderr
+    assert _children(store, "sweep") == []
 
 
 def _parent_opened(store: str) -> bool:

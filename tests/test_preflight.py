@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from sweep.preflight.command import check_command
 from sweep.preflight.refusal import Refusal
 from tests.conftest import run_sweep
+from tests.disks import fill, tmpfs
 
 
 def test_the_multirun_flag_is_read_wherever_it_stands(store, tmp_path):
@@ -227,3 +229,51 @@ def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
     # a grid that fits, a search's space (its trials drawn one by one), a single run: as before
     assert check_command(["-m", "problem.seed=range(0,1000)", "method=sgd,km"])[0] == "-m"
     assert check_command(["-m", "hydra/sweeper=optuna", "problem.seed=range(0,10000000000)"])[0] == "-m"
+
+
+def test_a_job_directory_that_cannot_be_made_or_written_is_one_line_before_any_job(store, tmp_path):
+    """Hydra makes its job directory and writes the config into it before the job: a file in its place, a full
+    disk or /proc was Hydra's traceback of 28 to 37 lines, exit 1 (a single run's and a sweep's alike). Now one
+    line naming the key, before any job, nothing recorded."""
+    (tmp_path / "a_file").write_text("")
+    cases = [
+        (("method=gf2", f"hydra.run.dir={tmp_path / 'a_file' / 'run'}"), 2, "sweep: config error: hydra.run.dir="),
+        (("method=gf2", "hydra.run.dir=/proc/sweep_job"), 1, "sweep: hydra.run.dir=/proc/sweep_job: /proc cannot be"),
+    ]
+    with tmpfs(tmp_path / "disk", size="64k") as disk:
+        fill(disk)
+        cases.append((("-m", "method=gf2", f"hydra.sweep.dir={disk / 'sw'}"), 1, f"sweep: hydra.sweep.dir={disk}"))
+        for args, code, start in cases:
+            p = run_sweep(*args, cwd=tmp_path)
+            assert p.returncode == code and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
+            assert p.stderr.startswith(start) and "directory" in p.stderr and not p.stdout, (p.stdout, p.stderr)
+        assert "full (No space left on device)" in p.stderr
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_key_longer_than_mlflow_keeps_is_refused_before_hydra_reads_it():
+    """`+extra.<246 characters>=1` ran the job, whose result no store took (MLflow: 'Param key' exceeds the maximum
+    length of 250 characters), kept in the spool and failing again at every later command; 300 characters was
+    Hydra's traceback (`File name too long`, as it looks for a config group of that name)."""
+    for n in (246, 300):
+        with pytest.raises(Refusal) as e:
+            check_command(["method=gf2", f"+extra.{'k' * n}=1"])
+        assert e.value.line == (
+            f"config error: extra.{'k' * 34}... ({n + 6} characters) is too long: expected a key of at most 250 "
+            "characters (MLflow's limit for a param's name)"
+        )
+    assert check_command([f"+extra.{'k' * 244}=1"]) == [f"+extra.{'k' * 244}=1"]
+
+
+def test_an_at_sign_in_a_key_or_a_groups_choice_is_one_line(store, tmp_path):
+    """'@' names the package a group's option goes to: `+extra.a@b=1` and `problem@x=chars` were Hydra's
+    ConfigCompositionException tracebacks (37 and 42 lines, exit 1)."""
+    with pytest.raises(Refusal, match=r"^config error: problem@x=chars would put problem's option elsewhere"):
+        check_command(["problem@x=chars"])
+    p = run_sweep("method=gf2", "+extra.a@b=1", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr == (
+        "sweep: config error: +extra.a@b=1 is read as a config group's choice ('@' names where it goes), and there "
+        "is no group extra.a: a key's name takes no '@'; the groups: device, method, problem, sweeps, tracker, "
+        "variant\n"
+    ), p.stderr

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -250,10 +252,37 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
+    # SIGTERM, as a real signal to the command, once it has scored a run: it ended with no line
+    for seed in range(44, 56):
+        rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.rescore", "two", "tracker=dmd", "--tracking-uri", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline()  # the first run scored
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.count("\n") == 1, err
+    assert err.startswith("python -m sweep.rescore: interrupted by SIGTERM: ") and " scored before; " in err, err
+
     monkeypatch.setattr(compare_main, "store_main", interrupted)
     assert compare_main.main(["two", "--tracking-uri", store]) == 130
     err = capsys.readouterr().err
     assert err == "sweep-compare: interrupted by Ctrl-C: its table and plots may be partial; run it again\n", err
+
+    def terminated(*args, **kwargs):  # a real SIGTERM as compare reads: it ended the command with no line
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        return 0
+
+    monkeypatch.setattr(compare_main, "store_main", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    assert compare_main.main(["two", "--tracking-uri", store]) == 143
+    err = capsys.readouterr().err
+    assert err == "sweep-compare: interrupted by SIGTERM: its table and plots may be partial; run it again\n", err
+    assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
 
 
 def test_a_closed_output_ends_each_command_silently_with_141(store, capsys, monkeypatch, tmp_path):

@@ -95,3 +95,62 @@ def test_a_data_directory_postgres_cannot_enter_names_the_options_that_move_it(t
     with pytest.raises(ServerError) as e, serving(cfg, None):
         pass
     assert "cannot enter" in str(e.value) and "(--data-dir;" in str(e.value) and str(e.value).endswith("(--run-as)")
+
+
+def test_names_and_addresses_that_could_not_serve_are_refused_or_written_as_gunicorn_reads_them(tmp_path):
+    """A fresh prober's round of issue 43: --workers 100000 was started; --db-user 'a b' was psycopg's traceback
+    after the start began, '' was initdb's "removing contents of data directory"; --admin-username '' made the
+    cluster, then "the tracking server ended at start (exit 0 ...)"; --host ::1 ended at start too (gunicorn read
+    `-b ::1:5000` as host '' and port ''). Each setting: one line, exit 2, nothing made; an IPv6 host: bracketed
+    where gunicorn and URLs read it."""
+    from gunicorn.util import parse_address  # noqa: PLC0415
+    from mlflow.server import _build_gunicorn_command  # noqa: PLC0415
+
+    from sweep.server.stack import BadSetting, check  # noqa: PLC0415
+
+    for settings, said in (
+        ({"db_user": "a b"}, "db_user='a b' is not allowed: a PostgreSQL role name"),
+        ({"db_user": ""}, "db_user='' is not allowed: a PostgreSQL role name"),
+        ({"admin_username": ""}, "admin_username='' is not allowed: a name of visible characters but ':'"),
+        ({"admin_username": "a:b"}, "admin_username='a:b' is not allowed"),
+        # a size: 100000 workers were started (each ~270 MB once it serves)
+        ({"workers": 100000}, "workers=100000 is not allowed: each worker holds MLflow's app (~300 MB), 30,000.0 GB"),
+    ):
+        try:
+            check(ServerConfig(data_dir=tmp_path / "x", **settings))
+            raise AssertionError(f"{settings} was not refused")
+        except BadSetting as e:
+            assert str(e).startswith(said), str(e)
+    check(ServerConfig(data_dir=tmp_path / "x", admin_username="é"))  # any visible name MLflow takes
+    cfg = ServerConfig(data_dir=tmp_path / "x", host="::1", port=5011)
+    cmd = command(cfg)
+    host, port = cmd[cmd.index("--host") + 1], int(cmd[cmd.index("--port") + 1])
+    bind = _build_gunicorn_command("", host, port, 1, "app")  # as MLflow hands the address to gunicorn
+    assert parse_address(bind[bind.index("-b") + 1]) == ("::1", 5011)
+    assert cfg.uri == "http://[::1]:5011" and ServerConfig(host="::").uri == "http://[::1]:5000"
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_db_user_the_cluster_was_not_made_with_is_one_line_at_once(shared_server):
+    """--db-user postgres on a data directory made with the default role waited START_TIMEOUT_S (180 s) for a
+    login no wait can make: said at the first refusal."""
+    import time  # noqa: PLC0415
+
+    from sweep.server.postgres import ServerError, wait_ready  # noqa: PLC0415
+
+    cfg = shared_server.config
+    alive = subprocess.Popen(["sleep", "60"])  # PostgreSQL's process, as wait_ready watches it: not ended
+    try:
+        t0 = time.monotonic()
+        try:
+            wait_ready(alive, "postgres", "any", cfg.db_port, cfg.data_dir / "postgres.log", timeout_s=60)
+            raise AssertionError("the login was taken")
+        except ServerError as e:
+            assert str(e) == (
+                f"PostgreSQL in {cfg.data_dir} refused the login of role 'postgres': the cluster was made with "
+                "another db_user (give the one of its first start)"
+            )
+        assert time.monotonic() - t0 < 10
+    finally:
+        alive.kill()
+        alive.wait()

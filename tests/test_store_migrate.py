@@ -182,11 +182,11 @@ def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig
     pytest.fail("the migrate ended before it could be interrupted mid-way")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "sigterm", "kill-9"])
 def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, tmp_path, sig):
-    """Ctrl-C (or kill -9) mid-migrate, then the same command: every run once, complete. Ctrl-C leaves no copy
-    half written; a copy the kill left unfinished is replaced, not counted as already there. Into the server for
-    Ctrl-C, into SQLite for kill -9."""
+    """Ctrl-C, SIGTERM (or kill -9) mid-migrate, then the same command: every run once, complete. Ctrl-C and
+    SIGTERM leave no copy half written (SIGTERM ended it with no line, a copy left RUNNING); a copy the kill left
+    unfinished is replaced, not counted as already there. Into the server for Ctrl-C, into SQLite for the others."""
     target = server.uri if sig == signal.SIGINT else f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
     client(target).search_experiments()  # the store exists before this test polls it (polling creates none)
     experiment = f"{EXPERIMENT}-{sig.name}"  # the server is shared by this module's tests
@@ -206,16 +206,18 @@ def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, 
     _interrupt_mid_way(proc, target, experiment, sig)
     out, err = proc.communicate()
     states = [r.info.status for r in runs(target, experiment)]
-    if sig == signal.SIGINT:  # the copy being written is finished, then the command stops
-        assert proc.returncode == 130, err
-        assert err.strip().splitlines()[-1].startswith("python -m sweep.store migrate: interrupted"), err
+    handled = sig != signal.SIGKILL
+    if handled:  # the copy being written is finished, then the command stops
+        assert proc.returncode == 128 + sig, err
+        said = "Ctrl-C" if sig == signal.SIGINT else sig.name
+        assert err.strip().splitlines()[-1].startswith(f"python -m sweep.store migrate: interrupted by {said}: "), err
         assert "RUNNING" not in states
     else:  # nothing ran on the way out: the half copy is there, and the re-run must not take it as done
         assert states.count("RUNNING") == 1
     complete = len(states) - states.count("RUNNING")
     assert 0 < complete < 9
-    if sig == signal.SIGINT:
-        assert f"interrupted: {complete} copied, 0 already there, 0 failed" in err, err
+    if handled:
+        assert f": {complete} copied, 0 already there, 0 failed" in err, err
     again = migrate("--from", src_uri, "--to", target)
     assert again.returncode == 0, again.stderr
     assert f": {9 - complete} copied, {complete} already there, 0 failed" in again.stdout, again.stdout

@@ -226,3 +226,15 @@ def test_a_port_or_host_no_server_can_listen_on_is_one_line_before_anything(caps
         assert main([*args, "--tracking-uri", "sqlite:////nonexistent/mlflow.db"]) == 2
         err = capsys.readouterr().err
         assert err.startswith(said) and err.count("\n") == 1, err
+
+
+def test_an_ipv6_host_is_bracketed_in_the_printed_address():
+    """`sweep-ui --host ::1` printed http://::1:5091/#/..., which no browser opens (nor urllib reads)."""
+    from urllib.parse import urlsplit
+
+    url = ui.runs_url(host="::1", port=5091, experiment_id="3")
+    assert url.startswith("http://[::1]:5091/#/experiments/3/") and (urlsplit(url).hostname, urlsplit(url).port) == (
+        "::1",
+        5091,
+    )
+    assert ui.runs_url(host="127.0.0.1", port=5000).startswith("http://127.0.0.1:5000/#/experiments")

@@ -19,7 +19,7 @@ import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus
@@ -62,10 +62,11 @@ class OptunaSweeper(Sweeper):
         )
 
     # -- before any job ---------------------------------------------------------------------------
-    def _refuse(self, msg: str) -> None:
-        """Bad sweeper settings: one line naming the field, exit 2, before any trial exists."""
+    def _refuse(self, msg: str, code: int = 2) -> NoReturn:
+        """Bad sweeper settings: one line naming the field, exit 2 (1: a storage that cannot be reached), before
+        any trial exists."""
         print(f"optuna sweeper: {msg}", file=sys.stderr, flush=True)
-        raise SystemExit(2)
+        raise SystemExit(code)
 
     def _check(self) -> None:
         if not self.objectives:
@@ -89,7 +90,18 @@ class OptunaSweeper(Sweeper):
         if self.storage and self.storage.startswith("sqlite:///"):
             Path(self.storage[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         directions = list(self.objectives.values())
-        study = optuna.create_study(storage=self.storage, study_name=name, directions=directions, load_if_exists=True)
+        try:  # `storage=/tmp/x` and an SQLite file that cannot be made were SQLAlchemy's tracebacks (51-141 lines)
+            study = optuna.create_study(
+                storage=self.storage, study_name=name, directions=directions, load_if_exists=True
+            )
+        except Exception as e:  # noqa: BLE001 - SQLAlchemy's and Optuna's errors: said in one line
+            bad_url = type(e).__name__ == "ArgumentError" or isinstance(e, ValueError)
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            self._refuse(
+                f"hydra.sweeper.storage={self.storage} cannot be opened ({why}): expected an Optuna storage URL "
+                "(sqlite:///path/optuna.db, a database server's) that can be written, or null",
+                2 if bad_url else 1,
+            )
         if self.sampler is not None:
             study.sampler = self._sampler(len(study.trials))
         if isinstance(study.sampler, (optuna.samplers.GridSampler, optuna.samplers.BruteForceSampler)):
@@ -111,14 +123,20 @@ class OptunaSweeper(Sweeper):
         study goes on drawing new points instead of repeating the first run's)."""
         from hydra.utils import instantiate  # noqa: PLC0415 - at set-up: the plugin scan imports this module for every Hydra command
 
-        node = (
-            OmegaConf.to_container(self.sampler, resolve=True)
-            if isinstance(self.sampler, DictConfig)
-            else dict(self.sampler)
-        )
+        node = OmegaConf.to_container(self.sampler, resolve=True) if isinstance(self.sampler, DictConfig) else None
+        node = node if node is not None else (dict(self.sampler) if isinstance(self.sampler, Mapping) else None)
+        if not isinstance(node, dict) or "_target_" not in node:  # `sampler=bogus` was a ValueError's traceback
+            self._refuse(
+                f"hydra.sweeper.sampler={self.sampler} is not allowed: expected an optuna.samplers class as a node, "
+                "e.g. +hydra.sweeper.sampler._target_=optuna.samplers.TPESampler, or null (Optuna's default)"
+            )
         if node.get("seed") is not None:
             node["seed"] = int(node["seed"]) + n_before
-        return instantiate(node)
+        try:
+            return instantiate(node)
+        except Exception as e:  # noqa: BLE001 - Hydra's instantiation error (no such class, a wrong argument)
+            why = (str(e).splitlines()[0] if str(e) else type(e).__name__).split(", set env var HYDRA_FULL_ERROR")[0]
+            self._refuse(f"hydra.sweeper.sampler cannot be made ({why}): expected an optuna.samplers class")
 
     # -- the search -------------------------------------------------------------------------------
     def sweep(self, arguments: list[str]) -> list[list[JobReturn]]:

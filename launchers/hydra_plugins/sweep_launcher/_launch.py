@@ -46,6 +46,23 @@ def at_least_one(key: str, requested: Any, meaning: str) -> int:
     return requested
 
 
+# Modal's Function settings, each an integer from its least (timeout: seconds a job, at most Modal's 24 hours):
+# -1 retries was taken as none and max_containers=0 as a Function no job could run in, found only on Modal
+MODAL_RANGES = {"timeout": (1, 24 * 3600), "retries": (0, None), "max_containers": (1, None)}
+
+
+def modal_settings(opts: Any) -> None:
+    """Refused (exit 2) where a `hydra.launcher.modal.*` setting is out of its range, before any job, wherever the
+    jobs go (a sweep's jobs are placed on Modal one by one, after some have run here)."""
+    for name, (least, most) in MODAL_RANGES.items():
+        value = (opts or {}).get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < least or (most and value > most):
+            allowed = f"an integer from {least} to {most}" if most else f"an integer >= {least}"
+            raise Refused(f"sweep: hydra.launcher.modal.{name}={value!r} is not allowed: expected {allowed}")
+
+
 def cpus() -> int:
     """The CPUs this process may run on (its affinity: a container's or `taskset`'s share), else the machine's."""
     try:
@@ -80,6 +97,7 @@ class Multirun:
         try:  # the launcher's own settings; null: each job's plan says (else 1, no limit)
             self.batch = batch_size(launcher.batch, "hydra.launcher.batch") if launcher.batch is not None else None
             self.time_limit = time_limit(launcher.time_limit_s, "hydra.launcher.time_limit_s")
+            modal_settings(launcher.modal)
         except Refused as e:
             print(str(e), file=sys.stderr, flush=True)
             raise SystemExit(e.code) from None

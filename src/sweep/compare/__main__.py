@@ -4,11 +4,20 @@ a study kept as files in the repository (its preset's `compare.dataset`: proxy_s
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import output_closed, prog, starting
+from hydra_plugins.sweep_launcher.api import (
+    SIGNALS,
+    as_interrupted,
+    check_pending,
+    listen,
+    output_closed,
+    prog,
+    starting,
+)
 
 PROG = prog("sweep.compare")
 
@@ -21,13 +30,23 @@ with starting(str(PROG)):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    listen()  # every stop signal as Ctrl-C (SIGTERM and SIGHUP ended the command with no line)
     try:
-        return _compare(argv)
-    except KeyboardInterrupt:  # Ctrl-C while it reads or draws: one line, not Python's traceback
-        print(f"{PROG}: interrupted by Ctrl-C: its table and plots may be partial; run it again", file=sys.stderr)
-        return 130
+        code = _compare(argv)
+        check_pending()  # one whose exception a callback swallowed (MLflow's threads) stops the command too
+        return code
+    except KeyboardInterrupt as e:  # while it reads or draws: one line, not Python's traceback
+        stopped = as_interrupted(e)
+        print(
+            f"{PROG}: interrupted by {stopped.name}: its table and plots may be partial; run it again", file=sys.stderr
+        )
+        return stopped.exit_code
     except BrokenPipeError:  # `| head -1`: the reader had what it wanted; silent, 141, as `git log | head` (its files
         return output_closed().exit_code  # are written before the table is shown)
+    finally:
+        for s, h in before.items():  # a caller that goes on (a test) keeps its own
+            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 def _compare(argv: Sequence[str] | None) -> int:

@@ -33,7 +33,7 @@ from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
 from sweep.config.memory import available_bytes, check_fits, check_time
-from sweep.config.prices import gpu_price_per_hour
+from sweep.config.prices import PriceTableError, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
 from sweep.config.view import ConfigView
@@ -154,6 +154,11 @@ def check_price(where: str, gpu: Optional[str], prices: Optional[str]) -> None:
         return
     try:
         gpu_price_per_hour(gpu, prices)
+    except PriceTableError as e:
+        raise ConfigError(
+            f"hydra.launcher.modal.prices={prices} is not allowed: {e}: expected a YAML file of usd_per_hour: "
+            f"{{GPU type: dollars an hour}}, as conf/prices/modal_gpu.yaml (null: that file)"
+        ) from None
     except KeyError as e:
         raise ConfigError(f"device.gpu: {e.args[0]}") from None
 

@@ -9,8 +9,8 @@ problem.k_sparse=12`, a gpt whose one step outlasts its time budget) runs until 
 
 Memory: the sum of the footprints, times the runs of a batch (they are in memory together), against what is
 available: the least of the machine's MemAvailable, the cgroup's memory.max less its usage (a container's limit)
-and the address-space rlimit less this process's size. Method-specific scratch that the methods' own options
-bound (fourier's chunks, smt's pair blocks, the evaluation's chunks) is not counted.
+and the address-space rlimit less this process's size. A method's scratch is counted where its own option sizes it
+(fourier's chunk, smt's pair block: either raised far enough holds every subset or pair at once).
 
 Time: the least work (operations no run of the method can skip) at OPS_PER_S, a rate above what the device
 reaches (so a refused job surely overruns), against the least of the run's time limit under the project's launcher

@@ -25,12 +25,22 @@ def price_table() -> Path:
     return Path(CONF_DIR) / "prices" / "modal_gpu.yaml"
 
 
+class PriceTableError(ValueError):
+    """A price table that cannot be read: what is wrong with it, in words."""
+
+
 @lru_cache(maxsize=4)
 def load_prices(path: Optional[str] = None) -> dict[str, float]:
-    """USD per hour by Modal gpu type (upper case), from conf/prices/modal_gpu.yaml or `path`."""
-
-    table = OmegaConf.to_container(OmegaConf.load(path or price_table()).usd_per_hour)
-    return {str(k).upper(): float(v) for k, v in table.items()}
+    """USD per hour by Modal gpu type (upper case), from conf/prices/modal_gpu.yaml or `path` (a user's table:
+    PriceTableError where it is no readable file of that form; it was OmegaConf's traceback, or a FIFO's wait)."""
+    source = Path(path or price_table())
+    if not source.is_file():
+        raise PriceTableError(f"{'not a regular file' if source.exists() else 'no such file'}")
+    try:
+        table = OmegaConf.to_container(OmegaConf.load(source).usd_per_hour)
+        return {str(k).upper(): float(v) for k, v in table.items()}
+    except Exception as e:  # noqa: BLE001 - unreadable, not YAML, no usd_per_hour, a price that is no number
+        raise PriceTableError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
 
 
 def gpu_price_per_hour(gpu: Optional[str], path: Optional[str] = None) -> float:

@@ -20,7 +20,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from sweep.config.fields import Rule, positive_int
-from sweep.config.footprint import Term
+from sweep.config.footprint import Term, item_bytes
 from sweep.errors import ConfigError
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
@@ -40,6 +40,17 @@ class Fourier(MethodBase):
     name: str = "fourier"
     max_subsets: int = 2_000_000  # refuse (at config time) when C(n_bits, k_sparse) exceeds this
     chunk: int = 2048  # subsets correlated per batched operation (bounds memory)
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """A chunk of subsets at once: its characters over the training rows, the column gathered and their product
+        (three arrays of rows x chunk floats), and the chunk's index tuples (a Python tuple and a row of ints each).
+        The chunk is `method.chunk` or every subset, whichever is fewer: `method.chunk=1000000000` at n_bits=200
+        asked for 9.8 GB in one array once the job ran."""
+        d = get_class(cfg.problem._target_).fourier_degree or cfg.problem.k_sparse
+        chunk = min(int(cfg.method.chunk), math.comb(cfg.problem.n_bits, d))
+        per_subset = 3 * item_bytes(cfg) * int(cfg.problem.n_train) + 72 + 16 * d
+        return [Term("a chunk of subsets", float(chunk) * per_subset, ("method.chunk", "problem.n_train"))]
 
     @classmethod
     def least_work(cls, cfg: Any) -> list[Term]:

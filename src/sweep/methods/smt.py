@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from sweep.config.fields import Rule, nonneg_int, positive_int
-from sweep.config.footprint import Term
+from sweep.config.footprint import Term, item_bytes
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
 from sweep.trace.source import Source
 
@@ -40,6 +40,18 @@ class SMT(MethodBase):
     def screening(n: int, k: int, rows: int, screen_rows: int) -> int:
         """The screening rows: `screen_rows`, or 2 log2 C(n, k) + 16; at most the training rows."""
         return min(rows, screen_rows or int(2 * math.log2(max(math.comb(n, k), 2))) + 16)
+
+    @classmethod
+    def footprint(cls, cfg: Any) -> list[Term]:
+        """One batched pair step: the screening rows x the first indices of a block x every second index, as
+        floats, and the same count of booleans compared with the labels. A block holds `method.pair_block`
+        elements, but never fewer than one first index nor more than all of them: `method.pair_block` raised
+        past m x n x n makes the step every pair at once (2.7 GB at n_bits=2000, 17 GB at 5000)."""
+        n, k = int(cfg.problem.n_bits), int(cfg.problem.k_sparse)
+        m = cls.screening(n, k, int(cfg.problem.n_train), int(cfg.select("method.screen_rows", 0) or 0))
+        firsts = min(max(1, int(cfg.method.pair_block) // max(m * n, 1)), max(n - 1, 1)) if k >= 2 else 1
+        fields = ("method.pair_block", "problem.n_bits", "method.screen_rows")
+        return [Term("a pair step", float(m) * firsts * n * (item_bytes(cfg) + 1), fields)]
 
     @classmethod
     def least_work(cls, cfg: Any) -> list[Term]:

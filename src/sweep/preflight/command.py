@@ -130,6 +130,8 @@ def check_group_choices(argv: list[str]) -> None:
             why = f"{arg}: a preset is chosen, not added: {arg[1:]} chooses it"
         elif arg.startswith("+"):
             why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
+        elif "@" in key:  # Hydra: "Could not override 'problem@x'", a traceback
+            why = f"{arg} would put {group}'s option elsewhere ('@' names where), and every job reads it as {group}"
         elif eq and value.replace(" ", "") in ("null", "~", "[]") and not optional:
             why = f"{arg} chooses no option of {group}, and every job takes one"
         elif eq and value.replace(" ", "") == "[]":  # (sweeps: optional)
@@ -192,10 +194,27 @@ def check_flags(argv: list[str]) -> None:
         raise Refusal(f"{' and '.join(modes)} given together: one of --run, --multirun, --cfg, --info at a time")
 
 
+def check_key_lengths(argv: list[str]) -> None:
+    """A key longer than MLflow keeps a param's name: `+extra.<300 characters>=1` was Hydra's traceback (`File name
+    too long`: it looks for a config group of that name), and 246 ran the job, whose result no store took (it
+    stayed in the spool, failing again at every later command)."""
+    from sweep.record.sqlite.writer import MAX_KEY_LEN  # noqa: PLC0415 - MLflow's limit, written once there
+
+    for arg in argv:
+        key, eq, _ = arg.lstrip("+~").partition("=")
+        key = key.partition("@")[0]
+        if eq and not arg.startswith("-") and len(key) > MAX_KEY_LEN:
+            raise Refusal.config_error(
+                f"{key[:40]}... ({len(key)} characters) is too long: expected a key of at most {MAX_KEY_LEN} "
+                f"characters (MLflow's limit for a param's name)"
+            )
+
+
 def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
     check_flags(argv)
     argv = multirun_first(argv)
+    check_key_lengths(argv)
     check_group_choices(argv)  # (before the preset's check: `sweeps=[a,b]` is a list, not a preset "[a")
     check_unknown_preset(argv)
     check_repeated_keys(argv)

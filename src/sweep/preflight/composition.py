@@ -100,6 +100,14 @@ def explain(e: BaseException) -> Optional[Refusal]:
     swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
     if isinstance(e, ConfigCompositionException) and swept:
         return values_without_multirun(swept.group(2), comma_list=swept.group(1).startswith("Ambiguous"))
+    # `+extra.a@b=1`: '@' names the package a group's option goes to, so Hydra took it for a group's (a traceback)
+    no_group = re.match(r"Override (\S+) looks like a config group override, but config group '([^']+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and no_group:
+        override, group = no_group.groups()
+        return Refusal.config_error(
+            f"{override} is read as a config group's choice ('@' names where it goes), and there is no group "
+            f"{group}: a key's name takes no '@'; the groups: {', '.join(sorted(CHOICES))}"
+        )
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))

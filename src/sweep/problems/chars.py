@@ -159,6 +159,11 @@ def validation_chars(cfg: Any) -> int:
 
 def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
     """(training file, validation file or None for a split of one file); ConfigError naming what is missing."""
+    if not str(path):  # Path('') is the working directory: it was called "a directory without wiki..."
+        raise ConfigError(
+            f"problem.path={path!r} is empty: expected a text file, a WikiText-103 raw directory "
+            f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
+        )
     p = Path(os.path.expanduser(path))
     if p.is_dir():
         missing = [n for n in WIKITEXT if not (p / n).is_file()]

@@ -176,14 +176,14 @@ def _check_dir_writable(uri: str, directory: Path) -> None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     try:
-        _probe(existing)
+        probe_writable(existing)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise StoreError(uri, f"full: no room left on the disk that holds {existing} ({e.strerror})") from None
         raise StoreError(uri, f"read-only: cannot write in {existing} ({e.strerror})") from None
 
 
-def _probe(directory: Path) -> None:
+def probe_writable(directory: Path) -> None:
     """Write PROBE_BYTES in `directory` and remove them (a full disk takes an empty file, not its data)."""
     with tempfile.NamedTemporaryFile(dir=directory, prefix=".sweep-probe-", buffering=0) as f:
         f.write(b"\0" * PROBE_BYTES)
@@ -192,7 +192,7 @@ def _probe(directory: Path) -> None:
 def _full(directory: Path) -> Optional[str]:
     """Why `directory` takes no data (ENOSPC, EDQUOT), or None where it does or fails for another reason."""
     try:
-        _probe(directory)
+        probe_writable(directory)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             return str(e.strerror)

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import api
 from sweep.arguments import Parser, summary
+from sweep.hosts import bracketed
 from sweep.metrics import UI
 from sweep.paths import PROJECT_ROOT, default_tracking_uri
 from sweep.record import address, remote, store, writes
@@ -99,12 +100,12 @@ def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str
     """Where the UI of a store is: a tracking server serves its own; a local store's is what `sweep.ui` starts."""
     if tracking_uri is not None and open_store(tracking_uri).remote:
         return tracking_uri.rstrip("/")
-    return f"http://{host}:{port}"
+    return f"http://{bracketed(host)}:{port}"
 
 
 def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = None, base: str | None = None) -> str:
     """The experiments list in the model-training view, or one experiment's runs in the project's view."""
-    base = base or f"http://{host}:{port}"
+    base = base or f"http://{bracketed(host)}:{port}"
     if experiment_id is None:
         return f"{base}/#/experiments?workflowType=machine_learning"
     return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={VIEW_KEY}"
@@ -112,7 +113,7 @@ def runs_url(host: str = HOST, port: int = PORT, experiment_id: str | None = Non
 
 def run_url(experiment_id: str, run_id: str, host: str = HOST, port: int = PORT, base: str | None = None) -> str:
     """One run's page."""
-    return f"{base or f'http://{host}:{port}'}/#/experiments/{experiment_id}/runs/{run_id}"
+    return f"{base or f'http://{bracketed(host)}:{port}'}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 class Named(NamedTuple):
@@ -306,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
 
     def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
-        if (code := wait_until_serving(proc, f"http://{a.host}:{a.port}/health", str(PROG))) is None:
+        if (code := wait_until_serving(proc, f"http://{bracketed(a.host)}:{a.port}/health", str(PROG))) is None:
             print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
         return code
 

@@ -8,34 +8,59 @@ scored); 2: bad input (a tracker or key that does not exist, an experiment or ru
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, output_closed, prog, starting
+from hydra_plugins.sweep_launcher.api import (
+    SIGNALS,
+    as_interrupted,
+    check_pending,
+    command,
+    listen,
+    output_closed,
+    prog,
+    starting,
+)
 
 PROG = prog("sweep.rescore")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting(str(PROG)):
-    from sweep.arguments import Parser, summary
+    from sweep.arguments import Parser
     from sweep.errors import ConfigError
     from sweep.metrics import cell
     from sweep.paths import default_tracking_uri
     from sweep.record import address, remote, store
+    from sweep.record.background import signals_held
     from sweep.record.registry import open_store
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = Parser(PROG, prog=command("sweep.rescore"), description=summary(__doc__))
+    ap = Parser(PROG, prog=command("sweep.rescore"), description=__doc__.splitlines()[0])
     ap.add_argument("args", nargs="+", help="experiment names or run ids, then tracker=<name> [tracker.<key>=...]")
     ap.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
     )
     a = ap.parse_intermixed_args(argv)  # runs, tracker=... and options in any order (sweep takes them so)
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    listen()  # every stop signal as Ctrl-C: one line and 128+n (SIGTERM and SIGHUP ended it with no line)
+    try:
+        return _rescore(a)
+    except KeyboardInterrupt as e:  # before the first run is scored
+        stopped = _stopped(e)
+        print(f"{PROG}: interrupted by {stopped.name}: nothing scored", file=sys.stderr)
+        return stopped.exit_code
+    finally:
+        for s, h in before.items():  # a caller that goes on (a test) keeps its own
+            signal.signal(s, signal.SIG_DFL if h is None else h)
+
+
+def _rescore(a: Any) -> int:
     refs = [x for x in a.args if "=" not in x]
     overrides = [x for x in a.args if "=" in x]
     from sweep.job import build  # noqa: PLC0415 - after --help: Hydra, the trackers
-    from sweep.rescore.runs import log, score, select, tracker_config  # noqa: PLC0415
+    from sweep.rescore.runs import select, tracker_config  # noqa: PLC0415
 
     try:
         if not refs:
@@ -70,22 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: {e}", file=sys.stderr)
             return 2
         for run in runs:
-            label = f"{run.info.run_name} ({run.info.run_id})"
-            try:
-                scored = score(client, run, node)
-            except ValueError as e:  # a stored trace this version of sweep cannot read
-                left.append(f"{label}: {e}")
-                continue
-            except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
-                left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
-                continue
-            if scored.missing:
-                left.append(f"{label}: {scored.missing}")
-                continue
-            log(client, scored, name, version)
-            done += 1
-            shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
-            print(f"{label}: {shown or 'scored'}", flush=True)
+            # a signal waits for the run's figures (raised inside MLflow's threads, Python printed it as "Exception
+            # ignored in ..." and went on), then stops the command here
+            with signals_held():
+                done += _score_one(client, run, node, version, left)
         print(
             f"{PROG}: {done} of {len(runs)} run(s) scored with tracker={name} (version {version}) in {uri}", flush=True
         )
@@ -96,15 +109,51 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return stopped.exit_code
-    except KeyboardInterrupt:  # Ctrl-C: a run is scored once its version tag is there (written last, runs.log)
-        print(f"{PROG}: interrupted by Ctrl-C: {done} run(s) scored before; run it again to score all", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # a run is scored once its version tag is there (written last, runs.log)
+        stopped = _stopped(e)
+        print(
+            f"{PROG}: interrupted by {stopped.name}: {done} run(s) scored before; run it again to score all",
+            file=sys.stderr,
+        )
+        return stopped.exit_code
     except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
         print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
         return 1
     for line in left:
         print(f"{PROG}: not scored: {line}", file=sys.stderr)
     return 1 if left or not runs else 0
+
+
+def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) -> int:
+    """1 once the run's figures are logged and said; 0 with why in `left` where it cannot be scored."""
+    from sweep.rescore.runs import log, score  # noqa: PLC0415 - the trackers: after the store's quick checks
+
+    label, name = f"{run.info.run_name} ({run.info.run_id})", node["name"]
+    try:
+        scored = score(client, run, node)
+    except ValueError as e:  # a stored trace this version of sweep cannot read
+        left.append(f"{label}: {e}")
+        return 0
+    except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
+        left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
+        return 0
+    if scored.missing:
+        left.append(f"{label}: {scored.missing}")
+        return 0
+    log(client, scored, name, version)
+    shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
+    print(f"{label}: {shown or 'scored'}", flush=True)
+    return 1
+
+
+def _stopped(e: KeyboardInterrupt) -> Any:
+    """The signal `e` stands for, its note forgotten (a caller that goes on, such as a test, starts afresh)."""
+    stopped = as_interrupted(e)
+    try:
+        check_pending()
+    except KeyboardInterrupt:
+        pass
+    return stopped
 
 
 if __name__ == "__main__":

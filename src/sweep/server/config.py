@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep.hosts import bracketed
 from sweep.paths import STORE_DIR
 
 # the admin's password: from this environment variable, or from a file (--admin-password-file); never a flag
@@ -37,8 +38,8 @@ class ServerConfig:
 
     @property
     def uri(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else ("[::1]" if self.host == "::" else self.host)
-        return f"http://{host}:{self.port}"
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else ("::1" if self.host == "::" else self.host)
+        return f"http://{bracketed(host)}:{self.port}"
 
 
 PERMISSIONS = ("READ", "EDIT", "MANAGE", "NO_PERMISSIONS")

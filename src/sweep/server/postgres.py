@@ -177,6 +177,11 @@ def wait_ready(proc: subprocess.Popen, role: str, password: str, port: int, log:
             psycopg.connect(conninfo(role, password, port), autocommit=True).close()
             return
         except psycopg.OperationalError as e:
+            if "password authentication failed" in str(e):  # no wait makes a login the cluster refuses work
+                raise ServerError(
+                    f"PostgreSQL in {log.parent} refused the login of role {role!r}: the cluster was made with "
+                    f"another db_user (give the one of its first start)"
+                ) from None
             if time.monotonic() > deadline:
                 raise ServerError(f"PostgreSQL took no login on 127.0.0.1:{port} in {timeout_s:.0f} s ({e})") from e
             time.sleep(0.2)

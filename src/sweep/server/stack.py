@@ -4,16 +4,23 @@ and what the tests start once per session in a temporary directory."""
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
+from sweep.config.memory import available_bytes
 from sweep.record.store import special_file
 from sweep.server import keys, postgres, tracking
 from sweep.server.config import PERMISSIONS, ServerConfig
 from sweep.server.postgres import ServerError
 
+ROLE = r"[A-Za-z_][A-Za-z0-9_]{0,62}"  # a role name needing no quotes (it is written into URIs and conninfo)
+USERNAME = r"[^\s:%]+"  # basic auth ends the user at ':'; configparser reads '%' as an interpolation
+# a tracking server worker's resident size once it serves (MLflow's app with its auth app: 271 MB measured,
+# 2026-11-28, 2-core x86_64, `ps -o rss` of `sweep-server --workers 2`'s gunicorn workers), rounded up
+WORKER_BYTES = 300e6
 START_TIMEOUT_S = 180.0  # MLflow's first start creates its tables: a minute on a busy two-core machine
 
 
@@ -47,6 +54,22 @@ def check(cfg: ServerConfig) -> None:
     for name in ("workers", "threads"):
         if getattr(cfg, name) < 1:
             raise BadSetting(f"{name}={getattr(cfg, name)} is not allowed: at least 1")
+    if not re.fullmatch(ROLE, cfg.db_user):  # 'a b' was psycopg's traceback; '' initdb's "removing contents"
+        raise BadSetting(
+            f"db_user={cfg.db_user!r} is not allowed: a PostgreSQL role name, a letter or '_' then up to 62 "
+            f"letters, digits or '_'"
+        )
+    if not re.fullmatch(USERNAME, cfg.admin_username):  # '' made the cluster, then MLflow ended at start
+        raise BadSetting(
+            f"admin_username={cfg.admin_username!r} is not allowed: a name of visible characters but ':' and '%' "
+            f"(a login's user in HTTP basic auth; MLflow's settings file)"
+        )
+    if (avail := available_bytes()) is not None and cfg.workers * WORKER_BYTES > avail:  # 100000 was started
+        raise BadSetting(
+            f"workers={cfg.workers} is not allowed: each worker holds MLflow's app (~{WORKER_BYTES / 1e6:.0f} MB), "
+            f"{cfg.workers * WORKER_BYTES / 1e9:,.1f} GB in all, and {avail / 1e9:.1f} GB is available: at most "
+            f"{max(1, int(avail // WORKER_BYTES))}"
+        )
     if cfg.auth_cache_s < 0:
         raise BadSetting(f"auth_cache_s={cfg.auth_cache_s} is not allowed: a number of seconds >= 0")
     if cfg.port == cfg.db_port:  # PostgreSQL took it, then the tracking server ended at start (its log says why)

@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
+from sweep.hosts import bracketed
 from sweep.server.config import ServerConfig
 from sweep.server.postgres import ServerError
 
@@ -55,7 +56,7 @@ def command(cfg: ServerConfig) -> list[str]:
         "mlflow",
         "server",
         "--host",
-        cfg.host,
+        bracketed(cfg.host),
         "--port",
         str(cfg.port),
         "--workers",
@@ -85,7 +86,7 @@ def allowed_hosts(cfg: ServerConfig) -> str:
 
     names = {socket.gethostname(), socket.getfqdn(), *_addresses()}
     if cfg.host not in ("0.0.0.0", "::", ""):
-        names.add(f"[{cfg.host}]" if ":" in cfg.host else cfg.host)
+        names.add(bracketed(cfg.host))
     own = [p for n in sorted(names) if n for p in (n, f"{n.replace('[', '[[]', 1)}:*")]  # fnmatch: [ is special
     given = [h.strip() for h in cfg.allowed_hosts.split(",") if h.strip()]
     return ",".join(dict.fromkeys(get_default_allowed_hosts() + own + given))

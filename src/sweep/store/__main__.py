@@ -26,17 +26,31 @@ with starting(str(prog("sweep.store"))):
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
 
-class _CtrlC:
-    """The first Ctrl-C lets the run being copied finish, then the command stops: no copy is left half written.
-    A second one stops at once (the next migrate replaces that copy)."""
+class _Stop:
+    """Ctrl-C, SIGTERM or SIGHUP. Before the copying starts nothing is written: the command stops at once. While
+    it copies, the first lets the run being copied finish, then the command stops: no copy is left half written
+    (SIGTERM and SIGHUP ended it with no line, a copy left RUNNING). A second one stops at once (the next migrate
+    replaces that copy)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
-        self.pressed = False
+        self.signum: int | None = None
+        self.copying = False
 
     def __call__(self, signum: int, frame: object) -> None:
-        if self.pressed:
+        first = self.signum is None
+        self.signum = self.signum or signum
+        if not first or not self.copying:
             raise KeyboardInterrupt
-        self.pressed = True
+
+    @property
+    def pressed(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def code(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # and a server's two links per run
     err = Console(stderr=True)
+    stop = _Stop()
+    previous = {s: signal.signal(s, stop) for s in _Stop.SIGNALS}
     try:
         for flag, uri in (("--from", a.source), ("--to", a.target)):
             if why := address.problem(uri):
@@ -80,19 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             console=err,
             transient=True,
         )
-        ctrl_c = _CtrlC()
-        previous = signal.signal(signal.SIGINT, ctrl_c)
-        try:
-            with bar if err.is_terminal else nullcontext():
-                task = bar.add_task("migrate", total=len(p.runs))
-                advance = (
-                    (lambda name: bar.update(task, advance=1, description=name[:40]))
-                    if err.is_terminal
-                    else _every_tenth(len(p.runs), say)  # a pipe or a log: a line at each tenth, not a bar
-                )
-                summary = migrate(p, a.dry_run, advance, stop=lambda: ctrl_c.pressed)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        stop.copying = True
+        with bar if err.is_terminal else nullcontext():
+            task = bar.add_task("migrate", total=len(p.runs))
+            advance = (
+                (lambda name: bar.update(task, advance=1, description=name[:40]))
+                if err.is_terminal
+                else _every_tenth(len(p.runs), say)  # a pipe or a log: a line at each tenth, not a bar
+            )
+            summary = migrate(p, a.dry_run, advance, stop=lambda: stop.pressed)
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
@@ -101,20 +113,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print(
-            f"{PROG}: interrupted; the same command copies the rest (an unfinished copy is replaced)", file=sys.stderr
+            f"{PROG}: interrupted by {_name(stop.signum)}; the same command copies the rest (an unfinished copy is "
+            "replaced)",
+            file=sys.stderr,
         )
-        return 130
+        return stop.code
     except Exception as e:  # noqa: BLE001 - MLflow's errors reading or opening a store: one line
         print(f"{PROG}: {store.cause_of(e)}", file=sys.stderr)
         return 1
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
     for failure in summary.failed:
         print(f"{PROG}: run {failure}", file=sys.stderr)
     if summary.stopped:
-        print(f"{PROG}: interrupted: {summary.line(a.dry_run)}; the same command copies the rest", file=sys.stderr)
-        return 130
+        print(
+            f"{PROG}: interrupted by {_name(stop.signum)}: {summary.line(a.dry_run)}; the same command copies the rest",
+            file=sys.stderr,
+        )
+        return stop.code
     verb = "dry run" if a.dry_run else "migrated"
     print(f"{verb} {a.source} -> {a.target}: {summary.line(a.dry_run)}")
     return 1 if summary.failed else 0
+
+
+def _name(signum: int | None) -> str:
+    return "Ctrl-C" if signum in (None, signal.SIGINT) else signal.Signals(signum).name
 
 
 def _every_tenth(total: int, say: Callable[[str], None]) -> Callable[[str], None]:
