@@ -90,7 +90,7 @@ class OptunaSweeper(Sweeper):
         if self.storage and self.storage.startswith("sqlite:///"):
             Path(self.storage[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         directions = list(self.objectives.values())
-        try:  # `storage=/tmp/x` and an SQLite file that cannot be made were SQLAlchemy's tracebacks (51-141 lines)
+        try:  # a storage with no scheme, an SQLite file that cannot be made: SQLAlchemy's tracebacks (51-141 lines)
             study = optuna.create_study(
                 storage=self.storage, study_name=name, directions=directions, load_if_exists=True
             )

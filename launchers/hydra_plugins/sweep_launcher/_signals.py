@@ -196,8 +196,11 @@ def check_pending() -> None:
 
 
 def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
-    """A KeyboardInterrupt as the signal it stands for (Python's own SIGINT handler raises a plain one)."""
+    """A KeyboardInterrupt as the signal it stands for (Python's own SIGINT handler raises a plain one), its note
+    forgotten: it is being answered (a process that goes on, a test's, must not meet it again at `check_pending`)."""
     if isinstance(e, Interrupted):
+        if _pending[:1] == [e.signum]:
+            _pending.pop()
         return e
     noted = take()
     return noted if noted is not None else Interrupted(signal.SIGINT)

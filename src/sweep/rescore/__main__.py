@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher.api import (
     SIGNALS,
     as_interrupted,
-    check_pending,
     command,
     listen,
     output_closed,
@@ -48,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _rescore(a)
     except KeyboardInterrupt as e:  # before the first run is scored
-        stopped = _stopped(e)
+        stopped = as_interrupted(e)
         print(f"{PROG}: interrupted by {stopped.name}: nothing scored", file=sys.stderr)
         return stopped.exit_code
     finally:
@@ -98,7 +97,10 @@ def _rescore(a: Any) -> int:
             # a signal waits for the run's figures (raised inside MLflow's threads, Python printed it as "Exception
             # ignored in ..." and went on), then stops the command here
             with signals_held():
-                done += _score_one(client, run, node, version, left)
+                said = _score_one(client, run, node, version, left)
+            if said is not None:
+                done += 1  # (counted before it is said: a closed output must not lose it)
+                print(said, flush=True)
         print(
             f"{PROG}: {done} of {len(runs)} run(s) scored with tracker={name} (version {version}) in {uri}", flush=True
         )
@@ -110,7 +112,7 @@ def _rescore(a: Any) -> int:
         )
         return stopped.exit_code
     except KeyboardInterrupt as e:  # a run is scored once its version tag is there (written last, runs.log)
-        stopped = _stopped(e)
+        stopped = as_interrupted(e)
         print(
             f"{PROG}: interrupted by {stopped.name}: {done} run(s) scored before; run it again to score all",
             file=sys.stderr,
@@ -124,8 +126,8 @@ def _rescore(a: Any) -> int:
     return 1 if left or not runs else 0
 
 
-def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) -> int:
-    """1 once the run's figures are logged and said; 0 with why in `left` where it cannot be scored."""
+def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) -> Optional[str]:
+    """The line to say once the run's figures are logged; None with why in `left` where it cannot be scored."""
     from sweep.rescore.runs import log, score  # noqa: PLC0415 - the trackers: after the store's quick checks
 
     label, name = f"{run.info.run_name} ({run.info.run_id})", node["name"]
@@ -133,27 +135,16 @@ def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) 
         scored = score(client, run, node)
     except ValueError as e:  # a stored trace this version of sweep cannot read
         left.append(f"{label}: {e}")
-        return 0
+        return None
     except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
         left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
-        return 0
+        return None
     if scored.missing:
         left.append(f"{label}: {scored.missing}")
-        return 0
+        return None
     log(client, scored, name, version)
     shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
-    print(f"{label}: {shown or 'scored'}", flush=True)
-    return 1
-
-
-def _stopped(e: KeyboardInterrupt) -> Any:
-    """The signal `e` stands for, its note forgotten (a caller that goes on, such as a test, starts afresh)."""
-    stopped = as_interrupted(e)
-    try:
-        check_pending()
-    except KeyboardInterrupt:
-        pass
-    return stopped
+    return f"{label}: {shown or 'scored'}"
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import time
 from contextlib import nullcontext
 from typing import Callable, Sequence
 
-from hydra_plugins.sweep_launcher.api import command, prog, starting
+from hydra_plugins.sweep_launcher.api import SIGNALS, command, prog, starting
 
 PROG = prog("sweep.store", " migrate")  # its one-line messages' first words (migrate: its one subcommand)
 
@@ -27,12 +27,10 @@ DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies o
 
 
 class _Stop:
-    """Ctrl-C, SIGTERM or SIGHUP. Before the copying starts nothing is written: the command stops at once. While
-    it copies, the first lets the run being copied finish, then the command stops: no copy is left half written
-    (SIGTERM and SIGHUP ended it with no line, a copy left RUNNING). A second one stops at once (the next migrate
-    replaces that copy)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    """A stop signal (Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\: the launcher's SIGNALS). Before the copying starts
+    nothing is written: the command stops at once. While it copies, the first lets the run being copied finish,
+    then the command stops: no copy is left half written (SIGTERM and SIGHUP ended it with no line, a copy left
+    RUNNING). A second one stops at once (the next migrate replaces that copy)."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -77,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # and a server's two links per run
     err = Console(stderr=True)
     stop = _Stop()
-    previous = {s: signal.signal(s, stop) for s in _Stop.SIGNALS}
+    previous = {s: signal.signal(s, stop) for s in SIGNALS}
     try:
         for flag, uri in (("--from", a.source), ("--to", a.target)):
             if why := address.problem(uri):
