@@ -26,7 +26,7 @@ PROG = prog("sweep.rescore")  # its one-line messages' first word
 
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting(str(PROG)):
-    from sweep.arguments import Parser
+    from sweep.arguments import Parser, summary
     from sweep.errors import ConfigError
     from sweep.metrics import cell
     from sweep.paths import default_tracking_uri
@@ -36,7 +36,7 @@ with starting(str(PROG)):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = Parser(PROG, prog=command("sweep.rescore"), description=__doc__.splitlines()[0])
+    ap = Parser(PROG, prog=command("sweep.rescore"), description=summary(__doc__))
     ap.add_argument("args", nargs="+", help="experiment names or run ids, then tracker=<name> [tracker.<key>=...]")
     ap.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
