@@ -163,10 +163,27 @@ def _install(handler: Any) -> dict[int, Any]:
     return {s: signal.signal(s, handler) for s in SIGNALS}
 
 
+def _listen_quietly(handler: Any) -> dict[int, Any]:
+    """`_install(handler)`, and Python's report of an exception a callback could not raise ("Exception ignored in:
+    <function _get_module_lock.<locals>.cb>", a traceback) left out for a stop signal's: that one is noted and
+    acted on where the process goes on (`check_pending`, `starting`), in its one line. Other reports go on as
+    before."""
+    shown = sys.unraisablehook
+    if not getattr(shown, "leaves_out_stop_signals", False):
+
+        def quiet(u: Any) -> None:
+            if not isinstance(u.exc_value, Interrupted):
+                shown(u)
+
+        quiet.leaves_out_stop_signals = True  # type: ignore[attr-defined]
+        sys.unraisablehook = quiet
+    return _install(handler)
+
+
 def listen() -> None:
     """From here the stop signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
     _recorded.clear()
-    _install(_listening)
+    _listen_quietly(_listening)
 
 
 def hold() -> None:
@@ -226,7 +243,7 @@ def starting(prog: str) -> Iterator[None]:
     """Around a command's imports (seconds of Hydra, MLflow, torch before its `main` listens): Ctrl-C, SIGTERM
     or SIGHUP there is one line, `<prog>: interrupted by <signal> while starting: nothing done`, and 128+signal,
     not an import's traceback; the handlers before it are back after."""
-    previous = _install(_listening)
+    previous = _listen_quietly(_listening)
     try:
         yield
     except KeyboardInterrupt as e:
