@@ -381,19 +381,25 @@ def test_ctrl_c_while_a_command_imports_is_one_line_and_130_for_every_command():
     assert starting >= 5, "the signal came after the imports for most commands: the moment was not tested"
 
 
-def test_an_interrupt_a_callback_could_not_raise_is_one_line_and_130_not_pythons_report():
-    """Ctrl-C as an import lock's weakref callback ran: Python printed "Exception ignored in: <function
-    _get_module_lock.<locals>.cb>" and its traceback before the one line (the suite caught it once, under load)."""
+def _while_starting(body: str) -> subprocess.CompletedProcess:
+    """A process whose `body` (indented code) runs inside `starting('sweep')`, as a command's imports do."""
     code = (
         "import gc, os, signal, time, weakref\n"
         "from hydra_plugins.sweep_launcher._signals import starting\n"
         "class T: pass\n"
-        "with starting('sweep'):\n"
+        "with starting('sweep'):\n" + body
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_an_interrupt_a_callback_could_not_raise_is_one_line_and_130_not_pythons_report():
+    """Ctrl-C as an import lock's weakref callback ran: Python printed "Exception ignored in: <function
+    _get_module_lock.<locals>.cb>" and its traceback before the one line (the suite caught it once, under load)."""
+    p = _while_starting(
         "    t = T()\n"
         "    r = weakref.ref(t, lambda _: (os.kill(os.getpid(), signal.SIGINT), time.sleep(1)))\n"
         "    del t; gc.collect(); time.sleep(1)\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stderr) == (130, "sweep: interrupted by Ctrl-C while starting: nothing done\n"), p.stderr
 
 
@@ -401,16 +407,12 @@ def test_an_interrupt_an_imports_cleanup_turns_into_another_error_is_still_one_l
     """Ctrl-C inside a `finally` of an import (OmegaConf's flag_override while Hydra's config store is made) came
     out as an AttributeError traceback of 80 lines (seen once in the suite under load): the signal noted while
     starting is what ended the imports, so it is the one line and 130."""
-    code = (
-        "import os, signal, time\n"
-        "from hydra_plugins.sweep_launcher._signals import starting\n"
-        "with starting('sweep'):\n"
+    p = _while_starting(
         "    try:\n"
         "        os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
         "    finally:\n"
         "        None._invalidate_flags_cache()\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stderr) == (130, "sweep: interrupted by Ctrl-C while starting: nothing done\n"), p.stderr
     bare = subprocess.run(  # an error of the imports' own, with no signal, is still its traceback
         [sys.executable, "-c", "from hydra_plugins.sweep_launcher._signals import starting\nwith starting('x'): 1/0"],
