@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher._pickling import dumps
-from hydra_plugins.sweep_launcher._signals import FROM_TERMINAL, SIGNALS
+from hydra_plugins.sweep_launcher._signals import SIGNALS, leave_to_launcher
 
 PR_SET_PDEATHSIG = 1
 
@@ -36,8 +36,7 @@ def die_with_parent(parent_pid: int) -> None:
 
 def _worker_entry(conn: Any, preload: Sequence[str], parent_pid: int, inherited: Sequence[Any]) -> None:
     # the launching process owns Ctrl-C and SIGTERM (see worker_main); it forked this one with them blocked
-    for s in SIGNALS:
-        signal.signal(s, signal.SIG_IGN if s in FROM_TERMINAL else signal.SIG_DFL)
+    leave_to_launcher()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     die_with_parent(parent_pid)
     for c in inherited:  # the launcher's pipe ends a fork copied into this process (the objects themselves:

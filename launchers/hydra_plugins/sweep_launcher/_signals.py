@@ -180,6 +180,26 @@ def _listen_quietly(handler: Any) -> dict[int, Any]:
     return _install(handler)
 
 
+def leave_to_launcher() -> None:
+    """In a worker: the terminal's signals (FROM_TERMINAL, sent to the whole foreground group) are its launcher's to
+    answer; SIGTERM and SIGHUP, sent to the worker alone, end it."""
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN if s in FROM_TERMINAL else signal.SIG_DFL)
+
+
+@contextmanager
+def listening() -> Iterator[None]:
+    """`listen` for a command's main, the handlers before it put back after (a caller that goes on, a test's, keeps
+    its own)."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    listen()
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)
+
+
 def listen() -> None:
     """From here the stop signals raise `Interrupted` where the process is (and are noted: `check_pending`)."""
     _recorded.clear()

@@ -8,7 +8,6 @@ import importlib
 import os
 import pickle
 import queue
-import signal
 import sys
 import threading
 from typing import Any, NoReturn, Sequence
@@ -26,7 +25,7 @@ from hydra_plugins.sweep_launcher._core import (
     run_one,
     split_replies,
 )
-from hydra_plugins.sweep_launcher._signals import FROM_TERMINAL, SIGNALS
+from hydra_plugins.sweep_launcher._signals import leave_to_launcher
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
@@ -83,8 +82,7 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
     see `_fast/template`."""
     # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
-    for s in SIGNALS:
-        signal.signal(s, signal.SIG_IGN if s in FROM_TERMINAL else signal.SIG_DFL)
+    leave_to_launcher()
     # Workers share the launcher's stdout and stderr. Unbuffered (PYTHONUNBUFFERED, python -u), print writes its
     # text and its newline apart, and lines of two processes interleave between them; line-buffered, each line
     # of a job reaches the pipe in one write (atomic up to PIPE_BUF), whatever the environment.

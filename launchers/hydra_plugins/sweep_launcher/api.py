@@ -10,8 +10,8 @@ launcher's own and may change.
     command lines    command, this_command (hints that work pasted into the user's shell), prog (the name a
                      command's one-line messages begin with: the one the user typed)
     signals          SIGNALS (the stop signals: Ctrl-C, SIGTERM, SIGHUP, Ctrl-\\; every handler installs these), listen,
-                     check_pending, as_interrupted, starting (one line and 128+n for each wherever it comes, the
-                     launcher's own handling included); output_closed (a write's reader gone), reader_gone
+                     listening, check_pending, as_interrupted, starting (one line and 128+n for each wherever it
+                     comes, the launcher's own handling included); output_closed (a write's reader gone), reader_gone
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
 
@@ -48,6 +48,7 @@ _HOME = {
     "output_closed": "_signals",
     "reader_gone": "_signals",
     "SIGNALS": "_signals",
+    "listening": "_signals",
     "SweepLauncherConf": "config",
 }
 _MODULES = ("timer",)

@@ -4,16 +4,14 @@ a study kept as files in the repository (its preset's `compare.dataset`: proxy_s
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from hydra_plugins.sweep_launcher.api import (
-    SIGNALS,
     as_interrupted,
     check_pending,
-    listen,
+    listening,
     output_closed,
     prog,
     starting,
@@ -30,11 +28,10 @@ with starting(str(PROG)):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    before = {s: signal.getsignal(s) for s in SIGNALS}
-    listen()  # every stop signal as Ctrl-C (SIGTERM and SIGHUP ended the command with no line)
     try:
-        code = _compare(argv)
-        check_pending()  # one whose exception a callback swallowed (MLflow's threads) stops the command too
+        with listening():  # every stop signal as Ctrl-C (SIGTERM and SIGHUP ended the command with no line)
+            code = _compare(argv)
+            check_pending()  # one whose exception a callback swallowed (MLflow's threads) stops the command too
         return code
     except KeyboardInterrupt as e:  # while it reads or draws: one line, not Python's traceback
         stopped = as_interrupted(e)
@@ -44,9 +41,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stopped.exit_code
     except BrokenPipeError:  # `| head -1`: the reader had what it wanted; silent, 141, as `git log | head` (its files
         return output_closed().exit_code  # are written before the table is shown)
-    finally:
-        for s, h in before.items():  # a caller that goes on (a test) keeps its own
-            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 def _compare(argv: Sequence[str] | None) -> int:

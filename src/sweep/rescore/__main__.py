@@ -8,15 +8,13 @@ scored); 2: bad input (a tracker or key that does not exist, an experiment or ru
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher.api import (
-    SIGNALS,
     as_interrupted,
     command,
-    listen,
+    listening,
     output_closed,
     prog,
     starting,
@@ -42,17 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
     )
     a = ap.parse_intermixed_args(argv)  # runs, tracker=... and options in any order (sweep takes them so)
-    before = {s: signal.getsignal(s) for s in SIGNALS}
-    listen()  # every stop signal as Ctrl-C: one line and 128+n (SIGTERM and SIGHUP ended it with no line)
     try:
-        return _rescore(a)
+        with listening():  # every stop signal as Ctrl-C: one line and 128+n (SIGTERM and SIGHUP ended it silently)
+            return _rescore(a)
     except KeyboardInterrupt as e:  # before the first run is scored
         stopped = as_interrupted(e)
         print(f"{PROG}: interrupted by {stopped.name}: nothing scored", file=sys.stderr)
         return stopped.exit_code
-    finally:
-        for s, h in before.items():  # a caller that goes on (a test) keeps its own
-            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 def _rescore(a: Any) -> int:
