@@ -23,7 +23,7 @@ from tests.test_parity_challenge import BELOW, HONEST, SMT, runs_of
 ATTACKS = "tests/hostile/attacks.py"
 HOSTILE = "tests/hostile"
 SEED = "problem.seed=7"  # both rounds on one seed: the same data, the same figures
-RULES = ("compare.leaderboard", {"accuracy": 0.95, "time_limit_s": 3})
+RULES = ("compare.leaderboard", {"accuracy": 0.95, "time_limit_s": 5})  # 3 s: an honest search ran past it under load
 # attack -> what becomes of it: a reason it is disqualified for, or "honest" (measured as the honest search it
 # fell back to, having got nothing: the same DMD as honest.py)
 BWRAP = {
@@ -32,7 +32,7 @@ BWRAP = {
     "steal_env": "honest",
     "frames": "honest",
     "overrides": "honest",
-    "fake_clock": "time: 1 of 1 seeds ran past 3 s",
+    "fake_clock": "time: 1 of 1 seeds ran past 5 s",
     "view_escape": "honest",
     "base_escape": "honest",
     "thread_escape": "honest",
@@ -73,7 +73,7 @@ def round_of(attacks: dict[str, str], experiment: str, tmp_path: Path, **env: st
     solvers = ",".join([HONEST, BELOW, *(f"{ATTACKS}:{a}" for a in attacks)])
     return run_sweep(
         "sweeps=parity_challenge", f"challenge.solvers=[{solvers}]", f"challenge.references=[{SMT}]", SEED,
-        "time_limit_s=3", f"mlflow.experiment={experiment}", cwd=tmp_path, env=env, timeout=900,
+        "time_limit_s=5", f"mlflow.experiment={experiment}", cwd=tmp_path, env=env, timeout=900,
     )  # fmt: skip
 
 

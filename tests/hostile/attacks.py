@@ -117,7 +117,7 @@ def overrides(x, y, n_bits, k_sparse):
 
 
 def fake_clock(x, y, n_bits, k_sparse):
-    """The launcher's timer ended and the clocks stopped, then 8 s of sleep past a 3 s limit."""
+    """The launcher's timer ended and the clocks stopped, then 8 s of sleep past the test's 5 s limit."""
     try:
         from hydra_plugins.sweep_launcher import timer
 
