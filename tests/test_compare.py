@@ -87,9 +87,14 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     for exp in ("again", "elsewhere"):  # same preset, other experiment: found by its overrides tag
         rec = Recorder(store, exp)
         parents.append(rec.start_parent("again", {"sweep.overrides": "sweeps=again problem.n_bits=10"}))
-        rec.log(r, parent_run_id=parents[-1])
+        child = rec.log(r, parent_run_id=parents[-1])
         rec.end_parent(parents[-1], "FINISHED", [r])
     client = MlflowClient(store)
+    # one job's run id (was "parent run ... has no child runs"): the line names its sweep's parent
+    assert cmpmod.main([child, "--no-log", "--tracking-uri", store]) == 2
+    assert capsys.readouterr().err == (
+        f"sweep-compare: run {child} is one job of a sweep: compare the sweep by its parent run, {parents[1]}\n"
+    )
     assert queries.find_parent(client, "again").info.run_id == parents[1]
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
     # an experiment's name (`sweep -m mlflow.experiment=elsewhere sweeps=again`, then `sweep-compare elsewhere`,

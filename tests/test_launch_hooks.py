@@ -26,11 +26,17 @@ HOOKS = textwrap.dedent("""
                     raise RuntimeError("a job's config outlived its turn")
                 if j.cfg.x < 0:
                     raise Refused(f"app: x must be >= 0 (job {j.label()})")
+                if j.cfg.x == 9:
+                    raise RuntimeError("a bug in the app's plan")
                 yield j.idx, JobPlan(done=j.cfg.x == 0)  # x=0: "already done"
                 prev = j
 
         def job_ended(self, job, outcome):
             print(f"ENDED x={job.cfg.x} {outcome.status} value={outcome.value} pid={os.getpid()}", flush=True)
+
+        def sweep_ended(self, status, tally, note=""):  # what the app closes at the end (a parent run)
+            print(f"SWEEP_ENDED {status}", flush=True)
+            super().sweep_ended(status, tally, note)
 
         def on_job_end(self, config, job_return, **kwargs):
             if not self.driven:
@@ -83,6 +89,10 @@ def test_an_apps_hooks_are_driven_by_the_launcher_in_the_launching_process(tmp_p
     p = app(tmp_path, "hydra/launcher=local", "x=1,-1")
     assert p.returncode == 2 and "app: x must be >= 0 (job x=-1)" in p.stderr
     assert "ENDED" not in p.stdout  # refused before any job started
+
+    p = app(tmp_path, "hydra/launcher=local", "x=1,9")  # a bug, not a refusal: the app still closes what it opened
+    assert p.returncode == 1 and "a bug in the app's plan" in p.stderr, p.stderr
+    assert "SWEEP_ENDED FAILED" in p.stdout and "ENDED x=" not in p.stdout
 
 
 def test_the_same_hooks_are_an_ordinary_callback_under_hydras_basic_launcher(tmp_path):

@@ -80,49 +80,69 @@ def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
     assert (tmp_path / "cmp" / "tune_sgd.png").stat().st_size > 0 and (tmp_path / "cmp" / "front.md").exists()
 
 
-def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
+def _search(store: str, tmp_path: Path, name: str, *args: str, seeded: bool = True):
+    """An Optuna search of study and experiment `name` in its own storage beside the test's; `seeded`: Optuna's
+    random sampler, seed 0."""
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    # chunk=13 raises inside the job (tests/faulty.py; random sampler, seed 0: both choices among 4 trials)
+    sampler = ["+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler", "+hydra.sweeper.sampler.seed=0"]
     p = _sweep(
         store,
         tmp_path,
         "-m",
         "hydra/sweeper=optuna",
-        *FAULTY,
         "tracker=none",
+        *(sampler if seeded else []),
+        f"hydra.sweeper.storage={storage}",
+        f"hydra.sweeper.study_name={name}",
+        f"mlflow.experiment={name}",
+        *args,
+    )
+    return p, optuna.load_study(study_name=name, storage=storage).trials
+
+
+def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
+    # chunk=13 raises inside the job (tests/faulty.py; random sampler, seed 0: both choices among 4 trials)
+    p, trials = _search(
+        store,
+        tmp_path,
+        "fails",
+        *FAULTY,
         "method.chunk=choice(2048,13)",
         "+hydra.sweeper.objectives.accuracy=maximize",
-        "+hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler",
-        "+hydra.sweeper.sampler.seed=0",
-        f"hydra.sweeper.storage={storage}",
-        "hydra.sweeper.study_name=fails",
         "hydra.sweeper.n_trials=4",
         "hydra.sweeper.trial_key=extra.trial",
-        "mlflow.experiment=fails",
     )
     assert p.returncode == 1, p.stderr  # the launcher's summary: a job failed
-    trials = optuna.load_study(study_name="fails", storage=storage).trials
     states = {(t.params["method.chunk"], t.state) for t in trials}
     assert states == {(13, TrialState.FAIL), (2048, TrialState.COMPLETE)}, states
     assert len(trials) == 4 and len(_children(store, "fails")) == 4  # every trial ran, failed ones too
 
-    p = _sweep(
+    gf2 = ("method=gf2", "problem.seed=1,2")
+    p, trials = _search(
         store,
         tmp_path,
-        "-m",
-        "hydra/sweeper=optuna",
-        "method=gf2",
-        "tracker=none",
-        "problem.seed=1,2",
+        "missing",
+        *gf2,
         "+hydra.sweeper.objectives.nope=maximize",
-        f"hydra.sweeper.storage={storage}",
-        "hydra.sweeper.study_name=missing",
         "hydra.sweeper.n_trials=1",
-        "mlflow.experiment=missing",
+        seeded=False,
     )
     assert p.returncode == 0, p.stderr  # the job itself finished
     assert "trial 0 failed: no metric nope among accuracy," in p.stdout + p.stderr  # Hydra's log: stdout
-    assert [t.state for t in optuna.load_study(study_name="missing", storage=storage).trials] == [TrialState.FAIL]
+    assert [t.state for t in trials] == [TrialState.FAIL]
+
+    # a space of two points and a budget of 1e8 (a prober's round: it never ended): done once both have finished
+    p, trials = _search(
+        store,
+        tmp_path,
+        "two_points",
+        *gf2,
+        "+hydra.sweeper.objectives.accuracy=maximize",
+        "hydra.sweeper.n_trials=100000000",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "the search space holds 2 point(s): the search ends once each has finished" in p.stdout + p.stderr
+    assert {t.params["problem.seed"] for t in trials} == {1, 2} and len(trials) < 20, len(trials)
 
 
 @pytest.mark.new_store

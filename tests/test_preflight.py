@@ -277,3 +277,19 @@ def test_an_at_sign_in_a_key_or_a_groups_choice_is_one_line(store, tmp_path):
         "is no group extra.a: a key's name takes no '@'; the groups: device, method, problem, sweeps, tracker, "
         "variant\n"
     ), p.stderr
+
+
+def test_an_unquoted_value_that_is_not_ascii_is_one_line_that_shows_it_quoted():
+    """Hydra's grammar reads only ASCII outside quotes (`mlflow.experiment=éxp` is a lexer error): the line says
+    how to write it, as it does for a value that holds brackets."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from sweep.preflight.composition import explain
+
+    with pytest.raises(OverrideParseException) as raised:
+        OverridesParser.create().parse_overrides(["mlflow.experiment=éxp"])
+    line = explain(raised.value).line
+    assert line.startswith("config error: mlflow.experiment=éxp is not an override Hydra can read"), line
+    assert line.endswith("""(quote a value that is not ASCII: 'mlflow.experiment="éxp"')"""), line
+    OverridesParser.create().parse_overrides(['mlflow.experiment="éxp"'])  # what it shows is read

@@ -403,3 +403,14 @@ def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(
         said = f"sweep: config error: {key} cannot be resolved: Interpolation key 'oops' not found"
         assert p.returncode == 2 and one_line(p.stderr) == said, p.stderr
         assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
+
+
+def test_mlflows_databricks_names_are_called_so_not_a_directory():
+    """`databricks` (MLflow's name for a Databricks workspace) was called "a directory or file: address"."""
+    from sweep.record.address import problem
+
+    for uri in ("databricks", "databricks://profile", "databricks-uc", "uc:"):
+        said = problem(uri)
+        assert said is not None and said.startswith(f"{uri} is MLflow's address of a Databricks workspace"), said
+        assert "sqlite:///PATH" in said
+    assert problem("databricks_runs").startswith("a directory or file: address")  # a path that only starts so

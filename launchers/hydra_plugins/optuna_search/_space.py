@@ -4,7 +4,7 @@ integers). Anything that is not a sweep is a fixed override of every trial."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, Override, RangeSweep
@@ -34,6 +34,21 @@ def distribution(override: Override) -> Any:
         f"{key}: {override.input_line!r} is not a search space Optuna can sample "
         "(use choice(...), range(...), interval(...) or a,b,c)"
     )
+
+
+def points(space: dict[str, Any]) -> Optional[int]:
+    """How many distinct points the space holds; None where one of its dimensions is a float interval."""
+    import optuna.distributions as od  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
+
+    n = 1
+    for d in space.values():
+        if isinstance(d, od.CategoricalDistribution):
+            n *= len(d.choices)
+        elif isinstance(d, od.IntDistribution):
+            n *= (d.high - d.low) // d.step + 1
+        else:
+            return None
+    return n
 
 
 def _plain(v: Any) -> Any:

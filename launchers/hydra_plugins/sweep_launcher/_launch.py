@@ -287,6 +287,9 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
     except KeyboardInterrupt as e:
         interrupted_before_any_job(run, as_interrupted(e))
+    except Exception:
+        failed_before_any_job(run)
+        raise
     try:
         if dispatcher is not None:
             returns.update(dispatcher.run())
@@ -355,6 +358,18 @@ def prepare(
         return jobs, None
     expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
     return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected)
+
+
+def failed_before_any_job(run: Multirun) -> None:
+    """An unexpected error while the batch's jobs were checked (a bug: not a refusal, which is one line and exit 2):
+    the workers stopped and the hooks told the sweep FAILED, so that what they opened (a parent run) is not left
+    RUNNING for the next sweep to call killed; the error itself then goes on to Hydra's report."""
+    run.tally.close()
+    for h in run.hooks:
+        try:
+            h.sweep_ended("FAILED", run.tally)
+        except (Exception, SystemExit):  # noqa: BLE001 - the error that stopped the sweep is the one to report
+            pass
 
 
 def interrupted_before_any_job(run: Multirun, e: Interrupted) -> NoReturn:

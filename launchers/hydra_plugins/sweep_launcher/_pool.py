@@ -35,7 +35,8 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def _worker_entry(conn: Any, preload: Sequence[str], parent_pid: int, inherited: Sequence[Any]) -> None:
-    # the launching process owns Ctrl-C and SIGTERM (see worker_main); it forked this one with them blocked
+    # the launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished; it
+    # forked this one with them blocked, so none lands before the worker's handlers are set
     leave_to_launcher()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     die_with_parent(parent_pid)

@@ -25,7 +25,6 @@ from hydra_plugins.sweep_launcher._core import (
     run_one,
     split_replies,
 )
-from hydra_plugins.sweep_launcher._signals import leave_to_launcher
 
 
 def _template(templates: dict[int, Any], tpl: Any) -> Any:
@@ -81,8 +80,6 @@ def worker_main(conn: Any, preload: Sequence[str] = ()) -> None:
     `run_here` runs them, their GPU)
     ...; ("stop", 0) or end-of-file ends it. A config: its pickled bytes, or a `Spec` of its template; a template:
     see `_fast/template`."""
-    # The launching process owns Ctrl-C and SIGTERM: it stops the workers and records what was unfinished.
-    leave_to_launcher()
     # Workers share the launcher's stdout and stderr. Unbuffered (PYTHONUNBUFFERED, python -u), print writes its
     # text and its newline apart, and lines of two processes interleave between them; line-buffered, each line
     # of a job reaches the pipe in one write (atomic up to PIPE_BUF), whatever the environment.

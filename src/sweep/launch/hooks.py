@@ -173,7 +173,8 @@ class SweepLaunchHooks(LaunchHooks):
             done = {} if force else self.session.done_hashes(first, set(hashes.values()))
             held = self.session.claim(first, set(hashes.values()) - set(done))
             self._note_done(first, sorted({done[h] for h in hashes.values() if h in done}))
-        except StoreError as e:
+        except StoreError as e:  # the parent, where it was opened, closed FAILED: not left RUNNING
+            self._close_refused()
             raise Refused(f"sweep: {e}", code=1) from None
         expected = self._expected()
         for idx, h in hashes.items():

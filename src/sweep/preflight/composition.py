@@ -79,6 +79,8 @@ def explain(e: BaseException) -> Optional[Refusal]:
         # as one only quoted; the shell's quotes around it go first
         quote = value and value[0] not in "[{'\"" and re.search(r"[\[\]{}()]", value)
         hint = f" (quote a value that holds brackets: '{key}=\"{value}\"')" if quote else ""
+        if not value.isascii() and value[:1] not in "'\"":  # Hydra's grammar reads only ASCII unquoted
+            hint = f" (quote a value that is not ASCII: '{key}=\"{value}\"')"
         return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}{hint}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value

@@ -32,6 +32,9 @@ EXPECTED = f"sqlite:///PATH (e.g. {EXAMPLE}), http(s)://HOST:PORT (a tracking se
 )
 
 
+DATABRICKS = ("databricks", "databricks-uc", "uc")  # MLflow's names of a Databricks workspace (no network here)
+
+
 class BadAddress(ValueError):
     """The address names no store the project can keep runs in: one line (what is wrong, what to give instead)."""
 
@@ -44,6 +47,10 @@ def problem(uri: str) -> Optional[str]:
     base = scheme.split("+", 1)[0]
     if base == "sqlite":
         return _sqlite_problem(uri)
+    if (base or uri.strip().lower()) in DATABRICKS:  # MLflow's own names for a Databricks workspace, not paths
+        return f"{uri} is MLflow's address of a Databricks workspace, which sweep does not keep runs in: " + (
+            f"expected {EXPECTED}"
+        )
     if not scheme or "/" in scheme or base == "file":
         return (
             "a directory or file: address (MLflow's file store, in maintenance mode, refuses new runs): "

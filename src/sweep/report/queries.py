@@ -30,9 +30,13 @@ def find_parent(client: Any, ref: str):
         from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         try:
-            return client.get_run(ref)
+            run = client.get_run(ref)
         except MlflowException:
             raise LookupError(f"no run {ref} in the store") from None
+        parent_id = run.data.tags.get(PARENT_RUN_TAG)
+        if parent_id and run.data.tags.get(PARENT_TAG) != "true":  # one job's run: its sweep is what compares
+            raise LookupError(f"run {ref} is one job of a sweep: compare the sweep by its parent run, {parent_id}")
+        return run
     exps = {e.experiment_id: e.name for e in client.search_experiments()}
     if not exps:
         raise LookupError("the store has no experiments")
