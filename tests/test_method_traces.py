@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -43,45 +44,54 @@ SMALL = {  # a few epochs of a narrow net: enough to cover every branch of the l
 TILE = {v: ("variant.tile_size=4",) for v in ("tiled", "tiled_fused", "tiled_w2")}
 
 
-def applies(method: str, problem: str) -> bool:
-    cfg = compose(f"method={method}", f"problem={problem}")
+def _job(method: str, problem: str, variant: str):
+    return compose(
+        f"method={method}", f"problem={problem}", f"variant={variant}", *TILE.get(variant, ("variant.tile_size=0",))
+    )
+
+
+def applies(cfg) -> bool:
     return get_class(cfg.problem._target_).name in get_class(cfg.method._target_).problems
 
 
-def valid(method: str, problem: str, variant: str) -> bool:
+def valid(cfg) -> bool:
     try:
-        check_job(
-            job.job_config(
-                compose(
-                    f"method={method}",
-                    f"problem={problem}",
-                    f"variant={variant}",
-                    *TILE.get(variant, ("variant.tile_size=0",)),
-                )
-            )
-        )
+        check_job(job.job_config(cfg))
     except ConfigError:
         return False
     return True
 
 
-def arms() -> list[tuple[str, str, str]]:
-    """(method, problem, variant) for every method x applicable problem; SGD-like methods x every variant
-    that applies (sgd's linear model on sparse_sum has no variants)."""
+def arms_of(method: str) -> list[tuple[str, str, str]]:
+    """(method, problem, variant) for every problem the method applies to; SGD-like methods x every variant that
+    applies (sgd's linear model on sparse_sum has no variants). The standard variant's job config answers both."""
     out = []
-    for m in METHODS:
-        for p in PROBLEMS:
-            if applies(m, p):
-                out += [(m, p, v) for v in (VARIANTS if m in SGD_LIKE else ("standard",)) if valid(m, p, v)]
+    for p in PROBLEMS:
+        standard = _job(method, p, "standard")
+        if applies(standard):
+            variants = VARIANTS if method in SGD_LIKE else ("standard",)
+            out += [(method, p, v) for v in variants if valid(standard if v == "standard" else _job(method, p, v))]
     return out
 
 
-def _write_arms(d: Path) -> None:
-    (d / "arms.json").write_text(json.dumps(arms()))
+def arms() -> list[tuple[str, str, str]]:
+    """Every method's arms (arms_of; ~8 CPU s of compositions in all), each method's worked out once a session, not
+    once in each xdist worker's collection; the workers take the methods from opposite ends, so the two share the
+    work rather than one waiting on the other's lock."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    order = METHODS if int(worker.removeprefix("gw") or 0) % 2 == 0 else METHODS[::-1]
+    made = {
+        m: json.loads((made_once(f"method-arms-{m}", lambda d, m=m: _write(d, arms_of(m))) / "arms.json").read_text())
+        for m in order
+    }
+    return [tuple(a) for m in METHODS for a in made[m]]
 
 
-# worked out once a session (86 compositions, ~11 CPU s), not once in each xdist worker's collection
-ARMS = [tuple(a) for a in json.loads((made_once("method-arms", _write_arms) / "arms.json").read_text())]
+def _write(d: Path, arms: list) -> None:
+    (d / "arms.json").write_text(json.dumps(arms))
+
+
+ARMS = arms()
 
 
 def solve_traced(*args: Any, **kwargs: Any) -> Trace:

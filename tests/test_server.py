@@ -94,7 +94,8 @@ def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(
 
 def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_listens(shared_server, tmp_path):
     """PostgreSQL's own client (libpq's connect_timeout, one attempt): a port that takes connections and never
-    answers, a wrong password, a tracking server's HTTP port; for a single run, a sweep and migrate --from."""
+    answers, a wrong password, a tracking server's HTTP port; for a single run, a sweep and migrate --from. The
+    cases wait out their timeouts side by side: each migrate is a process of its own, started first."""
     port = urlsplit(shared_server.uri).port
     db = f"127.0.0.1:{shared_server.config.db_port}"
     with socket.socket() as silent:  # the kernel accepts; nothing ever answers
@@ -102,33 +103,49 @@ def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_list
         silent.listen(16)
         quiet = f"postgresql://sweep@127.0.0.1:{silent.getsockname()[1]}/mlflow"
         wrong = 'password authentication failed for user "sweep"'
-        for uri, args, said in (
-            (f"postgresql://sweep:wrong@{db}/mlflow", ["method=gf2"], wrong),
-            (quiet, ["-m", "method=gf2", "problem.seed=1,2"], "unreachable: no answer within 2 s"),
-            (f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", ["migrate"], ""),  # an HTTP server: see below
-            (quiet, ["migrate"], "unreachable: no answer within 5 s (mlflow.connect_timeout_s)"),  # its default
-        ):
+        migrates = {}  # uri -> (its process, when it started, its target store)
+        for i, uri in enumerate((f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", quiet)):
+            to = tmp_path / f"to{i}.db"
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sweep.store", "migrate", "--from", uri, "--to", f"sqlite:///{to}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            migrates[uri] = (proc, time.monotonic(), to)
+        try:
+            _each_database_case(migrates, quiet, db, port, wrong, tmp_path)
+        finally:
+            for proc, _, _ in migrates.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+
+
+def _each_database_case(migrates: dict, quiet: str, db: str, port: int, wrong: str, tmp_path: Path) -> None:
+    for uri, args, said in (
+        (f"postgresql://sweep:wrong@{db}/mlflow", ["method=gf2"], wrong),
+        (quiet, ["-m", "method=gf2", "problem.seed=1,2"], "unreachable: no answer within 2 s"),
+        (f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", ["migrate"], ""),  # an HTTP server: see below
+        (quiet, ["migrate"], "unreachable: no answer within 5 s (mlflow.connect_timeout_s)"),  # its default
+    ):
+        if args == ["migrate"]:
+            proc, t0, to = migrates[uri]
+            out, err = proc.communicate(timeout=120)
+            p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            assert not to.exists()  # nothing half-made
+            prog = "python -m sweep.store migrate"
+        else:
             t0 = time.monotonic()
-            if args == ["migrate"]:
-                to = tmp_path / "to.db"
-                p = subprocess.run(
-                    [sys.executable, "-m", "sweep.store", "migrate", "--from", uri, "--to", f"sqlite:///{to}"],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                )
-                assert not to.exists()  # nothing half-made
-                prog = "python -m sweep.store migrate"
-            else:
-                p = run_sweep(*args, f"mlflow.tracking_uri={uri}", "mlflow.connect_timeout_s=1", cwd=tmp_path)
-                prog = "sweep"
-            assert time.monotonic() - t0 < 30, uri  # MLflow's SQL store: minutes of retries, or for ever
-            assert p.returncode == 1, p.stderr
-            (line,) = p.stderr.strip().splitlines()
-            assert line.startswith(f"{prog}: store {uri.replace(':wrong@', ':***@')}: {said}"), line
-            if not said:  # gunicorn waits for a whole HTTP request; another server may answer at once
-                assert "no answer within 5 s" in line or "not a PostgreSQL server at" in line, line
-            assert "[FINISHED]" not in p.stdout
+            p = run_sweep(*args, f"mlflow.tracking_uri={uri}", "mlflow.connect_timeout_s=1", cwd=tmp_path)
+            prog = "sweep"
+        assert time.monotonic() - t0 < 30, uri  # MLflow's SQL store: minutes of retries, or for ever
+        assert p.returncode == 1, p.stderr
+        (line,) = p.stderr.strip().splitlines()
+        assert line.startswith(f"{prog}: store {uri.replace(':wrong@', ':***@')}: {said}"), line
+        if not said:  # gunicorn waits for a whole HTTP request; another server may answer at once
+            assert "no answer within 5 s" in line or "not a PostgreSQL server at" in line, line
+        assert "[FINISHED]" not in p.stdout
 
 
 # --- parity with SQLite ---------------------------------------------------------------------------------------
