@@ -432,9 +432,16 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
         ),
         (("-m", "problem.seed=range(0)"), "problem.seed=range(0) sweeps over no value, so the sweep has no job"),
         (("-m", "problem.seed=range(5,1)", "method=gf2,km"), "problem.seed=range(5,1) sweeps over no value"),
+        # issue 43, seventh round: each was a traceback of Hydra's sweep iterator (15-19 lines, exit 1)
+        (("-m", "problem.seed=interval(1,2)"), "problem.seed=interval(1,2) is a search's interval"),
+        (("-m", "problem.seed=range(0,10,0)"), "problem.seed=range(0,10,0) steps by 0: expected range(start,stop)"),
+        (("-m", "method=glob(zz*)"), "method=glob(zz*) sweeps over no value"),
     ],
-    ids=["nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51"],
-)
+    ids=[
+        "nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51", "interval",
+        "step0", "glob-none",
+    ],
+)  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):
     """Case 8 of issue 35 through real commands. Each of these ran and was recorded FINISHED, or was a 28-85 line
     traceback, or a sweep of no job that
@@ -444,6 +451,14 @@ def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, a
     said = one_line(p.stderr)
     assert said.startswith("sweep: config error") and line in said, said
     assert _runs(store) == [] and "[FINISHED]" not in p.stdout
+
+
+def test_a_glob_of_a_groups_options_is_swept(store, tmp_path):
+    """Issue 43, seventh round: `method=glob(...)`, Hydra's sweep over a group's options by name, was a traceback
+    ("ConfigLoader is not set", exit 1) under every launcher: the preflight listed it without Hydra's loader."""
+    p = sweep("-m", "method=glob(gf*)", "problem.n_bits=10", "hydra/launcher=basic", env={}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [r.data.tags.get("method") for r in _runs(store) if r.data.tags.get("sweep.parent") != "true"] == ["gf2"]
 
 
 def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):
