@@ -30,9 +30,15 @@ def find_parent(client: Any, ref: str):
         from mlflow.exceptions import MlflowException  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
         try:
-            return client.get_run(ref)
+            run = client.get_run(ref)
         except MlflowException:
             raise LookupError(f"no run {ref} in the store") from None
+        # a job's or a single run's id was compared as a parent "with no child runs"
+        if run.data.tags.get(PARENT_TAG) != "true":
+            of = run.data.tags.get(PARENT_RUN_TAG)
+            what = f"a job of the sweep whose parent run is {of}" if of else "a single run, of no sweep"
+            raise LookupError(f"run {ref} is {what}: expected a sweep's parent run id, a study or an experiment")
+        return run
     exps = {e.experiment_id: e.name for e in client.search_experiments()}
     if not exps:
         raise LookupError("the store has no experiments")
