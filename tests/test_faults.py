@@ -436,10 +436,16 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
         (("-m", "problem.seed=interval(1,2)"), "problem.seed=interval(1,2) is a search's interval"),
         (("-m", "problem.seed=range(0,10,0)"), "problem.seed=range(0,10,0) steps by 0: expected range(start,stop)"),
         (("-m", "method=glob(zz*)"), "method=glob(zz*) sweeps over no value"),
+        # a key the recording reads: the job ran and its result was lost (exit 0), or a 105-line traceback
+        (("run_name=${oops}",), "run_name=${oops} cannot be resolved: Interpolation key 'oops' not found"),
+        (
+            ("-m", "hydra/launcher=basic", "run_name=${oops}", "method=gf2,km"),
+            "in job method=gf2: run_name=${oops} cannot be resolved",
+        ),
     ],
     ids=[
         "nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51", "interval",
-        "step0", "glob-none",
+        "step0", "glob-none", "run_name", "run_name-basic",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):

@@ -50,6 +50,10 @@ class ConfigView(dict):
         return cls({k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS if k in cfg})
 
 
+# the top-level keys besides the job's groups that its running and recording read (sweep.config.schema.Config)
+RECORDING_KEYS = ("run_name", "batch", "time_limit_s")
+
+
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
     """The resolved config that defines a job's result (what resume and params compare). `cfg`: the composed
     config, or its top-level keys already resolved (a key still a DictConfig is resolved here).
@@ -61,6 +65,9 @@ def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
         extra = cfg.get("extra")
         if extra:
             out["extra"] = _plain(extra)
+        for key in RECORDING_KEYS:  # read when the job is recorded: `run_name=${oops}` ran the job, then lost its
+            if key in cfg:  # result (a single run, the basic launcher's jobs) or was a 105-line traceback
+                cfg[key]  # noqa: B018 - resolved for its error alone (`.get` names no key in it)
     except InterpolationResolutionError as e:  # `${oops}`, a resolver that fails: bad input, one line
         raise ConfigError(unresolved(cfg, e)) from None
     return out
