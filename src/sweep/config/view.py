@@ -66,11 +66,21 @@ def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
         if extra:
             out["extra"] = _plain(extra)
         for key in RECORDING_KEYS:  # read when the job is recorded: `run_name=${oops}` ran the job, then lost its
-            if key in cfg:  # result (a single run, the basic launcher's jobs) or was a 105-line traceback
-                cfg[key]  # noqa: B018 - resolved for its error alone (`.get` names no key in it)
+            _resolvable(cfg, key)  # result (a single run, the basic launcher's jobs) or was a 105-line traceback
     except InterpolationResolutionError as e:  # `${oops}`, a resolver that fails: bad input, one line
         raise ConfigError(unresolved(cfg, e)) from None
     return out
+
+
+def _resolvable(cfg: "DictConfig | dict[str, Any]", key: str) -> None:
+    """Raise where top-level `key` cannot be resolved; a `${hydra:job...}` read before Hydra has set the job's own
+    Hydra config (a sweep's plan) is the job's to resolve, where it runs."""
+    try:
+        if key in cfg:
+            cfg[key]  # noqa: B018 - resolved for its error alone (`.get` would name no key in it)
+    except InterpolationResolutionError as e:
+        if "HydraConfig was not set" not in str(e):
+            raise
 
 
 def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError) -> str:
