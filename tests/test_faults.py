@@ -467,6 +467,19 @@ def test_a_glob_of_a_groups_options_is_swept(store, tmp_path):
     assert [r.data.tags.get("method") for r in _runs(store) if r.data.tags.get("sweep.parent") != "true"] == ["gf2"]
 
 
+def test_a_run_name_of_hydras_override_dirname_names_each_job(store, tmp_path):
+    """Issue 43, seventh round: `run_name=${hydra:job.override_dirname}`, Hydra's idiom for a run's name, was a
+    116-line traceback under the project's launcher (its plan read the name before Hydra set the job's config);
+    each job is named as Hydra's basic launcher names it."""
+    p = sweep("-m", "run_name=${hydra:job.override_dirname}", "method=gf2", "problem.n_bits=10", "problem.seed=1,2",
+              env={}, cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    names = sorted(r.info.run_name for r in _runs(store) if r.data.tags.get("sweep.parent") != "true")
+    assert [n.split(",")[:3] for n in names] == [
+        ["method=gf2", "problem.n_bits=10", f"problem.seed={s}"] for s in (1, 2)
+    ]
+
+
 def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):
     """Case 8 of issue 35: hydra.launcher.n_workers=100000 started a worker per job (40 processes on 2 cores)."""
     cpus = len(os.sched_getaffinity(0))
