@@ -209,6 +209,20 @@ LM = ("problem=chars", "device=torch_cpu")
             "method.max_epochs=1000000000, or bound",
         ),
         (("method=curriculum", "method.max_epochs=1000000000"), "more than a day", "method.max_epochs=1000000000, or"),
+        # and a character model's steps, where its time budget does not stop it (issue 43, seventh round: one step
+        # was the whole estimate of `time_budget_s=1e30 max_steps=1000000000`)
+        (
+            (
+                "method=gpt",
+                "problem=chars",
+                "device=torch_cpu",
+                "method.time_budget_s=1e30",
+                "method.max_steps=1000000000",
+            ),
+            "the job may never end: a run that does not stop early needs 1.6e+18 operations (1,000,000,000 x one "
+            "training step",
+            "method.max_steps=1000000000, or bound",
+        ),
         # a tile's step in Python, whatever its arithmetic (a prober's round: 40+ s, then killed): 3.2e6 a epoch
         (
             ("variant=tiled", "variant.tile_size=1", "method.hidden=100000", "method.max_epochs=10000"),
