@@ -480,6 +480,16 @@ def test_a_run_name_of_hydras_override_dirname_names_each_job(store, tmp_path):
     ]
 
 
+def test_a_run_that_diverges_is_recorded_without_numpys_warnings(store, tmp_path):
+    """Issue 43, seventh round: `method.lr=1e30` (an lr sweep's far end) printed numpy's overflow warnings, ten
+    lines with their source lines (36 of forward_forward's at lr=1e6), before the run's line; the run is a result
+    like any other, its figures say it diverged."""
+    p = sweep("method.lr=1e30", "problem.n_bits=10", "method.max_epochs=20", env={}, cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == "" and "[FINISHED] sgd" in p.stdout, (p.stdout, p.stderr)
+    (run,) = _runs(store)
+    assert run.data.metrics["accuracy"] < 0.7  # chance: it diverged
+
+
 def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):
     """Case 8 of issue 35: hydra.launcher.n_workers=100000 started a worker per job (40 processes on 2 cores)."""
     cpus = len(os.sched_getaffinity(0))
