@@ -58,6 +58,19 @@ def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     assert refusal(f"{broken}:solve") == (
         f"method.path={broken}:solve: loading broken.py raised ZeroDivisionError: division by zero (broken.py, line 2)"
     )
+    # issue 43, seventh round: a file of null bytes named importlib's line ("(<frozen importlib._bootstrap>, line
+    # 241)"), a dangling link was "no file X (did you mean X?)", the link's own name
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x00\x01def solve():\n")
+    assert refusal(f"{binary}:solve") == (
+        f"method.path={binary}:solve: loading binary.py raised SyntaxError: source code string cannot contain null "
+        "bytes"
+    )
+    (tmp_path / "link.py").symlink_to(tmp_path / "gone.py")
+    assert refusal(f"{tmp_path}/link.py:solve") == (
+        f"method.path={tmp_path}/link.py:solve: {tmp_path}/link.py is a link to {tmp_path}/gone.py, which does not "
+        "exist"
+    )
     value = solver_file(tmp_path, "solve = 3\n", "value.py")
     assert refusal(f"{value}:solve") == f"method.path={value}:solve: solve is a int, not a function"
     assert (

@@ -121,6 +121,11 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
             ("device=torch_cpu", "device.torch_device=mps"),
             "device.torch_device='mps' is not allowed: expected cpu, cuda",
         ),
+        # issue 43, seventh round: ByteDMD's exact int64 costs overflowed, negative at 1e11, OverflowError at 1e30
+        (
+            ("tracker=bytedmd", "tracker.bytes_per_element=100000000000"),
+            "tracker.bytes_per_element=100000000000 is not allowed: expected an integer from 1 to 16",
+        ),
         # and an unknown torch.compile backend failed the run after its start (torch's InvalidBackend)
         (
             ("device=torch_cpu", "device.compile=true", "device.compile_backend=nope"),
@@ -204,6 +209,20 @@ LM = ("problem=chars", "device=torch_cpu")
             "method.max_epochs=1000000000, or bound",
         ),
         (("method=curriculum", "method.max_epochs=1000000000"), "more than a day", "method.max_epochs=1000000000, or"),
+        # and a character model's steps, where its time budget does not stop it (issue 43, seventh round: one step
+        # was the whole estimate of `time_budget_s=1e30 max_steps=1000000000`)
+        (
+            (
+                "method=gpt",
+                "problem=chars",
+                "device=torch_cpu",
+                "method.time_budget_s=1e30",
+                "method.max_steps=1000000000",
+            ),
+            "the job may never end: a run that does not stop early needs 1.6e+18 operations (1,000,000,000 x one "
+            "training step",
+            "method.max_steps=1000000000, or bound",
+        ),
         # a tile's step in Python, whatever its arithmetic (a prober's round: 40+ s, then killed): 3.2e6 a epoch
         (
             ("variant=tiled", "variant.tile_size=1", "method.hidden=100000", "method.max_epochs=10000"),

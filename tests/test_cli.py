@@ -316,3 +316,19 @@ def test_each_commands_help_says_what_it_does_in_a_whole_sentence(capsys):
     with pytest.raises(SystemExit):  # nothing named: the argument is called what the docs call it
         importlib.import_module("sweep.report.compare").main([])
     assert "the following arguments are required: study (see " in capsys.readouterr().err
+
+
+def test_a_deleted_working_directory_is_one_line_from_every_command(tmp_path):
+    """Issue 43, seventh round: a command run from a directory removed after the shell entered it was a traceback
+    of 36 lines (Hydra's os.getcwd()) from sweep, and one from each other command."""
+    bins = ROOT / ".venv" / "bin"
+    for c, args in [("sweep", "method=gf2"), ("sweep-compare", "x"), ("sweep-store", "check")]:
+        gone = tmp_path / c
+        gone.mkdir()
+        p = subprocess.run(  # the shell enters it, removes it, then runs the command there
+            ["bash", "-c", f"cd {gone} && rmdir {gone} && exec {bins / c} {args}"], capture_output=True, text=True
+        )
+        assert p.returncode == 1 and p.stderr.splitlines() == [
+            f"{c}: the current directory no longer exists (it was removed after the shell entered it): cd to one "
+            "that exists and run the command again"
+        ], (c, p.stderr)

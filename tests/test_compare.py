@@ -87,14 +87,9 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     for exp in ("again", "elsewhere"):  # same preset, other experiment: found by its overrides tag
         rec = Recorder(store, exp)
         parents.append(rec.start_parent("again", {"sweep.overrides": "sweeps=again problem.n_bits=10"}))
-        child = rec.log(r, parent_run_id=parents[-1])
+        rec.log(r, parent_run_id=parents[-1])
         rec.end_parent(parents[-1], "FINISHED", [r])
     client = MlflowClient(store)
-    # one job's run id (was "parent run ... has no child runs"): the line names its sweep's parent
-    assert cmpmod.main([child, "--no-log", "--tracking-uri", store]) == 2
-    assert capsys.readouterr().err == (
-        f"sweep-compare: run {child} is one job of a sweep: compare the sweep by its parent run, {parents[1]}\n"
-    )
     assert queries.find_parent(client, "again").info.run_id == parents[1]
     assert queries.find_parent(client, parents[0]).info.run_id == parents[0]
     # an experiment's name (`sweep -m mlflow.experiment=elsewhere sweeps=again`, then `sweep-compare elsewhere`,
@@ -104,6 +99,16 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
     assert f"again: parent run {parents[1]}, experiment elsewhere (its latest sweep)\n" in said
     assert cmpmod.main(["no_such_study", "--no-log", "--tracking-uri", store]) == 2
     assert "no sweep parent run found for 'no_such_study'" in capsys.readouterr().err
+    # issue 43, seventh round: a job's id or a single run's was "parent run ... has no child runs"
+    child = MlflowClient(store).search_runs([MlflowClient(store).get_run(parents[0]).info.experiment_id])
+    job_id = next(c.info.run_id for c in child if c.info.run_id != parents[0])
+    single = Recorder(store, "again").log(r)
+    for ref, what in ((job_id, f"a job of the sweep whose parent run is {parents[0]}"), (single, "a single run")):
+        assert cmpmod.main([ref, "--no-log", "--tracking-uri", store]) == 2
+        assert capsys.readouterr().err == (
+            f"sweep-compare: run {ref} is {what}{', of no sweep' if ref == single else ''}: expected a sweep's parent "
+            "run id, a study or an experiment\n"
+        )
     # a misspelt study or experiment gets the closest names of the store's studies, experiments and the presets,
     # never a command that fails (`sweep sweeps=agian` was printed: no such preset); a preset not run yet, the
     # command that runs it

@@ -432,9 +432,22 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
         ),
         (("-m", "problem.seed=range(0)"), "problem.seed=range(0) sweeps over no value, so the sweep has no job"),
         (("-m", "problem.seed=range(5,1)", "method=gf2,km"), "problem.seed=range(5,1) sweeps over no value"),
+        # issue 43, seventh round: each was a traceback of Hydra's sweep iterator (15-19 lines, exit 1)
+        (("-m", "problem.seed=interval(1,2)"), "problem.seed=interval(1,2) is a search's interval"),
+        (("-m", "problem.seed=range(0,10,0)"), "problem.seed=range(0,10,0) steps by 0: expected range(start,stop)"),
+        (("-m", "method=glob(zz*)"), "method=glob(zz*) sweeps over no value"),
+        # a key the recording reads: the job ran and its result was lost (exit 0), or a 105-line traceback
+        (("run_name=${oops}",), "run_name=${oops} cannot be resolved: Interpolation key 'oops' not found"),
+        (
+            ("-m", "hydra/launcher=basic", "run_name=${oops}", "method=gf2,km"),
+            "in job method=gf2: run_name=${oops} cannot be resolved",
+        ),
     ],
-    ids=["nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51"],
-)
+    ids=[
+        "nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51", "interval",
+        "step0", "glob-none", "run_name", "run_name-basic",
+    ],
+)  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):
     """Case 8 of issue 35 through real commands. Each of these ran and was recorded FINISHED, or was a 28-85 line
     traceback, or a sweep of no job that
@@ -444,6 +457,37 @@ def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, a
     said = one_line(p.stderr)
     assert said.startswith("sweep: config error") and line in said, said
     assert _runs(store) == [] and "[FINISHED]" not in p.stdout
+
+
+def test_a_glob_of_a_groups_options_is_swept(store, tmp_path):
+    """Issue 43, seventh round: `method=glob(...)`, Hydra's sweep over a group's options by name, was a traceback
+    ("ConfigLoader is not set", exit 1) under every launcher: the preflight listed it without Hydra's loader."""
+    p = sweep("-m", "method=glob(gf*)", "problem.n_bits=10", "hydra/launcher=basic", env={}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [r.data.tags.get("method") for r in _runs(store) if r.data.tags.get("sweep.parent") != "true"] == ["gf2"]
+
+
+def test_a_run_name_of_hydras_override_dirname_names_each_job(store, tmp_path):
+    """Issue 43, seventh round: `run_name=${hydra:job.override_dirname}`, Hydra's idiom for a run's name, was a
+    116-line traceback under the project's launcher (its plan read the name before Hydra set the job's config);
+    each job is named as Hydra's basic launcher names it."""
+    p = sweep("-m", "run_name=${hydra:job.override_dirname}", "method=gf2", "problem.n_bits=10", "problem.seed=1,2",
+              env={}, cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    names = sorted(r.info.run_name for r in _runs(store) if r.data.tags.get("sweep.parent") != "true")
+    assert [n.split(",")[:3] for n in names] == [
+        ["method=gf2", "problem.n_bits=10", f"problem.seed={s}"] for s in (1, 2)
+    ]
+
+
+def test_a_run_that_diverges_is_recorded_without_numpys_warnings(store, tmp_path):
+    """Issue 43, seventh round: `method.lr=1e30` (an lr sweep's far end) printed numpy's overflow warnings, ten
+    lines with their source lines (36 of forward_forward's at lr=1e6), before the run's line; the run is a result
+    like any other, its figures say it diverged."""
+    p = sweep("method.lr=1e30", "problem.n_bits=10", "method.max_epochs=20", env={}, cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == "" and "[FINISHED] sgd" in p.stdout, (p.stdout, p.stderr)
+    (run,) = _runs(store)
+    assert run.data.metrics["accuracy"] < 0.7  # chance: it diverged
 
 
 def test_more_workers_than_cpus_are_cut_to_the_cpus_with_one_line(store, tmp_path):

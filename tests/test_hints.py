@@ -136,3 +136,28 @@ def test_a_misspelt_option_or_choice_is_one_line_with_the_one_meant(capsys):
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.startswith(f"{said} (see ") and err.endswith(" --help)\n"), err
         assert err.count("\n") == 1, err
+
+
+def test_an_option_given_an_empty_value_is_one_line(capsys):
+    """Issue 43, seventh round: `sweep-compare demo --tracking-uri=` (a script's unset variable) read the project's
+    store, not one the user named; `--out=` wrote the table into the current directory; `sweep-server
+    --admin-password-file=` said ". : Is a directory"."""
+    from sweep.report.compare import main as compare  # noqa: PLC0415 - each command's own parser
+    from sweep.report.ui import main as ui  # noqa: PLC0415
+    from sweep.rescore.__main__ import main as rescore  # noqa: PLC0415
+    from sweep.store.__main__ import main as store  # noqa: PLC0415
+
+    for main, argv, said in (
+        (compare, ["demo", "--tracking-uri="], "sweep-compare: --tracking-uri is empty: expected a value (without "
+         "the option: its default)"),
+        (compare, ["demo", "--out", ""], "sweep-compare: --out is empty: expected a value (without the option: its "
+         "default)"),
+        (ui, ["demo", "--tracking-uri", ""], "sweep-ui: --tracking-uri is empty"),
+        (rescore, ["--tracking-uri=", "abc", "tracker=ard"], "sweep-rescore: --tracking-uri is empty"),
+        (store, ["migrate", "--from=", "--to", "b"], "sweep-store migrate: --from is empty: expected a value (see "),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith(said) and err.endswith(" --help)\n"), err
+        assert err.count("\n") == 1, err

@@ -80,6 +80,16 @@ def test_fourier_refuses_too_many_subsets_at_config_time():
     check_job(compose("method=fourier", "problem.n_bits=100", "problem.k_sparse=4", "method.max_subsets=4000000"))
 
 
+def test_fourier_with_a_chunk_past_every_subset_scores_them_all_in_one():
+    """Issue 43, seventh round: `method.chunk=1e30` passed the check (its footprint counts at most every subset) and
+    failed the run (itertools.islice takes no stop past sys.maxsize); it scores as one chunk of every subset."""
+    small = (*BASE, "problem.n_bits=12", "tracker=none")
+    one = job.run(compose("method=fourier", *small, f"method.chunk={10**30}"))
+    chunked = job.run(compose("method=fourier", *small, "method.chunk=7"))
+    assert one.metrics["accuracy"] == chunked.metrics["accuracy"] == 1.0
+    assert one.metrics["subsets_scored"] == chunked.metrics["subsets_scored"] > 7
+
+
 def test_km_refuses_more_influence_samples_than_training_inputs():
     with pytest.raises(ConfigError, match=r"method.influence_samples=600 .* problem.n_train=500"):
         check_job(compose("method=km", "method.influence_samples=600", "problem.n_train=500"))

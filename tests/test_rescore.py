@@ -180,6 +180,8 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
     assert main(["mixed", "tracker=cache", "--tracking-uri", store]) == 1
     captured = capsys.readouterr()
     assert "1 of 7 run(s) scored with tracker=cache" in captured.out
+    # issue 43, seventh round: the run's line said "scored", no figure (tracker=cache's is cache_hit_rate)
+    assert f"({traced.run_id}): cache_hit_rate=" in captured.out, captured.out
     lines = captured.err.strip().splitlines()
     assert len(lines) == 6 and "Traceback" not in captured.err, captured.err
     said = {rid: next(line for line in lines if rid in line) for rid in damaged}

@@ -370,7 +370,15 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
     assert kept.exists() and not (tmp_path / "other.db").exists() and not (tmp_path / "meant.db").exists()
     # a file in the spool that holds no result (damaged; `{}`): `list` said "0 result(s)" of a damaged one and was a
     # KeyError traceback for `{}`; each is named, left there, and the command fails
-    damaged = {"20260101-000001-0.json": "not JSON", "20260101-000002-0.json": "{}"}
+    # (issue 43, seventh round: a result that is no run's was a TypeError traceback of both, and every later run
+    # into its store failed to record, "RunResult.__init__() missing ...", and was spooled too)
+    shaped = {"tracking_uri": other, "experiment": "sweep"}
+    damaged = {
+        "20260101-000001-0.json": "not JSON",
+        "20260101-000002-0.json": "{}",
+        "20260101-000003-0.json": json.dumps({**shaped, "result": {}}),
+        "20260101-000004-0.json": json.dumps({**shaped, "result": {"config": {}, "metrics": {"a": "x"}}}),
+    }
     for name, text in damaged.items():
         (tmp_path / "spool" / name).write_text(text)
     for argv in (["list"], ["import", "--tracking-uri", other]):
@@ -379,6 +387,9 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
         assert [line.split(": ", 2)[1] for line in err] == [str(tmp_path / "spool" / n) for n in damaged], err
         assert "(JSONDecodeError: Expecting value: line 1 column 1 (char 0)); left there" in err[0], err
         assert err[1].endswith(": not a result this command can read (no store or experiment named in it); left there")
+        assert err[2].endswith("(its result is not a run's (RunResult.__init__() missing 1 required positional "
+                               "argument: 'config')); left there"), err[2]  # fmt: skip
+        assert err[3].endswith("(its result is not a run's (metrics: expected numbers)); left there"), err[3]
     assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
     # a FILE named that is no file (a fresh prober's round): a FIFO's read waited for ever; a directory or a
     # misspelt name was "not a result this command can read ... left there", exit 1

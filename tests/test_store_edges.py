@@ -323,3 +323,24 @@ def test_compare_as_a_user_who_cannot_write_its_outputs_shows_the_table_and_clai
     p = compare(d / "work" / "o")
     assert p.returncode == 0, p.stderr
     assert f"wrote {d / 'work' / 'o' / 'table.csv'}" in p.stdout and "logged to run" not in p.stdout
+
+
+def test_an_experiment_deleted_in_the_ui_is_one_line_before_any_job(store, tmp_path):
+    """Issue 43, seventh round: after `exA` was deleted (MLflow's UI, `mlflow experiments delete`), a single run
+    into it was recorded FINISHED there, hidden from the UI and from `sweep-compare exA` ("the store has no sweep
+    yet"); a sweep ended with MLflow's "The experiment 1 must be in the 'active' state". Both are one line naming
+    the experiment and the way back, before any job; nothing is written."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    eid = client.create_experiment("exA")
+    client.delete_experiment(eid)
+    said = (
+        f"sweep: store {store}: experiment 'exA' (id {eid}) is deleted: restore it (MLflow's UI, or `mlflow "
+        f"experiments restore --experiment-id {eid}`) or choose another mlflow.experiment"
+    )
+    for args in (("method=gf2",), ("-m", "method=gf2,km")):
+        p = sweep(*args, "problem.n_bits=10", "mlflow.experiment=exA", env={}, cwd=tmp_path)
+        assert p.returncode == 1 and one_line(p.stderr) == said and p.stdout == "", (p.stdout, p.stderr)
+    assert _runs(store) == [] and client.search_runs([eid], run_view_type=3) == []
+    assert not (tmp_path / "spool").exists()  # (nothing ran: no result kept aside)

@@ -141,6 +141,10 @@ def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_pa
     assert again.returncode == 0, again.stderr
     assert "0 copied, 9 already there, 0 failed" in again.stdout
     assert len(runs(target)) == 9
+    # an experiment named twice (issue 43, seventh round: each run counted and copied twice, "18 to copy" of 9)
+    twice = migrate("--from", source, "--to", f"{target}x", "--experiment", EXPERIMENT, "--experiment", EXPERIMENT,
+                    "--dry-run")  # fmt: skip
+    assert twice.returncode == 0 and "9 to copy, 0 already there" in twice.stdout, (twice.stdout, twice.stderr)
     assert_same_runs(source, target, tmp_path)
 
 

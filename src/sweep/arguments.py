@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from typing import Any, NoReturn
 
 from sweep.config.suggest import closest
@@ -18,6 +19,18 @@ class Parser(argparse.ArgumentParser):
         argparse's, the command as it is pasted (its --help's usage)."""
         super().__init__(**kwargs)
         self.name = name
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, an option given an empty value refused first: `--tracking-uri=` read the default store (the
+        project's, not the one the user meant to name), `--out=` wrote into the current directory."""
+        argv = list(sys.argv[1:] if args is None else args)
+        valued = {o: a for a in self._actions if a.nargs is None for o in a.option_strings}
+        for i, arg in enumerate(argv):
+            name, eq, value = arg.partition("=")
+            if name in valued and ((eq and not value) or (not eq and i + 1 < len(argv) and argv[i + 1] == "")):
+                default = "" if valued[name].required else " (without the option: its default)"
+                self.error(f"{name} is empty: expected a value{default}")
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.name}: {message}{meant(self, message)} (see {self.prog} --help)\n")

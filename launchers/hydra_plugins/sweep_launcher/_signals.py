@@ -262,7 +262,19 @@ def exit_if_signalled(where: str) -> None:
 def starting(prog: str) -> Iterator[None]:
     """Around a command's imports (seconds of Hydra, MLflow, torch before its `main` listens): Ctrl-C, SIGTERM
     or SIGHUP there is one line, `<prog>: interrupted by <signal> while starting: nothing done`, and 128+signal,
-    not an import's traceback; the handlers before it are back after."""
+    not an import's traceback; the handlers before it are back after. A working directory deleted under the
+    shell that runs the command is one line too, before the imports (every path, Hydra's first, reads it: a
+    traceback of 36 lines)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        print(
+            f"{prog}: the current directory no longer exists (it was removed after the shell entered it): cd to one "
+            "that exists and run the command again",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(1) from None
     previous = _listen_quietly(_listening)
     try:
         yield

@@ -50,6 +50,10 @@ class ConfigView(dict):
         return cls({k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS if k in cfg})
 
 
+# the top-level keys besides the job's groups that its running and recording read (sweep.config.schema.Config)
+RECORDING_KEYS = ("run_name", "batch", "time_limit_s")
+
+
 def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
     """The resolved config that defines a job's result (what resume and params compare). `cfg`: the composed
     config, or its top-level keys already resolved (a key still a DictConfig is resolved here).
@@ -61,9 +65,22 @@ def job_config(cfg: "DictConfig | dict[str, Any]") -> dict[str, Any]:
         extra = cfg.get("extra")
         if extra:
             out["extra"] = _plain(extra)
+        for key in RECORDING_KEYS:  # read when the job is recorded: `run_name=${oops}` ran the job, then lost its
+            _resolvable(cfg, key)  # result (a single run, the basic launcher's jobs) or was a 105-line traceback
     except InterpolationResolutionError as e:  # `${oops}`, a resolver that fails: bad input, one line
         raise ConfigError(unresolved(cfg, e)) from None
     return out
+
+
+def _resolvable(cfg: "DictConfig | dict[str, Any]", key: str) -> None:
+    """Raise where top-level `key` cannot be resolved; a `${hydra:job...}` read before Hydra has set the job's own
+    Hydra config (a sweep's plan) is the job's to resolve, where it runs."""
+    try:
+        if key in cfg:
+            cfg[key]  # noqa: B018 - resolved for its error alone (`.get` would name no key in it)
+    except InterpolationResolutionError as e:
+        if "HydraConfig was not set" not in str(e):
+            raise
 
 
 def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError) -> str:

@@ -68,6 +68,25 @@ RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_en
 SEED_IN_NAME = re.compile(r"(?:^|\s)seed=\S+")  # a run name's seed (the launcher's Namer: `t50 seed=44`)
 
 
+def named(cfg: DictConfig) -> Optional[str]:
+    """The job's `run_name`, resolved as the job resolves it: `${hydra:job.override_dirname}` (Hydra's idiom for a
+    run's name) reads the job's own Hydra config, which the plan has not set (it was a 116-line traceback)."""
+    from hydra.core.hydra_config import HydraConfig  # noqa: PLC0415 - Hydra's own, only for a ${hydra:...} name
+    from omegaconf.errors import InterpolationResolutionError  # noqa: PLC0415
+
+    try:
+        return OmegaConf.select(cfg, "run_name", default=None)
+    except InterpolationResolutionError:
+        if OmegaConf.select(cfg, "hydra", default=None) is None:
+            raise
+    held, own = HydraConfig.instance().cfg, copy.deepcopy(cfg)  # (set_config makes its hydra node read-only)
+    try:
+        HydraConfig.instance().set_config(own)
+        return OmegaConf.select(own, "run_name", default=None)
+    finally:
+        HydraConfig.instance().cfg = held
+
+
 def arm(run_name: str) -> str:
     """A run's name without its seed: the runs of one arm of a study share it."""
     return " ".join(SEED_IN_NAME.sub(" ", run_name).split())
@@ -144,7 +163,7 @@ class SweepLaunchHooks(LaunchHooks):
             refused(check_planned, config, job.label(), **placed, available=available)
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
             job.data[RECORD_KEY] = (
-                OmegaConf.select(job.cfg, "run_name", default=None),
+                named(job.cfg),
                 device_price_per_hour(config["device"]),
             )
             names[job.idx] = job.data[RECORD_KEY][0] or job.name  # as job_ended names its run: the estimate's key

@@ -98,8 +98,11 @@ class Fourier(MethodBase):
         top: list[tuple[float, tuple[int, ...]]] = []  # the best `keep` (|coefficient|, subset) so far
         scored = 0
         subsets = itertools.combinations(range(n), degree)
+        # at most every subset, as the footprint counts it (islice takes no stop past sys.maxsize: method.chunk=1e30
+        # failed the run)
+        chunk = min(self.chunk, math.comb(n, degree))
         while True:
-            idx = np.array(list(itertools.islice(subsets, self.chunk)), dtype=np.int64).reshape(-1, degree)
+            idx = np.array(list(itertools.islice(subsets, chunk)), dtype=np.int64).reshape(-1, degree)
             c = idx.shape[0]
             if c == 0:
                 break

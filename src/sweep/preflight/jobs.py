@@ -89,10 +89,27 @@ def check_not_empty(config: DictConfig) -> None:
     of no job, which ended at once reporting "0 job(s) finished": refused, naming the key."""
     if not basic_sweeper(config):
         return
+    from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415 - only when a multirun is named
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - Hydra's override grammar (ANTLR): ~0.2 s, only when a multirun is named
+    from hydra.core.override_parser.types import IntervalSweep, RangeSweep  # noqa: PLC0415
 
-    for o in OverridesParser.create().parse_overrides(grid_lines(config)):
-        if o.is_sweep_override() and next(iter(o.sweep_string_iterator()), None) is None:
+    # glob() lists a group's options through Hydra's config loader ("ConfigLoader is not set" without it)
+    loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+    for o in OverridesParser.create(config_loader=loader).parse_overrides(grid_lines(config)):
+        if not o.is_sweep_override():
+            continue
+        value = o.value()
+        # each was a traceback of Hydra's sweep iterator (a HydraException, range()'s ValueError)
+        if isinstance(value, IntervalSweep):
+            raise Refusal.config_error(
+                f"{o.input_line} is a search's interval, and Hydra's basic sweeper runs a grid: expected a,b,c, "
+                "choice(a,b) or range(start,stop[,step]) (an interval needs hydra/sweeper=optuna)"
+            )
+        if isinstance(value, RangeSweep) and not value.step:
+            raise Refusal.config_error(
+                f"{o.input_line} steps by 0: expected range(start,stop) or a step other than 0 (e.g. range(0,10,2))"
+            )
+        if next(iter(o.sweep_string_iterator()), None) is None:
             raise Refusal.config_error(
                 f"{o.input_line} sweeps over no value, so the sweep has no job: expected at least one value "
                 "(e.g. range(0,5): 0 to 4)"

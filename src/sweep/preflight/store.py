@@ -15,7 +15,7 @@ from sweep.paths import default_tracking_uri
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record import address, remote
 from sweep.record.registry import open_store
-from sweep.record.store import StoreError, experiment_name_problem
+from sweep.record.store import StoreError, experiment_name_problem, redacted, sqlite_experiment_deleted
 
 
 def tracking_uri(config: DictConfig) -> str:
@@ -45,6 +45,14 @@ def check_server(config: DictConfig) -> None:
         raise Refusal(str(e), UNUSABLE) from None
 
 
+def check_experiment(config: DictConfig) -> None:
+    """An experiment of that name deleted in MLflow's UI, in an SQLite store: before a single run's job, whose
+    result its recording would refuse (a sweep's start refuses it, on any store: sweep.record.recorder)."""
+    deleted = sqlite_experiment_deleted(tracking_uri(config), str(config.mlflow.experiment))
+    if deleted:
+        raise Refusal(f"store {redacted(tracking_uri(config))}: {deleted}", UNUSABLE)
+
+
 def check_writable(config: DictConfig) -> None:
     """A store file that cannot be written (read-only, full, locked, damaged): found in milliseconds."""
     try:
@@ -61,6 +69,7 @@ def check_store(config: DictConfig, write: bool) -> None:
             return
         check_settings(config)
         check_server(config)
+        check_experiment(config)
         if write:
             check_writable(config)
     except InterpolationResolutionError as e:  # mlflow.tracking_uri=http://host/${oops}: as any key's, one line

@@ -145,6 +145,8 @@ class Recorder:
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
+        if exp is not None and exp.lifecycle_stage != "active":
+            raise store.StoreError(self.tracking_uri, store.deleted_experiment(name, exp.experiment_id))
         if exp is not None:
             return exp.experiment_id
         location = self.store.artifact_location()

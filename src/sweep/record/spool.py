@@ -165,6 +165,18 @@ def _read(p: Path) -> "dict[str, Any] | str":
         return f"{type(e).__name__}: {e}"
     if not isinstance(doc, dict) or not isinstance(doc.get("tracking_uri"), str) or "experiment" not in doc:
         return "no store or experiment named in it"
+    res = doc.get("result")
+    if res is not None:  # one that is no RunResult was a TypeError traceback of `list` and `import`, and every later
+        try:  # run into its store failed to record ("RunResult.__init__() missing ...") and was spooled too
+            kept = RunResult(**res)
+        except TypeError as e:
+            return f"its result is not a run's ({e})"
+        wrong = [f.name for f in dataclasses.fields(RunResult) if f.type.startswith("dict")]
+        wrong = [k for k in wrong if not isinstance(getattr(kept, k), dict)]
+        if wrong:
+            return f"its result is not a run's ({', '.join(wrong)}: expected a mapping)"
+        if not all(isinstance(v, (int, float)) for v in kept.metrics.values()):
+            return "its result is not a run's (metrics: expected numbers)"
     return doc
 
 

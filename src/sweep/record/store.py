@@ -27,6 +27,7 @@ import os
 import sqlite3
 import stat
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit
@@ -321,3 +322,28 @@ def experiment_name_problem(name: object) -> Optional[str]:
             "characters (MLflow's limit)"
         )
     return None
+
+
+def deleted_experiment(name: str, experiment_id: str) -> str:
+    """Why no run may go into experiment `name`, deleted in MLflow's UI: a single run went into it, hidden from the
+    UI and from compare, and a sweep was MLflow's "must be in the 'active' state"."""
+    return (
+        f"experiment '{name}' (id {experiment_id}) is deleted: restore it (MLflow's UI, or `mlflow experiments "
+        f"restore --experiment-id {experiment_id}`) or choose another mlflow.experiment"
+    )
+
+
+def sqlite_experiment_deleted(uri: str, name: str) -> Optional[str]:
+    """`deleted_experiment`'s line where `uri`'s SQLite file holds experiment `name` deleted, read with sqlite3
+    (no MLflow import: a single run's check before its job); None otherwise, or where it cannot be read."""
+    path = sqlite_path(uri)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)) as conn:
+            row = conn.execute(
+                "SELECT experiment_id, lifecycle_stage FROM experiments WHERE name = ?", (name,)
+            ).fetchone()
+    except sqlite3.Error:  # another schema, a lock: the recording's own checks say
+        return None
+    return deleted_experiment(name, str(row[0])) if row is not None and row[1] != "active" else None

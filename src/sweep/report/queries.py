@@ -33,9 +33,11 @@ def find_parent(client: Any, ref: str):
             run = client.get_run(ref)
         except MlflowException:
             raise LookupError(f"no run {ref} in the store") from None
-        parent_id = run.data.tags.get(PARENT_RUN_TAG)
-        if parent_id and run.data.tags.get(PARENT_TAG) != "true":  # one job's run: its sweep is what compares
-            raise LookupError(f"run {ref} is one job of a sweep: compare the sweep by its parent run, {parent_id}")
+        # a job's or a single run's id was compared as a parent "with no child runs"
+        if run.data.tags.get(PARENT_TAG) != "true":
+            of = run.data.tags.get(PARENT_RUN_TAG)
+            what = f"a job of the sweep whose parent run is {of}" if of else "a single run, of no sweep"
+            raise LookupError(f"run {ref} is {what}: expected a sweep's parent run id, a study or an experiment")
         return run
     exps = {e.experiment_id: e.name for e in client.search_experiments()}
     if not exps:

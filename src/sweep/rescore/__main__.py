@@ -26,7 +26,7 @@ PROG = prog("sweep.rescore")  # its one-line messages' first word
 with starting(str(PROG)):
     from sweep.arguments import Parser, summary
     from sweep.errors import ConfigError
-    from sweep.metrics import cell
+    from sweep.metrics import line
     from sweep.paths import default_tracking_uri
     from sweep.record import address, remote, store
     from sweep.record.background import signals_held
@@ -137,7 +137,9 @@ def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) 
         left.append(f"{label}: {scored.missing}")
         return None
     log(client, scored, name, version)
-    shown = " ".join(f"{k}={cell(k, v)}" for k, v in scored.report.metrics.items() if k == name)
+    # the tracker's own figures of a run's one line (sweep.metrics.line): tracker=energy and cache said "scored",
+    # their figures being energy_pj and cache_hit_rate, not a metric named as the tracker
+    shown = " ".join(line(scored.report.metrics, name))
     return f"{label}: {shown or 'scored'}"
 
 

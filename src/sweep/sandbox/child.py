@@ -163,7 +163,8 @@ def one_line(e: BaseException) -> str:
         return f"{type(e).__name__}: {e.msg} ({os.path.basename(e.filename)}, line {e.lineno})"
     frames = traceback.extract_tb(e.__traceback__)
     own = [f for f in frames if "importlib" not in f.filename and f.filename != __file__]
-    place = (own or frames)[-1] if frames else None
+    # none of the user's (a file of null bytes: a SyntaxError with no file): no place, rather than importlib's line
+    place = own[-1] if own else None
     at = f" ({os.path.basename(place.filename)}, line {place.lineno})" if place is not None else ""
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}{at}" if text else f"{type(e).__name__}{at}"

@@ -67,11 +67,19 @@ def _file(path: str, where: str, field: str) -> Path:
         file = PROJECT_ROOT / file
     if file.is_dir():  # (it said "no file <the folder>", as if nothing were there)
         raise ConfigError(f"{field}={path}: {where} is a directory: expected {FORM}")
+    if file.is_symlink() and not file.exists():  # (it said "no file X (did you mean X?)": the link's own name)
+        raise ConfigError(f"{field}={path}: {where} is a link to {file.readlink()}, which does not exist")
     if not file.is_file():
         folder = file.parent if file.parent.is_dir() else None
-        near = difflib.get_close_matches(file.name, [p.name for p in folder.glob("*.py")], n=1) if folder else []
+        names = [p.name for p in folder.glob("*.py") if p.is_file()] if folder else []
+        near = difflib.get_close_matches(file.name, names, n=1)
         hint = f" (did you mean {file.parent / near[0]}?)" if near else ""
-        raise ConfigError(f"{field}={path}: no file {where} (in {Path.cwd()} or {PROJECT_ROOT}){hint}")
+        looked = (
+            ""
+            if Path(where).is_absolute()
+            else f" (in {' or '.join(dict.fromkeys(map(str, (Path.cwd(), PROJECT_ROOT))))})"
+        )
+        raise ConfigError(f"{field}={path}: no file {where}{looked}{hint}")
     return file.resolve()
 
 

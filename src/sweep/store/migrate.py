@@ -83,7 +83,7 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
     unknown = [n for n in experiments if n not in exps]
     if unknown:
         raise BadInput(f"--experiment {unknown[0]!r} is not in {source_uri}: its experiments are {', '.join(exps)}")
-    names = list(experiments) or list(exps)
+    names = list(dict.fromkeys(experiments)) or list(exps)  # one named twice was copied twice ("104 copied" of 52)
 
     target = None
     if not dry_run:

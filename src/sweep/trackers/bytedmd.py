@@ -24,6 +24,8 @@ from sweep.trace.trace import READ, Trace
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 
+MAX_BYTES_PER_ELEMENT = 16
+
 
 def isqrt(x: np.ndarray) -> np.ndarray:
     """⌊√x⌋ of non-negative int64s, exact (the float root corrected by one either way)."""
@@ -103,7 +105,13 @@ class ByteDMDTracker(TrackerBase):
 
     field_rules: ClassVar[tuple[Rule, ...]] = (
         *TrackerBase.field_rules,
-        Rule("tracker.bytes_per_element", "an integer >= 1", positive_int),
+        # the costs are exact int64s of the byte depths: past 16 bytes (numpy's widest element, complex128) a large
+        # trace's figure overflowed, silently negative at 1e11 and an OverflowError at 1e30
+        Rule(
+            "tracker.bytes_per_element",
+            f"an integer from 1 to {MAX_BYTES_PER_ELEMENT} (numpy's widest element, complex128)",
+            lambda v, c: positive_int(v) and v <= MAX_BYTES_PER_ELEMENT,
+        ),
     )
 
     @cached_property

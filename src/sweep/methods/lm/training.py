@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sweep.config.fields import Rule, positive_finite, positive_int
-from sweep.config.footprint import Term, item_bytes
+from sweep.config.footprint import OPS_PER_S, Term, device_kind, item_bytes
 from sweep.errors import ConfigError
 from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.trace.source import Source
@@ -120,6 +120,22 @@ class Training(MethodBase):
             Term(
                 "evaluation", per_position / 3 * scored, ("problem.val_chars", "problem.block_size") + cls.width_fields
             ),
+        ]
+
+    @classmethod
+    def most_work(cls, cfg: Any) -> list[Term]:
+        """A run that never reaches its target: `max_steps` steps with an evaluation every `eval_interval`, or what
+        `time_budget_s` allows at OPS_PER_S, whichever is less (`time_budget_s=1e30 max_steps=1000000000` passed,
+        one step its whole estimate, and ran for days)."""
+        step, evaluation = cls.least_work(cfg)
+        steps = int(cfg.method.max_steps)
+        evaluations = steps // int(cfg.method.eval_interval) + 1
+        budget = float(cfg.method.time_budget_s) * OPS_PER_S[device_kind(cfg)]
+        if budget < steps * step.amount + evaluations * evaluation.amount:
+            return [Term("the time budget", budget, ("method.time_budget_s", "method.max_steps"))]
+        return [
+            Term(f"{steps:,} x one training step", steps * step.amount, ("method.max_steps", *step.fields)),
+            Term(f"{evaluations:,} x evaluation", evaluations * evaluation.amount, ("method.eval_interval",)),
         ]
 
     def lr_at(self, step: int) -> float:
