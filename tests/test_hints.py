@@ -128,7 +128,7 @@ def test_a_misspelt_option_or_choice_is_one_line_with_the_one_meant(capsys):
         (ui, ["--prot", "5000"], "sweep-ui: unrecognized arguments: --prot (did you mean --port?)"),
         (spool, ["imprt"], "sweep-spool: argument action: invalid choice: 'imprt' (choose from 'list', 'import') "
          "(did you mean import?)"),
-        (store, ["migrat", "--from", "a", "--to", "b"], "sweep-store migrate: argument action: invalid choice: "
+        (store, ["migrat", "--from", "a", "--to", "b"], "sweep-store: argument action: invalid choice: "
          "'migrat' (choose from 'migrate') (did you mean migrate?)"),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as stop:

@@ -7,10 +7,12 @@ decision on A w (the nearest integer). The secret found is the k bits of largest
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, ContextManager
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sweep.config.footprint import Term
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome
@@ -49,7 +51,8 @@ class OLS(MethodBase):
             trace.read("x", m * n)
             trace.write("A", m * c)
             trace.read("A", m * c)
-            gram = a.T @ a
+            with one_blas_thread(be.name == "numpy"):
+                gram = a.T @ a
             trace.compute("fma", m * c * c)
             trace.write("gram", c * c)
             trace.read("A", m * c)
@@ -73,3 +76,10 @@ class OLS(MethodBase):
                 setattr(o, name, float(xp.mean(xp.astype(prob.decide(xp, out) == ya, xa.dtype))))
 
         return Outcome(secret_found=found, evaluate=evaluate)
+
+
+def one_blas_thread(numpy: bool) -> ContextManager:
+    """numpy's `a.T @ a` (OpenBLAS's SYRK) on more than one thread ends the process with a segmentation fault from
+    about 16,000 columns at 1,000 rows (numpy#19685: `sweep method=ols problem=sparse_sum problem.n_bits=20000`,
+    exit 139, nothing recorded); one thread computes the same exact sums."""
+    return threadpool_limits(limits=1, user_api="blas") if numpy else nullcontext()

@@ -52,7 +52,11 @@ class _Stop:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = Parser(PROG, prog=command("sweep.store"), description=DESCRIPTION)
+    args = list(sys.argv[1:] if argv is None else argv)
+    # a line about migrate's options names it; one about the subcommand itself (missing, misspelt) only the command
+    ap = Parser(
+        PROG if args[:1] == ["migrate"] else prog("sweep.store"), prog=command("sweep.store"), description=DESCRIPTION
+    )
     ap.add_argument("action", choices=("migrate",))
     ap.add_argument(
         "--from",
@@ -68,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--experiment", action="append", default=[], metavar="NAME", help="copy only this experiment (repeatable)"
     )
     ap.add_argument("--dry-run", action="store_true", help="count what would be copied; write nothing")
-    a = ap.parse_args(argv)
+    a = ap.parse_args(args)
     # the summary line and the bar say what happened: not MLflow's INFO lines and a download bar per run
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
