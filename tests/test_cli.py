@@ -154,6 +154,12 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
             "mlflow.tracking_uri=http://[::1]:5000 is not an override Hydra can read: mismatched input '[' expecting "
             """<EOF> (quote a value that holds brackets: 'mlflow.tracking_uri="http://[::1]:5000"')""",
         ),
+        (  # docs/chars.md's own command: the shell leaves `problem.path=~/...` as it is, and Hydra's lexer stops
+            ["problem=chars", "problem.path=~/data/wikitext-103-raw"],
+            "problem.path=~/data/wikitext-103-raw is not an override Hydra can read: LexerNoViableAltException: "
+            "problem.path=~/data/wikitext-103-raw (a ~ after problem.path= is not expanded by the shell: write "
+            """problem.path=$HOME/data/wikitext-103-raw, or 'problem.path="~/data/wikitext-103-raw"')""",
+        ),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),
         (

@@ -252,3 +252,16 @@ def test_the_docs_commands_run_pasted_without_an_activated_venv(tmp_path):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr
+
+
+def test_no_docs_command_gives_hydra_a_tilde_the_shell_leaves():
+    """docs/chars.md's `problem.path=~/data/...` failed pasted: bash expands no ~ after `a.b=` (not a variable's
+    name), and Hydra's lexer cannot read it; a page writes $HOME/... or quotes the value."""
+    tilde = re.compile(r"(?:^|\s)[\w./+-]+\.[\w.]+=~")
+    bad = [
+        f"{f.relative_to(ROOT)}:{n}: {line.strip()}"
+        for f in docs_pages()
+        for n, line in enumerate(f.read_text().splitlines(), 1)
+        if ".venv/bin/" in line and tilde.search(line)
+    ]
+    assert not bad, "\n".join(bad)
