@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -265,3 +266,29 @@ def test_no_docs_command_gives_hydra_a_tilde_the_shell_leaves():
         if ".venv/bin/" in line and tilde.search(line)
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_a_presets_job_count_in_the_docs_is_its_grid():
+    """docs/energy.md said `sweeps=energy_proxies  # 102 jobs: 17 arms` after the preset had gained its four
+    character-model arms (126 jobs): a count written beside a preset's command is the product of its sweep's
+    values (a line that overrides anything else is left alone)."""
+    import yaml
+
+    def values(v: object) -> int:
+        s = str(v)
+        if m := re.fullmatch(r"range\((\d+)\)", s):
+            return int(m.group(1))
+        return len(s.split(","))
+
+    said = re.compile(r"\.venv/bin/(?:sweep|python -m sweep) sweeps=(\w+)\s+# ([\d,]+) (?:jobs|runs)\b")
+    seen, bad = 0, []
+    for f in docs_pages():
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if not (m := said.search(line)):
+                continue
+            params = yaml.safe_load((ROOT / "sweeps" / f"{m.group(1)}.yaml").read_text())["hydra"]["sweeper"]["params"]
+            grid = math.prod(values(v) for v in params.values())
+            seen += 1
+            if grid != int(m.group(2).replace(",", "")):
+                bad.append(f"{f.relative_to(ROOT)}:{n}: says {m.group(2)}, the grid is {grid}: {line.strip()}")
+    assert seen >= 2 and not bad, "\n".join(bad)
