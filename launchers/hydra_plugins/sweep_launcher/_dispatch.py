@@ -96,7 +96,12 @@ class Dispatcher(Stopping):
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
-        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
+        first = (
+            not jobs or min(j.idx for j in jobs) == 0
+        )  # a sweeper's later launch (a search's next trials): no estimate
+        self.progress = Progress(
+            len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected, first=first
+        )
         self.interrupt = Interrupt(hold_after=bool(hooks))
         # results read from the workers and not yet handed over: a stop hands them over first (`_take_arrived`)
         self.arrived: deque[tuple[Job, Reply]] = deque()
