@@ -238,7 +238,7 @@ def test_the_docs_commands_run_pasted_without_an_activated_venv(tmp_path):
 
     section = (ROOT / "pyproject.toml").read_text().split("[project.scripts]", 1)[1].split("\n[", 1)[0]
     scripts = set(re.findall(r"(?m)^([\w-]+) = ", section)) | {"python", "modal"}
-    bare = re.compile(r"(?<![\w/.-])python3? (?:-m sweep|benchmarks/)")
+    bare = re.compile(r"(?<![\w/.-])python3? (?:-m (?:sweep|pytest)|benchmarks/)")
     bad, named = [], set()
     for f in docs_pages():
         for n, line in enumerate(f.read_text().splitlines(), 1):
