@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
     )
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
-    ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--no-plot", action="store_true", help="the table and its files only, no plot")
     ap.add_argument(
         "--wide",
         action="store_true",
