@@ -137,7 +137,7 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         ),
         (
             ["device=gpu"],
-            "device=gpu is not an option of device: did you mean cpu? expected one of cpu, cuda, torch_cpu",
+            "device=gpu is not an option of device: did you mean cuda? expected one of cpu, cuda, torch_cpu",
         ),
         (["method.hidden=abc"], "method.hidden=abc is not allowed: expected an integer"),
         (["method.lr=fast"], "method.lr=fast is not allowed: expected a number"),
