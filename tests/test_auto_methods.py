@@ -154,3 +154,18 @@ def test_every_way_out_of_the_arrays_is_an_event(library):
         x = t.wrap(data, "x")
         x.item(0), float(x[1]), x.tolist(), list(x)
     assert t.escaped == 1 + 1 + 4 + 4 == trace.escaped
+
+
+def test_the_trace_sources_benchmark_runs_to_its_end_past_a_method_of_one_source():
+    """docs/auto_traces.md's `benchmarks/trace_sources.py` printed its table, then ended in a 17-line traceback:
+    method=solver refuses tracker.source=hand. A method of one source is left out in one line."""
+    import subprocess
+    import sys
+
+    from sweep.paths import PROJECT_ROOT
+
+    cmd = [sys.executable, "benchmarks/trace_sources.py", "--methods", "km,solver", "problem.n_bits=8"]
+    p = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert any(line.startswith("| km | sparse_parity | ") for line in p.stdout.splitlines()), p.stdout
+    assert p.stderr.splitlines()[-1].startswith("trace_sources: method=solver left out: tracker.source='hand' is no")
