@@ -316,3 +316,22 @@ def test_every_option_of_every_console_script_says_what_it_does(capsys):
             if option and not helped:
                 silent.append(f"{script} {option.group(1)}")
     assert not silent, silent
+
+
+def test_every_benchmark_command_the_docs_show_names_a_script_and_flags_it_takes():
+    """A measurement's command must run pasted: the script is there and each `--flag` the page gives it is one that
+    the script (or the module whose main it runs, `sweep.proxy_study.slice`) declares."""
+    command = re.compile(r"benchmarks/([a-z_]+\.py)((?: --?[a-z-]+(?: [^ `\\]+)?)*)")
+    sources = {p: p.read_text() for p in (ROOT / "src").rglob("*.py")}
+    bad = []
+    for f in docs_pages():
+        for script, args in command.findall(f.read_text()):
+            path = ROOT / "benchmarks" / script
+            if not path.is_file():
+                bad.append(f"{f.relative_to(ROOT)}: benchmarks/{script} is not there")
+                continue
+            text = path.read_text()
+            for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", args):
+                if f'"{flag}"' not in text and not any(f'"{flag}"' in s for s in sources.values()):
+                    bad.append(f"{f.relative_to(ROOT)}: benchmarks/{script} takes no {flag}")
+    assert not bad, "\n".join(bad)
