@@ -285,6 +285,9 @@ def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole()
     assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
     assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
     assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
+    # the disqualified's bytedmd and energy are left out of the terminal, and said: --wide shows them
+    wide = board.rich_tables(wide=True)
+    assert board.hidden() == 2 and len(wide[1].columns) == len(tables[1].columns) + 2
 
 
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
