@@ -80,7 +80,7 @@ def test_default_source_is_the_methods_own():
     assert {m for m, s in defaults.items() if s == "auto"} == {"gf2", "km", "fourier", "smt", "ols", "solver"}
     assert job.build_job(compose("method=gf2", "tracker.source=hand")).ctx.source is Source.HAND
     assert job.build_job(compose("method=sgd", "tracker.source=auto")).ctx.source is Source.AUTO
-    allowed = r"tracker.source='automatic' is not allowed: expected one of method, hand, auto"
+    allowed = r"tracker.source='automatic' is not allowed: did you mean auto\? expected one of method, hand, auto"
     with pytest.raises(ConfigError, match=allowed):
         check_job(job.job_config(compose("tracker.source=automatic")))
 

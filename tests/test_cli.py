@@ -140,6 +140,10 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
             "device=gpu is not an option of device: did you mean cuda? expected one of cpu, cuda, torch_cpu",
         ),
         (["method.hidden=abc"], "method.hidden=abc is not allowed: expected an integer"),
+        (  # a value rule's choice is told its closest name as a group's option is
+            ["tracker.scope=all"],
+            "tracker.scope='all' is not allowed: did you mean all_steps? expected one of published, init_sample0, ",
+        ),
         (["method.lr=fast"], "method.lr=fast is not allowed: expected a number"),
         (["mlflow.force=maybe"], "mlflow.force=maybe is not allowed: expected true or false"),
         # a top-level key or a group no job chooses (--help lists energy and prices): Hydra's traceback, exit 1
