@@ -33,6 +33,7 @@ import statistics
 import time
 
 import numpy as np
+import on_device
 from hydra import compose, initialize_config_dir
 from paired import cell, ratios, rounds, spread
 
@@ -355,5 +356,5 @@ def fixed_epochs(j: job.Job, epochs: int) -> job.Job:
 
 if __name__ == "__main__":
     t0 = time.perf_counter()
-    main()
+    on_device.run(main)
     print(f"total {time.perf_counter() - t0:.0f} s")

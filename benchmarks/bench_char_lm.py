@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import numpy as np
+import on_device
 import torch
 from torch.nn import functional as F
 
@@ -159,4 +160,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    on_device.run(main)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from hydra import initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).parent))
+import on_device
 from bench_batch_solve import build  # noqa: E402 - the benchmark's jobs, composed the same way
 
 from sweep.config.schema import register_configs  # noqa: E402
@@ -107,4 +108,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    on_device.run(main)

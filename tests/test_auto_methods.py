@@ -80,7 +80,7 @@ def test_default_source_is_the_methods_own():
     assert {m for m, s in defaults.items() if s == "auto"} == {"gf2", "km", "fourier", "smt", "ols", "solver"}
     assert job.build_job(compose("method=gf2", "tracker.source=hand")).ctx.source is Source.HAND
     assert job.build_job(compose("method=sgd", "tracker.source=auto")).ctx.source is Source.AUTO
-    allowed = r"tracker.source='automatic' is not allowed: expected one of method, hand, auto"
+    allowed = r"tracker.source='automatic' is not allowed: did you mean auto\? expected one of method, hand, auto"
     with pytest.raises(ConfigError, match=allowed):
         check_job(job.job_config(compose("tracker.source=automatic")))
 
@@ -154,3 +154,18 @@ def test_every_way_out_of_the_arrays_is_an_event(library):
         x = t.wrap(data, "x")
         x.item(0), float(x[1]), x.tolist(), list(x)
     assert t.escaped == 1 + 1 + 4 + 4 == trace.escaped
+
+
+def test_the_trace_sources_benchmark_runs_to_its_end_past_a_method_of_one_source():
+    """docs/auto_traces.md's `benchmarks/trace_sources.py` printed its table, then ended in a 17-line traceback:
+    method=solver refuses tracker.source=hand. A method of one source is left out in one line."""
+    import subprocess
+    import sys
+
+    from sweep.paths import PROJECT_ROOT
+
+    cmd = [sys.executable, "benchmarks/trace_sources.py", "--methods", "km,solver", "problem.n_bits=8"]
+    p = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert any(line.startswith("| km | sparse_parity | ") for line in p.stdout.splitlines()), p.stdout
+    assert p.stderr.splitlines()[-1].startswith("trace_sources: method=solver left out: tracker.source='hand' is no")

@@ -279,3 +279,23 @@ def test_the_phase_profile_runs_and_accounts_for_the_whole_solve(rng):
         weights = "initial weights (host)" if rng == "host" else "initial weights (device draws)"
         assert "steps" in block and "orders (drawn)" in block and weights in block and len(shares) == 9
         assert sum(shares) == pytest.approx(100, abs=0.6) and min(shares) >= 0
+
+
+def test_a_gpu_benchmark_on_a_machine_without_one_is_one_line():
+    """docs/results/batching.md's and gpu.md's GPU commands (`--device cuda`) ended in NoDeviceHere's traceback on a
+    machine with no GPU, the case of every newcomer who pastes them first: one line, exit 2."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from tests.conftest import ROOT
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    cmd = [sys.executable, "benchmarks/profile_batch_phases.py", "--device", "cuda", "--runs", "2"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        "profile_batch_phases.py: device.torch_device='cuda' needs a CUDA GPU and this machine has none "
+        f"(torch {torch.__version__} sees no CUDA device): run it on a machine that has one"
+    ], r.stderr

@@ -234,3 +234,17 @@ def test_fresh_seeds_are_drawn_once_a_process_and_distinct():
     assert (
         challenge_round.entrants(["a/b.py:solve", "x y.py:f"], ["a/b.py:solve", "m:g"]) == "a/b.py:solve,'x y.py:f',m:g"
     )
+
+
+def test_a_module_beside_the_command_is_found_by_the_console_script_as_by_python_m(tmp_path):
+    """`method.path=my_solver:solve` beside my_solver.py ran under `.venv/bin/python -m sweep` (the directory on
+    sys.path) and was "no module named 'my_solver' on the path" under `.venv/bin/sweep`, the README's command."""
+    import subprocess
+
+    solver_file(tmp_path, "def solve(x, y, n_bits, k_sparse):\n    return [0, 1, 2]\n", "my_solver.py")
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("method=solver", "method.path=my_solver:solve", "problem.n_bits=5", f"mlflow.tracking_uri={store}")
+    p = subprocess.run(
+        [str(PROJECT_ROOT / ".venv/bin/sweep"), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0 and "[FINISHED] solver-standard-cpu-seed42" in p.stdout, p.stdout + p.stderr

@@ -137,9 +137,13 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
         ),
         (
             ["device=gpu"],
-            "device=gpu is not an option of device: did you mean cpu? expected one of cpu, cuda, torch_cpu",
+            "device=gpu is not an option of device: did you mean cuda? expected one of cpu, cuda, torch_cpu",
         ),
         (["method.hidden=abc"], "method.hidden=abc is not allowed: expected an integer"),
+        (  # a value rule's choice is told its closest name as a group's option is
+            ["tracker.scope=all"],
+            "tracker.scope='all' is not allowed: did you mean all_steps? expected one of published, init_sample0, ",
+        ),
         (["method.lr=fast"], "method.lr=fast is not allowed: expected a number"),
         (["mlflow.force=maybe"], "mlflow.force=maybe is not allowed: expected true or false"),
         # a top-level key or a group no job chooses (--help lists energy and prices): Hydra's traceback, exit 1
@@ -153,6 +157,12 @@ def test_out_of_range_values_refused_in_one_line_before_any_run(store, tmp_path,
             ["mlflow.tracking_uri=http://[::1]:5000"],
             "mlflow.tracking_uri=http://[::1]:5000 is not an override Hydra can read: mismatched input '[' expecting "
             """<EOF> (quote a value that holds brackets: 'mlflow.tracking_uri="http://[::1]:5000"')""",
+        ),
+        (  # docs/chars.md's own command: the shell leaves `problem.path=~/...` as it is, and Hydra's lexer stops
+            ["problem=chars", "problem.path=~/data/wikitext-103-raw"],
+            "problem.path=~/data/wikitext-103-raw is not an override Hydra can read: LexerNoViableAltException: "
+            "problem.path=~/data/wikitext-103-raw (a ~ after problem.path= is not expanded by the shell: write "
+            """problem.path=$HOME/data/wikitext-103-raw, or 'problem.path="~/data/wikitext-103-raw"')""",
         ),
         (["-m", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),  # in a sweep
         (["-m", "hydra/launcher=basic", "method=gf2,sdg"], "method=sdg is not an option of method: did you mean sgd?"),

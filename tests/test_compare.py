@@ -295,6 +295,9 @@ def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole()
     assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
     assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
     assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
+    # the disqualified's bytedmd and energy are left out of the terminal, and said: --wide shows them
+    wide = board.rich_tables(wide=True)
+    assert board.hidden() == 2 and len(wide[1].columns) == len(tables[1].columns) + 2
 
 
 # -- the terminal table and the paired plot ---------------------------------------------------------------------
@@ -598,3 +601,20 @@ def test_a_sweep_whose_every_run_failed_is_a_whole_title_and_no_progress_bars(tm
     assert p.returncode == 0 and lines[1].strip() == "allfail" and lines[2].split() == ["runs"], (lines, p.stderr)
     assert any("boom" in ln for ln in lines)
     assert "Downloading artifacts" not in p.stderr, p.stderr
+
+
+def test_an_arm_at_chance_against_a_base_that_half_converged_gets_no_speed_up():
+    """lr_width: lr 0.5 (0 of 2 seeds at the target) against lr 0.1 (1 of 2) was given "0.56x", a ratio of epoch
+    caps; only rows where no run of either reached a target are compared as they are (a fixed-work study)."""
+    from sweep.report.grouping import speedup_cell
+    from sweep.report.table import Row
+
+    def row(reached: int | None, finished: int = 2) -> Row:
+        return Row({}, finished, finished, reached=reached)
+
+    assert speedup_cell(28.0, 50.0, row(0), row(1)) == "not converged (0/2)"
+    assert speedup_cell(28.0, 50.0, row(1), row(1)) == "not converged (1/2)"
+    assert speedup_cell(50.0, 50.0, row(0), row(0)) == "1x"  # both capped alike: compared as they are
+    assert speedup_cell(50.0, 10.0, row(2), row(1)) == ">= 5x"
+    assert speedup_cell(20.0, 10.0, row(2), row(2)) == "2x"
+    assert speedup_cell(20.0, 10.0, row(None), row(None)) == "2x"  # no target (the exact methods)

@@ -33,7 +33,8 @@ DEFAULTS = {
 
 def test_default_is_float64_and_other_dtypes_are_refused():
     assert compose().device.dtype == "float64"
-    with pytest.raises(ConfigError, match=r"device.dtype='float16' is not allowed: expected one of float32, float64"):
+    said = r"device.dtype='float16' is not allowed: did you mean float64 or float32\? expected one of float32, float64"
+    with pytest.raises(ConfigError, match=said):
         check_job(compose("device.dtype=float16"))
 
 

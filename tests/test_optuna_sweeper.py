@@ -223,3 +223,23 @@ def test_an_interrupted_search_runs_its_unfinished_trials_first_when_resumed(sto
         if r.data.tags.get("sweep.parent") == "true"
     ]
     assert [r.info.status for r in parents] == ["KILLED", "FINISHED"]
+
+
+def test_a_search_into_a_second_store_in_the_same_folder_is_its_own_study(tmp_path):
+    """A newcomer's tune_sgd into `b.db` beside `a.db` (or into the group's server after the local store) said
+    "4 trial(s) done, 0 to run of n_trials=4" and recorded nothing: every store's study was one `optuna.db`. Each
+    store has its own now (sweep.paths.store_sibling), `mlflow.db`'s still `optuna.db`."""
+    from sweep.paths import STORE_DIR, store_sibling
+
+    for name in ("a", "b"):
+        store = f"sqlite:///{tmp_path / name}.db"
+        args = ("sweeps=tune_sgd", "hydra.sweeper.n_trials=4", *SMALL, f"mlflow.tracking_uri={store}")
+        p = _sweep(store, tmp_path, *args)
+        assert p.returncode == 0 and "0 trial(s) done, 4 to run" in p.stdout + p.stderr, p.stdout + p.stderr
+        assert len(_children(store, "tune_sgd")) == 4
+        # two launches of 2 trials: the second, expected from the first's runs, said "estimate <1s for 2 job(s)"
+        assert "estimate" not in p.stderr, p.stderr
+        assert (tmp_path / f"{name}-optuna.db").exists()
+    assert store_sibling("optuna.db", f"sqlite:///{tmp_path}/mlflow.db") == f"sqlite:///{tmp_path}/optuna.db"
+    server = store_sibling("optuna.db", "postgresql+psycopg://alice:secret@db.lab:5432/mlflow")
+    assert server == f"sqlite:///{STORE_DIR}/db.lab_5432_mlflow-optuna.db"  # no password in a file name

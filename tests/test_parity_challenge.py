@@ -71,6 +71,8 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
     assert "smt (reference)" in shown.stdout and "disqualified" in shown.stdout
     heads = [line.split()[:3] for line in shown.stdout.splitlines() if line.startswith(("rank ", "entrant "))]
     assert heads == [["rank", "entrant", "runs"], ["entrant", "runs", "disqualified"]], shown.stdout
+    # the disqualified's figures the terminal leaves out are said, not gone without a word
+    assert "3 more columns of the disqualified with --wide, and in leaderboard.md / .csv" in shown.stdout
     for r in passed:  # each mean DMD whole, as the CSV has it
         assert f"{float(r['dmd']):,.0f}" in shown.stdout, (r["dmd"], shown.stdout)
     logged = {a.path for a in client.list_artifacts(parents[-1].info.run_id, "compare")}

@@ -154,3 +154,15 @@ def test_a_db_user_the_cluster_was_not_made_with_is_one_line_at_once(shared_serv
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_help_says_what_an_unset_setting_means(capsys):
+    """`--allowed-hosts ... (default: none)` read as "no Host is accepted" and `--run-as ... (default: none)` as
+    no user, where docs/store.md says this machine's own names are accepted and postgres (else nobody) runs it."""
+    from sweep.server.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "besides loopback, private addresses and this machine's own names" in text, text
+    assert "(none: postgres where that user exists, else nobody)" in text, text

@@ -7,6 +7,7 @@ import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # src/sweep/paths.py -> the project root (the package is installed in editable/compat mode or run in place)
 PROJECT_ROOT = Path(os.environ.get("SWEEP_ROOT", Path(__file__).resolve().parents[2]))
@@ -21,11 +22,18 @@ def default_tracking_uri() -> str:
 
 
 def store_sibling(name: str, tracking_uri: str | None = None) -> str:
-    """An SQLite URL for database file `name` beside the MLflow store (Optuna's studies: `${store_sibling:optuna.db,
-    ${mlflow.tracking_uri}}`): in the store's folder when the store is an SQLite file, else in <project>/mlruns."""
+    """An SQLite URL for database file `name` that belongs to one MLflow store (Optuna's studies: `${store_sibling:
+    optuna.db,${mlflow.tracking_uri}}`): beside an SQLite store, named after it (`mlflow.db`: `optuna.db`; `runs.db`:
+    `runs-optuna.db`), else in <project>/mlruns named after the store's address, without its login. One file
+    for every store let a search into a second store (a new file, the group's server) resume the first's study:
+    "16 trial(s) done, 0 to run", nothing recorded."""
     uri = tracking_uri or default_tracking_uri()
-    folder = Path(uri[len("sqlite:///") :]).parent if uri.startswith("sqlite:///") else STORE_DIR
-    return f"sqlite:///{folder / name}"
+    if uri.startswith("sqlite:///"):
+        store = Path(uri[len("sqlite:///") :].split("?", 1)[0])
+        return f"sqlite:///{store.parent / (name if store.name == 'mlflow.db' else f'{store.stem}-{name}')}"
+    parts = urlsplit(uri)
+    address = parts.netloc.rpartition("@")[2] + parts.path
+    return f"sqlite:///{STORE_DIR / f'{safe_name(address)}-{name}'}"
 
 
 def safe_name(name: str) -> str:

@@ -56,8 +56,10 @@ class Dispatcher(Stopping):
         tally: Tally,
         backends: Optional[dict[str, Backend]] = None,
         expected: Optional[dict[int, float]] = None,
+        first: bool = True,
     ) -> None:
-        """`expected`: job index -> the seconds the hooks expect it to take (`JobPlan.expected_s`), for the ETA."""
+        """`expected`: job index -> the seconds the hooks expect it to take (`JobPlan.expected_s`), for the ETA;
+        `first`: the sweeper's first launch (a search's later ones announce no estimate)."""
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
@@ -96,7 +98,9 @@ class Dispatcher(Stopping):
         titles = [t for t in (h.title(launcher.config) for h in self.hooks) if t]
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
-        self.progress = Progress(len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected)
+        self.progress = Progress(
+            len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected, first=first
+        )
         self.interrupt = Interrupt(hold_after=bool(hooks))
         # results read from the workers and not yet handed over: a stop hands them over first (`_take_arrived`)
         self.arrived: deque[tuple[Job, Reply]] = deque()

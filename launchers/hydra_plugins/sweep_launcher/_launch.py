@@ -357,7 +357,8 @@ def prepare(
     if not todo:
         return jobs, None
     expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected)
+    first = initial_job_idx == 0  # a sweeper's later launch (a search's next trials) announces no estimate
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected, first)
 
 
 def failed_before_any_job(run: Multirun) -> None:

@@ -43,8 +43,12 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         slots: int = 1,
         expected: Optional[dict[int, float]] = None,
+        first: bool = True,
     ) -> None:
         self.total = total
+        # the sweep's first launch: a search's later ones (Optuna's, n_jobs trials each) each said "estimate <1s
+        # for 2 job(s)", seven times in tune_sgd, none of them the search's
+        self.first = first
         self.slots = max(1, slots)  # jobs that run at once (local workers, remote jobs)
         self.expected = dict(expected or {})  # job index -> seconds expected of it (`JobPlan.expected_s`)
         self.took: list[float] = []  # the finished jobs' seconds
@@ -80,7 +84,7 @@ class Progress:
             self._task = self._bar.add_task(title, total=total, done=0, failed=0, running=0, eta="?")
 
     def __enter__(self) -> "Progress":
-        start = self.eta_s() if self.expected else None
+        start = self.eta_s() if self.expected and self.first else None
         if self.enabled and start is not None:
             _say(
                 f"{self.title}: estimate {duration(start)} for {self.total} job(s) on {min(self.slots, self.total)} "

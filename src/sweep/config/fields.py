@@ -1,7 +1,8 @@
 """A field's value rule: the field it guards, the values allowed, and the test. The class that owns a field
 declares its rules (``field_rules``); ``sweep.config.check`` runs them first, before any cross-field check.
 
-A leaf module (it imports only the error): the option classes (problems, methods, trackers) import it.
+A leaf module (it imports only the error and the closest names): the option classes (problems, methods, trackers)
+import it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from sweep.config.suggest import closest
 from sweep.errors import ConfigError
 
 _ABSENT = object()
@@ -24,6 +26,7 @@ class Rule:
     field: str  # dotted key, e.g. "method.lr"
     allowed: str  # human-readable allowed values
     ok: Callable[[Any, Any], bool]  # (value, whole config view) -> valid?
+    names: tuple[str, ...] = ()  # a choice's names: a misspelt one is told the closest ("did you mean ...?")
 
 
 def positive_int(v: Any, _cfg: Any = None) -> bool:
@@ -50,7 +53,7 @@ def fraction(v: Any, _cfg: Any = None) -> bool:
 def choice(field: str, values: Iterable[str], note: str = "") -> Rule:
     """The field takes one of `values`."""
     vals = tuple(values)
-    return Rule(field, f"one of {', '.join(vals)}{note}", lambda v, c: v in vals)
+    return Rule(field, f"one of {', '.join(vals)}{note}", lambda v, c: v in vals, vals)
 
 
 def check_rules(rules: Iterable[Rule], view: Any) -> None:
@@ -60,7 +63,9 @@ def check_rules(rules: Iterable[Rule], view: Any) -> None:
         if value is _ABSENT:
             continue
         if not rule.ok(value, view):
-            raise ConfigError(f"{rule.field}={value!r} is not allowed: expected {rule.allowed}")
+            near = closest(value, rule.names) if rule.names and isinstance(value, str) else []
+            meant = f"did you mean {' or '.join(near)}? " if near else ""  # tracker.scope=all: all_steps
+            raise ConfigError(f"{rule.field}={value!r} is not allowed: {meant}expected {rule.allowed}")
 
 
 # The hyper-parameters several methods share mean the same in each (SGD and its kin, forward-forward).

@@ -6,10 +6,17 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
+# a word meant as a name it does not resemble: `device=gpu` was "did you mean cpu?", the one device that is no GPU
+MEANT = {"gpu": "cuda"}
+
 
 def closest(word: str, names: Iterable[str], n: int = 2) -> list[str]:
-    """Up to `n` of `names` closest to `word` (none when nothing is close)."""
-    return difflib.get_close_matches(word, list(names), n=n, cutoff=0.5)
+    """Up to `n` of `names` closest to `word` (none when nothing is close); a word of MEANT, its name first."""
+    names = list(names)
+    meant = MEANT.get(word.lower())
+    if meant in names:
+        return [meant]
+    return difflib.get_close_matches(word, names, n=n, cutoff=0.5)
 
 
 def expected(word: str, names: Iterable[str]) -> str:

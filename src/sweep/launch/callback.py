@@ -38,6 +38,7 @@ from sweep.launch.hooks import SweepLaunchHooks, running_elsewhere
 from sweep.paths import default_tracking_uri
 from sweep.preflight.job_dir import check_job_dir
 from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
+from sweep.preflight.placement import check_slurm_here
 from sweep.preflight.refusal import Refusal
 from sweep.preflight.store import check_store
 from sweep.record import claims, spool, store
@@ -195,6 +196,7 @@ class MLflowCallback(Callback):
             check_job_dir(config, "hydra.sweep.dir")
             check_store(config, write=True)
             check_not_empty(config)
+            check_slurm_here(launcher_name(config))
         except Refusal as e:
             e.exit()
         self.hooks.on_multirun_start(config, **kwargs)  # offers the hooks to the project's launcher

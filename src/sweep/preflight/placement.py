@@ -4,9 +4,11 @@ run on it offline), then how to reach a GPU elsewhere."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any, Optional
 
 from hydra_plugins.sweep_launcher.api import command, this_command
+from sweep.preflight.refusal import Refusal
 
 OFFLINE = "hydra.launcher.modal.offline=true"  # the launcher's switch: Modal's jobs on this machine's workers
 
@@ -44,3 +46,14 @@ def instead_of_modal(device: Any) -> Optional[str]:
     if gpu_here():
         return f"this machine's GPU runs them without Modal: {this_command(OFFLINE)}"
     return f"this machine has no GPU: {on_this_cpu()}"
+
+
+def check_slurm_here(launcher: str) -> None:
+    """`hydra/launcher=submitit_slurm` where SLURM is not: submitit's 40-line traceback ('Could not detect "srun"')
+    after a parent run opened and closed FINISHED with "0 job(s) finished". Refused first, as a cuda job on a
+    machine without a GPU is."""
+    if "slurm" in launcher and shutil.which("srun") is None:
+        raise Refusal(
+            f"hydra/launcher={launcher} submits to SLURM, and this machine has no SLURM (no srun on PATH): run the "
+            "command on the cluster's login node (docs/launchers.md: a cluster), or here with hydra/launcher=local"
+        )

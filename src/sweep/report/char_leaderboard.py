@@ -243,7 +243,10 @@ class CharLeaderboard(Leaderboard):
         parts += [f"- {n}" for n in self.notes]
         return "\n".join(parts) + "\n"
 
-    def rich_tables(self) -> list[Table]:
+    def hidden(self) -> int:
+        return 0  # every column of its tables is on the terminal (they fit 80 columns)
+
+    def rich_tables(self, wide: bool = False) -> list[Table]:
         tables = []
         for name, title, _ in self.framings():
             head, rows = self._table(name)

@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tracking-uri", default=None, help="MLflow store (default: the project's, or $MLFLOW_TRACKING_URI)"
     )
     ap.add_argument("--no-log", action="store_true", help="do not log the artifacts on the parent run")
-    ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--no-plot", action="store_true", help="the table and its files only, no plot")
     ap.add_argument(
         "--wide",
         action="store_true",
@@ -225,11 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2 if isinstance(e, store.NoStore) else 1
     if isinstance(cmp, Leaderboard) and not a.markdown:
-        tables = cmp.rich_tables()
+        tables = cmp.rich_tables(wide=a.wide)
         console = fitting(Terminal(), tables)
         console.print(cmp.header(), markup=False)
         for table in tables:
             console.print(table)
+        if cmp.hidden() and not a.wide:  # the disqualified's figures it left out (they were gone without a word)
+            more = f"{cmp.hidden()} more column{'s' * (cmp.hidden() > 1)} of the disqualified"
+            console.print(f"{more} with --wide, and in leaderboard.md / .csv", markup=False)
         for note in cmp.notes:
             console.print(note, markup=False)
         for line in getattr(cmp, "spread", list)():  # the character challenge's run-to-run spread

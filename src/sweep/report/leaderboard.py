@@ -104,15 +104,21 @@ class Leaderboard:
             parts += ["", *(f"- {n}" for n in self.notes)]
         return "\n".join(parts) + "\n"
 
-    def rich_tables(self) -> list[Table]:
-        """The terminal's tables: the ranking, then the disqualified (long cells wrap to the console's width)."""
+    def hidden(self) -> int:
+        """How many of the disqualified's figures the terminal leaves out (none with no one disqualified)."""
+        _, _, out_head, out = self.rows()
+        return sum(c in OUT_TERMINAL_DROPS for c in out_head) if out else 0
+
+    def rich_tables(self, wide: bool = False) -> list[Table]:
+        """The terminal's tables: the ranking, then the disqualified (long cells wrap to the console's width),
+        less OUT_TERMINAL_DROPS unless `wide`."""
         head, ranked, out_head, out = self.rows()
         tables = []
         for title, h, body in (("passed, ranked by mean " + RANKED_BY, head, ranked), ("disqualified", out_head, out)):
             if not body and title == "disqualified":
                 continue
             t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-            keep = [i for i, c in enumerate(h) if h is head or c not in OUT_TERMINAL_DROPS]
+            keep = [i for i, c in enumerate(h) if h is head or wide or c not in OUT_TERMINAL_DROPS]
             for c in (h[i] for i in keep):
                 wraps = c in ("entrant", "disqualified for")
                 t.add_column(c, justify="left" if wraps else "right", no_wrap=not wraps, overflow="fold")

@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="a preset or experiment name (or a sweep's parent run id): print the address of its runs",
     )
-    ap.add_argument("--port", type=int, default=PORT)
+    ap.add_argument("--port", type=int, default=PORT, help=f"default {PORT}; a taken port is one line: choose another")
     ap.add_argument("--host", default=HOST, help="default 127.0.0.1; another address exposes the store")
     ap.add_argument("--tracking-uri", default=None, help="default: the project's store or $MLFLOW_TRACKING_URI")
     a = ap.parse_args(argv)

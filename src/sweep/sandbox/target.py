@@ -87,7 +87,9 @@ def _module(path: str, where: str, field: str) -> tuple[Path, Path, Optional[Pat
     """(the top package's folder or the module's file, the sys.path folder it is in, the module's own file), by
     the finders alone."""
     parts = where.split(".")
-    entries = [p if p else str(Path.cwd()) for p in sys.path]
+    # the directory the command runs in first, as `python -m sweep` has it (sys.path[0] = ''): the console script
+    # `.venv/bin/sweep` has its own folder there, and `my_solver:solve` beside the command was "no module named"
+    entries = list(dict.fromkeys([str(Path.cwd()), *(p if p else str(Path.cwd()) for p in sys.path)]))
     spec = importlib.machinery.PathFinder.find_spec(parts[0], entries)
     if spec is None or spec.origin in (None, "built-in", "frozen") and not spec.submodule_search_locations:
         if parts[0] in sys.builtin_module_names or spec is not None:

@@ -27,14 +27,25 @@ class ServerConfig:
     admin_username: str = field(default="admin", metadata={"help": "MLflow's admin user, made on the first start"})
     # MLflow's default: every user reads every experiment; one edits or deletes only what it created or was given
     default_permission: str = field(default="READ", metadata={"help": "READ | EDIT | MANAGE | NO_PERMISSIONS"})
-    allowed_hosts: str = field(default="", metadata={"help": "Host headers accepted (MLflow's --allowed-hosts)"})
+    allowed_hosts: str = field(
+        default="",
+        metadata={
+            "help": "Host headers accepted besides loopback, private addresses and this machine's own names, "
+            "comma-separated host:port (* any; MLflow's --allowed-hosts)"
+        },
+    )
     # MLflow's login cache: a login's password (scrypt, ~66 ms a check) is checked once per this many seconds per
     # worker. A changed password or a deleted user is forgotten at once only by the worker that made the change,
     # so the others accept the old login for up to this long: seconds, not minutes (docs/store.md)
     auth_cache_s: int = field(default=10, metadata={"help": "seconds a checked login is remembered per worker"})
     db_user: str = field(default="sweep", metadata={"help": "the database role the tracking server uses"})
     # when run as root: the system user that runs PostgreSQL (initdb and postgres refuse to run as root)
-    run_as: str = field(default="", metadata={"help": "when root: the user that runs PostgreSQL (postgres|nobody)"})
+    run_as: str = field(
+        default="",
+        metadata={
+            "help": "when root: the user that runs PostgreSQL (none: postgres where that user exists, else nobody)"
+        },
+    )
 
     @property
     def uri(self) -> str:
