@@ -618,3 +618,20 @@ def test_an_arm_at_chance_against_a_base_that_half_converged_gets_no_speed_up():
     assert speedup_cell(50.0, 10.0, row(2), row(1)) == ">= 5x"
     assert speedup_cell(20.0, 10.0, row(2), row(2)) == "2x"
     assert speedup_cell(20.0, 10.0, row(None), row(None)) == "2x"  # no target (the exact methods)
+
+
+def test_a_run_deleted_in_mlflow_is_said_not_counted(sweep_store, tmp_path):
+    """A prober's round: with one job's run deleted in MLflow's UI, the table showed the rest as the whole sweep
+    (its swept column could even vanish), without a word."""
+    store = sweep_store[0]
+    rec, parent, results = record_small_sweep(store, "deleted_demo", "deleted_demo", *SMALL)
+    rec.end_parent(parent, "FINISHED", results)
+    client = MlflowClient(store)
+    victim = queries.load_children(client, client.get_run(parent))[0].info.run_id
+    cmp, _ = cmpmod.compare(parent, store, tmp_path / "before", log=False, plot=False)
+    assert cmp.deleted == 0 and not any("deleted" in n for n in cmp.notes())
+    client.delete_run(victim)
+    cmp, _ = cmpmod.compare(parent, store, tmp_path / "after", log=False, plot=False)
+    assert sum(r.total for r in cmp.rows) == 3
+    said = "1 run(s) of this sweep deleted in MLflow are not counted (restore them in its UI, or `mlflow runs restore`"
+    assert any(n.startswith(said) for n in cmp.notes()) and said in cmp.markdown()

@@ -30,6 +30,7 @@ from sweep.report.pareto import front, plot_front
 from sweep.report.plots import plot_comparison
 from sweep.report.queries import (
     RUN_ID,
+    deleted_children,
     failure_reasons,
     find_parent,
     last_line,
@@ -112,6 +113,7 @@ def compare(
         relative=settings.get("relative"),
         key_metrics=key_metrics(settings),
     )
+    cmp.deleted = deleted_children(client, parent)
     failure_reasons(client, cmp, runs)
     load_curves(client, cmp)
     if objectives:

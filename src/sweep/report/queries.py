@@ -134,6 +134,16 @@ def study_of(parent: Any, default: str = "") -> str:
     return m.group(1) if m else default
 
 
+def deleted_children(client: Any, parent: Any) -> int:
+    """How many of the parent's child runs are deleted (MLflow's searches leave them out without a word)."""
+    from mlflow.entities import ViewType  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+    found = client.search_runs(
+        [parent.info.experiment_id], children_filter(parent.info.run_id), run_view_type=ViewType.DELETED_ONLY
+    )
+    return len(found)
+
+
 def load_children(client: Any, parent: Any) -> list:
     return _search(client, [parent.info.experiment_id], children_filter(parent.info.run_id))
 

@@ -77,6 +77,7 @@ class Comparison:
     change: dict[str, str] = field(default_factory=dict)  # metric -> how `Row.paired` reads it (a RELATIVE rule)
     logged: bool = False  # the files written were logged on the parent run (sweep.report.compare)
     unwritten: str = ""  # why the files could not be written (the table is shown all the same)
+    deleted: int = 0  # the sweep's runs deleted in MLflow (its UI, `mlflow runs delete`): not counted, said so
 
     @property
     def paired(self) -> bool:
@@ -107,6 +108,11 @@ class Comparison:
         marked = set(SHARED) & set(self.metrics if shown is None else shown)
         out = [BATCH_NOTE] if any(r.batched for r in self.rows) and marked else []
         out += [f"{r.label(self.keys)}: {r.failure} (no finished run)" for r in self.rows if r.failure]
+        if self.deleted:  # without it, a sweep of two jobs, one deleted, read as one job (its swept column gone)
+            out.append(
+                f"{self.deleted} run(s) of this sweep deleted in MLflow are not counted (restore them in its UI, or "
+                "`mlflow runs restore`, to count them)"
+            )
         return out
 
     def markdown(self) -> str:
