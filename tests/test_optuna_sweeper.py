@@ -243,3 +243,26 @@ def test_a_search_into_a_second_store_in_the_same_folder_is_its_own_study(tmp_pa
     assert store_sibling("optuna.db", f"sqlite:///{tmp_path}/mlflow.db") == f"sqlite:///{tmp_path}/optuna.db"
     server = store_sibling("optuna.db", "postgresql+psycopg://alice:secret@db.lab:5432/mlflow")
     assert server == f"sqlite:///{STORE_DIR}/db.lab_5432_mlflow-optuna.db"  # no password in a file name
+
+
+def test_a_finite_space_ends_once_each_of_its_own_points_has_finished():
+    """A study resumed with a wider space (`method.hidden` added to `method.lr`): the earlier trials' points are no
+    points of it, and counting them ended the search with 2 of its 4 points run."""
+    import optuna.distributions as od  # noqa: PLC0415
+    from optuna.trial import create_trial  # noqa: PLC0415
+
+    from hydra_plugins.optuna_search.sweeper import OptunaSweeper  # noqa: PLC0415
+
+    lr = {"method.lr": od.CategoricalDistribution([0.1, 0.2])}
+    space = {**lr, "method.hidden": od.IntDistribution(8, 16, step=8)}
+    study = optuna.create_study()
+    for params, dists in (
+        ({"method.lr": 0.1}, lr),
+        ({"method.lr": 0.2}, lr),
+        ({"method.lr": 0.1, "method.hidden": 8}, space),
+        ({"method.lr": 0.1, "method.hidden": 16}, space),
+        ({"method.lr": 0.1, "method.hidden": 16}, space),  # a point finished twice is one point
+    ):
+        study.add_trial(create_trial(params=params, distributions=dists, value=1.0))
+    assert OptunaSweeper._finished_points(study, space) == 2
+    assert OptunaSweeper._finished_points(study, lr) == 2  # its own points, whatever else the study holds
