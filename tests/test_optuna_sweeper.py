@@ -266,3 +266,14 @@ def test_a_finite_space_ends_once_each_of_its_own_points_has_finished():
         study.add_trial(create_trial(params=params, distributions=dists, value=1.0))
     assert OptunaSweeper._finished_points(study, space) == 2
     assert OptunaSweeper._finished_points(study, lr) == 2  # its own points, whatever else the study holds
+
+
+def test_one_server_written_two_ways_keeps_one_study():
+    """`http://host:5000/` and `http://HOST:5000` name the same tracking server as `http://host:5000`: a second file
+    for either let a search resumed under it run its study again from trial 0."""
+    from sweep.paths import store_sibling  # noqa: PLC0415
+
+    one = store_sibling("optuna.db", "http://mlflow-host:5000")
+    assert one.endswith("/mlflow-host_5000-optuna.db"), one  # as docs/search.md names it
+    for same in ("http://mlflow-host:5000/", "http://MLflow-Host:5000", "https://u:p@mlflow-host:5000/"):
+        assert store_sibling("optuna.db", same) == one, same
