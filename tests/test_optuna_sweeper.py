@@ -5,6 +5,7 @@ study lives in Optuna's sqlite storage beside the MLflow store, so re-running re
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -63,6 +64,8 @@ def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
     # re-running with a larger budget resumes the study: one more trial, numbered on
     p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=3", *SMALL)
     assert p.returncode == 0, p.stderr
+    # its first launch (trial 2) is the sweep's: expected from the first sweep's runs (it said nothing)
+    assert re.search(r"tune_sgd: estimate \S+ for 1 job\(s\)", p.stderr), p.stderr
     study = optuna.load_study(study_name="tune_sgd", storage=storage)
     assert [t.number for t in study.trials] == [0, 1, 2]
     assert study.trials[2].params != study.trials[0].params  # the resumed sampler draws new points
