@@ -442,10 +442,18 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
             ("-m", "hydra/launcher=basic", "run_name=${oops}", "method=gf2,km"),
             "in job method=gf2: run_name=${oops} cannot be resolved",
         ),
+        # a single run's override_dirname holds `run_name=${hydra:job.override_dirname}` itself, unescaped: it was
+        # named `hydra.job.override_dirname=? cannot be resolved` (the key its value reads), with no way out
+        (
+            ("run_name=${hydra:job.override_dirname}",),
+            "run_name=${hydra:job.override_dirname} cannot be resolved: RecursionError raised while resolving "
+            "interpolation: maximum recursion depth exceeded (leave it out of the name: "
+            "hydra.job.config.override_dirname.exclude_keys=[run_name])",
+        ),
     ],
     ids=[
         "nan", "variant", "interpolation", "interpolation-m", "interpolation-basic", "range0", "range51", "interval",
-        "step0", "glob-none", "run_name", "run_name-basic",
+        "step0", "glob-none", "run_name", "run_name-basic", "run_name-itself",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(store, tmp_path, args, line):

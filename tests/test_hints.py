@@ -155,9 +155,17 @@ def test_an_option_given_an_empty_value_is_one_line(capsys):
         (ui, ["demo", "--tracking-uri", ""], "sweep-ui: --tracking-uri is empty"),
         (rescore, ["--tracking-uri=", "abc", "tracker=ard"], "sweep-rescore: --tracking-uri is empty"),
         (store, ["migrate", "--from=", "--to", "b"], "sweep-store migrate: --from is empty: expected a value (see "),
+        # argparse's abbreviation of an option is that option ('' was read as the address)
+        (compare, ["demo", "--tracking="], "sweep-compare: --tracking-uri is empty: expected a value (without "),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as stop:
             main(argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.startswith(said) and err.endswith(" --help)\n"), err
         assert err.count("\n") == 1, err
+    from sweep.arguments import Parser  # noqa: PLC0415
+
+    ap = Parser("x", prog="x")
+    ap.add_argument("--out")
+    ap.add_argument("words", nargs="*")
+    assert ap.parse_args(["--", "--out", ""]).words == ["--out", ""]  # after `--`: positional, no option's value

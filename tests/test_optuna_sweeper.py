@@ -5,6 +5,7 @@ study lives in Optuna's sqlite storage beside the MLflow store, so re-running re
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -63,6 +64,8 @@ def test_tune_sgd_records_trials_resumes_and_draws_the_front(store, tmp_path):
     # re-running with a larger budget resumes the study: one more trial, numbered on
     p = _sweep(store, tmp_path, "sweeps=tune_sgd", "hydra.sweeper.n_trials=3", *SMALL)
     assert p.returncode == 0, p.stderr
+    # its first launch (trial 2) is the sweep's: expected from the first sweep's runs (it said nothing)
+    assert re.search(r"tune_sgd: estimate \S+ for 1 job\(s\)", p.stderr), p.stderr
     study = optuna.load_study(study_name="tune_sgd", storage=storage)
     assert [t.number for t in study.trials] == [0, 1, 2]
     assert study.trials[2].params != study.trials[0].params  # the resumed sampler draws new points
@@ -243,3 +246,37 @@ def test_a_search_into_a_second_store_in_the_same_folder_is_its_own_study(tmp_pa
     assert store_sibling("optuna.db", f"sqlite:///{tmp_path}/mlflow.db") == f"sqlite:///{tmp_path}/optuna.db"
     server = store_sibling("optuna.db", "postgresql+psycopg://alice:secret@db.lab:5432/mlflow")
     assert server == f"sqlite:///{STORE_DIR}/db.lab_5432_mlflow-optuna.db"  # no password in a file name
+
+
+def test_a_finite_space_ends_once_each_of_its_own_points_has_finished():
+    """A study resumed with a wider space (`method.hidden` added to `method.lr`): the earlier trials' points are no
+    points of it, and counting them ended the search with 2 of its 4 points run."""
+    import optuna.distributions as od  # noqa: PLC0415
+    from optuna.trial import create_trial  # noqa: PLC0415
+
+    from hydra_plugins.optuna_search.sweeper import OptunaSweeper  # noqa: PLC0415
+
+    lr = {"method.lr": od.CategoricalDistribution([0.1, 0.2])}
+    space = {**lr, "method.hidden": od.IntDistribution(8, 16, step=8)}
+    study = optuna.create_study()
+    for params, dists in (
+        ({"method.lr": 0.1}, lr),
+        ({"method.lr": 0.2}, lr),
+        ({"method.lr": 0.1, "method.hidden": 8}, space),
+        ({"method.lr": 0.1, "method.hidden": 16}, space),
+        ({"method.lr": 0.1, "method.hidden": 16}, space),  # a point finished twice is one point
+    ):
+        study.add_trial(create_trial(params=params, distributions=dists, value=1.0))
+    assert OptunaSweeper._finished_points(study, space) == 2
+    assert OptunaSweeper._finished_points(study, lr) == 2  # its own points, whatever else the study holds
+
+
+def test_one_server_written_two_ways_keeps_one_study():
+    """`http://host:5000/` and `http://HOST:5000` name the same tracking server as `http://host:5000`: a second file
+    for either let a search resumed under it run its study again from trial 0."""
+    from sweep.paths import store_sibling  # noqa: PLC0415
+
+    one = store_sibling("optuna.db", "http://mlflow-host:5000")
+    assert one.endswith("/mlflow-host_5000-optuna.db"), one  # as docs/search.md names it
+    for same in ("http://mlflow-host:5000/", "http://MLflow-Host:5000", "https://u:p@mlflow-host:5000/"):
+        assert store_sibling("optuna.db", same) == one, same

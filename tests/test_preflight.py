@@ -293,3 +293,22 @@ def test_an_unquoted_value_that_is_not_ascii_is_one_line_that_shows_it_quoted():
     assert line.startswith("config error: mlflow.experiment=éxp is not an override Hydra can read"), line
     assert line.endswith("""(quote a value that is not ASCII: 'mlflow.experiment="éxp"')"""), line
     OverridesParser.create().parse_overrides(['mlflow.experiment="éxp"'])  # what it shows is read
+
+
+def test_a_tilde_of_another_users_home_is_told_quoted_not_as_home():
+    """`problem.path=~alice/data` is alice's home, which $HOME is not: the line said `problem.path=$HOMEalice/data`
+    (a variable of that name, empty); the quoted value is read (problem.path expands it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from sweep.preflight.composition import explain
+
+    for value, said in (
+        ("~alice/data", """write 'problem.path="~alice/data"')"""),
+        ("~/data", """write problem.path=$HOME/data, or 'problem.path="~/data"')"""),
+    ):
+        with pytest.raises(OverrideParseException) as raised:
+            OverridesParser.create().parse_overrides([f"problem.path={value}"])
+        line = explain(raised.value).line
+        assert line.endswith(f"(a ~ after problem.path= is not expanded by the shell: {said}"), line
+        OverridesParser.create().parse_overrides([f'problem.path="{value}"'])  # what it shows is read

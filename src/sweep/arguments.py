@@ -26,11 +26,21 @@ class Parser(argparse.ArgumentParser):
         argv = list(sys.argv[1:] if args is None else args)
         valued = {o: a for a in self._actions if a.nargs is None for o in a.option_strings}
         for i, arg in enumerate(argv):
+            if arg == "--":  # what follows is positional: an empty one is the command's to judge
+                break
             name, eq, value = arg.partition("=")
+            name = self._whole(name)  # `--tracking=`, argparse's abbreviation of --tracking-uri, was read as ''
             if name in valued and ((eq and not value) or (not eq and i + 1 < len(argv) and argv[i + 1] == "")):
                 default = "" if valued[name].required else " (without the option: its default)"
                 self.error(f"{name} is empty: expected a value{default}")
         return super().parse_known_args(args, namespace)
+
+    def _whole(self, name: str) -> str:
+        """The option `name` abbreviates, as argparse reads it (`allow_abbrev`): the one long option it begins."""
+        if name in self._option_string_actions or not (self.allow_abbrev and name.startswith("--")):
+            return name
+        hits = [o for o in self._option_string_actions if o.startswith(name)]
+        return hits[0] if len(hits) == 1 else name
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.name}: {message}{meant(self, message)} (see {self.prog} --help)\n")

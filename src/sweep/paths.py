@@ -32,7 +32,8 @@ def store_sibling(name: str, tracking_uri: str | None = None) -> str:
         store = Path(uri[len("sqlite:///") :].split("?", 1)[0])
         return f"sqlite:///{store.parent / (name if store.name == 'mlflow.db' else f'{store.stem}-{name}')}"
     parts = urlsplit(uri)
-    address = parts.netloc.rpartition("@")[2] + parts.path
+    # one server however it is written: its host's case and a trailing / are no other store
+    address = parts.netloc.rpartition("@")[2].lower() + parts.path.rstrip("/")
     return f"sqlite:///{STORE_DIR / f'{safe_name(address)}-{name}'}"
 
 

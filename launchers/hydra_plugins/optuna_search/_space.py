@@ -51,6 +51,26 @@ def points(space: dict[str, Any]) -> Optional[int]:
     return n
 
 
+def holds(space: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether a trial's `params` is one of `space`'s points: a study resumed with another space holds trials that
+    are not, and counting them would end a finite search before its own points had run."""
+    import optuna.distributions as od  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
+
+    if params.keys() != space.keys():
+        return False
+    for key, d in space.items():
+        v = params[key]
+        if isinstance(d, od.CategoricalDistribution):
+            if not any(type(v) is type(c) and v == c for c in d.choices):  # (True == 1, 1 == 1.0: not one choice)
+                return False
+        elif isinstance(d, od.IntDistribution):
+            if not (isinstance(v, int) and d.low <= v <= d.high and (v - d.low) % d.step == 0):
+                return False
+        else:
+            return False
+    return True
+
+
 def _plain(v: Any) -> Any:
     """A categorical choice as Optuna stores it (None, bool, int, float or str)."""
     return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)

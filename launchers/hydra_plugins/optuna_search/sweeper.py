@@ -27,7 +27,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.optuna_search._space import SpaceError, as_override, parse, points
+from hydra_plugins.optuna_search._space import SpaceError, as_override, holds, parse, points
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("maximize", "minimize")
@@ -172,7 +172,7 @@ class OptunaSweeper(Sweeper):
         size = points(space)  # a finite space: once each point has a finished trial, more trials only repeat one
         if size is not None and todo > size:
             log.info(f"optuna: the search space holds {size} point(s): the search ends once each has finished")
-        while todo > 0 and (size is None or self._finished_points(study) < size):
+        while todo > 0 and (size is None or self._finished_points(study, space) < size):
             trials = [study.ask(space) for _ in range(min(self.n_jobs, todo))]
             batch = [self._overrides(t, fixed) for t in trials]
             self.validate_batch_is_legal(batch)
@@ -190,12 +190,12 @@ class OptunaSweeper(Sweeper):
         return returns
 
     @staticmethod
-    def _finished_points(study: Any) -> int:
-        """How many distinct points have a finished trial (a failed one may be tried again)."""
+    def _finished_points(study: Any, space: dict[str, Any]) -> int:
+        """How many distinct points of `space` have a finished trial (a failed one may be tried again)."""
         from optuna.trial import TrialState  # noqa: PLC0415 - optuna: the [optuna] extra, imported when a search runs
 
         finished = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-        return len({tuple(sorted(t.params.items())) for t in finished})
+        return len({tuple(sorted(t.params.items())) for t in finished if holds(space, t.params)})
 
     def _overrides(self, trial: Any, fixed: list[str]) -> list[str]:
         out = [*fixed, *(as_override(k, v) for k, v in trial.params.items())]

@@ -280,11 +280,12 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     cfg: DictConfig = launcher.config
     configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
     Path(str(cfg.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-    run: Multirun = launcher.multirun or Multirun(launcher)
+    first = launcher.multirun is None  # the sweep's first launch: a search's later ones (its next trials) announce
+    run: Multirun = launcher.multirun or Multirun(launcher)  # no estimate; a resumed search's first, numbered on, does
     launcher.multirun = run
     returns: dict[int, JobReturn] = {}
     try:  # until the dispatcher's loop listens, a signal ends the sweep here, before any job of the batch starts
-        jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
+        jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns, first)
     except KeyboardInterrupt as e:
         interrupted_before_any_job(run, as_interrupted(e))
     except Exception:
@@ -302,10 +303,15 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 
 
 def prepare(
-    launcher: Any, run: Multirun, job_overrides: Sequence[Sequence[str]], initial_job_idx: int, returns: dict
+    launcher: Any,
+    run: Multirun,
+    job_overrides: Sequence[Sequence[str]],
+    initial_job_idx: int,
+    returns: dict,
+    first: bool,
 ) -> tuple[list[Job], Any]:
     """The batch's jobs, every one checked (`plan`), the skipped ones' returns put in `returns`, and the dispatcher
-    of the rest (None: nothing to run)."""
+    of the rest (None: nothing to run); `first`: the sweep's first launch (its estimate)."""
     from hydra_plugins.sweep_launcher._dispatch import Dispatcher  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
 
     cfg: DictConfig = launcher.config
@@ -357,7 +363,6 @@ def prepare(
     if not todo:
         return jobs, None
     expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
-    first = initial_job_idx == 0  # a sweeper's later launch (a search's next trials) announces no estimate
     return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected, first)
 
 

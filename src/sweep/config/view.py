@@ -79,14 +79,21 @@ def _resolvable(cfg: "DictConfig | dict[str, Any]", key: str) -> None:
         if key in cfg:
             cfg[key]  # noqa: B018 - resolved for its error alone (`.get` would name no key in it)
     except InterpolationResolutionError as e:
-        if "HydraConfig was not set" not in str(e):
-            raise
+        if "HydraConfig was not set" in str(e):
+            return
+        # named as written, not the key its value reads: a single run's override_dirname holds this override
+        # itself, unescaped (a sweep's escapes it), and reads itself for ever
+        said = unresolved(cfg, e, key)
+        written, _, why = said.partition(" cannot be resolved: ")
+        own = "override_dirname" in written and why.startswith("RecursionError")
+        fix = f" (leave it out of the name: hydra.job.config.override_dirname.exclude_keys=[{key}])" if own else ""
+        raise ConfigError(said + fix) from None
 
 
-def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError) -> str:
-    """A value whose interpolation cannot be resolved, in a config error's words: the key, its value as written,
-    OmegaConf's reason (its first line)."""
-    key = str(getattr(e, "full_key", "") or "")
+def unresolved(cfg: "DictConfig | dict[str, Any]", e: InterpolationResolutionError, key: str = "") -> str:
+    """A value whose interpolation cannot be resolved, in a config error's words: the key (`key`, else the one
+    OmegaConf names), its value as written, OmegaConf's reason (its first line)."""
+    key = key or str(getattr(e, "full_key", "") or "")
     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     if not key:
         return f"an interpolation cannot be resolved: {reason}"

@@ -82,8 +82,9 @@ def explain(e: BaseException) -> Optional[Refusal]:
         if not value.isascii() and value[:1] not in "'\"":  # Hydra's grammar reads only ASCII unquoted
             hint = f" (quote a value that is not ASCII: '{key}=\"{value}\"')"
         if value.startswith("~"):  # the shell expands no ~ after `a.b=` (not a variable's name): Hydra's lexer meets it
-            home = f"{key}=$HOME{value[1:]}"
-            hint = f" (a ~ after {key}= is not expanded by the shell: write {home}, or '{key}=\"{value}\"')"
+            # ~/... is $HOME/...; ~alice/... another user's home, which only the quoted form keeps
+            home = f"{key}=$HOME{value[1:]}, or " if value == "~" or value.startswith("~/") else ""
+            hint = f" (a ~ after {key}= is not expanded by the shell: write {home}'{key}=\"{value}\"')"
         return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}{hint}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value
