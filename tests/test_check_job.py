@@ -124,7 +124,7 @@ IN_01 = "expected a number in (0, 1]: the test accuracy at which training stops"
         # issue 43, seventh round: ByteDMD's exact int64 costs overflowed, negative at 1e11, OverflowError at 1e30
         (
             ("tracker=bytedmd", "tracker.bytes_per_element=100000000000"),
-            "tracker.bytes_per_element=100000000000 is not allowed: expected an integer from 1 to 16",
+            "tracker.bytes_per_element=100000000000 is not allowed: expected an integer from 1 to 32",
         ),
         # and an unknown torch.compile backend failed the run after its start (torch's InvalidBackend)
         (

@@ -24,7 +24,7 @@ from sweep.trace.trace import READ, Trace
 from sweep.trackers.ard import ard_each, ard_report
 from sweep.trackers.base import TrackerBase, TrackerReport
 
-MAX_BYTES_PER_ELEMENT = 16
+MAX_BYTES_PER_ELEMENT = 32  # numpy's widest element: clongdouble (two x87 extended floats, padded, on x86-64)
 
 
 def isqrt(x: np.ndarray) -> np.ndarray:
@@ -105,11 +105,11 @@ class ByteDMDTracker(TrackerBase):
 
     field_rules: ClassVar[tuple[Rule, ...]] = (
         *TrackerBase.field_rules,
-        # the costs are exact int64s of the byte depths: past 16 bytes (numpy's widest element, complex128) a large
-        # trace's figure overflowed, silently negative at 1e11 and an OverflowError at 1e30
+        # the costs are exact int64s of the byte depths: far past numpy's widest element a large trace's figure
+        # overflowed, silently negative at 1e11 and an OverflowError at 1e30
         Rule(
             "tracker.bytes_per_element",
-            f"an integer from 1 to {MAX_BYTES_PER_ELEMENT} (numpy's widest element, complex128)",
+            f"an integer from 1 to {MAX_BYTES_PER_ELEMENT} (numpy's widest element, clongdouble)",
             lambda v, c: positive_int(v) and v <= MAX_BYTES_PER_ELEMENT,
         ),
     )
