@@ -536,3 +536,35 @@ def test_unused_top_level_addition_is_refused(store, tmp_path):
     p = sweep("+foo=bar", env={}, cwd=tmp_path)
     assert p.returncode == 2 and "+foo=bar is not read by any job" in one_line(p.stderr)
     assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///") :]).exists()
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_store_file_removed_or_replaced_mid_sweep_stops_it_and_keeps_the_results(store, tmp_path, how):
+    # the sweep went on writing into the unlinked file: '4 done', exit 0, and no run of it on disk
+    from tests.test_faults_signals import start_command
+
+    db = Path(store[len("sqlite:///") :])
+    proc = start_command(
+        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
+        "problem.seed=1,0,2,3", "hydra.launcher.n_workers=1", "mlflow.experiment=gone",
+        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
+    )  # fmt: skip
+    try:
+        line = ""
+        while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
+            line = proc.stdout.readline()
+        assert line.startswith("[FINISHED]"), proc.stderr.read()
+        if how == "removed":  # seed 0 runs 3 s: the runs after it are written after this
+            db.unlink()
+        else:
+            shutil.copy(db, tmp_path / "copy.db")
+            os.replace(tmp_path / "copy.db", db)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 1, err
+    assert f"its file {db} was removed or replaced while this command was writing it" in err, err
+    assert "sweep: stopped: store" in err and "the result is kept in" in err, err
+    assert len(list((tmp_path / "spool").glob("*.json"))) >= 2  # seed 0's run, and the parent's end
+    assert session_processes(proc.pid) == []
