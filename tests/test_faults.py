@@ -568,3 +568,35 @@ def test_a_store_file_removed_or_replaced_mid_sweep_stops_it_and_keeps_the_resul
     assert "sweep: stopped: store" in err and "the result is kept in" in err, err
     assert len(list((tmp_path / "spool").glob("*.json"))) >= 2  # seed 0's run, and the parent's end
     assert session_processes(proc.pid) == []
+
+
+def test_a_parent_the_store_will_not_close_at_the_end_fails_the_sweep_in_one_line(store, tmp_path):
+    # the parent deleted mid-sweep (MLflow's UI, `mlflow runs delete`): its close at the sweep's end raised out of
+    # Hydra's callback, which made it a UserWarning and exit 0 (a tracking server killed at the end: the same)
+    from tests.test_faults_signals import start_command
+
+    db = Path(store[len("sqlite:///") :])
+    proc = start_command(
+        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
+        "problem.seed=1,0", "hydra.launcher.n_workers=1", "mlflow.experiment=unclosed",
+        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
+    )  # fmt: skip
+    try:
+        line = ""
+        while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
+            line = proc.stdout.readline()
+        assert line.startswith("[FINISHED]"), proc.stderr.read()
+        with sqlite3.connect(db, timeout=30) as conn:  # as `mlflow runs delete` does
+            conn.execute(
+                "UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid IN "
+                "(SELECT run_uuid FROM tags WHERE key = 'sweep.parent' AND value = 'true')"
+            )
+        conn.close()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 1, err
+    assert "UserWarning" not in err and "Traceback" not in err, err
+    assert re.search(r"^sweep: parent run \w+ not closed: .*no active run .*the parent run's end is kept in", err, re.M)
+    assert re.search(r"2 job\(s\) finished, 0 failed, 0 skipped; parent run \w+ not closed$", out + err, re.M), out

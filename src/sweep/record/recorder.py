@@ -116,6 +116,7 @@ class Recorder:
                 raise store.StoreError(self.tracking_uri, self.store.explain(e)) from e
             self.sql = self.store.run_writer(self.client, experiment)
         self.store.close_at_exit(self.direct)
+        self._file = self.store.file_of()  # a store file removed or replaced later: `_still_there` says so
         if import_spool:
             n = spool.import_into(self)
             if n:
@@ -172,7 +173,9 @@ class Recorder:
         tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
-            return self.write(result, parent_run_id, run_name, extra_tags, at_once)
+            rid = self.write(result, parent_run_id, run_name, extra_tags, at_once)
+            self._still_there()
+            return rid
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = self.store.explain(e)
             where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
@@ -335,11 +338,18 @@ class Recorder:
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]
         if self.direct is not None and plainly_valid({}, [], metrics):
             self.direct.end_run(run_id, status, now, metrics)
-            return
-        from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+        else:
+            from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-        self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
-        self.client.set_terminated(run_id, status=status)
+            self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
+            self.client.set_terminated(run_id, status=status)
+        self._still_there()
+
+    def _still_there(self) -> None:
+        """The store is still the file this command opened: a SQLite file removed or replaced mid-sweep took every
+        later write into the unlinked file, through MLflow's client as through sqlite3 ('24 done', exit 0)."""
+        if why := self.store.moved(self._file):
+            raise OSError(why)
 
     def children(self, parent_run_id: str, status: str | None = None) -> list:
         """The child runs of a parent run (of one `status`, if given)."""

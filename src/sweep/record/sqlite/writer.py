@@ -306,7 +306,7 @@ class SqliteRunWriter:
             raise self._lost
         if self._conn is None:
             self._conn = sqlite3.connect(str(self.path), timeout=30)
-            self._file = _identity(self.path)
+            self._file = file_identity(self.path)
             if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 self._conn.execute("PRAGMA synchronous=NORMAL")
         return self._conn
@@ -319,7 +319,7 @@ class SqliteRunWriter:
         conn = self._db()
         with conn:
             yield conn
-        if _identity(self.path) != self._file:
+        if file_identity(self.path) != self._file:
             self.close()
             self._lost = OSError(f"its file {self.path} was removed or replaced while this command was writing it")
             raise self._lost
@@ -390,7 +390,7 @@ class SqliteRunWriter:
             )
 
 
-def _identity(path: Path) -> Optional[tuple[int, int]]:
+def file_identity(path: Path) -> Optional[tuple[int, int]]:
     """The file at `path` (its device and inode), or None where there is none."""
     try:
         st = os.stat(path)
