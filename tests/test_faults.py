@@ -538,22 +538,30 @@ def test_unused_top_level_addition_is_refused(store, tmp_path):
     assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///") :]).exists()
 
 
+def _start_until_one_finished(store: str, tmp_path: Path, *args: str) -> subprocess.Popen:
+    """A sweep of gf2 seeds 1 and 0 (seed 0 runs 3 s) on one worker, returned once seed 1 is recorded."""
+    from tests.test_faults_signals import start_command
+
+    proc = start_command(
+        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
+        "hydra.launcher.n_workers=1", *args,
+        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
+    )  # fmt: skip
+    line = ""
+    while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
+        line = proc.stdout.readline()
+    if not line.startswith("[FINISHED]"):
+        os.killpg(proc.pid, 9)
+        raise AssertionError(proc.stderr.read())
+    return proc
+
+
 @pytest.mark.parametrize("how", ["removed", "replaced"])
 def test_a_store_file_removed_or_replaced_mid_sweep_stops_it_and_keeps_the_results(store, tmp_path, how):
     # the sweep went on writing into the unlinked file: '4 done', exit 0, and no run of it on disk
-    from tests.test_faults_signals import start_command
-
     db = Path(store[len("sqlite:///") :])
-    proc = start_command(
-        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
-        "problem.seed=1,0,2,3", "hydra.launcher.n_workers=1", "mlflow.experiment=gone",
-        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
-    )  # fmt: skip
+    proc = _start_until_one_finished(store, tmp_path, "problem.seed=1,0,2,3", "mlflow.experiment=gone")
     try:
-        line = ""
-        while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
-            line = proc.stdout.readline()
-        assert line.startswith("[FINISHED]"), proc.stderr.read()
         if how == "removed":  # seed 0 runs 3 s: the runs after it are written after this
             db.unlink()
         else:
@@ -573,19 +581,9 @@ def test_a_store_file_removed_or_replaced_mid_sweep_stops_it_and_keeps_the_resul
 def test_a_parent_the_store_will_not_close_at_the_end_fails_the_sweep_in_one_line(store, tmp_path):
     # the parent deleted mid-sweep (MLflow's UI, `mlflow runs delete`): its close at the sweep's end raised out of
     # Hydra's callback, which made it a UserWarning and exit 0 (a tracking server killed at the end: the same)
-    from tests.test_faults_signals import start_command
-
     db = Path(store[len("sqlite:///") :])
-    proc = start_command(
-        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
-        "problem.seed=1,0", "hydra.launcher.n_workers=1", "mlflow.experiment=unclosed",
-        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
-    )  # fmt: skip
+    proc = _start_until_one_finished(store, tmp_path, "problem.seed=1,0", "mlflow.experiment=unclosed")
     try:
-        line = ""
-        while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
-            line = proc.stdout.readline()
-        assert line.startswith("[FINISHED]"), proc.stderr.read()
         with sqlite3.connect(db, timeout=30) as conn:  # as `mlflow runs delete` does
             conn.execute(
                 "UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid IN "
