@@ -178,7 +178,10 @@ class Recorder:
             return rid
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = self.store.explain(e)
-            where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
+            partial = getattr(e, "partial_run_id", None)
+            where = spool.keep(
+                result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags, partial
+            )
             raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
 
     def write(
@@ -215,25 +218,35 @@ class Recorder:
             self._write_artifacts(rid, files, writer)  # first: a run that is visible has its files
             writer.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
         else:
-            from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
-
             run = self.client.create_run(self.experiment_id, start, tags, name).info
             rid = run.run_id
-            params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
-            # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
-            calls = [
-                functools.partial(
-                    self.client.log_batch,
-                    rid,
-                    params=params_e[i * 100 : (i + 1) * 100],
-                    metrics=metrics_e[i * 1000 : (i + 1) * 1000],
-                )
-                for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
-            ]
-            self._write_artifacts(rid, files, None, calls, run.artifact_uri, at_once)
-            self.client.set_terminated(rid, status=result.status)
+            try:
+                self._fill(rid, run.artifact_uri, result, params, metrics, files, at_once)
+            except Exception as e:
+                e.partial_run_id = rid  # type: ignore[attr-defined] - the spool's import deletes it (`log`)
+                raise
         result.run_id = rid
         return rid
+
+    def _fill(
+        self, rid: str, artifact_uri: str, result: RunResult, params: list, metrics: list, files: dict, at_once: bool
+    ) -> None:
+        """A run MLflow's client made: its params, metrics, files and end."""
+        from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+        params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
+        # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
+        calls = [
+            functools.partial(
+                self.client.log_batch,
+                rid,
+                params=params_e[i * 100 : (i + 1) * 100],
+                metrics=metrics_e[i * 1000 : (i + 1) * 1000],
+            )
+            for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
+        ]
+        self._write_artifacts(rid, files, None, calls, artifact_uri, at_once)
+        self.client.set_terminated(rid, status=result.status)
 
     def _write_artifacts(
         self,
