@@ -5,6 +5,7 @@ SIGTERM mid-batch records the batch's runs KILLED and a re-run finishes them; ba
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -362,3 +363,23 @@ def test_an_answer_for_a_whole_batch_is_each_of_its_jobs():
     whole = dump_reply(Reply(idx=3, job_return=None, error="Modal: container lost\n", reason="container lost"))
     replies = [load_reply(d, i) for d, i in zip(split_replies(whole, [3, 4, 5]), [3, 4, 5])]
     assert [(r.idx, r.reason) for r in replies] == [(3, "container lost"), (4, "container lost"), (5, "container lost")]
+
+
+@pytest.mark.parametrize("limit", [[], ["hydra.launcher.time_limit_s=60"]], ids=["silent", "timed"])
+def test_a_worker_killed_mid_batch_fails_only_the_job_that_killed_it(store, tmp_path, limit):
+    # seed 3's solve kills its worker inside a batch of 4, 3, 5 (seed 4 first): the death was put on the batch's
+    # first job, seed 4, FAILED though it finishes alone. Unless the app says which job it is in (under a time
+    # limit, `timer.begin`), the batch's jobs run again one at a time, so seed 3 alone is FAILED either way.
+    p = sweep(
+        store, tmp_path, *LOCAL, "hydra.launcher.n_workers=1", "method=gf2",
+        "method._target_=tests.worker_pid.DiesSeed3GF2", "problem.seed=4,3,5", "hydra.launcher.batch=8",
+        f"mlflow.experiment=dies-{len(limit)}", *limit,
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    _, children = runs(store, f"dies-{len(limit)}")
+    status = {c.data.params["problem.seed"]: c.info.status for c in children}
+    assert status == {"4": "FINISHED", "3": "FAILED", "5": "FINISHED"}, p.stderr
+    assert re.search(r"\[FAILED\] .*seed=3.*: worker process \d+ died \(exit code -9\) while running the job", p.stderr)
+    again = "its jobs run again one at a time"
+    assert (again in p.stderr) == (not limit), p.stderr
+    assert all(c.data.metrics["accuracy"] == 1.0 for c in children if c.info.status == "FINISHED")

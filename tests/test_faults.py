@@ -544,3 +544,65 @@ def test_unused_top_level_addition_is_refused(store, tmp_path):
     p = sweep("+foo=bar", env={}, cwd=tmp_path)
     assert p.returncode == 2 and "+foo=bar is not read by any job" in one_line(p.stderr)
     assert "+extra.foo=" in p.stderr and not Path(store[len("sqlite:///") :]).exists()
+
+
+def _start_until_one_finished(store: str, tmp_path: Path, *args: str) -> subprocess.Popen:
+    """A sweep of gf2 seeds 1 and 0 (seed 0 runs 3 s) on one worker, returned once seed 1 is recorded."""
+    from tests.test_faults_signals import start_command
+
+    proc = start_command(
+        tmp_path, "-m", "method=gf2", "method._target_=tests.worker_pid.SlowSeed0GF2", "tracker=none",
+        "hydra.launcher.n_workers=1", *args,
+        env=forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store}),
+    )  # fmt: skip
+    line = ""
+    while not line.startswith("[FINISHED]") and (line or proc.poll() is None):
+        line = proc.stdout.readline()
+    if not line.startswith("[FINISHED]"):
+        os.killpg(proc.pid, 9)
+        raise AssertionError(proc.stderr.read())
+    return proc
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_store_file_removed_or_replaced_mid_sweep_stops_it_and_keeps_the_results(store, tmp_path, how):
+    # the sweep went on writing into the unlinked file: '4 done', exit 0, and no run of it on disk
+    db = Path(store[len("sqlite:///") :])
+    proc = _start_until_one_finished(store, tmp_path, "problem.seed=1,0,2,3", "mlflow.experiment=gone")
+    try:
+        if how == "removed":  # seed 0 runs 3 s: the runs after it are written after this
+            db.unlink()
+        else:
+            shutil.copy(db, tmp_path / "copy.db")
+            os.replace(tmp_path / "copy.db", db)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 1, err
+    assert f"its file {db} was removed or replaced while this command was writing it" in err, err
+    assert "sweep: stopped: store" in err and "the result is kept in" in err, err
+    assert len(list((tmp_path / "spool").glob("*.json"))) >= 2  # seed 0's run, and the parent's end
+    assert session_processes(proc.pid) == []
+
+
+def test_a_parent_the_store_will_not_close_at_the_end_fails_the_sweep_in_one_line(store, tmp_path):
+    # the parent deleted mid-sweep (MLflow's UI, `mlflow runs delete`): its close at the sweep's end raised out of
+    # Hydra's callback, which made it a UserWarning and exit 0 (a tracking server killed at the end: the same)
+    db = Path(store[len("sqlite:///") :])
+    proc = _start_until_one_finished(store, tmp_path, "problem.seed=1,0", "mlflow.experiment=unclosed")
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:  # as `mlflow runs delete` does
+            conn.execute(
+                "UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid IN "
+                "(SELECT run_uuid FROM tags WHERE key = 'sweep.parent' AND value = 'true')"
+            )
+        conn.close()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 1, err
+    assert "UserWarning" not in err and "Traceback" not in err, err
+    assert re.search(r"^sweep: parent run \w+ not closed: .*no active run .*the parent run's end is kept in", err, re.M)
+    assert re.search(r"2 job\(s\) finished, 0 failed, 0 skipped; parent run \w+ not closed$", out + err, re.M), out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 
@@ -248,6 +249,11 @@ def test_a_job_directory_that_cannot_be_made_or_written_is_one_line_before_any_j
             assert p.returncode == code and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
             assert p.stderr.startswith(start) and "directory" in p.stderr and not p.stdout, (p.stdout, p.stderr)
         assert "full (No space left on device)" in p.stderr
+        filler = disk / "filler"
+        os.truncate(filler, filler.stat().st_size - 4096)  # one page free: the probe's write was short, not refused
+        p = run_sweep(*cases[-1][0], cwd=tmp_path)
+        assert p.returncode == 1 and len(p.stderr.splitlines()) == 1, p.stderr[-3000:]
+        assert p.stderr.startswith(cases[-1][2]) and "full (No space left on device)" in p.stderr, p.stderr
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 

@@ -56,3 +56,28 @@ def test_parent_child_and_resume_lookup(store):
     assert rec.finished_run(results[0].config) == ids[0]
     other = dict(results[0].config, problem={**results[0].config["problem"], "seed": 1})
     assert config_hash(other) != config_hash(results[0].config) and rec.finished_run(other) is None
+
+
+def test_a_run_the_store_made_before_refusing_the_rest_is_deleted_when_its_result_is_imported(store):
+    # a tracking server killed between a run's creation and its metrics: the result was spooled and imported as a
+    # new run, and the one made first stayed RUNNING for good (a re-run of the sweep did not repair it). Here the
+    # same through MLflow's client on SQLite: its files' folder is a file, so the run is made and its files fail
+    import shutil
+    from pathlib import Path
+
+    from sweep.record import spool
+    from sweep.record.store import StoreError
+
+    rec = Recorder(store, "half")
+    rec.sql = None  # MLflow's client writes it, as it writes a tracking server's runs
+    result = job.run(compose("method=gf2", "problem.n_bits=12"))
+    root = Path(store[len("sqlite:///") :]).parent / "artifacts"  # the runs' files: <root>/<run id>/artifacts
+    shutil.rmtree(root, ignore_errors=True)
+    root.write_text("not a folder")
+    with pytest.raises(StoreError, match="the result is kept in"):
+        rec.log(result)
+    client = MlflowClient(store)
+    assert [r.info.status for r in client.search_runs([rec.experiment_id])] == ["RUNNING"]
+    root.unlink()
+    assert spool.import_into(rec) == 1
+    assert [r.info.status for r in client.search_runs([rec.experiment_id])] == ["FINISHED"]

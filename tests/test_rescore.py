@@ -226,6 +226,11 @@ def test_a_sweeps_parent_run_names_its_children(store, capsys):
     client = MlflowClient(store)
     assert all("dmd" in client.get_run(r.run_id).data.metrics for r in results)
     assert "dmd" not in client.get_run(parent).data.metrics  # the parent has no trace of its own
+    # run again (as after a stop mid-way): nothing is logged twice (each metric's history was doubled)
+    assert main([parent, "tracker=dmd", "--tracking-uri", store]) == 0
+    out = capsys.readouterr().out
+    assert "4 of 4 run(s) scored with tracker=dmd" in out and out.count("nothing logged again") == 4, out
+    assert all(len(client.get_metric_history(r.run_id, "dmd")) == 1 for r in results)
 
 
 def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, monkeypatch):

@@ -90,6 +90,21 @@ def test_each_way_out_ends_the_call_with_its_reason_and_kills_what_it_started(ho
             b.call(timeout=1)
 
 
+def test_what_an_entrant_writes_is_bounded_in_all_and_gone_after(how):
+    # under bwrap its temporary folder and working directory are one tmpfs of disk_mb: /tmp, a tmpfs of no size,
+    # took host memory past memory_mb (1,280 MiB in a round) and the working directory, the host's, its disk; in
+    # either, tempfile's folder is the working directory, removed with the sandbox
+    with box("spill", limits=Limits(disk_mb=8)) as b:
+        written = b.call(timeout=30)
+        folder = b._dir
+    assert list(written) == [str(folder / "work")], written  # its temporary folder is its working directory
+    if how == "bwrap":
+        assert 0 < written[str(folder / "work")] <= 8, written
+    else:  # the fallback: a file per file_mb only (docs/challenge.md), in its folder, removed after
+        assert written[str(folder / "work")] == 128, written
+    assert folder is not None and not folder.exists()
+
+
 def test_loading_is_checked_in_the_child_within_its_limit(how, tmp_path, monkeypatch):
     bad = {  # the loop's limit: short, but more than a start on a loaded machine takes (the others': the default)
         "leaves.py": (

@@ -425,3 +425,21 @@ def test_mlflows_databricks_names_are_called_so_not_a_directory():
         assert said is not None and said.startswith(f"{uri} is MLflow's address of a Databricks workspace"), said
         assert "sqlite:///PATH" in said
     assert problem("databricks_runs").startswith("a directory or file: address")  # a path that only starts so
+
+
+def test_a_server_lost_mid_command_retries_without_a_line_a_try():
+    # a tracking server killed mid-sweep: urllib3 logged each retry of each request ('Retrying (Retry(total=1,
+    # ...)) after connection broken', 20 lines before the one line saying what was kept); a real client, a port
+    # with nothing behind it, logging set up as Hydra's is (WARNING and above on stderr)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "import logging\nlogging.basicConfig(level=logging.INFO)\nfrom sweep.record import remote\n"
+        "remote.client_settings()\nfrom mlflow.tracking import MlflowClient\n"
+        f"try:\n    MlflowClient('http://127.0.0.1:{port}').get_experiment('0')\n"
+        "except Exception as e:\n    print('raised', type(e).__name__)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.stdout == "raised MlflowException\n", p.stdout + p.stderr
+    assert "Retrying" not in p.stderr, p.stderr

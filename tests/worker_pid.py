@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import dataclass
 
@@ -45,3 +46,13 @@ class StuckSeed0BatchGF2(StuckSeed0GF2):
     @classmethod
     def solve_batch(cls, methods: list[GF2], ctxs: list[Context]) -> list[Outcome]:
         return [m.solve(c) for m, c in zip(methods, ctxs)]
+
+
+@dataclass
+class DiesSeed3GF2(PidGF2):
+    """PidGF2 whose seed-3 job kills its own worker (SIGKILL, as the kernel's OOM killer or a kill -9 would)."""
+
+    def solve(self, ctx: Context) -> Outcome:
+        if ctx.problem.seed == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().solve(ctx)

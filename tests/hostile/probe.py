@@ -33,6 +33,24 @@ def outlive(token):
     return "forked"
 
 
+def spill():
+    """MiB written, a MiB a file, into its temporary folder and its working directory until a write fails."""
+    import tempfile
+
+    out = {}
+    for i, where in enumerate((tempfile.gettempdir(), os.getcwd())):
+        n = 0
+        try:
+            while n < 64:
+                with open(os.path.join(where, f"spill-{i}-{n}"), "wb") as f:
+                    f.write(bytes(1 << 20))
+                n += 1
+        except OSError:
+            pass
+        out[where] = out.get(where, 0) + n
+    return out
+
+
 def leave():
     sys.exit(0)
 

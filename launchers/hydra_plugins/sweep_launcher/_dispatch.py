@@ -38,7 +38,7 @@ from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
 from hydra_plugins.sweep_launcher._stopping import HooksFailed, Stopping
-from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, stop, taken, wait_s
+from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, settle, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.backends import Backend
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
 
@@ -251,17 +251,15 @@ class Dispatcher(Stopping):
             if data is not None and data.startswith(MARK):  # the app says what the time limit covers now
                 clock(w, data)
                 continue
-            job = w.jobs.popleft()
             if data is not None:
+                job = w.jobs.popleft()
                 arrived.append((job, load_reply(data, job.idx)))
                 taken(w, job)
                 continue
-            # the worker died with the job (os._exit, OOM kill, kill -9); its queued jobs go back
+            # the worker died with its task (os._exit, OOM kill, kill -9); its queued jobs go back
             w.proc.join(timeout=1)
-            why = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode}) while running the job"
-            arrived.append((job, Reply(idx=job.idx, job_return=None, error=why + "\n", reason=why)))
-            self.local.extendleft(reversed(w.jobs))
-            w.deadline = None
+            died = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode})"
+            arrived += settle(w, self.local, lambda _: (f"{died} while running the job", None), f"a batch's {died}")
             assert self.pool is not None
             self.pool.replace(w)
         for w in overdue(busy) if self.timed else []:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from hydra_plugins.sweep_launcher._batches import leading
 from hydra_plugins.sweep_launcher._core import Reply, load_reply
@@ -64,7 +64,7 @@ def overdue(workers: Sequence[Any]) -> list[Any]:
 def stop(w: Any, queue: deque) -> list[tuple[Any, Reply]]:
     """Kill overdue worker `w` (SIGKILL: nothing of its task may go on) and settle its jobs (see the module's
     docstring); returns the replies to hand over."""
-    pid, timed = w.proc.pid, w.timed
+    pid = w.proc.pid
     w.proc.kill()
     w.proc.join(timeout=5)
     arrived: list[tuple[Any, Reply]] = []
@@ -78,25 +78,39 @@ def stop(w: Any, queue: deque) -> list[tuple[Any, Reply]]:
         pass
     lead = leading(w.jobs)
     limit = lead[0].time_limit_s if lead else 0.0
+    return arrived + settle(
+        w,
+        queue,
+        lambda late: (
+            f"ran past the time limit of {late.time_limit_s:g} s (worker process {pid} killed)",
+            late.time_limit_s,
+        ),
+        f"a batch of {len(lead)} jobs ran past {len(lead)} x {limit:g} s (worker process {pid} killed)",
+    )
+
+
+def settle(
+    w: Any, queue: deque, why: Callable[[Any], tuple[str, Optional[float]]], batch_why: str
+) -> list[tuple[Any, Reply]]:
+    """`w`'s front task ended with its replies missing (killed past its deadline, or the worker died with it). The
+    job that was running is FAILED (`why(job)`: the reason, the limit it ran under) where it is known: a job alone,
+    or the one the app said it was in, the rest of its batch going back as a batch. A batch that said nothing goes
+    back one job at a time: blaming its first job failed a job that finishes alone (a batch=8 with a job whose
+    worker dies: another job FAILED, its metrics lost). The jobs queued behind it go back as they were."""
+    lead = leading(w.jobs)
+    timed = w.timed
     for _ in lead:
         w.jobs.popleft()
     queue.extendleft(reversed(w.jobs))
     w.jobs.clear()
     w.deadline = w.timed = None
     late = lead[timed] if timed is not None and timed < len(lead) else lead[0] if len(lead) == 1 else None
-    if late is None:  # a batch that said nothing: which job was slow is not known
+    if late is None:  # a batch that said nothing: which job was at fault is not known
         for job in lead:
             job.batch = None
         queue.extendleft(reversed(lead))
-        print(
-            f"sweep: a batch of {len(lead)} jobs ran past {len(lead)} x {limit:g} s (worker process {pid} killed): "
-            "its jobs run again one at a time",
-            file=sys.stderr,
-            flush=True,
-        )
-        return arrived
+        print(f"sweep: {batch_why}: its jobs run again one at a time", file=sys.stderr, flush=True)
+        return []
     queue.extendleft(reversed([j for j in lead if j is not late]))  # the rest of its batch, as a batch
-    limit = late.time_limit_s
-    why = f"ran past the time limit of {limit:g} s (worker process {pid} killed)"
-    arrived.append((late, Reply(idx=late.idx, job_return=None, error=why + "\n", reason=why, time_limit_s=limit)))
-    return arrived
+    reason, limit = why(late)
+    return [(late, Reply(idx=late.idx, job_return=None, error=reason + "\n", reason=reason, time_limit_s=limit))]

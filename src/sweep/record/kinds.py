@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from sweep.record import creation, journal, store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
-from sweep.record.sqlite.writer import SqliteRunWriter
+from sweep.record.sqlite.writer import SqliteRunWriter, file_identity
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING
 
 
@@ -35,6 +35,14 @@ class DatabaseStore:
 
     def exists(self) -> bool:
         return True
+
+    def moved(self, opened: Any) -> Optional[str]:
+        """Why the store is no longer the one `opened` (`file_of()` when it was opened), or None."""
+        return None
+
+    def file_of(self) -> Any:
+        """What `moved` compares: a SQLite store's file (device, inode); None for a server or a database."""
+        return None
 
     def check(self, write: bool) -> None:
         return None  # a server or database reports its own errors (`sweep.record.remote` asked it first)
@@ -98,6 +106,14 @@ class SqliteStore(DatabaseStore):
 
     def exists(self) -> bool:
         return self.path.exists()
+
+    def file_of(self) -> Any:
+        return file_identity(self.path)
+
+    def moved(self, opened: Any) -> Optional[str]:
+        if opened is None or file_identity(self.path) == opened:
+            return None
+        return f"its file {self.path} was removed or replaced while this command was writing it"
 
     def check(self, write: bool) -> None:
         store.check(self.uri, write)

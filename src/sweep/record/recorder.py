@@ -116,6 +116,7 @@ class Recorder:
                 raise store.StoreError(self.tracking_uri, self.store.explain(e)) from e
             self.sql = self.store.run_writer(self.client, experiment)
         self.store.close_at_exit(self.direct)
+        self._file = self.store.file_of()  # a store file removed or replaced later: `_still_there` says so
         if import_spool:
             n = spool.import_into(self)
             if n:
@@ -172,10 +173,15 @@ class Recorder:
         tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
-            return self.write(result, parent_run_id, run_name, extra_tags, at_once)
+            rid = self.write(result, parent_run_id, run_name, extra_tags, at_once)
+            self._still_there()
+            return rid
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
             cause = self.store.explain(e)
-            where = spool.keep(result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags)
+            partial = getattr(e, "partial_run_id", None)
+            where = spool.keep(
+                result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags, partial
+            )
             raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
 
     def write(
@@ -212,25 +218,35 @@ class Recorder:
             self._write_artifacts(rid, files, writer)  # first: a run that is visible has its files
             writer.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
         else:
-            from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
-
             run = self.client.create_run(self.experiment_id, start, tags, name).info
             rid = run.run_id
-            params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
-            # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
-            calls = [
-                functools.partial(
-                    self.client.log_batch,
-                    rid,
-                    params=params_e[i * 100 : (i + 1) * 100],
-                    metrics=metrics_e[i * 1000 : (i + 1) * 1000],
-                )
-                for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
-            ]
-            self._write_artifacts(rid, files, None, calls, run.artifact_uri, at_once)
-            self.client.set_terminated(rid, status=result.status)
+            try:
+                self._fill(rid, run.artifact_uri, result, params, metrics, files, at_once)
+            except Exception as e:
+                e.partial_run_id = rid  # type: ignore[attr-defined] - the spool's import deletes it (`log`)
+                raise
         result.run_id = rid
         return rid
+
+    def _fill(
+        self, rid: str, artifact_uri: str, result: RunResult, params: list, metrics: list, files: dict, at_once: bool
+    ) -> None:
+        """A run MLflow's client made: its params, metrics, files and end."""
+        from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+
+        params_e, metrics_e = [Param(k, v) for k, v in params], [Metric(*m) for m in metrics]
+        # MLflow caps one batch at 1000 metrics / 100 params: chunk; params and metrics share each call
+        calls = [
+            functools.partial(
+                self.client.log_batch,
+                rid,
+                params=params_e[i * 100 : (i + 1) * 100],
+                metrics=metrics_e[i * 1000 : (i + 1) * 1000],
+            )
+            for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
+        ]
+        self._write_artifacts(rid, files, None, calls, artifact_uri, at_once)
+        self.client.set_terminated(rid, status=result.status)
 
     def _write_artifacts(
         self,
@@ -335,11 +351,18 @@ class Recorder:
         metrics = [(k, float(v), now, 0) for k, v in totals.items()]
         if self.direct is not None and plainly_valid({}, [], metrics):
             self.direct.end_run(run_id, status, now, metrics)
-            return
-        from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
+        else:
+            from mlflow.entities import Metric  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
 
-        self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
-        self.client.set_terminated(run_id, status=status)
+            self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
+            self.client.set_terminated(run_id, status=status)
+        self._still_there()
+
+    def _still_there(self) -> None:
+        """The store is still the file this command opened: a SQLite file removed or replaced mid-sweep took every
+        later write into the unlinked file, through MLflow's client as through sqlite3 ('24 done', exit 0)."""
+        if why := self.store.moved(self._file):
+            raise OSError(why)
 
     def children(self, parent_run_id: str, status: str | None = None) -> list:
         """The child runs of a parent run (of one `status`, if given)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import logging
 import math
 import os
 import re
@@ -144,6 +145,9 @@ def _libpq_address(uri: str) -> str:
 def client_settings() -> None:
     for k, v in CLIENT_SETTINGS.items():
         os.environ.setdefault(k, v)
+    # urllib3 logs each retry of a lost server's request ('Retrying (Retry(total=1, ...)) after connection broken');
+    # a tracking server killed mid-sweep printed 20 such lines before the one line that says what was lost
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def _login(uri: str) -> tuple[str, Optional[str], Optional[str]]:

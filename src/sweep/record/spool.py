@@ -68,6 +68,7 @@ class Entry:
     extra_tags: Optional[dict[str, str]] = None
     cause: str = ""
     end: Optional[dict[str, Any]] = None  # a parent run's end (`keep_end`): run_id, status, metrics
+    partial_run_id: Optional[str] = None  # the run the store made before it refused the rest: deleted at import
 
 
 def keep(
@@ -78,6 +79,7 @@ def keep(
     parent_run_id: Optional[str] = None,
     run_name: Optional[str] = None,
     extra_tags: Optional[dict[str, str]] = None,
+    partial_run_id: Optional[str] = None,
 ) -> str:
     """Write `result` to the spool, or where `last_resort_dir` says when the spool cannot take it, or at last
     on stdout; returns how the command names where it is (`kept`, or a line that also says why the spool could
@@ -92,6 +94,7 @@ def keep(
         "spooled_at": time.time(),
         "spool": str(spool_dir().absolute()),  # the spool it was meant for: in the last resort, whose it is
         "result": dataclasses.asdict(result),
+        "partial_run_id": partial_run_id,
     }
     return _keep(doc)
 
@@ -217,6 +220,7 @@ def entries(tracking_uri: Optional[str] = None, files: Sequence[Path] = ()) -> l
                 run_name=doc.get("run_name"),
                 extra_tags=doc.get("extra_tags"),
                 cause=doc.get("cause", ""),
+                partial_run_id=doc.get("partial_run_id"),
             )
         )
     return out
@@ -244,6 +248,8 @@ def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
                 rec.close_spooled(e.end, e.cause)
             else:
                 rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
+                if e.partial_run_id:  # its half-written twin (a server lost mid-run) was RUNNING for good
+                    rec.client.delete_run(e.partial_run_id)
         except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
             os.rename(claimed, e.path)
             print(

@@ -31,6 +31,7 @@ with starting(str(PROG)):
     from sweep.record import address, remote, store
     from sweep.record.background import signals_held
     from sweep.record.registry import open_store
+    from sweep.record.tags import TRACKER_VERSION_TAG
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,11 +137,20 @@ def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) 
     if scored.missing:
         left.append(f"{label}: {scored.missing}")
         return None
-    log(client, scored, name, version)
     # the tracker's own figures of a run's one line (sweep.metrics.line): tracker=energy and cache said "scored",
     # their figures being energy_pj and cache_hit_rate, not a metric named as the tracker
-    shown = " ".join(line(scored.report.metrics, name))
-    return f"{label}: {shown or 'scored'}"
+    shown = " ".join(line(scored.report.metrics, name)) or "scored"
+    if _has(run, scored, TRACKER_VERSION_TAG + name, version):  # a re-run (after a stop) doubled each history
+        return f"{label}: {shown} (already on the run: nothing logged again)"
+    log(client, scored, name, version)
+    return f"{label}: {shown}"
+
+
+def _has(run: Any, scored: Any, tag: str, version: str) -> bool:
+    """Whether `run` has these figures already: its version tag (written last, so all of them) and the same
+    latest values."""
+    have, new = run.data.metrics, scored.report.metrics
+    return run.data.tags.get(tag) == version and bool(new) and all(have.get(k) == float(v) for k, v in new.items())
 
 
 if __name__ == "__main__":

@@ -32,6 +32,9 @@ class Limits:
     memory_mb: int = 4096  # address space (RLIMIT_AS): past it an allocation fails (MemoryError)
     cpu_s: Optional[float] = None  # CPU seconds over the process's life (RLIMIT_CPU); None: none
     file_mb: int = 64  # the largest file it may write (RLIMIT_FSIZE), its log of stdout and stderr included
+    # all it may write (its temporary folder and working directory: under bwrap one tmpfs of this size; a file per
+    # file_mb alone let an entrant put 1,280 MiB in /tmp, host memory past memory_mb, and as much on the host's disk)
+    disk_mb: int = 256
 
 
 class EntrantFailed(RuntimeError):
@@ -95,8 +98,9 @@ class Sandbox:
         log = open(self._dir / "stderr", "wb")  # noqa: SIM115 - the child's to write, closed here once it has it
         try:
             self._proc = subprocess.Popen(
-                isolation.command(self.how, work, seen, child_limits),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=work, env=dict(isolation.ENV),
+                isolation.command(self.how, work, seen, child_limits, lim.disk_mb << 20),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=work,
+                env={**isolation.ENV, "TMPDIR": str(work)},
                 start_new_session=True, close_fds=True,
             )  # fmt: skip
         finally:

@@ -85,14 +85,15 @@ def child_sys_path() -> tuple[str, ...]:
     return tuple(p for p in json.loads(out.stdout) if p and os.path.exists(p))
 
 
-def command(how: str, work: Path, seen: Sequence[Path], limits: dict) -> list[str]:
+def command(how: str, work: Path, seen: Sequence[Path], limits: dict, disk_bytes: int) -> list[str]:
     """The child's command line: under bwrap (`how`), seeing `seen` read-only and `work` as its working
-    directory, or plain."""
+    directory, in a tmpfs of `disk_bytes` that is all it may write, or plain."""
     python = [sys.executable, "-I", "-m", "sweep.sandbox.child", json.dumps(limits)]
     if how != "bwrap":
         return python
     args = ["bwrap", *NAMESPACES, "--new-session", "--proc", "/proc", "--dev", "/dev"]
-    args += ["--tmpfs", tempfile.gettempdir()]  # empty: the working directory is bound inside it
+    # empty, and all it may write: the working directory is made inside it (not the host's, bound: unbounded)
+    args += ["--size", str(disk_bytes), "--tmpfs", tempfile.gettempdir()]
     for d in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
@@ -104,5 +105,5 @@ def command(how: str, work: Path, seen: Sequence[Path], limits: dict) -> list[st
     for p in sorted(paths, key=lambda p: (p.count("/"), p)):
         if os.path.exists(p) and not any(p.startswith(q) for q in folders if q != p.rstrip("/") + "/"):
             args += ["--ro-bind", p, p]  # a folder's own contents come with it
-    args += ["--bind", str(work), str(work), "--chdir", str(work), "--setenv", "HOME", str(work)]
+    args += ["--dir", str(work), "--chdir", str(work), "--setenv", "HOME", str(work)]
     return [*args, "--", *python]

@@ -173,6 +173,8 @@ class SqliteRunWriter:
         self.experiment_id = experiment_id
         self.artifact_root = artifact_root
         self._conn: Optional[sqlite3.Connection] = None
+        self._file: Optional[tuple[int, int]] = None  # the store file the connection opened (device, inode)
+        self._lost: Optional[OSError] = None  # that file was removed or replaced: every later write fails so
 
     @classmethod
     def open(cls, path: Path, experiment: str) -> Optional["SqliteRunWriter"]:
@@ -285,8 +287,7 @@ class SqliteRunWriter:
             metrics,
             artifact_uri(self.artifact_root, run_id),
         )
-        conn = self._db()
-        with conn:
+        with self._transaction() as conn:
             for table, values in rows.items():
                 if values:
                     cols = list(values[0])
@@ -301,11 +302,27 @@ class SqliteRunWriter:
         """The writer's one connection: autocommit off, so `with conn` is one transaction. WAL stores (the sweep
         launcher's) commit without waiting for fsync, as the launcher's own connections do; others keep SQLite's
         default."""
+        if self._lost is not None:
+            raise self._lost
         if self._conn is None:
             self._conn = sqlite3.connect(str(self.path), timeout=30)
+            self._file = file_identity(self.path)
             if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 self._conn.execute("PRAGMA synchronous=NORMAL")
         return self._conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, then the store's path checked to be still the file it went to: a store file
+        removed or replaced mid-sweep took every later run into the unlinked file, the sweep saying '24 done' and
+        exit 0 with nothing left on disk. The run just written is then kept in the spool, and the command fails."""
+        conn = self._db()
+        with conn:
+            yield conn
+        if file_identity(self.path) != self._file:
+            self.close()
+            self._lost = OSError(f"its file {self.path} was removed or replaced while this command was writing it")
+            raise self._lost
 
     def close(self) -> None:
         """Close the writer's connection (the command ends: `sweep.record.journal`); a later write opens another."""
@@ -346,13 +363,13 @@ class SqliteRunWriter:
             [],
             artifact_uri(self.artifact_root, run_id),
         )
-        with self._db() as conn:
+        with self._transaction() as conn:
             self._insert(conn, rows)
 
     def end_run(self, run_id: str, status: str, end_ms: int, metrics: list[Metric]) -> None:
         """log_batch(metrics) of keys the run has not logged yet, then set_terminated, in one transaction."""
         rows = run_rows(self.experiment_id, run_id, "", status, 0, end_ms, {}, [], metrics, "")
-        with self._db() as conn:
+        with self._transaction() as conn:
             self._insert(conn, {"metrics": rows["metrics"], "latest_metrics": rows["latest_metrics"]})
             done = conn.execute(
                 "UPDATE runs SET status = ?, end_time = ? WHERE run_uuid = ? AND lifecycle_stage = 'active'",
@@ -362,12 +379,21 @@ class SqliteRunWriter:
                 raise sqlite3.OperationalError(f"no active run {run_id}")
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
-        with self._db() as conn:
+        with self._transaction() as conn:
             conn.execute('INSERT OR REPLACE INTO tags ("key", value, run_uuid) VALUES (?, ?, ?)', (key, value, run_id))
 
     def set_experiment_tag(self, key: str, value: str) -> None:
-        with self._db() as conn:
+        with self._transaction() as conn:
             conn.execute(
                 'INSERT OR REPLACE INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
                 (key, value, int(self.experiment_id)),
             )
+
+
+def file_identity(path: Path) -> Optional[tuple[int, int]]:
+    """The file at `path` (its device and inode), or None where there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
