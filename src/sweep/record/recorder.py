@@ -10,14 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, claims, earlier, spool, store
+from sweep.record import address, artifacts, claims, earlier, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.registry import Store, open_store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
@@ -45,7 +42,6 @@ from sweep.record.tags import (
 from sweep.result import RunResult
 
 RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
-UPLOADS = 8  # a run's writes to a tracking server made at once (its batch and its files)
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -264,36 +260,13 @@ class Recorder:
             return
         local = writer.artifact_dir(self.experiment_id, run_id) if writer is not None and files else None
         if local is not None:  # the local artifact repository is this directory: write straight into it
-            for fname, text in files.items():
-                (local / fname).parent.mkdir(parents=True, exist_ok=True)
-                (local / fname).write_text(text)
+            artifacts.write_into(local, files)
             return
-        with tempfile.TemporaryDirectory() as tmp:
-            for fname, text in files.items():
-                (Path(tmp) / fname).parent.mkdir(parents=True, exist_ok=True)
-                (Path(tmp) / fname).write_text(text)
-            repo = self._artifact_repository(run_id, artifact_uri) if files else None
-            calls = [*(calls or []), *(functools.partial(self._upload, repo, Path(tmp), f) for f in files)]
-            if len(calls) == 1 or not at_once:
-                for call in calls:
-                    call()
-                return
-            # a tracking server answers each request in tens of ms: the run's writes are made at once, not in turn
-            with ThreadPoolExecutor(max_workers=min(len(calls), UPLOADS)) as pool:
-                for done in [pool.submit(c) for c in calls]:
-                    done.result()
+        repository = functools.partial(self._artifact_repository, run_id, artifact_uri)
+        artifacts.upload(repository, files, calls or [], at_once)
 
     def _artifact_repository(self, run_id: str, artifact_uri: str) -> Any:
-        if not artifact_uri:
-            artifact_uri = self.client.get_run(run_id).info.artifact_uri
-        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
-
-        return get_artifact_repository(artifact_uri, tracking_uri=self.tracking_uri)
-
-    @staticmethod
-    def _upload(repo: Any, tmp: Path, fname: str) -> None:
-        parent = str(Path(fname).parent)
-        repo.log_artifact(str(tmp / fname), artifact_path=None if parent == "." else parent)
+        return artifacts.repository(artifact_uri or self.client.get_run(run_id).info.artifact_uri, self.tracking_uri)
 
     def start_parent(self, name: str, tags: dict[str, str], params: dict[str, Any] | None = None) -> str:
         """The sweep's parent run; a store that refuses it (a tracking server's reader) raises StoreError."""

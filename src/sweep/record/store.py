@@ -344,7 +344,7 @@ def sqlite_experiment_deleted(uri: str, name: str) -> Optional[str]:
     if path is None or not path.is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)) as conn:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)) as conn:
             row = conn.execute(
                 "SELECT experiment_id, lifecycle_stage FROM experiments WHERE name = ?", (name,)
             ).fetchone()

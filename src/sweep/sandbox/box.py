@@ -33,7 +33,8 @@ class Limits:
     cpu_s: Optional[float] = None  # CPU seconds over the process's life (RLIMIT_CPU); None: none
     file_mb: int = 64  # the largest file it may write (RLIMIT_FSIZE), its log of stdout and stderr included
     # all it may write (its temporary folder and working directory: under bwrap one tmpfs of this size; a file per
-    # file_mb alone let an entrant put 1,280 MiB in /tmp, host memory past memory_mb, and as much on the host's disk)
+    # file_mb alone let an entrant put 1,280 MiB in its temporary folder, host memory past memory_mb, and as much on
+    # the host's disk)
     disk_mb: int = 256
 
 
