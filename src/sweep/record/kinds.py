@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from sweep.record import creation, journal, store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
-from sweep.record.sqlite.writer import SqliteRunWriter, file_identity
+from sweep.record.sqlite.identity import file_identity, moved
+from sweep.record.sqlite.writer import SqliteRunWriter
 from sweep.record.tags import KIND_TAG, MODEL_TRAINING
 
 
@@ -111,9 +112,7 @@ class SqliteStore(DatabaseStore):
         return file_identity(self.path)
 
     def moved(self, opened: Any) -> Optional[str]:
-        if opened is None or file_identity(self.path) == opened:
-            return None
-        return f"its file {self.path} was removed or replaced while this command was writing it"
+        return moved(self.path, opened)
 
     def check(self, write: bool) -> None:
         store.check(self.uri, write)

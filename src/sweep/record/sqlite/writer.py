@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
+from sweep.record.sqlite.identity import file_identity, moved
+
 # The alembic revision of MLflow's tracking schema whose tables `run_rows` fills (MLflow 3.7's head).
 KNOWN_SCHEMA = "dc11669786a5"
 # MLflow's rules for keys and values (mlflow.utils.validation), restated to check without importing MLflow;
@@ -319,9 +321,9 @@ class SqliteRunWriter:
         conn = self._db()
         with conn:
             yield conn
-        if file_identity(self.path) != self._file:
+        if why := moved(self.path, self._file):
             self.close()
-            self._lost = OSError(f"its file {self.path} was removed or replaced while this command was writing it")
+            self._lost = OSError(why)
             raise self._lost
 
     def close(self) -> None:
@@ -388,12 +390,3 @@ class SqliteRunWriter:
                 'INSERT OR REPLACE INTO experiment_tags ("key", value, experiment_id) VALUES (?, ?, ?)',
                 (key, value, int(self.experiment_id)),
             )
-
-
-def file_identity(path: Path) -> Optional[tuple[int, int]]:
-    """The file at `path` (its device and inode), or None where there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
