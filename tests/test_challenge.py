@@ -37,7 +37,8 @@ def refusal(path: str, *overrides: str) -> str:
 def test_a_bad_path_is_one_line_naming_what_is_wrong(tmp_path):
     honest = EXAMPLES / "honest.py"
     assert refusal("honest.py") == (
-        "method.path='honest.py' is not allowed: expected <file.py>:<function> or <package.module>:<function>"
+        "method.path='honest.py' is not allowed: expected <file.py>:<function> or <package.module>:<function>,"
+        " e.g. my_solver.py:solve"  # where the function's name goes: the form alone left a newcomer guessing
     )
     assert refusal(f"{EXAMPLES}/hnest.py:solve").startswith(f"method.path={EXAMPLES}/hnest.py:solve: no file")
     assert refusal(f"{EXAMPLES}/hnest.py:solve").endswith(f"(did you mean {honest}?)")

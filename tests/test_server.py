@@ -81,6 +81,8 @@ def test_no_login_or_a_wrong_password_is_one_line_naming_the_uri_before_any_job(
     for env, said in (
         ({k: "" for k in LOGIN}, "the server asks for a login and none is given"),
         ({LOGIN[0]: server.username, LOGIN[1]: "not-the-password"}, "login refused for user 'admin'"),
+        # half a login, which MLflow's client sends as none: "login refused for user ''" named no cause
+        ({LOGIN[0]: "", LOGIN[1]: server.password}, "the server asks for a login and only MLFLOW_TRACKING_PASSWORD"),
     ):
         for args in (["method=gf2"], ["-m", "method=gf2", "problem.seed=1,2"]):
             p = run_sweep(*args, "mlflow.experiment=logins", cwd=tmp_path, env=env)

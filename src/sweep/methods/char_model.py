@@ -31,6 +31,7 @@ from sweep.methods.base import Context, MethodBase, Outcome
 from sweep.methods.char_stream import score
 from sweep.methods.solver import SOLVER_SHA_TAG
 from sweep.problems.chars import WIKITEXT_TEST, challenge_text
+from sweep.sandbox import target
 from sweep.trace.source import METHOD, Source
 
 SOURCE_ARTIFACT = "char_model.py"  # the model's source, as the run measured it
@@ -43,11 +44,7 @@ class CharModel(MethodBase):
     trace_source: ClassVar[str] = Source.AUTO.value  # a user's model has no hand-placed trace
     meters_itself: ClassVar[bool] = True  # its training is metered once, inside solve (not solved again to meter)
     field_rules: ClassVar[tuple[Rule, ...]] = (
-        Rule(
-            "method.path",
-            "<file.py>:<function> or <package.module>:<function>",
-            lambda v, c: isinstance(v, str) and ":" in v,
-        ),
+        target.rule("method.path", "my_model.py:train"),
         Rule("method.max_train_s", "a finite number > 0 (set as challenge.max_train_s)", positive_finite),
         Rule("method.score_chars", "an integer >= 1 (set as challenge.score_chars)", positive_int),
         choice("method.gate_split", GATES, " (set as challenge.gate_split)"),

@@ -36,7 +36,7 @@ from sweep.config.fields import Rule, nonneg_int
 from sweep.errors import ConfigError
 from sweep.methods import solver_path as load
 from sweep.methods.base import SEEDS_ONLY, Context, MethodBase, Outcome, subset_outcome
-from sweep.sandbox import EntrantFailed, Limits
+from sweep.sandbox import EntrantFailed, Limits, target
 from sweep.sandbox.target import find
 from sweep.trace import stored
 from sweep.trace.source import METHOD, Source
@@ -57,11 +57,7 @@ class Solver(MethodBase):
     trace_source: ClassVar[str] = Source.AUTO.value  # its only source: a user's code has no hand-placed trace
     vectorised: ClassVar[tuple[str, ...]] = SEEDS_ONLY  # batched as several runs in one task
     field_rules: ClassVar[tuple[Rule, ...]] = (
-        Rule(
-            "method.path",
-            "<file.py>:<function> or <package.module>:<function>",
-            lambda v, c: isinstance(v, str) and ":" in v,
-        ),
+        target.rule("method.path", "my_solver.py:solve"),
         Rule("method.max_escaped", "an integer >= 0, or null (n_bits)", lambda v, c: v is None or nonneg_int(v)),
         Rule("method.time_limit_s", "a number of seconds > 0", _positive),
         Rule("method.load_limit_s", "a number of seconds > 0", _positive),

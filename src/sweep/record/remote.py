@@ -47,6 +47,7 @@ DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
 SEARCH = "api/2.0/mlflow/experiments/search?max_results=1"
 MISSING_EXPERIMENT = "api/2.0/mlflow/experiments/get?experiment_id=sweep-preflight-none"
 NOT_MLFLOW = "it answers HTTP, but nothing an MLflow tracking server answers: not an MLflow tracking server"
+_HALF = {True: "MLFLOW_TRACKING_USERNAME", False: "MLFLOW_TRACKING_PASSWORD"}  # the half of a login that is set
 _answered: set[tuple[str, str]] = set()  # (uri, user) that answered and took the login
 
 
@@ -166,8 +167,8 @@ def _request(uri: str, path: str = SEARCH) -> urllib.request.Request:
     uri, user, password = _login(uri)
     req = urllib.request.Request(f"{uri.rstrip('/')}/{path}")
     token = os.environ.get("MLFLOW_TRACKING_TOKEN")
-    if user or password:
-        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode())
+    if user and password:  # as MLflow's client: a login is sent only whole, else the token, else nothing
+        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
     elif token:
         req.add_header("Authorization", f"Bearer {token}")
     return req
@@ -208,8 +209,9 @@ def problem(uri: str, timeout_s: Optional[float] = None) -> Optional[str]:
         body = asked
     except urllib.error.HTTPError as e:
         if e.code == 401:
-            if not (user or password):
-                return f"the server asks for a login and none is given: {CREDENTIALS}"
+            if not (user and password):  # MLflow's client sends half a login as none
+                given = "none is given" if not (user or password) else f"only {_HALF[bool(user)]} is set"
+                return f"the server asks for a login and {given}: {CREDENTIALS}"
             return f"login refused for user {user!r} (wrong username or password): {CREDENTIALS}"
         if e.code == 403:  # logged in; what it may read or write is the server's per-experiment answer
             _answered.add((uri, user))

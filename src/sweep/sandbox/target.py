@@ -16,10 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from sweep.config.fields import Rule
 from sweep.errors import ConfigError
 from sweep.paths import PROJECT_ROOT
 
 FORM = "<file.py>:<function> or <package.module>:<function>"
+
+
+def rule(field: str, example: str) -> Rule:
+    """The field's value rule: the form, with an example (a file given without its function, `my_solver.py`, was
+    told only the form; the example shows where the function's name goes)."""
+    return Rule(field, f"{FORM}, e.g. {example}", lambda v, c: isinstance(v, str) and ":" in v)
 
 
 @dataclass(frozen=True)
