@@ -16,6 +16,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import journal_folded
+from tests.test_faults import NOBODY, made_store, open_dir, read_only_store  # noqa: F401 - fixtures
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
 
 # max_epochs=1 jobs finish at once; max_epochs=100000 at a tiny lr never converge: running when the signal comes
@@ -58,12 +59,13 @@ def start_sweep(store: str, cwd: Path, *args: str) -> subprocess.Popen:
 
 
 def start_command(
-    cwd: Path, *args: str, env: dict[str, str], entry: tuple[str, ...] = ("-m", "sweep")
+    cwd: Path, *args: str, env: dict[str, str], entry: tuple[str, ...] = ("-m", "sweep"), as_nobody: bool = False
 ) -> subprocess.Popen:
     """`python -m sweep ARGS` (or `python *entry ARGS`) with `env` added, in a session of its own, its output read
-    as it comes."""
+    as it comes; `as_nobody`: as an unprivileged user (file modes bind it)."""
+    nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if as_nobody else []
     return subprocess.Popen(
-        [sys.executable, *entry, *args],
+        [*nobody, sys.executable, *entry, *args],
         cwd=cwd,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -143,7 +145,7 @@ def test_sigint_sigterm_and_sighup_stop_a_sweep_then_resume_loses_nothing(store,
     assert p.returncode == 0 and "skipping 2 job(s)" in p.stdout, p.stderr
 
 
-def test_a_closed_output_stops_a_sweep_as_sigpipe_and_loses_nothing(store, tmp_path):
+def test_a_closed_output_stops_a_sweep_as_sigpipe_and_loses_nothing(store, tmp_path, made_store, open_dir):
     """`sweep -m ... | head`: the reader of the sweep's output ends. The next [FINISHED] line was a BrokenPipeError
     traceback, exit 1, the parent left RUNNING and the running jobs with no record. Now the sweep stops as for a
     signal: one line, 141 (128 + SIGPIPE), every job recorded, KILLED or counted as not started, none left
@@ -175,17 +177,17 @@ def test_a_closed_output_stops_a_sweep_as_sigpipe_and_loses_nothing(store, tmp_p
         time.sleep(0.1)
     else:
         pytest.fail("a process of the sweep outlived it")
-    # a single run whose store refuses its result (an empty file: half-made), its output closed: the summary's
-    # BrokenPipeError was Hydra's warning of a failed callback, and the command exited 0 without saying the result
-    # was not recorded; now the line on stderr and exit 1, as with its output open
-    (tmp_path / "empty.db").touch()
-    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'empty.db'}", "SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
-    single = start_command(tmp_path, "method=gf2", "problem.n_bits=8", "tracker=none", env=env)
+    # a single run whose store refuses its result (a store nobody may write, run as nobody), its output closed:
+    # the summary's BrokenPipeError was Hydra's warning of a failed callback, and the command exited 0 without
+    # saying the result was not recorded; now the line on stderr and exit 1, as with its output open
+    uri, work = read_only_store(made_store, open_dir), open_dir / "work"
+    env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(open_dir / "spool"), "HOME": str(work)}
+    single = start_command(work, "method=gf2", "problem.n_bits=8", "tracker=none", env=env, as_nobody=True)
     single.stdout.close()
     err = single.stderr.read()
     assert single.wait(timeout=60) == 1, err
     assert err.startswith("sweep: result not recorded: ") and len(err.splitlines()) == 1, err
-    assert len(list((tmp_path / "spool").glob("*.json"))) == 1
+    assert len(list((open_dir / "spool").glob("*.json"))) == 1
 
 
 def test_sigkill_of_the_launcher_leaves_no_worker_and_the_rerun_repairs_its_runs(store, tmp_path):

@@ -144,6 +144,13 @@ def test_a_store_at_a_revision_this_mlflow_does_not_know_says_a_newer_mlflow_mad
     _sql(db, "UPDATE alembic_version SET version_num = 'ffff00001111'")
     cause = _sweep_line(f"sqlite:///{db}", tmp_path)
     assert cause.startswith("a schema revision this MLflow does not know (ffff00001111;") and "newer MLflow" in cause
+    # a single run too, before its job: it ran, then spooled a result this store will never take
+    uri = f"sqlite:///{db}"
+    p = sweep(
+        "method=gf2", "problem.n_bits=10", env={"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": "sp"}, cwd=tmp_path
+    )
+    assert p.returncode == 1 and "FINISHED" not in p.stdout and not (tmp_path / "sp").exists(), p.stdout
+    assert one_line(p.stderr) == f"sweep: store {uri}: {cause}"
 
 
 # -- half-made -----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import made_once
-from tests.test_faults import _runs, one_line, sweep
+from tests.test_faults import _runs, made_store, one_line, open_dir, read_only_store, sweep  # noqa: F401 - fixtures
 
 
 def _plain_copy(src: Path, dst_dir: Path) -> Path:
@@ -76,7 +76,7 @@ os._exit(0)  # no close, so no checkpoint: the -wal stays, as after a crash or a
 """
 
 
-def test_spool_import_takes_a_store_whose_wal_holds_what_its_file_lacks(wal_store, tmp_path):
+def test_spool_import_takes_a_store_whose_wal_holds_what_its_file_lacks(wal_store, made_store, open_dir, tmp_path):
     db = _plain_copy(wal_store, tmp_path / "st")
     uri = f"sqlite:///{db}"
     subprocess.run([sys.executable, "-c", WRITE_TO_WAL_ONLY, str(db)], check=True)
@@ -94,15 +94,14 @@ def test_spool_import_takes_a_store_whose_wal_holds_what_its_file_lacks(wal_stor
     )
     assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip() == "ok"
 
-    # a result spooled for this store (a single run on it while it was unreachable), then imported
-    spool = tmp_path / "spool"
-    ro = tmp_path / "gone.db"
-    ro.write_bytes(b"not a database" * 10)
-    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{ro}", "SWEEP_SPOOL_DIR": str(spool)}
-    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=7", env=env, cwd=tmp_path)
+    # a result spooled for this store (a single run, as nobody, on a store it could not write), then imported
+    ro = read_only_store(made_store, open_dir)
+    spool = open_dir / "spool"
+    env = {"MLFLOW_TRACKING_URI": ro, "SWEEP_SPOOL_DIR": str(spool)}
+    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=7", env=env, cwd=open_dir / "work", as_nobody=True)
     assert p.returncode == 1
     (spooled,) = spool.glob("*.json")
-    spooled.write_text(spooled.read_text().replace(f"sqlite:///{ro}", uri))
+    spooled.write_text(spooled.read_text().replace(ro, uri))
     p = sweep("import", env={"SWEEP_SPOOL_DIR": str(spool)}, cwd=tmp_path, module="sweep.spool")
     assert p.returncode == 0, p.stderr
     assert "corrupt" not in p.stderr and f"1 result(s) written into {uri}" in p.stdout
@@ -197,20 +196,21 @@ def test_a_store_mlflow_cannot_open_stops_a_sweep_with_one_line(tmp_path, launch
 
 
 # -- the spool imports into the store each result names --------------------------------------------------------
-def test_spool_import_writes_into_the_store_the_result_names_wherever_it_runs(tmp_path):
-    """A single run from directory `a` on a relative store URI that refuses it, imported from directory `b`."""
-    a, b, spool = tmp_path / "a", tmp_path / "b", tmp_path / "spool"
-    (a / "st").mkdir(parents=True)
-    b.mkdir()
-    (a / "st" / "mlflow.db").write_bytes(b"not a database" * 10)
-    env = {"MLFLOW_TRACKING_URI": "sqlite:///st/mlflow.db", "SWEEP_SPOOL_DIR": str(spool)}
-    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=9", env=env, cwd=a)
-    assert p.returncode == 1 and "corrupt" in one_line(p.stderr)
-    (a / "st" / "mlflow.db").unlink()  # the store repaired (here: made afresh)
+def test_spool_import_writes_into_the_store_the_result_names_wherever_it_runs(made_store, open_dir):
+    """A single run from directory `a` on a relative store URI that refuses it (a store nobody may write, the
+    run as nobody: one that may take writes later), imported from directory `b`."""
+    read_only_store(made_store, open_dir)  # open_dir/ro/mlflow.db; open_dir/spool and /work anyone may write
+    a, b, spool = open_dir, open_dir / "work", open_dir / "spool"
+    a.chmod(0o777)  # the run's own outputs are written where it runs
+    env = {"MLFLOW_TRACKING_URI": "sqlite:///ro/mlflow.db", "SWEEP_SPOOL_DIR": str(spool)}
+    p = sweep("method=gf2", "problem.n_bits=10", "problem.seed=9", env=env, cwd=a, as_nobody=True)
+    assert p.returncode == 1 and "read-only" in one_line(p.stderr)
+    (a / "ro").chmod(0o755)  # the store repaired: writable again
+    (a / "ro" / "mlflow.db").chmod(0o644)
     p = sweep("import", env={"SWEEP_SPOOL_DIR": str(spool)}, cwd=b, module="sweep.spool")
     assert p.returncode == 0, p.stderr
     assert list(b.iterdir()) == []  # nothing made where the command ran
-    assert [r.data.params["problem.seed"] for r in _runs(f"sqlite:///{a / 'st' / 'mlflow.db'}")] == ["9"]
+    assert "9" in [r.data.params.get("problem.seed") for r in _runs(f"sqlite:///{a / 'ro' / 'mlflow.db'}")]
 
 
 def test_spool_import_with_nothing_spooled_creates_no_store(tmp_path):

@@ -15,7 +15,7 @@ from sweep.paths import default_tracking_uri
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record import address, remote
 from sweep.record.registry import open_store
-from sweep.record.store import StoreError, experiment_name_problem, redacted, sqlite_experiment_deleted
+from sweep.record.store import NoStore, StoreError, experiment_name_problem, redacted, sqlite_experiment_deleted
 
 
 def tracking_uri(config: DictConfig) -> str:
@@ -53,12 +53,18 @@ def check_experiment(config: DictConfig) -> None:
         raise Refusal(f"store {redacted(tracking_uri(config))}: {deleted}", UNUSABLE)
 
 
-def check_writable(config: DictConfig) -> None:
-    """A store file that cannot be written (read-only, full, locked, damaged): found in milliseconds."""
+def check_usable(config: DictConfig, write: bool) -> None:
+    """A store file that cannot be written (`write`: read-only, full, locked) or used at all (damaged, half-made,
+    another schema, not MLflow's): found in milliseconds. A single run checks only the second kind: a store that
+    takes no writes now may take them later (its result is spooled), one of a newer MLflow's schema never will,
+    so its job is not run for nothing."""
     try:
-        open_store(tracking_uri(config)).check(write=True)
+        open_store(tracking_uri(config)).check(write=write)
+    except NoStore:  # a single run's new store: made at its first write
+        pass
     except StoreError as e:
-        raise Refusal(str(e), UNUSABLE) from None
+        if write or not e.passing:
+            raise Refusal(str(e), UNUSABLE) from None
 
 
 def check_store(config: DictConfig, write: bool) -> None:
@@ -70,7 +76,6 @@ def check_store(config: DictConfig, write: bool) -> None:
         check_settings(config)
         check_server(config)
         check_experiment(config)
-        if write:
-            check_writable(config)
+        check_usable(config, write)
     except InterpolationResolutionError as e:  # mlflow.tracking_uri=http://host/${oops}: as any key's, one line
         raise Refusal.config_error(unresolved(config, e)) from None

@@ -60,6 +60,12 @@ class StoreError(CompactHydraException):
         self.uri = uri
         self.cause = cause
 
+    @property
+    def passing(self) -> bool:
+        """Whether the cause may pass by itself (another process's lock, `kind_of`'s "locked"): a result written
+        later may be taken, one for a damaged store or another schema never is."""
+        return self.cause.startswith("locked:")
+
 
 class NoStore(StoreError):
     """Nothing has been recorded at the address a reading command was given: bad input (exit 2, as a misspelt
