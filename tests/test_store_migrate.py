@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
+from sweep.store.migrate import exclusive
 from tests.conftest import FAULTY, ROOT, made_once, run_sweep
 from tests.forked_sweep import python_m
 
@@ -136,6 +137,16 @@ def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_pa
     assert dry.returncode == 0, dry.stderr
     assert "9 to copy, 0 already there" in dry.stdout
     assert not (tmp_path / "shared").exists()  # a dry run writes nothing, not even the target store
+    # another migrate into the same store still running (its lock held): two at once each took the other's copies
+    # in progress for a cut-short migrate's; this one waits for nothing and writes nothing (a dry run still counts)
+    with exclusive(target):
+        busy = migrate("--from", source, "--to", target)
+        assert "9 to copy" in migrate("--from", source, "--to", target, "--dry-run").stdout
+    assert busy.returncode == 1 and not (tmp_path / "shared").exists(), busy.stdout
+    assert busy.stderr.strip().endswith(  # `python -m sweep.store migrate: ...` as run here
+        f" migrate: store {target}: another migrate into this store is running on this machine: run this "
+        "one when it ends"
+    )
     assert migrate("--from", source, "--to", target).returncode == 0
     again = migrate("--from", source, "--to", target)
     assert again.returncode == 0, again.stderr

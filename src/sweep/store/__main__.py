@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from typing import Callable, Sequence
 
 from hydra_plugins.sweep_launcher.api import SIGNALS, command, prog, starting
@@ -22,7 +22,7 @@ with starting(str(prog("sweep.store"))):
 
     from sweep.arguments import Parser
     from sweep.record import address, store
-    from sweep.store.migrate import BadInput, migrate, plan
+    from sweep.store.migrate import BadInput, exclusive, migrate, plan
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
 
@@ -80,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True)
     stop = _Stop()
     previous = {s: signal.signal(s, stop) for s in SIGNALS}
+    stack = ExitStack()
     try:
         for flag, uri in (("--from", a.source), ("--to", a.target)):
             if why := address.problem(uri):
@@ -87,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for uri in (a.source, a.target):  # a server or database that does not answer: seconds, not minutes
             address.check(uri)
         say = lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True)  # noqa: E731
+        one_at_a_time = nullcontext() if a.dry_run else exclusive(a.target)
+        stack.enter_context(one_at_a_time)  # held until the command ends
         p = plan(a.source, a.target, a.experiment, a.dry_run)  # bad input here is still its one line alone
         todo = sum(1 for _, r in p.runs if r.info.run_id not in p.copies)
         say(f"{len(p.runs)} run(s) found, {todo} not copied yet; {'counting' if a.dry_run else 'copying'} them")
@@ -124,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {store.cause_of(e)}", file=sys.stderr)
         return 1
     finally:
+        stack.close()
         for s, h in previous.items():
             signal.signal(s, h)
     for failure in summary.failed:
