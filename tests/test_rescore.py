@@ -231,6 +231,10 @@ def test_a_sweeps_parent_run_names_its_children(store, capsys):
     out = capsys.readouterr().out
     assert "4 of 4 run(s) scored with tracker=dmd" in out and out.count("nothing logged again") == 4, out
     assert all(len(client.get_metric_history(r.run_id, "dmd")) == 1 for r in results)
+    # nor by the first: the figures the run had from tracker=ard (ard, reads, ...) were each logged a second time
+    for r in results:
+        shared = [k for k in ("ard", "reads", "writes", "dmc") if k in r.metrics]
+        assert shared and all(len(client.get_metric_history(r.run_id, k)) == 1 for k in shared), shared
 
 
 def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, monkeypatch):

@@ -133,11 +133,21 @@ def score(client: Any, run: Any, tracker_node: dict[str, Any]) -> Scored:
 
 
 def _metrics(scored: Scored, now: int) -> Iterator[tuple[str, float, int, int]]:
+    """The figures the run does not carry yet: one the run already has at the same value (the figures trackers
+    share, `ard` and `reads` under tracker=dmd; a curve by its last value) was logged again, a second point in its
+    history with nothing new in it."""
+    has = scored.run.data.metrics  # the latest value of each
+
+    def new(k: str, v: float) -> bool:
+        return k not in has or float(has[k]) != v
+
     for k, v in scored.report.metrics.items():
-        yield (k, float(v), now, 0)
+        if new(k, float(v)):
+            yield (k, float(v), now, 0)
     for k, values in scored.curves.items():  # per epoch, at the steps a run logs its curves (1, 2, ...)
-        for i, v in enumerate(values):
-            yield (k, float(v), now, i + 1)
+        if values and new(k, float(values[-1])):
+            for i, v in enumerate(values):
+                yield (k, float(v), now, i + 1)
 
 
 def log(client: Any, scored: Scored, tracker: str, version: str) -> None:
