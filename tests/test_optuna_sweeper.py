@@ -242,6 +242,9 @@ def test_a_search_into_a_second_store_in_the_same_folder_is_its_own_study(tmp_pa
         assert len(_children(store, "tune_sgd")) == 4
         # two launches of 2 trials: the second, expected from the first's runs, said "estimate <1s for 2 job(s)"
         assert "estimate" not in p.stderr, p.stderr
+        # and its progress counts the search, not each launch ("tune_sgd 2/2 · 2 done" after each of them)
+        progress = [ln.split(" · ")[:2] for ln in p.stderr.splitlines() if ln.startswith("tune_sgd ")]
+        assert progress == [["tune_sgd 2/4", "2 done"], ["tune_sgd 4/4", "4 done"]], p.stderr
         assert (tmp_path / f"{name}-optuna.db").exists()
     assert store_sibling("optuna.db", f"sqlite:///{tmp_path}/mlflow.db") == f"sqlite:///{tmp_path}/optuna.db"
     server = store_sibling("optuna.db", "postgresql+psycopg://alice:secret@db.lab:5432/mlflow")

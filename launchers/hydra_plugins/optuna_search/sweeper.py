@@ -28,6 +28,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.optuna_search._space import SpaceError, as_override, holds, parse, points
+from hydra_plugins.sweep_launcher.api import JOBS_IN_SWEEP
 
 log = logging.getLogger(__name__)
 DIRECTIONS = ("maximize", "minimize")
@@ -172,6 +173,7 @@ class OptunaSweeper(Sweeper):
         size = points(space)  # a finite space: once each point has a finished trial, more trials only repeat one
         if size is not None and todo > size:
             log.info(f"optuna: the search space holds {size} point(s): the search ends once each has finished")
+        setattr(self.launcher, JOBS_IN_SWEEP, min(todo, size) if size is not None else todo)  # its progress's total
         while todo > 0 and (size is None or self._finished_points(study, space) < size):
             trials = [study.ask(space) for _ in range(min(self.n_jobs, todo))]
             batch = [self._overrides(t, fixed) for t in trials]

@@ -36,6 +36,7 @@ from hydra_plugins.sweep_launcher._core import (
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, composer, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
+from hydra_plugins.sweep_launcher._progress import JOBS_IN_SWEEP
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
 from hydra_plugins.sweep_launcher._stopping import HooksFailed, Stopping
 from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, settle, stop, taken, wait_s
@@ -56,10 +57,10 @@ class Dispatcher(Stopping):
         tally: Tally,
         backends: Optional[dict[str, Backend]] = None,
         expected: Optional[dict[int, float]] = None,
-        first: bool = True,
+        earlier: Any = None,
     ) -> None:
         """`expected`: job index -> the seconds the hooks expect it to take (`JobPlan.expected_s`), for the ETA;
-        `first`: the sweeper's first launch (a search's later ones announce no estimate)."""
+        `earlier`: the sweep's previous launch's Progress (a search's later launches count on from it)."""
         from hydra_plugins.sweep_launcher._progress import Progress  # noqa: PLC0415 - rich's progress bar: once a batch dispatches, not at plugin scan
 
         self.launcher = launcher
@@ -99,7 +100,13 @@ class Dispatcher(Stopping):
         title = titles[0] if titles else str(OmegaConf.select(launcher.config, "hydra.job.name", default="sweep"))
         slots = (len(pool.workers) if pool is not None and self.local else 0) + len(self.remote)
         self.progress = Progress(
-            len(jobs), enabled=launcher.progress, title=title, slots=slots, expected=expected, first=first
+            len(jobs),
+            enabled=launcher.progress,
+            title=title,
+            slots=slots,
+            expected=expected,
+            earlier=earlier,
+            in_sweep=getattr(launcher, JOBS_IN_SWEEP, None),
         )
         self.interrupt = Interrupt(hold_after=bool(hooks))
         # results read from the workers and not yet handed over: a stop hands them over first (`_take_arrived`)

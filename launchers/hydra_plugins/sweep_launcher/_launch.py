@@ -120,6 +120,9 @@ class Multirun:
             h.driven, h.tally = True, self.tally  # driven travels to the workers with Hydra's context
         self.pool: Optional[Pool] = None
         self.namer = Namer.for_multirun(cfg.hydra)
+        # the last launch's progress: a search's next launch counts on from it, and only the sweep's first (a
+        # resumed search's too, numbered on) announces an estimate
+        self.progress: Any = None
 
     def close_pool(self, kill: bool = False) -> None:
         if self.pool is not None:
@@ -280,12 +283,11 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     cfg: DictConfig = launcher.config
     configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
     Path(str(cfg.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-    first = launcher.multirun is None  # the sweep's first launch: a search's later ones (its next trials) announce
-    run: Multirun = launcher.multirun or Multirun(launcher)  # no estimate; a resumed search's first, numbered on, does
+    run: Multirun = launcher.multirun or Multirun(launcher)
     launcher.multirun = run
     returns: dict[int, JobReturn] = {}
     try:  # until the dispatcher's loop listens, a signal ends the sweep here, before any job of the batch starts
-        jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns, first)
+        jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
     except KeyboardInterrupt as e:
         interrupted_before_any_job(run, as_interrupted(e))
     except Exception:
@@ -293,6 +295,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         raise
     try:
         if dispatcher is not None:
+            run.progress = dispatcher.progress  # the next launch (a search's next trials) counts on from it
             returns.update(dispatcher.run())
     finally:
         if not run.hooks:  # no hooks will say when the sweep ends (an app of its own, Hydra's tests): the workers
@@ -308,10 +311,9 @@ def prepare(
     job_overrides: Sequence[Sequence[str]],
     initial_job_idx: int,
     returns: dict,
-    first: bool,
 ) -> tuple[list[Job], Any]:
     """The batch's jobs, every one checked (`plan`), the skipped ones' returns put in `returns`, and the dispatcher
-    of the rest (None: nothing to run); `first`: the sweep's first launch (its estimate)."""
+    of the rest (None: nothing to run)."""
     from hydra_plugins.sweep_launcher._dispatch import Dispatcher  # noqa: PLC0415 - the dispatcher (rich, pipes): on the first launch, not at plugin scan
 
     cfg: DictConfig = launcher.config
@@ -363,7 +365,7 @@ def prepare(
     if not todo:
         return jobs, None
     expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
-    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected, first)
+    return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected, run.progress)
 
 
 def failed_before_any_job(run: Multirun) -> None:

@@ -18,6 +18,9 @@ from typing import Any, Callable, Optional
 
 from hydra_plugins.sweep_launcher._signals import output_closed
 
+# a launcher attribute (api.JOBS_IN_SWEEP): the jobs a sweeper that launches a batch at a time will launch in all
+JOBS_IN_SWEEP = "jobs_in_sweep"
+
 
 def duration(seconds: float) -> str:
     """53s, 4m05s, 2h07m: short enough for a progress line; a time under half a second is <1s (a batched
@@ -43,18 +46,23 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         slots: int = 1,
         expected: Optional[dict[int, float]] = None,
-        first: bool = True,
+        earlier: Optional["Progress"] = None,
+        in_sweep: Optional[int] = None,
     ) -> None:
-        self.total = total
+        """`earlier`: the sweep's previous launch's progress (a search launches its trials a batch at a time); this
+        one counts on from it. `in_sweep`: the jobs the whole sweep will launch, where its sweeper says so."""
         # the sweep's first launch: a search's later ones (Optuna's, n_jobs trials each) each said "estimate <1s
         # for 2 job(s)", seven times in tune_sgd, none of them the search's
-        self.first = first
+        self.first = earlier is None
+        # counted from the sweep's start, not the batch's: tune_sgd said "2/2 · 2 done" after each of its batches
+        before = earlier.done + earlier.failed if earlier else 0
+        self.total = max(before + total, earlier.total if earlier else 0, in_sweep or 0)
         self.slots = max(1, slots)  # jobs that run at once (local workers, remote jobs)
         self.expected = dict(expected or {})  # job index -> seconds expected of it (`JobPlan.expected_s`)
-        self.took: list[float] = []  # the finished jobs' seconds
+        self.took: list[float] = list(earlier.took) if earlier else []  # the finished jobs' seconds
         self.took_vs_expected = [0.0, 0.0]  # over the finished jobs with an expectation: seconds taken, expected
         self.title = title
-        self.done = self.failed = 0
+        self.done, self.failed = (earlier.done, earlier.failed) if earlier else (0, 0)
         self.running: set[int] = set()  # remote jobs in flight
         self.n_local = 0
         self.clock = clock
@@ -81,7 +89,10 @@ class Progress:
                 redirect_stdout=True,
                 redirect_stderr=True,
             )
-            self._task = self._bar.add_task(title, total=total, done=0, failed=0, running=0, eta="?")
+            self._task = self._bar.add_task(
+                title, total=self.total, completed=self.done + self.failed, done=self.done, failed=self.failed,
+                running=0, eta="?",
+            )  # fmt: skip
 
     def __enter__(self) -> "Progress":
         start = self.eta_s() if self.expected and self.first else None

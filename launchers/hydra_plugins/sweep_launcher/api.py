@@ -14,6 +14,8 @@ launcher's own and may change.
                      comes, the launcher's own handling included); output_closed (a write's reader gone), reader_gone
     time limits      timer (the app says, in a worker, what a job's time limit covers)
     start-up         compose_once (a command's config composed once, where Hydra composes it twice)
+    sweepers         JOBS_IN_SWEEP (the launcher attribute a sweeper that launches a batch at a time sets to the
+                     jobs of its whole sweep: the progress line's total)
 
 Names resolve on first use (PEP 562): Hydra's plugin scan runs this package's public modules again at start-up,
 and an app that imports a name after the scan gets the scan's object, as if it imported the module itself.
@@ -50,6 +52,7 @@ _HOME = {
     "SIGNALS": "_signals",
     "listening": "_signals",
     "SweepLauncherConf": "config",
+    "JOBS_IN_SWEEP": "_progress",
 }
 _MODULES = ("timer",)
 __all__ = [*_HOME, *_MODULES, "compose_once"]
