@@ -318,3 +318,34 @@ def test_a_tilde_of_another_users_home_is_told_quoted_not_as_home():
         line = explain(raised.value).line
         assert line.endswith(f"(a ~ after problem.path= is not expanded by the shell: {said}"), line
         OverridesParser.create().parse_overrides([f'problem.path="{value}"'])  # what it shows is read
+
+
+def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
+    """OmegaConf reads any integer but 0 as true, and yes / on / y too: `mlflow.force=2` re-ran a recorded job,
+    `device.local_gpu=1` and `hydra.launcher.force=2` were on, `mlflow.enabled=0` off, without a word. Every bool
+    field (the job's, the launcher's) is one line naming it, before any job."""
+    cases = {
+        ("mlflow.force=2",): "mlflow.force=2 is not allowed: expected true or false",
+        ("mlflow.force=ture",): "mlflow.force=ture is not allowed: did you mean true? expected true or false",
+        ("device.local_gpu=1",): "device.local_gpu=1 is not allowed: expected true or false",
+        ("method=gpt", "method.checkpoint=on"): "method.checkpoint=on is not allowed: expected true or false",
+        ("-m", "hydra.launcher.force=2"): "hydra.launcher.force=2 is not allowed: expected true or false",
+        ("-m", "hydra.launcher.fast=3"): "hydra.launcher.fast=3 is not allowed: expected true or false or null",
+        ("-m", "mlflow.force=true,0"): "mlflow.force=0 is not allowed: expected true or false",
+        ("-m", "mlflow.force='yes',true"): "mlflow.force=yes is not allowed: expected true or false",
+        ("-m", "mlflow.force=range(0,2)"): "mlflow.force=range(0,2) is not allowed: expected true or false",
+        ("++mlflow.enabled=0",): "mlflow.enabled=0 is not allowed: expected true or false",
+    }
+    for argv, line in cases.items():
+        with pytest.raises(Refusal) as e:
+            check_command(list(argv))
+        assert e.value.line == f"config error: {line}", argv
+    for fine in (["mlflow.force=true"], ["-m", "mlflow.force=True,'false'"], ["-m", "hydra.launcher.fast=null"]):
+        assert check_command(fine)
+    p = run_sweep("method=gf2", "mlflow.force=2", cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (
+        2,
+        "sweep: config error: mlflow.force=2 is not allowed: expected true or false\n",
+    )
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0

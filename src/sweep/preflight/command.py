@@ -11,8 +11,8 @@ from typing import NoReturn
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
 from sweep.config.memory import check_grid
-from sweep.config.schema import JOB_GROUPS, Config
-from sweep.config.suggest import expected
+from sweep.config.schema import JOB_GROUPS, Config, bool_fields, config_bool_fields
+from sweep.config.suggest import closest, expected
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR
 from sweep.preflight.refusal import Refusal
@@ -175,6 +175,59 @@ def check_grid_size(argv: list[str]) -> None:
         raise Refusal.config_error(str(e)) from None
 
 
+def _bool_fields() -> dict[str, bool]:
+    """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
+    from hydra_plugins.sweep_launcher.config import ModalConf, SweepLauncherConf  # noqa: PLC0415 - Hydra scans it
+
+    return {
+        **config_bool_fields(),
+        **bool_fields("hydra.launcher", [SweepLauncherConf]),
+        **bool_fields("hydra.launcher.modal", [ModalConf]),
+    }
+
+
+def check_bool_values(argv: list[str]) -> None:
+    """A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes, on or y too
+    (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on), so each such value, and each value of a
+    sweep over one, is refused here before Hydra converts it. An interpolation (${...}) is left to OmegaConf."""
+    candidates = [a for a in argv if not a.startswith("-") and "=" in a]
+    keys = _bool_fields()
+    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in keys]
+    if not candidates:
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - (Hydra's own parser)
+    from hydra.core.override_parser.types import ChoiceSweep, QuotedString  # noqa: PLC0415
+    from hydra.errors import HydraException  # noqa: PLC0415
+
+    parser = OverridesParser.create()
+    for arg in candidates:
+        try:
+            override = parser.parse_override(arg)
+        except HydraException:
+            continue  # a line Hydra cannot read: its own refusal says why (sweep.preflight.composition)
+        if override.is_delete():
+            continue
+        key = override.key_or_group
+        value = override.value()
+        # a sweep's quoted value is Hydra's QuotedString, a plain one its text
+        values = (
+            [v.text if isinstance(v, QuotedString) else v for v in value.list]
+            if isinstance(value, ChoiceSweep)
+            else [value]
+        )
+        nullable = keys[key]
+        for v in values:
+            if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
+                continue
+            if isinstance(v, str) and v.lower() in ("true", "false"):
+                continue
+            allowed = "true or false" + (" or null" if nullable else "")
+            near = closest(v, ("true", "false")) if isinstance(v, str) else []
+            meant = f"did you mean {near[0]}? " if near else ""
+            shown = v if isinstance(value, ChoiceSweep) else arg.partition("=")[2]
+            raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
+
+
 def check_flags(argv: list[str]) -> None:
     """A misspelt flag (`--multrun`, `-M`, `--cfg jbo`) is one line with the one meant, where Hydra's parser prints
     its usage block and a line that names none (the flags are Hydra's: its own parser reads them here)."""
@@ -219,5 +272,6 @@ def check_command(argv: list[str]) -> list[str]:
     check_unknown_preset(argv)
     check_repeated_keys(argv)
     check_grid_size(argv)
+    check_bool_values(argv)
     check_unused_additions(argv)
     return argv
