@@ -349,3 +349,20 @@ def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
     )
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
+    """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
+    traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line
+    for a name that is no preset (sweep.paths.preset_file, which every command asks)."""
+    from sweep.paths import preset_file  # noqa: PLC0415
+    from sweep.report.queries import _studies_instead  # noqa: PLC0415
+    from sweep.report.study import study_settings  # noqa: PLC0415
+
+    long = "x" * 300
+    with pytest.raises(Refusal) as e:
+        check_command([f"sweeps={long}"])
+    assert e.value.line.startswith(f"config error: sweeps={long} is not a preset: expected one of ")
+    assert _studies_instead(long, [], {}).startswith("expected a study or an experiment of the store, a preset")
+    assert study_settings(long) == {}
+    assert preset_file(long) is None and preset_file("../conf/config") is None and preset_file("tiled_w1")

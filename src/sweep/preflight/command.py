@@ -14,7 +14,7 @@ from sweep.config.memory import check_grid
 from sweep.config.schema import JOB_GROUPS, Config, bool_fields, config_bool_fields
 from sweep.config.suggest import closest, expected
 from sweep.errors import ConfigError
-from sweep.paths import CONF_DIR, SWEEPS_DIR
+from sweep.paths import CONF_DIR, SWEEPS_DIR, preset_file
 from sweep.preflight.refusal import Refusal
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -42,7 +42,7 @@ def check_unknown_preset(argv: list[str]) -> None:
         if key == "sweeps" and eq and "(" not in value:
             given.append((arg, [v.strip() for v in value.strip("[]").split(",")]))
     names = [n for _, ns in given for n in ns]
-    unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
+    unknown = [v for v in names if not preset_file(v)]
     if unknown:
         raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: {expected(unknown[0], presets())}")
     if len(names) > 1:
