@@ -366,3 +366,33 @@ def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
     assert _studies_instead(long, [], {}).startswith("expected a study or an experiment of the store, a preset")
     assert study_settings(long) == {}
     assert preset_file(long) is None and preset_file("../conf/config") is None and preset_file("tiled_w1")
+
+
+def test_hydras_config_folder_and_name_flags_are_one_line(store, tmp_path):
+    """A prober's round: -cn nosuch printed Hydra's config search path in a dozen lines; -cp /nonexistent, a
+    relative -cp (Hydra reads it as a module beside the sweep package) and --config-dir /nonexistent were
+    Hydra's tracebacks, exit 1; -cn method/sgd composed a group's option as the whole config and failed in the
+    job with a traceback. Each is one line before Hydra starts, exit 2."""
+    (tmp_path / "mine").mkdir()
+    cases = {
+        ("-cn", "confg"): "-cn confg is not a primary config of ",
+        ("-cn", "method/sgd"): "-cn method/sgd is not a primary config of ",
+        ("-cp", "/nonexistent"): "-cp /nonexistent is not a directory: expected the folder of the primary config",
+        ("-cp", "mine"): f"-cp mine is relative, and Hydra reads a relative config path beside the sweep package, not "
+        f"from the working directory: expected an absolute path: -cp {tmp_path / 'mine'}",
+        ("-cp", str(tmp_path / "mine")): f"-cp {tmp_path / 'mine'} holds no config.yaml, the primary config read: ",
+        ("--config-dir", "/nonexistent"): "--config-dir /nonexistent is not a directory: expected a folder of configs",
+    }
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for argv, line in cases.items():
+            with pytest.raises(Refusal) as e:
+                check_command(list(argv))
+            assert e.value.line.startswith(line), (argv, e.value.line)
+    finally:
+        os.chdir(here)
+    assert "did you mean config?" in str(pytest.raises(Refusal, check_command, ["-cn", "confg"]).value)
+    p = run_sweep("-cn", "method/sgd", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert check_command(["-cn", "config", "method=gf2"]) and check_command(["--config-dir", str(tmp_path)])

@@ -5,7 +5,9 @@ fail, and every hint the project prints appends an override to the command)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import fields
+from pathlib import Path
 from typing import NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
@@ -247,6 +249,43 @@ def check_flags(argv: list[str]) -> None:
         raise Refusal(f"{' and '.join(modes)} given together: one of --run, --multirun, --cfg, --info at a time")
 
 
+def check_config_flags(argv: list[str]) -> None:
+    """Hydra's -cp/--config-path, -cd/--config-dir and -cn/--config-name name folders and a file that must be there:
+    a folder that is not, a relative -cp (Hydra reads it as a module beside the sweep package, not from the working
+    directory) and a primary config that is not in its folder were Hydra's traceback or its search path in a dozen
+    lines, exit 1; a group's option as the primary config (-cn method/sgd) composed and failed in the job."""
+    from hydra._internal.utils import get_args_parser  # noqa: PLC0415 - argparse's parser, built in microseconds
+
+    args = get_args_parser().parse_intermixed_args(argv)
+    dirs = [CONF_DIR]
+    if args.config_dir is not None:
+        if not os.path.isdir(args.config_dir):
+            raise Refusal(f"--config-dir {args.config_dir} is not a directory: expected a folder of configs to add")
+        dirs.append(Path(args.config_dir))
+    if args.config_path is not None and "://" not in args.config_path:  # (pkg:// and file:// are Hydra's to read)
+        where = Path(args.config_path)
+        if not where.is_absolute():
+            here = f": -cp {where.resolve()}" if where.resolve().is_dir() else ""
+            raise Refusal(
+                f"-cp {args.config_path} is relative, and Hydra reads a relative config path beside the sweep package, "
+                f"not from the working directory: expected an absolute path{here}"
+            )
+        if not where.is_dir():
+            raise Refusal(f"-cp {args.config_path} is not a directory: expected the folder of the primary config")
+        dirs[0] = where
+    name = args.config_name or "config"  # (the entrypoint's, conf/config.yaml; a -cp folder must hold one too)
+    stem = name.removesuffix(".yaml")
+    if "/" in stem or not any((d / f"{stem}.yaml").is_file() for d in dirs):
+        primaries = sorted({p.stem for d in dirs for p in d.glob("*.yaml")})
+        if not args.config_name:
+            others = f"-cn <one of {', '.join(primaries)}>" if primaries else "a folder that holds one (it holds none)"
+            raise Refusal(f"-cp {args.config_path} holds no config.yaml, the primary config read: expected {others}")
+        raise Refusal(
+            f"-cn {name} is not a primary config of {', '.join(map(str, dirs))}: {expected(stem, primaries)} (a "
+            "group's option is chosen as group=option)"
+        )
+
+
 def check_key_lengths(argv: list[str]) -> None:
     """A key longer than MLflow keeps a param's name: `+extra.<300 characters>=1` was Hydra's traceback (`File name
     too long`: it looks for a config group of that name), and 246 ran the job, whose result no store took (it
@@ -266,6 +305,7 @@ def check_key_lengths(argv: list[str]) -> None:
 def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
     check_flags(argv)
+    check_config_flags(argv)
     argv = multirun_first(argv)
     check_key_lengths(argv)
     check_group_choices(argv)  # (before the preset's check: `sweeps=[a,b]` is a list, not a preset "[a")
