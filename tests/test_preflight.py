@@ -254,6 +254,13 @@ def test_a_job_directory_that_cannot_be_made_or_written_is_one_line_before_any_j
         p = run_sweep(*cases[-1][0], cwd=tmp_path)
         assert p.returncode == 1 and len(p.stderr.splitlines()) == 1, p.stderr[-3000:]
         assert p.stderr.startswith(cases[-1][2]) and "full (No space left on device)" in p.stderr, p.stderr
+    # a prober's round: an interpolation that cannot be resolved there was "the store could not be checked, the job
+    # was not run: InterpolationKeyError: ..." in three lines, exit 1 (a single run), a traceback (a sweep)
+    for args in (("method=gf2", "hydra.run.dir=${oops}"), ("-m", "method=gf2", "hydra.sweep.dir=${oops}")):
+        p = run_sweep(*args, cwd=tmp_path)
+        key = args[-1].partition("=")[0]
+        said = f"sweep: config error: {key}=${{oops}} cannot be resolved: Interpolation key 'oops' not found\n"
+        assert (p.returncode, p.stderr, p.stdout) == (2, said, ""), p.stderr[-3000:]
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
