@@ -403,3 +403,9 @@ def test_hydras_config_folder_and_name_flags_are_one_line(store, tmp_path):
     p = run_sweep("-cn", "method/sgd", cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
     assert check_command(["-cn", "config", "method=gf2"]) and check_command(["--config-dir", str(tmp_path)])
+    p = run_sweep("method=gf2", cwd=tmp_path, env={"SWEEP_ROOT": str(tmp_path / "nowhere")})  # (was "-cp None ...")
+    assert p.returncode == 2 and p.stderr == (
+        f"sweep: {tmp_path / 'nowhere' / 'conf'} (the project's conf/) holds no config.yaml, the primary config "
+        f"read: expected a folder that holds one (it holds none); SWEEP_ROOT={tmp_path / 'nowhere'} names the "
+        "project's root\n"
+    )

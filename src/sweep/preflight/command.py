@@ -279,7 +279,13 @@ def check_config_flags(argv: list[str]) -> None:
         primaries = sorted({p.stem for d in dirs for p in d.glob("*.yaml")})
         if not args.config_name:
             others = f"-cn <one of {', '.join(primaries)}>" if primaries else "a folder that holds one (it holds none)"
-            raise Refusal(f"-cp {args.config_path} holds no config.yaml, the primary config read: expected {others}")
+            folder = f"-cp {args.config_path}" if args.config_path else f"{CONF_DIR} (the project's conf/)"
+            root = (
+                f"; SWEEP_ROOT={os.environ['SWEEP_ROOT']} names the project's root"
+                if "SWEEP_ROOT" in os.environ
+                else ""
+            )
+            raise Refusal(f"{folder} holds no config.yaml, the primary config read: expected {others}{root}")
         raise Refusal(
             f"-cn {name} is not a primary config of {', '.join(map(str, dirs))}: {expected(stem, primaries)} (a "
             "group's option is chosen as group=option)"
