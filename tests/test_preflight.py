@@ -409,3 +409,14 @@ def test_hydras_config_folder_and_name_flags_are_one_line(store, tmp_path):
         f"read: expected a folder that holds one (it holds none); SWEEP_ROOT={tmp_path / 'nowhere'} names the "
         "project's root\n"
     )
+
+
+def test_a_value_with_a_line_break_is_refused_in_one_line(store, tmp_path):
+    """A prober's round: a pasted value with a line break (mlflow.experiment=$'a\\nb') was refused in two lines,
+    the value printed as given; now escaped, with how Hydra reads it."""
+    p = run_sweep("method=gf2", "mlflow.experiment=a\nb", cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (
+        2,
+        "sweep: config error: mlflow.experiment=a\\nb is not an override Hydra can read: LexerNoViableAltException "
+        "(a line break or another control character is read only inside quotes)\n",
+    )
