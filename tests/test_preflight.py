@@ -254,6 +254,13 @@ def test_a_job_directory_that_cannot_be_made_or_written_is_one_line_before_any_j
         p = run_sweep(*cases[-1][0], cwd=tmp_path)
         assert p.returncode == 1 and len(p.stderr.splitlines()) == 1, p.stderr[-3000:]
         assert p.stderr.startswith(cases[-1][2]) and "full (No space left on device)" in p.stderr, p.stderr
+    # a prober's round: an interpolation that cannot be resolved there was "the store could not be checked, the job
+    # was not run: InterpolationKeyError: ..." in three lines, exit 1 (a single run), a traceback (a sweep)
+    for args in (("method=gf2", "hydra.run.dir=${oops}"), ("-m", "method=gf2", "hydra.sweep.dir=${oops}")):
+        p = run_sweep(*args, cwd=tmp_path)
+        key = args[-1].partition("=")[0]
+        said = f"sweep: config error: {key}=${{oops}} cannot be resolved: Interpolation key 'oops' not found\n"
+        assert (p.returncode, p.stderr, p.stdout) == (2, said, ""), p.stderr[-3000:]
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
@@ -318,3 +325,98 @@ def test_a_tilde_of_another_users_home_is_told_quoted_not_as_home():
         line = explain(raised.value).line
         assert line.endswith(f"(a ~ after problem.path= is not expanded by the shell: {said}"), line
         OverridesParser.create().parse_overrides([f'problem.path="{value}"'])  # what it shows is read
+
+
+def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
+    """OmegaConf reads any integer but 0 as true, and yes / on / y too: `mlflow.force=2` re-ran a recorded job,
+    `device.local_gpu=1` and `hydra.launcher.force=2` were on, `mlflow.enabled=0` off, without a word. Every bool
+    field (the job's, the launcher's) is one line naming it, before any job."""
+    cases = {
+        ("mlflow.force=2",): "mlflow.force=2 is not allowed: expected true or false",
+        ("mlflow.force=ture",): "mlflow.force=ture is not allowed: did you mean true? expected true or false",
+        ("device.local_gpu=1",): "device.local_gpu=1 is not allowed: expected true or false",
+        ("method=gpt", "method.checkpoint=on"): "method.checkpoint=on is not allowed: expected true or false",
+        ("-m", "hydra.launcher.force=2"): "hydra.launcher.force=2 is not allowed: expected true or false",
+        ("-m", "hydra.launcher.fast=3"): "hydra.launcher.fast=3 is not allowed: expected true or false or null",
+        ("-m", "mlflow.force=true,0"): "mlflow.force=0 is not allowed: expected true or false",
+        ("-m", "mlflow.force='yes',true"): "mlflow.force=yes is not allowed: expected true or false",
+        ("-m", "mlflow.force=range(0,2)"): "mlflow.force=range(0,2) is not allowed: expected true or false",
+        ("++mlflow.enabled=0",): "mlflow.enabled=0 is not allowed: expected true or false",
+    }
+    for argv, line in cases.items():
+        with pytest.raises(Refusal) as e:
+            check_command(list(argv))
+        assert e.value.line == f"config error: {line}", argv
+    for fine in (["mlflow.force=true"], ["-m", "mlflow.force=True,'false'"], ["-m", "hydra.launcher.fast=null"]):
+        assert check_command(fine)
+    p = run_sweep("method=gf2", "mlflow.force=2", cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (
+        2,
+        "sweep: config error: mlflow.force=2 is not allowed: expected true or false\n",
+    )
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
+    """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
+    traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line
+    for a name that is no preset (sweep.paths.preset_file, which every command asks)."""
+    from sweep.paths import preset_file  # noqa: PLC0415
+    from sweep.report.queries import _studies_instead  # noqa: PLC0415
+    from sweep.report.study import study_settings  # noqa: PLC0415
+
+    long = "x" * 300
+    with pytest.raises(Refusal) as e:
+        check_command([f"sweeps={long}"])
+    assert e.value.line.startswith(f"config error: sweeps={long} is not a preset: expected one of ")
+    assert _studies_instead(long, [], {}).startswith("expected a study or an experiment of the store, a preset")
+    assert study_settings(long) == {}
+    assert preset_file(long) is None and preset_file("../conf/config") is None and preset_file("tiled_w1")
+
+
+def test_hydras_config_folder_and_name_flags_are_one_line(store, tmp_path):
+    """A prober's round: -cn nosuch printed Hydra's config search path in a dozen lines; -cp /nonexistent, a
+    relative -cp (Hydra reads it as a module beside the sweep package) and --config-dir /nonexistent were
+    Hydra's tracebacks, exit 1; -cn method/sgd composed a group's option as the whole config and failed in the
+    job with a traceback. Each is one line before Hydra starts, exit 2."""
+    (tmp_path / "mine").mkdir()
+    cases = {
+        ("-cn", "confg"): "-cn confg is not a primary config of ",
+        ("-cn", "method/sgd"): "-cn method/sgd is not a primary config of ",
+        ("-cp", "/nonexistent"): "-cp /nonexistent is not a directory: expected the folder of the primary config",
+        ("-cp", "mine"): f"-cp mine is relative, and Hydra reads a relative config path beside the sweep package, not "
+        f"from the working directory: expected an absolute path: -cp {tmp_path / 'mine'}",
+        ("-cp", str(tmp_path / "mine")): f"-cp {tmp_path / 'mine'} holds no config.yaml, the primary config read: ",
+        ("--config-dir", "/nonexistent"): "--config-dir /nonexistent is not a directory: expected a folder of configs",
+    }
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for argv, line in cases.items():
+            with pytest.raises(Refusal) as e:
+                check_command(list(argv))
+            assert e.value.line.startswith(line), (argv, e.value.line)
+    finally:
+        os.chdir(here)
+    assert "did you mean config?" in str(pytest.raises(Refusal, check_command, ["-cn", "confg"]).value)
+    p = run_sweep("-cn", "method/sgd", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert check_command(["-cn", "config", "method=gf2"]) and check_command(["--config-dir", str(tmp_path)])
+    p = run_sweep("method=gf2", cwd=tmp_path, env={"SWEEP_ROOT": str(tmp_path / "nowhere")})  # (was "-cp None ...")
+    assert p.returncode == 2 and p.stderr == (
+        f"sweep: {tmp_path / 'nowhere' / 'conf'} (the project's conf/) holds no config.yaml, the primary config "
+        f"read: expected a folder that holds one (it holds none); SWEEP_ROOT={tmp_path / 'nowhere'} names the "
+        "project's root\n"
+    )
+
+
+def test_a_value_with_a_line_break_is_refused_in_one_line(store, tmp_path):
+    """A prober's round: a pasted value with a line break (mlflow.experiment=$'a\\nb') was refused in two lines,
+    the value printed as given; now escaped, with how Hydra reads it."""
+    p = run_sweep("method=gf2", "mlflow.experiment=a\nb", cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (
+        2,
+        "sweep: config error: mlflow.experiment=a\\nb is not an override Hydra can read: LexerNoViableAltException "
+        "(a line break or another control character is read only inside quotes)\n",
+    )

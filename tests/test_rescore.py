@@ -128,6 +128,18 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
         (["tracker=dmd", "tracker=cache"], "tracker is given twice (tracker=dmd, tracker=cache): give it once"),
         # a fresh prober's round: a key after an option was "unrecognized arguments: tracker.source=auto"
         (["tracker=dmd", "--tracking-uri", store, "tracker.source=auto"], "tracker.source: a recorded run's trace"),
+        # a ninth prober's round: OmegaConf's words ("Error merging override ...: Value 'True' of type 'bool' could
+        # not be converted to Integer"), a bool field's 2 read as true, a sweep told to add -m, which this takes not
+        (
+            ["tracker=bytedmd", "tracker.bytes_per_element=true"],
+            "tracker.bytes_per_element=true is not allowed: expected an integer",
+        ),
+        (["tracker=energy", "tracker.profile=2"], "tracker.profile=2 is not allowed: expected true or false"),
+        (
+            ["tracker=cache", "tracker.cache_size_floats=1,2"],
+            "tracker.cache_size_floats=1,2 is a sweep over values: "
+            "sweep-rescore scores with one value a key, a command each",
+        ),
     ):
         assert main(["mixed", *args, "--tracking-uri", store]) == 2
         err = capsys.readouterr().err

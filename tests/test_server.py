@@ -731,6 +731,9 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
     latin1, file = tmp_path / "latin1", tmp_path / "file"
     latin1.write_bytes(b"\xe9t\xe9-password-1234")
     file.write_text("")
+    fifo, big = tmp_path / "fifo", tmp_path / "big"
+    os.mkfifo(fifo)
+    big.write_text("p" * 5000)
     for args, env, said in (
         ([], {"SWEEP_SERVER_ADMIN_PASSWORD": "short"}, f"$SWEEP_SERVER_ADMIN_PASSWORD: {too_short}"),
         (["--admin-password-file", str(short)], {}, f"--admin-password-file {short}: {too_short}"),
@@ -739,6 +742,11 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
         (["--admin-password-file", str(latin1)], {}, f"--admin-password-file {latin1}: not UTF-8 text (invalid"),
         (["--admin-password-file", str(tmp_path)], {}, f"--admin-password-file {tmp_path}: Is a directory: a file "),
         (["--data-dir", str(file)], {}, f"data_dir={file} is not allowed: it is a file: a directory (made on first"),
+        # a ninth prober's round: /dev/zero was read until the machine's memory ran out (killed), a FIFO waited for
+        # a writer for ever
+        (["--admin-password-file", "/dev/zero"], {}, "--admin-password-file /dev/zero is a character device: "),
+        (["--admin-password-file", str(fifo)], {}, f"--admin-password-file {fifo} is a FIFO: expected a file "),
+        (["--admin-password-file", str(big)], {}, f"--admin-password-file {big} holds more than 4,096 bytes: "),
     ):
         data = [] if "--data-dir" in args else ["--data-dir", str(tmp_path / "store")]
         p = subprocess.run(

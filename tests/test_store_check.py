@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -201,3 +202,27 @@ def test_another_applications_database_is_not_an_mlflow_store_nor_corrupt(tmp_pa
     uri = f"sqlite:///{db}"
     assert _sweep_line(uri, tmp_path) == "not an MLflow store (an SQLite database with the tables notes)"
     assert _compare_line(uri, tmp_path) == "not an MLflow store (an SQLite database with the tables notes)"
+
+
+def test_another_applications_database_with_a_runs_table_is_never_called_half_made():
+    """A prober's round: another application's database with a (empty) `runs` table of its own, or its own
+    alembic revision, was "half-made: its creation was never finished ...; it holds no runs: remove it" (after the
+    job had run): advice to delete someone else's data. Read without a process: schema_problem's line."""
+    from sweep.record.sqlite.schema import schema_problem  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as d:
+        cases = {
+            "a.db": ("CREATE TABLE runs (x)", "CREATE TABLE notes (y)"),
+            "b.db": (
+                "CREATE TABLE alembic_version (version_num)",
+                "INSERT INTO alembic_version VALUES ('abc123')",
+                "CREATE TABLE experiments (x)",
+                "CREATE TABLE users (y)",
+            ),
+            "c.db": ("CREATE TABLE experiments (x)",),
+        }
+        for name, statements in cases.items():
+            _sql(Path(d) / name, *statements)
+            cause = schema_problem(Path(d) / name)
+            assert cause is not None and cause.startswith("not an MLflow store (an SQLite database with the tables ")
+            assert "remove" not in cause and "half-made" not in cause and "newer MLflow" not in cause

@@ -16,6 +16,16 @@ SWEEPS_DIR = PROJECT_ROOT / "sweeps"
 STORE_DIR = PROJECT_ROOT / "mlruns"
 
 
+def preset_file(name: str) -> Path | None:
+    """sweeps/<name>.yaml where `name` is a preset, else None: a name with a folder in it is none, and so is one
+    the filesystem cannot look up (a name of 300 characters: ENAMETOOLONG, which Path.is_file raises)."""
+    path = SWEEPS_DIR / f"{name}.yaml"
+    try:
+        return path if path.parent == SWEEPS_DIR and path.is_file() else None
+    except OSError:
+        return None
+
+
 def default_tracking_uri() -> str:
     """$MLFLOW_TRACKING_URI if set (MLflow's own convention), else the project's SQLite store."""
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{STORE_DIR / 'mlflow.db'}"

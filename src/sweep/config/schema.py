@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -240,6 +241,35 @@ SCHEMAS: dict[str, dict[str, type]] = {
     "tracker": _derived("tracker"),
 }
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
+
+
+def bool_fields(prefix: str, schemas: "list[type]") -> dict[str, bool]:
+    """`prefix.<field>` -> whether it also takes null, for each field typed bool (or Optional[bool]) in every one of
+    `schemas` that has it: OmegaConf reads 2, yes or on as true for such a field (mlflow.force=2 re-ran a recorded
+    job), so the command line's values for them are checked before Hydra converts them
+    (sweep.preflight.command.check_bool_values)."""
+    kinds: dict[str, set[Any]] = {}
+    for schema in schemas:
+        for name, hint in typing.get_type_hints(schema).items():
+            kinds.setdefault(name, set()).add(hint)
+    return {
+        f"{prefix}.{name}": Optional[bool] in hints
+        for name, hints in kinds.items()
+        if hints and hints <= {bool, Optional[bool]}
+    }
+
+
+def config_bool_fields() -> dict[str, bool]:
+    """Every bool field of a job's config and of the config's own sections (mlflow.force, device.compile,
+    method.checkpoint, ...): see bool_fields."""
+    found: dict[str, bool] = {}
+    for group, nodes in SCHEMAS.items():
+        found.update(bool_fields(group, list(nodes.values())))
+    for f in dataclasses.fields(Config):
+        hint = typing.get_type_hints(Config)[f.name]
+        if dataclasses.is_dataclass(hint) and f.name not in SCHEMAS:
+            found.update(bool_fields(f.name, [hint]))
+    return found
 
 
 def register_configs() -> None:

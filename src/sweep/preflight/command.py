@@ -5,16 +5,18 @@ fail, and every hint the project prints appends an override to the command)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import fields
+from pathlib import Path
 from typing import NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
 from sweep.config.memory import check_grid
-from sweep.config.schema import JOB_GROUPS, Config
-from sweep.config.suggest import expected
+from sweep.config.schema import JOB_GROUPS, Config, bool_fields, config_bool_fields
+from sweep.config.suggest import closest, expected
 from sweep.errors import ConfigError
-from sweep.paths import CONF_DIR, SWEEPS_DIR
+from sweep.paths import CONF_DIR, SWEEPS_DIR, preset_file
 from sweep.preflight.refusal import Refusal
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -42,7 +44,7 @@ def check_unknown_preset(argv: list[str]) -> None:
         if key == "sweeps" and eq and "(" not in value:
             given.append((arg, [v.strip() for v in value.strip("[]").split(",")]))
     names = [n for _, ns in given for n in ns]
-    unknown = [v for v in names if not (SWEEPS_DIR / f"{v}.yaml").is_file()]
+    unknown = [v for v in names if not preset_file(v)]
     if unknown:
         raise Refusal.config_error(f"sweeps={unknown[0]} is not a preset: {expected(unknown[0], presets())}")
     if len(names) > 1:
@@ -175,6 +177,59 @@ def check_grid_size(argv: list[str]) -> None:
         raise Refusal.config_error(str(e)) from None
 
 
+def _bool_fields() -> dict[str, bool]:
+    """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
+    from hydra_plugins.sweep_launcher.config import ModalConf, SweepLauncherConf  # noqa: PLC0415 - Hydra scans it
+
+    return {
+        **config_bool_fields(),
+        **bool_fields("hydra.launcher", [SweepLauncherConf]),
+        **bool_fields("hydra.launcher.modal", [ModalConf]),
+    }
+
+
+def check_bool_values(argv: list[str]) -> None:
+    """A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes, on or y too
+    (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on), so each such value, and each value of a
+    sweep over one, is refused here before Hydra converts it. An interpolation (${...}) is left to OmegaConf."""
+    candidates = [a for a in argv if not a.startswith("-") and "=" in a]
+    keys = _bool_fields()
+    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in keys]
+    if not candidates:
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - (Hydra's own parser)
+    from hydra.core.override_parser.types import ChoiceSweep, QuotedString  # noqa: PLC0415
+    from hydra.errors import HydraException  # noqa: PLC0415
+
+    parser = OverridesParser.create()
+    for arg in candidates:
+        try:
+            override = parser.parse_override(arg)
+        except HydraException:
+            continue  # a line Hydra cannot read: its own refusal says why (sweep.preflight.composition)
+        if override.is_delete():
+            continue
+        key = override.key_or_group
+        value = override.value()
+        # a sweep's quoted value is Hydra's QuotedString, a plain one its text
+        values = (
+            [v.text if isinstance(v, QuotedString) else v for v in value.list]
+            if isinstance(value, ChoiceSweep)
+            else [value]
+        )
+        nullable = keys[key]
+        for v in values:
+            if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
+                continue
+            if isinstance(v, str) and v.lower() in ("true", "false"):
+                continue
+            allowed = "true or false" + (" or null" if nullable else "")
+            near = closest(v, ("true", "false")) if isinstance(v, str) else []
+            meant = f"did you mean {near[0]}? " if near else ""
+            shown = v if isinstance(value, ChoiceSweep) else arg.partition("=")[2]
+            raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
+
+
 def check_flags(argv: list[str]) -> None:
     """A misspelt flag (`--multrun`, `-M`, `--cfg jbo`) is one line with the one meant, where Hydra's parser prints
     its usage block and a line that names none (the flags are Hydra's: its own parser reads them here)."""
@@ -192,6 +247,49 @@ def check_flags(argv: list[str]) -> None:
     modes = [f"--{m}" for m in ("run", "multirun", "cfg", "info", "shell_completion") if getattr(args, m, None)]
     if len(modes) > 1:  # Hydra's rule, which it raises as a ValueError's traceback after its imports
         raise Refusal(f"{' and '.join(modes)} given together: one of --run, --multirun, --cfg, --info at a time")
+
+
+def check_config_flags(argv: list[str]) -> None:
+    """Hydra's -cp/--config-path, -cd/--config-dir and -cn/--config-name name folders and a file that must be there:
+    a folder that is not, a relative -cp (Hydra reads it as a module beside the sweep package, not from the working
+    directory) and a primary config that is not in its folder were Hydra's traceback or its search path in a dozen
+    lines, exit 1; a group's option as the primary config (-cn method/sgd) composed and failed in the job."""
+    from hydra._internal.utils import get_args_parser  # noqa: PLC0415 - argparse's parser, built in microseconds
+
+    args = get_args_parser().parse_intermixed_args(argv)
+    dirs = [CONF_DIR]
+    if args.config_dir is not None:
+        if not os.path.isdir(args.config_dir):
+            raise Refusal(f"--config-dir {args.config_dir} is not a directory: expected a folder of configs to add")
+        dirs.append(Path(args.config_dir))
+    if args.config_path is not None and "://" not in args.config_path:  # (pkg:// and file:// are Hydra's to read)
+        where = Path(args.config_path)
+        if not where.is_absolute():
+            here = f": -cp {where.resolve()}" if where.resolve().is_dir() else ""
+            raise Refusal(
+                f"-cp {args.config_path} is relative, and Hydra reads a relative config path beside the sweep package, "
+                f"not from the working directory: expected an absolute path{here}"
+            )
+        if not where.is_dir():
+            raise Refusal(f"-cp {args.config_path} is not a directory: expected the folder of the primary config")
+        dirs[0] = where
+    name = args.config_name or "config"  # (the entrypoint's, conf/config.yaml; a -cp folder must hold one too)
+    stem = name.removesuffix(".yaml")
+    if "/" in stem or not any((d / f"{stem}.yaml").is_file() for d in dirs):
+        primaries = sorted({p.stem for d in dirs for p in d.glob("*.yaml")})
+        if not args.config_name:
+            others = f"-cn <one of {', '.join(primaries)}>" if primaries else "a folder that holds one (it holds none)"
+            folder = f"-cp {args.config_path}" if args.config_path else f"{CONF_DIR} (the project's conf/)"
+            root = (
+                f"; SWEEP_ROOT={os.environ['SWEEP_ROOT']} names the project's root"
+                if "SWEEP_ROOT" in os.environ
+                else ""
+            )
+            raise Refusal(f"{folder} holds no config.yaml, the primary config read: expected {others}{root}")
+        raise Refusal(
+            f"-cn {name} is not a primary config of {', '.join(map(str, dirs))}: {expected(stem, primaries)} (a "
+            "group's option is chosen as group=option)"
+        )
 
 
 def check_key_lengths(argv: list[str]) -> None:
@@ -213,11 +311,13 @@ def check_key_lengths(argv: list[str]) -> None:
 def check_command(argv: list[str]) -> list[str]:
     """Raise Refusal for what the arguments alone show to be bad input; return them as Hydra should read them."""
     check_flags(argv)
+    check_config_flags(argv)
     argv = multirun_first(argv)
     check_key_lengths(argv)
     check_group_choices(argv)  # (before the preset's check: `sweeps=[a,b]` is a list, not a preset "[a")
     check_unknown_preset(argv)
     check_repeated_keys(argv)
     check_grid_size(argv)
+    check_bool_values(argv)
     check_unused_additions(argv)
     return argv

@@ -85,7 +85,12 @@ def explain(e: BaseException) -> Optional[Refusal]:
             # ~/... is $HOME/...; ~alice/... another user's home, which only the quoted form keeps
             home = f"{key}=$HOME{value[1:]}, or " if value == "~" or value.startswith("~/") else ""
             hint = f" (a ~ after {key}= is not expanded by the shell: write {home}'{key}=\"{value}\"')"
-        return Refusal.config_error(f"{e.override} is not an override Hydra can read: {why}{hint}")
+        shown = str(e.override)
+        if not shown.isprintable():  # a line break (a pasted value) would break the one line in two
+            shown = f"{key}={value!r}".replace(f"{key}='", f"{key}=", 1)[:-1] if value else repr(shown)
+            why = why.partition(": ")[0]  # (Hydra's words after it repeat the override as given)
+            hint = " (a line break or another control character is read only inside quotes)"
+        return Refusal.config_error(f"{shown} is not an override Hydra can read: {why}{hint}")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         append = re.search(r"To append to your config use (\+\S+)", str(e))  # the override, with its value
         return unknown_key(cause, append.group(1) if append else f"+{cause.full_key}=...")

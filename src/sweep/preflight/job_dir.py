@@ -8,7 +8,9 @@ import errno
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
+from sweep.config.view import unresolved
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record.store import probe_writable, special_file
 
@@ -16,7 +18,10 @@ from sweep.record.store import probe_writable, special_file
 def check_job_dir(config: DictConfig, key: str) -> None:
     """Refuse the directory at `key` (hydra.run.dir, hydra.sweep.dir) when it is not a directory (bad input, exit
     2) or cannot be made and written (exit 1, as a store that cannot be written); nothing is made here."""
-    path = Path(str(OmegaConf.select(config, key)))
+    try:
+        path = Path(str(OmegaConf.select(config, key)))
+    except InterpolationResolutionError as e:  # hydra.run.dir=${oops}: as any key's, one line
+        raise Refusal.config_error(unresolved(config, e, key)) from None
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

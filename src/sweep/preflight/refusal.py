@@ -6,6 +6,7 @@ import sys
 from typing import NoReturn
 
 BAD_INPUT = 2  # the command's input cannot run (a value, a name, a key): nothing was started
+CONFIG_ERROR = "config error: "  # a config check's line starts so (sweep-rescore says its own lines after it)
 UNUSABLE = 1  # what the command needs is not there (a store that cannot be written, a server that does not answer)
 
 
@@ -24,4 +25,4 @@ class Refusal(Exception):
     @classmethod
     def config_error(cls, message: str) -> "Refusal":
         """Bad input found by a config check (sweep.errors.ConfigError): `config error: <message>`, exit 2."""
-        return cls(f"config error: {message}")
+        return cls(f"{CONFIG_ERROR}{message}")

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from hydra_plugins.sweep_launcher.api import command
 from sweep.config.suggest import closest
-from sweep.paths import SWEEPS_DIR
+from sweep.paths import SWEEPS_DIR, preset_file
 from sweep.record.tags import DONE_RUNS_TAG, HASH_TAG, OVERRIDES_TAG, PARENT_RUN_TAG, PARENT_TAG
 from sweep.report.table import Comparison
 
@@ -63,7 +63,7 @@ def _studies_instead(ref: str, parents: list, exps: dict[str, str]) -> str:
     experiments = sorted({exps.get(r.info.experiment_id, "") for r in parents} - {""} - set(studies))
     listed = f"the store's studies: {', '.join(studies)}" if studies else "the store has no sweep yet"
     listed += f"; experiments with a sweep: {', '.join(experiments)}" if experiments else ""
-    if (SWEEPS_DIR / f"{ref}.yaml").is_file():
+    if preset_file(ref):
         return f"run `{command('sweep', f'sweeps={ref}')}` first ({listed}), or pass a parent run id"
     presets = {f.stem for f in SWEEPS_DIR.glob("*.yaml")}  # a preset not run yet too
     near = closest(ref, {*studies, *experiments, *presets})

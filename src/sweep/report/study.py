@@ -10,7 +10,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from sweep.metrics import KEY
-from sweep.paths import SWEEPS_DIR, safe_name
+from sweep.paths import preset_file, safe_name
 from sweep.record.tags import COMPARE_TAG
 from sweep.report.table import Comparison
 
@@ -29,8 +29,8 @@ def sweep_settings(parent: Any, study: str) -> dict[str, Any]:
 def study_settings(study: str) -> dict[str, Any]:
     """The preset's `compare:` node (baseline arm, relative metrics) from sweeps/<study>.yaml, plus a search
     preset's `objectives` (its hydra.sweeper.objectives); {} otherwise."""
-    path = SWEEPS_DIR / f"{study}.yaml"
-    raw = OmegaConf.load(path) if path.is_file() and path.parent == SWEEPS_DIR else OmegaConf.create()
+    path = preset_file(study)
+    raw = OmegaConf.load(path) if path else OmegaConf.create()
     node = raw.get("compare")
     out: dict[str, Any] = OmegaConf.to_container(node, resolve=True) if node else {}  # type: ignore[assignment]
     objectives = OmegaConf.select(raw, "hydra.sweeper.objectives")

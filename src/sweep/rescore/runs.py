@@ -22,6 +22,7 @@ from sweep.config.schema import CLASSES, SCHEMAS, register_configs
 from sweep.errors import ConfigError
 from sweep.job import build, job_config, table_csv
 from sweep.paths import CONF_DIR
+from sweep.preflight.refusal import CONFIG_ERROR, Refusal
 from sweep.record import writes
 from sweep.record.tags import PARENT_TAG, TRACKER_VERSION_TAG
 from sweep.report.queries import RUN_ID, load_children, pages
@@ -58,9 +59,24 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
         if field_name and field_name not in keys:
             raise ConfigError(f"{key} is not a key of tracker={name}: expected one of {_one_of(field_name, keys)}")
     from hydra import compose, initialize_config_dir  # noqa: PLC0415 - Hydra's composition: only where a command asks
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415
     from hydra.errors import HydraException  # noqa: PLC0415
     from hydra.version import VersionBase  # noqa: PLC0415
 
+    from sweep.preflight.command import check_bool_values  # noqa: PLC0415 - the command line's rules, as sweep's
+    from sweep.preflight.composition import explain  # noqa: PLC0415
+
+    try:  # tracker.profile=2: OmegaConf's true, as mlflow.force=2 was sweep's
+        check_bool_values(list(overrides))
+    except Refusal as e:
+        raise ConfigError(e.line.removeprefix(CONFIG_ERROR)) from None
+    for o in overrides:  # (sweep's line for these would tell a -m this command does not take)
+        try:
+            swept = OverridesParser.create().parse_override(o).is_sweep_override()
+        except HydraException:
+            swept = False  # a line Hydra cannot read: explain's, below
+        if swept:
+            raise ConfigError(f"{o} is a sweep over values: sweep-rescore scores with one value a key, a command each")
     register_configs()
     # initialize_config_dir sets Hydra's process-global version_base: put back what was there, for a Hydra app
     # that calls this in its own process (1.3 changes the default of hydra.job.chdir)
@@ -68,8 +84,11 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=list(overrides))
-    except HydraException as e:  # a value of the wrong type: Hydra's line, and its cause's first (what was wrong)
-        cause = str(e.__cause__ or "").strip().splitlines()
+    except HydraException as e:  # a value of the wrong type: sweep's one line for it, naming what is allowed
+        said = explain(e)
+        if said is not None:
+            raise ConfigError(said.line.removeprefix(CONFIG_ERROR)) from None
+        cause = str(e.__cause__ or "").strip().splitlines()  # else Hydra's line, and its cause's first
         raise ConfigError(str(e).strip().splitlines()[0] + (f": {cause[0]}" if cause else "")) from None
     finally:
         VersionBase.instance().version_base = saved

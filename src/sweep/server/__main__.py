@@ -23,6 +23,7 @@ PROG = prog("sweep.server")  # its one-line messages' first word
 # the imports take seconds: a signal in them is one line and 128+n, not a traceback
 with starting(str(PROG)):
     from sweep.arguments import Parser
+    from sweep.record.store import special_file
     from sweep.server.config import ADMIN_PASSWORD_ENV, ServerConfig, fields
     from sweep.server.keys import kept, private_file
     from sweep.server.postgres import ServerError
@@ -56,12 +57,25 @@ def parse(argv: Optional[Sequence[str]]) -> tuple[ServerConfig, Optional[Path]]:
     return cfg, a.admin_password_file
 
 
+PASSWORD_FILE_MAX = 4096  # a password's file holds one line; MLflow's auth app takes passwords far shorter
+
+
 def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[str], Optional[Path]]:
     """The admin's password and, when this command made it, where it is kept."""
     if path is not None:
-        # the user's own file: what it cannot give is bad input, exit 2 (a file not UTF-8 was a traceback)
+        # the user's own file: what it cannot give is bad input, exit 2 (a file not UTF-8 was a traceback; /dev/zero
+        # was read until the machine's memory ran out, a FIFO waited for a writer for ever)
+        if kind := special_file(path):
+            raise BadSetting(f"--admin-password-file {path} is {kind}: expected a file holding the password")
         try:
-            text = path.read_text().strip()
+            with open(path, "rb") as f:
+                raw = f.read(PASSWORD_FILE_MAX + 1)
+            if len(raw) > PASSWORD_FILE_MAX:
+                raise BadSetting(
+                    f"--admin-password-file {path} holds more than {PASSWORD_FILE_MAX:,} bytes: expected a file "
+                    "holding the password alone"
+                )
+            text = raw.decode("utf-8").strip()
         except OSError as e:
             raise BadSetting(f"--admin-password-file {path}: {e.strerror}: a file holding the password") from None
         except UnicodeDecodeError as e:

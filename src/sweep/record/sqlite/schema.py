@@ -29,7 +29,12 @@ def schema_problem(path: Path) -> Optional[str]:
     leftover = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
     if not tables:
         return f"half-made: an SQLite file without tables, its creation never finished; it holds no runs: {REMOVE}"
-    if not tables & {"alembic_version", "experiments", "runs"}:
+    # another application's tables (a `runs` of its own, an alembic revision of its own): never called half-made,
+    # whose advice is to remove the file
+    foreign = {t for t in tables if t not in mlflow_tables() and not t.startswith(("_alembic_tmp_", "sqlite_"))}
+    if not tables & {"alembic_version", "experiments", "runs"} or (
+        (foreign or experiments < 0) and version not in known
+    ):
         shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
         return f"not an MLflow store (an SQLite database with the tables {shown})"
     if version == head and not leftover:
@@ -54,10 +59,10 @@ def schema_problem(path: Path) -> Optional[str]:
 
 
 def schema_facts(path: Path) -> tuple[set[str], Optional[str], int, int, int]:
-    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default, how many
-    runs a user has: `runs` but the deleted and the project's bookkeeping ones, CLAIMS_TAG), read
-    without writing anything: a store SQLite can only open read-only (e.g. in a read-only directory) is read as
-    an immutable file."""
+    """(its tables, its alembic revision, how many runs, how many experiments besides MLflow's Default (-1: a table
+    of that name without MLflow's columns), how many runs a user has: `runs` but the deleted and the project's
+    bookkeeping ones, CLAIMS_TAG), read without writing anything: a store SQLite can only open read-only (e.g. in
+    a read-only directory) is read as an immutable file."""
     try:
         return _read_facts(read_only_uri(path, immutable=False))
     except sqlite3.OperationalError as e:
@@ -76,7 +81,10 @@ def _read_facts(uri: str) -> tuple[set[str], Optional[str], int, int, int]:
             version = row[0] if row else None
         runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0] if "runs" in tables else 0
         if "experiments" in tables:
-            experiments = conn.execute("SELECT count(*) FROM experiments WHERE experiment_id != 0").fetchone()[0]
+            try:
+                experiments = conn.execute("SELECT count(*) FROM experiments WHERE experiment_id != 0").fetchone()[0]
+            except sqlite3.OperationalError:  # another application's table of that name: -1
+                experiments = -1
         return tables, version, runs, experiments or 0, _runs_shown(conn, runs)
     finally:
         conn.close()
@@ -121,6 +129,20 @@ def mlflow_head() -> tuple[str, frozenset[str]]:
     heads = known - parents
     assert len(heads) == 1, f"MLflow's migrations have {len(heads)} heads"
     return heads.pop(), frozenset(known)
+
+
+@functools.cache
+def mlflow_tables() -> frozenset[str]:
+    """Every table some revision of this MLflow's schema makes: its models' `__tablename__`s and its migrations'
+    `create_table` (read from the scripts, as mlflow_head reads them, not by importing MLflow)."""
+    spec = importlib.util.find_spec("mlflow")
+    assert spec is not None and spec.submodule_search_locations
+    names: set[str] = {"alembic_version"}
+    for script in (Path(spec.submodule_search_locations[0]) / "store").rglob("*.py"):
+        text = script.read_text(encoding="utf-8", errors="replace")
+        names.update(re.findall(r"__tablename__\s*=\s*['\"](\w+)['\"]", text))
+        names.update(re.findall(r"create_table\(\s*['\"](\w+)['\"]", text))
+    return frozenset(names)
 
 
 def is_read_only_error(e: sqlite3.Error) -> bool:
