@@ -43,8 +43,11 @@ def test_rank_correlations_hand_computed(store):
     assert rk.spearman["total_floats"] == pytest.approx(0.8)
     assert rk.kendall["total_floats"] == pytest.approx(4 / 6)
     assert rk.best() == "ard"
-    gaps = {pt.label: (rt, rp) for pt, rt, rp in rk.disagreements["total_floats"][:2]}
-    assert gaps == {"arm=a1": (2, 3), "arm=a2": (3, 2)}  # labelled by the swept keys
+    gaps = {pt.label: (rt, rp) for pt, rt, rp in rk.disagreements["total_floats"]}
+    assert gaps == {"arm=a1": (2, 3), "arm=a2": (3, 2)}  # labelled by the swept keys; a0, ranked alike, is no gap
+    assert rk.disagreements["ard"] == []  # was its first three runs, "(rank 1 by energy_pj, 1 by ard)"
+    assert "ard vs energy_pj: no rank gaps: every run has its rank by energy_pj" in cmp.proxies
+    assert "dmc vs energy_pj: largest rank gaps: arm=a0 (rank 1 by energy_pj, 4 by dmc)" in cmp.proxies
     assert "| cpu | energy_pj | 4 | Spearman | +1.000 | -1.000 | +0.800 |" in cmp.proxies
     assert {"proxies.md", "proxies-proxies.png"} <= {f.name for f in files}
 
