@@ -598,7 +598,8 @@ def test_a_sweep_whose_every_run_failed_is_a_whole_title_and_no_progress_bars(tm
         timeout=120,
     )
     lines = p.stdout.splitlines()
-    assert p.returncode == 0 and lines[1].strip() == "allfail" and lines[2].split() == ["runs"], (lines, p.stderr)
+    assert p.returncode == 0 and lines[1].strip() == "allfail", (lines, p.stderr)
+    assert [ln.split() for ln in lines[2:4]] == [["method"], ["name", "runs"]] and lines[5].split() == ["gf2", "0/2"]
     assert any("boom" in ln for ln in lines)
     assert "Downloading artifacts" not in p.stderr, p.stderr
 
@@ -635,3 +636,19 @@ def test_a_run_deleted_in_mlflow_is_said_not_counted(sweep_store, tmp_path):
     assert sum(r.total for r in cmp.rows) == 3
     said = "1 run(s) of this sweep deleted in MLflow are not counted (restore them in its UI, or `mlflow runs restore`"
     assert any(n.startswith(said) for n in cmp.notes()) and said in cmp.markdown()
+
+
+def test_a_sweep_of_seeds_alone_names_its_row_by_its_method(sweep_store, tmp_path):
+    store, parent, _ = sweep_store
+    runs = [
+        r
+        for r in MlflowClient(store).search_runs(
+            [MlflowClient(store).get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'"
+        )
+        if r.data.params.get("method.name") == "km"
+    ]
+    assert len(runs) == 2 and grouping.swept_keys([dict(r.data.params) for r in runs]) == []  # seeds alone
+    cmp = grouping.summarize(runs, "demo", parent, "demo")
+    # the row is km's, in the table and in every plot's label: was no key column, and "all" in the plots
+    assert cmp.keys == ["method.name"] and [r.key for r in cmp.rows] == [{"method.name": "km"}]
+    assert cmp.rows[0].finished == 2 and "km" in cmp.markdown()

@@ -176,8 +176,11 @@ def test_the_readme_names_every_preset_command_and_package():
     code = _code_map(readme)
     folders = [d.name for d in (ROOT / "src" / "sweep").iterdir() if d.is_dir() and d.name != "__pycache__"]
     assert [f for f in folders if not re.search(rf"(?<![\w/]){f}/", code)] == []
-    modules = [f.name for f in (ROOT / "src" / "sweep").glob("*.py") if f.stem not in ("__init__", "errors", "paths")]
-    assert [m for m in modules if m not in code] == []
+    # each module among the names a line of the map begins with, before its description (three spaces on): the
+    # registry was named only inside report/'s description, "(the metric registry: metrics.py)", no report/metrics.py
+    named = {n for line in code.splitlines() for n in line.strip().split("   ")[0].split()}
+    modules = [f.name for f in (ROOT / "src" / "sweep").glob("*.py") if f.stem != "__init__"]
+    assert [m for m in modules if m not in named] == []
 
 
 def test_every_option_is_in_its_docs_table():

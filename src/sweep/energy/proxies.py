@@ -99,6 +99,8 @@ def rank_proxies(
                 seen: set[str] = set()
                 rk.disagreements[p] = []
                 for i in np.argsort(-np.abs(rt - rp), kind="stable"):
+                    if rt[i] == rp[i]:  # the rest agree: a run ranked alike is no gap (listed as one before)
+                        break
                     arm = usable[i].label.rsplit(" seed=", 1)[0]
                     if arm not in seen and len(seen) < worst:
                         seen.add(arm)
@@ -117,8 +119,8 @@ def markdown(rankings: Sequence[Ranking], proxies: Sequence[str], by: str) -> st
     for rk in rankings:
         best = rk.best()
         for p in dict.fromkeys([x for x in (best, "ard", "dmc") if x in rk.disagreements]):
-            worst = "; ".join(
-                f"{pt.label} (rank {rt} by {rk.target}, {rp} by {p})" for pt, rt, rp in rk.disagreements[p]
-            )
-            lines.append(f"\n{by}={rk.group}, {p} vs {rk.target}: largest rank gaps: {worst}")
+            gaps = rk.disagreements[p]
+            worst = "; ".join(f"{pt.label} (rank {rt} by {rk.target}, {rp} by {p})" for pt, rt, rp in gaps)
+            said = f"largest rank gaps: {worst}" if gaps else f"no rank gaps: every run has its rank by {rk.target}"
+            lines.append(f"\n{by}={rk.group}, {p} vs {rk.target}: {said}")
     return "\n".join(lines) + "\n"

@@ -262,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(table)
         for note in cmp.notes(None if a.wide else cmp.terminal_columns()):  # the batch mark, groups with no run
             console.print(note, markup=False, style="red" if note.endswith("(no finished run)") else None)
-        if cmp.proxies:
-            console.print(cmp.proxies, markup=False)
+        if cmp.proxies:  # Markdown, to paste into a note: its rows whole (the terminal wraps them, not we)
+            console.print(cmp.proxies, markup=False, soft_wrap=True)
         hidden = len(cmp.metrics) + len(cmp.relative) - len(cmp.terminal_columns())
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")

@@ -20,6 +20,8 @@ AGGREGATED = re.compile(r"(^|\.)(seed|seeds|repeat|repeats)$")
 PAIRED = re.compile(r"(^|\.)(seed|seeds)$")
 # How a paired change is read per seed where the preset gives no relative rule: the row's value minus the base's.
 DIFFERENCE = "difference"
+# What names the one row of a sweep that varies no key but its seeds or repeats.
+IDENTITY = "method.name"
 
 
 def swept_keys(params: list[dict[str, str]]) -> list[str]:
@@ -69,7 +71,9 @@ def summarize(
     # the sweep's own order: Hydra's job number where the launcher tags it (parallel jobs start out of order)
     runs = sorted(runs, key=lambda r: (int(r.data.tags.get("hydra.job.num", -1)), r.info.start_time or 0))
     params = [dict(r.data.params) for r in runs]
-    keys = swept_keys(params)
+    # a sweep of seeds or repeats alone still names its row: by its method (its table's row and its plots' label
+    # were "all", gpu_vs_cpu's "wall-clock per method" a bar called "all" for gf2)
+    keys = swept_keys(params) or ([IDENTITY] if any(IDENTITY in p for p in params) else [])
     groups: dict[tuple, list] = {}
     for r, p in zip(runs, params):
         groups.setdefault(tuple(p.get(k) for k in keys), []).append(r)

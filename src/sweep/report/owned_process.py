@@ -55,10 +55,15 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
 
 
 def run_owned(
-    cmd: Sequence[str], name: str, started: Callable[[subprocess.Popen], int | None] | None = None, **popen: Any
+    cmd: Sequence[str],
+    name: str,
+    started: Callable[[subprocess.Popen], int | None] | None = None,
+    stopping: Callable[[], None] | None = None,
+    **popen: Any,
 ) -> int:
     """Run `cmd` (Popen keywords `popen`) until it ends or this process is told to stop; returns the exit code to
-    use. `started(proc)`, called once it runs, may end it early by returning an exit code."""
+    use. `started(proc)`, called once it runs, may end it early by returning an exit code; `stopping()` is
+    called when a signal stops it, before the command is stopped (to silence what it says as it stops)."""
 
     def stop(signum: int, _frame: object) -> None:
         raise _Stopped(signum)
@@ -72,6 +77,8 @@ def run_owned(
     except _Stopped as e:
         for s in previous:
             signal.signal(s, signal.SIG_IGN)  # a second signal must not cut the stopping short
+        if stopping is not None:
+            stopping()
         stop_group(proc)
         print(
             f"{name}: stopped ({signal.Signals(e.signum).name}); the server and its workers are stopped",

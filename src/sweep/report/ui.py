@@ -31,6 +31,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
@@ -306,8 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             view(client, parent)
             studies.append(f"  {name}: {runs_url(a.host, a.port, parent.info.experiment_id)}")
 
+    stopped = threading.Event()  # our "stopped (SIGINT)" line, not uvicorn's shutdown lines before it
+
     def serving(proc: subprocess.Popen) -> int | None:  # the addresses once they open
-        if (code := wait_until_serving(proc, f"http://{bracketed(a.host)}:{a.port}/health", str(PROG))) is None:
+        health = f"http://{bracketed(a.host)}:{a.port}/health"
+        if (code := wait_until_serving(proc, health, str(PROG), stopped)) is None:
             print("\n".join([f"MLflow UI on {url} (store {uri}); Ctrl-C stops it", *studies]), flush=True)
         return code
 
@@ -316,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command(read, a.host, a.port),
         str(PROG),
         serving,
+        stopped.set,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,7 +1,8 @@
 """Wait until a server we started answers over HTTP, so the addresses printed after it open at once (not with
 "connection refused"): a progress line meanwhile (rich's spinner on a terminal, a plain line every few seconds
 otherwise), and, if the server dies first, one line saying why. The server's output is held back while it starts
-(the reason for a death is in it) and passed on to stderr once it answers."""
+(the reason for a death is in it) and passed on to stderr once it answers, until `mute` is set: a server we stop
+says so in its own lines (uvicorn's four of shutting down), where our one line is enough."""
 
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ POLL_S, PROBE_TIMEOUT_S, PLAIN_EVERY_S = 0.3, 2.0, 5.0
 class _Output:
     """The server's output, read on a thread: held (its last lines) until `forward()`, then copied to stderr."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], mute: threading.Event) -> None:
         self.lines: collections.deque[str] = collections.deque(maxlen=50)
-        self.forwarding = threading.Event()
+        self.forwarding, self.mute = threading.Event(), mute
         self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
         self.thread.start()
 
     def _pump(self, stream: IO[str]) -> None:
         for line in stream:
+            if self.mute.is_set():
+                continue
             if self.forwarding.is_set():
                 sys.stderr.write(line)
                 sys.stderr.flush()
@@ -54,12 +57,14 @@ def answers(url: str) -> bool:
         return False
 
 
-def wait_until_serving(proc: subprocess.Popen, health_url: str, name: str) -> int | None:
-    """Block until `health_url` answers (None: serving, its output now goes to stderr) or `proc` exits first
-    (1, after one line with its exit code and why). `proc`'s stdout must be a text pipe."""
+def wait_until_serving(
+    proc: subprocess.Popen, health_url: str, name: str, mute: threading.Event | None = None
+) -> int | None:
+    """Block until `health_url` answers (None: serving, its output now goes to stderr until `mute` is set) or
+    `proc` exits first (1, after one line with its exit code and why). `proc`'s stdout must be a text pipe."""
     from rich.console import Console  # noqa: PLC0415 - rich: only when the progress line is drawn
 
-    output = _Output(proc.stdout)
+    output = _Output(proc.stdout, mute if mute is not None else threading.Event())
     console = Console(stderr=True)
     start = time.monotonic()
     say = f"{name}: starting MLflow's server (its addresses follow once it answers)"
