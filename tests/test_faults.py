@@ -345,18 +345,10 @@ def two_sweeps_at_once(uri: str, cwd: Path, *args: str, env: dict | None = None)
     exit 0, every config has exactly one FINISHED run, and each sweep's summary accounts for its 40 jobs:
     finished, skipped as done, or left to the other ("not run: another sweep is running them")."""
     args = ("-m", *args, "problem.seed=range(0,40)", "hydra/launcher=local", "mlflow.experiment=twice")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sweep", *args],
-            cwd=cwd,
-            env={**os.environ, "MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(cwd / "sp"), **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        for _ in range(2)
-    ]
+    env = forked_sweep.with_project(
+        {**os.environ, "MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(cwd / "sp"), **(env or {})}
+    )
+    procs = [forked_sweep.popen(list(args), cwd, env, session=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         no_process_left(p.pid)
