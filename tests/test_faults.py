@@ -389,13 +389,8 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
     the holders of the claims leave no run behind."""
     args = ("method=sgd", "method.lr=0.0003", "method.max_epochs=600", "problem.n_bits=10", "tracker=none")
     args = (*args, "problem.seed=5")  # a job of 1-3 s: the two overlap, whatever their start-ups take
-    env = {**os.environ, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sweep", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(2)
-    ]
+    env = forked_sweep.with_project({**os.environ, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")})
+    procs = [forked_sweep.popen(list(args), tmp_path, env) for _ in range(2)]
     outs = sorted(p.communicate(timeout=300)[0] for p in procs)
     assert [p.returncode for p in procs] == [0, 0]
     assert "[FINISHED]" in outs[0] and "another sweep is running them" in outs[1], outs

@@ -107,12 +107,8 @@ def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_list
         migrates = {}  # uri -> (its process, when it started, its target store)
         for i, uri in enumerate((f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", quiet)):
             to = tmp_path / f"to{i}.db"
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "sweep.store", "migrate", "--from", uri, "--to", f"sqlite:///{to}"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            argv = ["migrate", "--from", uri, "--to", f"sqlite:///{to}"]
+            proc = forked_sweep.popen(argv, None, forked_sweep.with_project(dict(os.environ)), module="sweep.store")
             migrates[uri] = (proc, time.monotonic(), to)
         try:
             _each_database_case(migrates, quiet, db, port, wrong, tmp_path)
