@@ -12,9 +12,11 @@ console scripts, `ps`, another user): those tests start their own. Forks also sh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,49 +31,81 @@ ROOT = str(Path(__file__).resolve().parents[1])
 # process's starts afresh
 STARTUP = ("PYTHON", "SWEEP_ROOT", "OMP_", "OPENBLAS_", "MKL_", "LD_", "MALLOC_", "NUMPY_", "LANG", "LC_")
 
-# the forking process: reads one request a line (argv, env, cwd, files), forks, answers the fork's pid and then
-# its wait status; a fork runs `python -m sweep` in its place and never returns to the loop
+# the forking process: reads one request a line (argv, env, cwd, files), forks, answers the fork's pid at once and
+# its wait status when it ends (several forks may run side by side: a SIGCHLD wakes the loop); a fork runs
+# `python -m sweep` in its place and never returns to the loop
 SERVER = r"""
-import gc, json, os, runpy, sys
+import gc, json, os, runpy, select, signal, sys
 module = sys.argv[1]
 runpy.run_module(module, run_name="__forked__")  # the imports of the module's main, which is not called
 for name in json.loads(sys.argv[2]):  # libraries its commands import later (WARM)
     __import__(name)
 gc.freeze()  # what the server made is never collected in a fork: a fork's collections neither scan nor copy it
-requests, answers = sys.stdin.buffer, os.fdopen(os.dup(1), "w")
+answers = os.dup(1)
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 1)
-for line in requests:
-    req = json.loads(line)
-    sys.stdout.flush(); sys.stderr.flush()
-    try:
-        pid = os.fork()
-    except OSError as e:  # no process to be had (EAGAIN, ENOMEM): said, and the next request served
-        answers.write(json.dumps({"error": repr(e)}) + "\n"); answers.flush()
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_r, False)
+os.set_blocking(wake_w, False)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+signal.set_wakeup_fd(wake_w)  # a fork's end wakes the select below
+def say(answer):
+    os.write(answers, (json.dumps(answer) + "\n").encode())  # one write of a short line: whole
+pending = b""
+while True:
+    ready = select.select([0, wake_r], [], [])[0]
+    if wake_r in ready:
+        try:
+            os.read(wake_r, 4096)
+        except BlockingIOError:
+            pass
+    while True:  # every fork that ended
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        say({"pid": pid, "status": os.waitstatus_to_exitcode(status)})
+    if 0 not in ready:
         continue
-    if pid == 0:
-        answers.close()
-        if req["session"]:
-            os.setsid()
-        os.dup2(null, 0)
-        for fd, path in ((1, req["out"]), (2, req["err"])):
-            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(f, fd)
-            os.close(f)
-        os.close(null)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        import tempfile, time  # what a start reads of the environment once: $TMPDIR's directory, TZ
-        tempfile.tempdir = None
-        time.tzset()
-        sys.argv = [sys.argv[0], *req["argv"]]
-        del requests, answers, line, req, pid
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        sys.exit(0)
-    answers.write(json.dumps({"pid": pid}) + "\n"); answers.flush()
-    _, status = os.waitpid(pid, 0)
-    answers.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n"); answers.flush()
+    chunk = os.read(0, 65536)
+    if not chunk:
+        break
+    pending += chunk
+    while b"\n" in pending:
+        line, _, pending = pending.partition(b"\n")
+        req = json.loads(line)
+        sys.stdout.flush(); sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as e:  # no process to be had (EAGAIN, ENOMEM): said, and the next request served
+            say({"error": repr(e)})
+            continue
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (answers, wake_r, wake_w):
+                os.close(fd)
+            if req["session"]:
+                os.setsid()
+            os.dup2(null, 0)
+            for fd, path in ((1, req["out"]), (2, req["err"])):
+                f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(f, fd)
+                os.close(f)
+            os.close(null)
+            os.chdir(req["cwd"])
+            os.environ.clear()
+            os.environ.update(req["env"])
+            import tempfile, time  # what a start reads of the environment once: $TMPDIR's directory, TZ
+            tempfile.tempdir = None
+            time.tzset()
+            sys.argv = [sys.argv[0], *req["argv"]]
+            del pending, chunk, ready, line, req, pid
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            sys.exit(0)
+        say({"pid": pid})
 """
 
 # libraries that commands import after their start, imported once in the forking server: of a single run's
@@ -90,11 +124,12 @@ WARM = (
     "mlflow.store.tracking.sqlalchemy_store",
 )
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # one reader of a server's answers at a time
 
 
 class _Server:
-    """A forking server of `module` and what it answered that is not read yet."""
+    """A forking server of `module`, what it answered that is not read yet, and the statuses of forks that ended
+    whose waiter has not asked yet."""
 
     def __init__(self, module: str, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
@@ -104,11 +139,8 @@ class _Server:
             env=env,
             cwd=ROOT,  # not a test's directory, which goes before the server does
         )
-        self.pending = b""
-
-    def ask(self, request: dict) -> None:
-        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self.proc.stdin.flush()
+        self.module, self.pending = module, b""
+        self.ended: dict[int, int] = {}
 
     def answer(self, timeout: float) -> dict | None:
         """The server's next answer; None if none came within `timeout` seconds (no thread: none may be had)."""
@@ -116,16 +148,44 @@ class _Server:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         while b"\n" not in self.pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if poller.poll(left * 1000):
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise EOFError(f"the forking server ended (exit {self.proc.wait()})")
-                self.pending += chunk
+            if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                if time.monotonic() >= deadline:
+                    return None
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise EOFError(f"the forking server ended (exit {self.proc.wait()})")
+            self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
+
+    def fork(self, request: dict) -> int:
+        """The pid of a fork running `request` (under _lock)."""
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            answer = self.answer(120)
+            if answer is None or "pid" not in answer:
+                raise RuntimeError(f"no fork: {answer}")
+            if "status" not in answer:
+                return answer["pid"]
+            self.ended[answer["pid"]] = answer["status"]
+
+    def status(self, pid: int, timeout: float) -> int | None:
+        """Fork `pid`'s exit status once it ended, None if it runs on after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with _lock:
+                if pid in self.ended:
+                    return self.ended.pop(pid)
+                answer = self.answer(min(0.2, max(0.0, deadline - time.monotonic())))  # others may wait too
+                if answer is not None:
+                    if "status" not in answer:
+                        raise RuntimeError(f"an answer no request asked for: {answer}")
+                    self.ended[answer["pid"]] = answer["status"]
+                    continue
+            if time.monotonic() >= deadline:
+                return None
 
     def close(self) -> None:
         self.proc.kill()
@@ -154,6 +214,71 @@ def forkable(env: dict[str, str]) -> bool:
     return os.environ.get("SWEEP_TEST_FORK", "1") != "0" and _startup(env) == PRISTINE
 
 
+class Forked:
+    """A forked command, answered as a `subprocess.Popen` with text pipes answers `pid`, `returncode`, `poll`,
+    `wait`, `communicate`, `send_signal` and `kill` (its output is in files, read once it ended)."""
+
+    def __init__(self, server: _Server, pid: int, args: list[str], files: Path) -> None:
+        self.server, self.pid, self.args, self.files = server, pid, args, files
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode if self.returncode is not None else self._ended(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and self._ended(1e9 if timeout is None else timeout) is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return self.returncode  # type: ignore[return-value]
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        try:
+            return (self.files / "out").read_text(), (self.files / "err").read_text()
+        finally:
+            shutil.rmtree(self.files, ignore_errors=True)
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def _ended(self, timeout: float) -> int | None:
+        try:
+            self.returncode = self.server.status(self.pid, timeout)
+        except Exception:
+            # a server in a state this side does not know: gone, and the next command gets a new one
+            with _lock:
+                if _servers.get(self.server.module) is self.server:
+                    _servers.pop(self.server.module).close()
+            raise
+        return self.returncode
+
+
+class _NoFork(Exception):
+    pass
+
+
+def _fork(argv: list[str], cwd: Path | None, env: dict[str, str], module: str, session: bool) -> Forked:
+    """`python -m MODULE ARGV` forked from the module's server (started if none runs); _NoFork where none could
+    be made."""
+    files = Path(tempfile.mkdtemp(prefix="forked-sweep-"))
+    request = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "session": session}
+    with _lock:
+        try:
+            server = _servers.get(module)
+            if server is None or server.proc.poll() is not None:
+                server = _servers[module] = _Server(module, env)
+            pid = server.fork({**request, "out": str(files / "out"), "err": str(files / "err")})
+        except Exception:
+            if (gone := _servers.pop(module, None)) is not None:
+                gone.close()
+            shutil.rmtree(files, ignore_errors=True)
+            raise _NoFork from None
+    return Forked(server, pid, [sys.executable, "-m", module, *argv], files)
+
+
 def run(
     argv: list[str],
     cwd: Path | None,
@@ -166,36 +291,42 @@ def run(
     as subprocess.run(..., capture_output=True, text=True, timeout) answers; on timeout the command (its session)
     is killed. Where no fork could be made, the command is started as a process of its own."""
     args = [sys.executable, "-m", module, *argv]
-    with _lock, tempfile.TemporaryDirectory(prefix="forked-sweep-") as d:
-        out, err = Path(d) / "out", Path(d) / "err"
-        request = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "out": str(out), "err": str(err)}
-        pid = None
+    try:
+        proc = _fork(argv, cwd, env, module, session)
+    except _NoFork:
+        return _started(args, cwd, env, timeout, session)
+    try:
+        out, err = proc.communicate(timeout)
+    except subprocess.TimeoutExpired:
+        (os.killpg if session else os.kill)(proc.pid, signal.SIGKILL)
         try:
-            server = _servers.get(module)
-            if server is None or server.proc.poll() is not None:
-                server = _servers[module] = _Server(module, env)
-            server.ask({**request, "session": session})
-            started = server.answer(120)
-            pid = (started or {}).get("pid")
-            if pid is None:
-                raise RuntimeError(f"no fork: {started}")
-            ended = server.answer(timeout)
-            if ended is None:
-                (os.killpg if session else os.kill)(pid, signal.SIGKILL)
-                if server.answer(60) is None:
-                    raise RuntimeError(f"command {pid} not reaped after SIGKILL")
-                raise subprocess.TimeoutExpired(args, timeout)
+            proc.communicate(60)
         except subprocess.TimeoutExpired:
-            raise
-        except Exception:
-            # a server in a state this side does not know: gone, and the next command gets a new one
-            _servers.pop(module).close()
-            if pid is not None:
-                raise
-            return _started(args, cwd, env, timeout, session)
-        done = subprocess.CompletedProcess(args, ended["status"], out.read_text(), err.read_text())
-        done.pid = pid  # type: ignore[attr-defined]
-        return done
+            raise RuntimeError(f"command {proc.pid} not reaped after SIGKILL") from None
+        raise subprocess.TimeoutExpired(args, timeout) from None
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    done.pid = proc.pid  # type: ignore[attr-defined]
+    return done
+
+
+def popen(
+    argv: list[str], cwd: Path | None, env: dict[str, str], module: str = "sweep", session: bool = False
+) -> "Forked | subprocess.Popen":
+    """`python -m MODULE ARGV` started to run beside others (two sweeps at once): forked where `env` allows, else
+    started; answered as subprocess.Popen(..., stdout=PIPE, stderr=PIPE, text=True) answers for `communicate`,
+    `wait`, `poll`, `returncode`, `pid` and signals (in a session of its own if `session`)."""
+    if forkable(env):
+        with contextlib.suppress(_NoFork):
+            return _fork(argv, cwd, env, module, session)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *argv],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
+    )
 
 
 def _started(

@@ -343,18 +343,10 @@ def two_sweeps_at_once(uri: str, cwd: Path, *args: str, env: dict | None = None)
     exit 0, every config has exactly one FINISHED run, and each sweep's summary accounts for its 40 jobs:
     finished, skipped as done, or left to the other ("not run: another sweep is running them")."""
     args = ("-m", *args, "problem.seed=range(0,40)", "hydra/launcher=local", "mlflow.experiment=twice")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sweep", *args],
-            cwd=cwd,
-            env={**os.environ, "MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(cwd / "sp"), **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        for _ in range(2)
-    ]
+    env = forked_sweep.with_project(
+        {**os.environ, "MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(cwd / "sp"), **(env or {})}
+    )
+    procs = [forked_sweep.popen(list(args), cwd, env, session=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         no_process_left(p.pid)
@@ -395,13 +387,8 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
     the holders of the claims leave no run behind."""
     args = ("method=sgd", "method.lr=0.0003", "method.max_epochs=600", "problem.n_bits=10", "tracker=none")
     args = (*args, "problem.seed=5")  # a job of 1-3 s: the two overlap, whatever their start-ups take
-    env = {**os.environ, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sweep", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(2)
-    ]
+    env = forked_sweep.with_project({**os.environ, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")})
+    procs = [forked_sweep.popen(list(args), tmp_path, env) for _ in range(2)]
     outs = sorted(p.communicate(timeout=300)[0] for p in procs)
     assert [p.returncode for p in procs] == [0, 0]
     assert "[FINISHED]" in outs[0] and "another sweep is running them" in outs[1], outs

@@ -24,7 +24,8 @@ import requests
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import FAULTY, ROOT, run_sweep
+from tests import forked_sweep
+from tests.conftest import FAULTY, run_sweep
 from tests.forked_sweep import python_m
 from tests.test_faults import SLOW_SGD, two_sweeps_at_once
 from tests.test_faults_signals import _stat, alive, start_until_two_finished
@@ -108,12 +109,8 @@ def test_a_database_address_is_one_line_within_the_connect_timeout_whatever_list
         migrates = {}  # uri -> (its process, when it started, its target store)
         for i, uri in enumerate((f"postgresql+psycopg://sweep@127.0.0.1:{port}/mlflow", quiet)):
             to = tmp_path / f"to{i}.db"
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "sweep.store", "migrate", "--from", uri, "--to", f"sqlite:///{to}"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            argv = ["migrate", "--from", uri, "--to", f"sqlite:///{to}"]
+            proc = forked_sweep.popen(argv, None, forked_sweep.with_project(dict(os.environ)), module="sweep.store")
             migrates[uri] = (proc, time.monotonic(), to)
         try:
             _each_database_case(migrates, quiet, db, port, wrong, tmp_path)
@@ -654,15 +651,9 @@ def test_a_changed_password_or_a_deleted_user_is_refused_by_every_worker_within_
 
 def test_four_sweeps_at_once_lose_and_duplicate_nothing_and_resume_only_the_same_config(server, tmp_path):
     common = ["method=gf2", "problem.n_bits=10", "tracker=none", "mlflow.experiment=four", "hydra.launcher.n_workers=1"]
+    env = forked_sweep.with_project(dict(os.environ))
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sweep", "-m", *common, f"problem.seed=range({30 * i},{30 * i + 30})"],
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        forked_sweep.popen(["-m", *common, f"problem.seed=range({30 * i},{30 * i + 30})"], tmp_path, env)
         for i in range(4)
     ]
     outs = [p.communicate(timeout=600) for p in procs]

@@ -6,6 +6,7 @@ read-only stores). Real `python -m ...` processes against real stores."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.disks import fill, tmpfs
-from tests.test_faults import _runs, made_store, one_line, sweep  # noqa: F401 - made_store: a fixture
+from tests.forked_sweep import Forked, popen, with_project
+from tests.test_faults import _runs, made_store, no_process_left, one_line, sweep  # noqa: F401 - made_store: a fixture
 
 GRID = ("-m", "method=gf2", "problem.n_bits=10", "problem.seed=1,2")
 
@@ -34,8 +36,14 @@ def _sweep_line(uri: str, tmp_path: Path, launcher: str = "sweep") -> str:
     return line[len(f"sweep: store {uri}: ") :]
 
 
-def _compare_line(uri: str, tmp_path: Path) -> str:
-    p = sweep("sweep", "--no-log", "--tracking-uri", uri, env={}, cwd=tmp_path, module="sweep.compare")
+def _compare_line(uri: str, tmp_path: Path, started: Forked | subprocess.Popen | None = None) -> str:
+    """`sweep.compare` on `uri`'s one line (of the command `started` if given, else run here)."""
+    if started is None:
+        p = sweep("sweep", "--no-log", "--tracking-uri", uri, env={}, cwd=tmp_path, module="sweep.compare")
+    else:
+        out, err = started.communicate(timeout=300)
+        p = subprocess.CompletedProcess(started.args, started.returncode, out, err)
+        no_process_left(started.pid)
     assert p.returncode == 1
     line = one_line(p.stderr)
     assert f"store {uri}: " in line
@@ -109,10 +117,14 @@ def test_a_store_another_process_holds_is_called_locked(made_store, tmp_path, jo
     try:
         assert holder.stdout.readline() == "held\n"
         uri = f"sqlite:///{db}"
+        compare = None
+        if lock == "EXCLUSIVE":  # readers wait too: the compare waits out its lock beside the sweep
+            argv = ["sweep", "--no-log", "--tracking-uri", uri]
+            compare = popen(argv, tmp_path, with_project(dict(os.environ)), module="sweep.compare", session=True)
         cause = _sweep_line(uri, tmp_path)
         assert cause.startswith("locked: another process holds it") and "corrupt" not in cause
-        if lock == "EXCLUSIVE":  # readers wait too
-            assert _compare_line(uri, tmp_path).startswith("locked: ")
+        if compare is not None:
+            assert _compare_line(uri, tmp_path, compare).startswith("locked: ")
     finally:
         holder.kill()
         holder.wait()
