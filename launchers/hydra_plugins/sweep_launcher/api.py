@@ -52,6 +52,7 @@ _HOME = {
     "SIGNALS": "_signals",
     "listening": "_signals",
     "SweepLauncherConf": "config",
+    "ModalConf": "config",
     "JOBS_IN_SWEEP": "_progress",
 }
 _MODULES = ("timer",)

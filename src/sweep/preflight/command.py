@@ -179,7 +179,7 @@ def check_grid_size(argv: list[str]) -> None:
 
 def _bool_fields() -> dict[str, bool]:
     """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
-    from hydra_plugins.sweep_launcher.config import ModalConf, SweepLauncherConf  # noqa: PLC0415 - Hydra scans it
+    from hydra_plugins.sweep_launcher.api import ModalConf, SweepLauncherConf  # noqa: PLC0415 - Hydra scans it
 
     return {
         **config_bool_fields(),
