@@ -152,3 +152,31 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         assert parent.info.status == "FAILED", (parent.info.status, err)
         reason = parent.data.tags.get("sweep.ended_reason", "")
         assert len(ends) == 1 and "full" in reason and "sweep.killed_reason" not in parent.data.tags, (reason, err)
+
+
+def test_a_sweep_whose_output_disk_fills_stops_at_the_first_job_it_fails(tmp_path):
+    """hydra.sweep.dir on a disk that fills mid-sweep (the store elsewhere): every remaining job failed alike, one
+    [FAILED] line each. Now the sweep stops at the first, says where and what to do, and the re-run, with room
+    again, runs only what is left."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {"MLFLOW_TRACKING_URI": uri, "SWEEP_SPOOL_DIR": str(tmp_path / "spool")}
+    with tmpfs(tmp_path / "out", "1m") as disk:
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - (96 << 10))  # room for the check's 64 KiB and a few jobs
+        args = ("-m", "method=gf2", "problem.n_bits=10", "problem.seed=range(0,20)", f"hydra.sweep.dir={disk}/s")
+        p = sweep(*args, "hydra.launcher.n_workers=1", env=env, cwd=tmp_path)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("sweep: stopped: ")]
+        assert line.startswith(f"sweep: stopped: the disk that holds the jobs' directories (hydra.sweep.dir={disk}/s)")
+        assert line.endswith("make room and run this command again (what is done is skipped)"), line
+        not_started = int(line.split(" not started")[0].rpartition(", ")[2])
+        runs = [r for r in _runs(uri) if r.data.tags.get("sweep.parent") != "true"]
+        assert p.stderr.count("[FAILED] ") == 1 and not_started > 0, p.stderr  # not one failure per job left
+        assert len(runs) + not_started == 20 and "RUNNING" not in {r.info.status for r in runs}
+        (parent,) = [r for r in _runs(uri) if r.data.tags.get("sweep.parent") == "true"]
+        assert parent.info.status == "FAILED"
+        filler.unlink()
+        again = sweep(*args, env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    done = sum(r.info.status == "FINISHED" for r in runs)
+    assert f"skipping {done} job(s) already done" in again.stdout, again.stdout

@@ -10,6 +10,7 @@ The worker never touches MLflow: it returns a `Reply` and the launching process 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import pickle
 import time
@@ -51,6 +52,7 @@ class Reply:
     files: dict[str, str] = field(default_factory=dict)  # output-dir files, for jobs run in a container
     output_dir: Optional[str] = None  # the job's hydra.runtime.output_dir
     time_limit_s: Optional[float] = None  # the limit the job ran past (the launcher killed its worker)
+    stop: Optional[str] = None  # why no later job can run either (ENOSPC in its directory): the sweep stops
 
 
 _restored: Optional[int] = None  # id of the Session whose Hydra globals this process holds
@@ -158,7 +160,7 @@ def run_one(
             if solved is not None:
                 clock["wall"], clock["cpu"] = solved[1], solved[2]
 
-    error = reason = output_dir = None
+    error = reason = output_dir = stop = None
     try:
         if session.fast:
             from hydra_plugins.sweep_launcher._fast.run_job import run_job as lean_run_job  # noqa: PLC0415 - the fast path: imported only behind its version gate
@@ -187,6 +189,7 @@ def run_one(
         output_dir = str(ret.hydra_cfg.hydra.runtime.output_dir)
     except BaseException as e:  # noqa: BLE001 - SystemExit from a task, a broken job dir, ...: one FAILED job
         reason = _reason(e)
+        stop = _disk_full(e)
         overrides = source.overrides()
         ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=RuntimeError(reason))
         error = traceback.format_exc()
@@ -199,6 +202,7 @@ def run_one(
         wall_s=clock.get("wall", 0.0),
         cpu_s=clock.get("cpu", 0.0),
         output_dir=output_dir,
+        stop=stop,
     )
     if collect_files and output_dir is not None:
         reply.files = _output_files(Path(output_dir))
@@ -227,6 +231,19 @@ def run_batch(session: Session, items: list[tuple[int, Any, Any]], collect_files
 def task_config(cfg: DictConfig) -> DictConfig:
     """What the task function gets: the job config without its hydra section."""
     return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+
+
+def _disk_full(e: BaseException) -> Optional[str]:
+    """Why no later job can run, where the job failed outside its task (its directory, its config's files) for a
+    full disk: the next jobs' directories are on it too (each of a sweep's remaining jobs failed alike)."""
+    seen: BaseException | None = e
+    for _ in range(16):  # (a chain that loops back on itself ends too)
+        if seen is None:
+            return None
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"{seen.strerror}: {seen.filename}" if seen.filename else str(seen.strerror)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _reason(e: BaseException) -> str:

@@ -38,7 +38,7 @@ from hydra_plugins.sweep_launcher._pickling import dumps
 from hydra_plugins.sweep_launcher._pool import Pool, Worker
 from hydra_plugins.sweep_launcher._progress import JOBS_IN_SWEEP
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
-from hydra_plugins.sweep_launcher._stopping import HooksFailed, Stopping
+from hydra_plugins.sweep_launcher._stopping import CannotGoOn, HooksFailed, Stopping
 from hydra_plugins.sweep_launcher._time_limit import MARK, begin, clock, overdue, settle, stop, taken, wait_s
 from hydra_plugins.sweep_launcher.backends import Backend
 from hydra_plugins.sweep_launcher.hooks import LaunchHooks, Outcome, Tally
@@ -136,6 +136,9 @@ class Dispatcher(Stopping):
                 defer(e.signum)
         except HooksFailed as e:
             self._abort(str(e))
+        except CannotGoOn as e:
+            where = OmegaConf.select(self.launcher.config, "hydra.sweep.dir", default="?")
+            self._cannot_go_on(f"the disk that holds the jobs' directories (hydra.sweep.dir={where}) is full ({e})")
         return self.returns
 
     def _busy(self) -> list[Worker]:
@@ -317,6 +320,8 @@ class Dispatcher(Stopping):
         else:
             self.progress.job_done(job, ok=False, line=f"[FAILED] {job.label()}: {why}", seconds=outcome.wall_s)
         self.interrupt.check()
+        if reply.stop:
+            raise CannotGoOn(reply.stop)
 
     def _tell(self, job: Job, outcome: Outcome) -> Optional[str]:
         """Hand one outcome to the hooks, return the first line they give; a signal waits for their writes."""

@@ -16,6 +16,11 @@ class HooksFailed(Exception):
     """The app's hooks raised while taking a result (its store cannot be written): the sweep stops."""
 
 
+class CannotGoOn(Exception):
+    """A job's failure that every later job would meet (`Reply.stop`: the jobs' directories' disk full): the sweep
+    stops, where it went on failing each of its remaining jobs alike."""
+
+
 class Stopping:
     """Mixed into the dispatcher, whose loop, workers, results and hooks these read."""
 
@@ -61,6 +66,25 @@ class Stopping:
         for h in self.hooks:
             h.sweep_ended("KILLED", self.tally)
         raise SystemExit(e.exit_code)
+
+    def _cannot_go_on(self: Any, why: str) -> None:
+        """Running jobs killed and recorded KILLED, the sweep told FAILED (the hooks can still write), exit 1."""
+        running, not_started = self._stop_all()
+        for job in running:
+            try:
+                self._tell(job, Outcome("KILLED", None, reason=why, error=f"stopped: {why}\n"))
+            except HooksFailed:
+                break
+        self.tally.killed += len(running)
+        print(
+            f"sweep: stopped: {why} ({len(running)} running job(s) recorded KILLED, {not_started} not started); "
+            "make room and run this command again (what is done is skipped)",
+            file=sys.stderr,
+            flush=True,
+        )
+        for h in self.hooks:
+            h.sweep_ended("FAILED", self.tally)
+        raise SystemExit(1)
 
     def _abort(self: Any, why: str) -> None:
         running, not_started = self._stop_all()
