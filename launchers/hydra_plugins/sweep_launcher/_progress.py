@@ -84,12 +84,8 @@ class Progress:
             self._task = self._bar.add_task(title, total=total, done=0, failed=0, running=0, eta="?")
 
     def __enter__(self) -> "Progress":
-        start = self.eta_s() if self.expected and self.first else None
-        if self.enabled and start is not None:
-            _say(
-                f"{self.title}: estimate {duration(start)} for {self.total} job(s) on {min(self.slots, self.total)} "
-                f"worker slot(s), from the seconds earlier runs took"
-            )
+        if self.enabled and self.expected and self.first:
+            _say(self.estimate())
         if self._bar is not None:
             self._bar.start()
         return self
@@ -145,6 +141,21 @@ class Progress:
         if each is None:
             return None
         return (known + each * max(0, left - len(self.expected))) / min(self.slots, left)
+
+    def estimate(self) -> str:
+        """The line a sweep starts with: its seconds from the jobs' earlier runs; jobs that never ran are not
+        guessed at (each was the others' mean: "estimate <1s" for a first mlp_lm run beside a bigram's)."""
+        known = len(self.expected)
+        if known >= self.total:
+            return (
+                f"{self.title}: estimate {duration(self.eta_s() or 0.0)} for {self.total} job(s) on "
+                f"{min(self.slots, self.total)} worker slot(s), from the seconds earlier runs took"
+            )
+        seconds = sum(self.expected.values()) / min(self.slots, known)
+        return (
+            f"{self.title}: estimate {duration(seconds)} for {known} of the {self.total} job(s), from the seconds "
+            f"earlier runs of them took; the other {self.total - known} never ran here: no estimate for them"
+        )
 
     def eta(self) -> str:
         eta = self.eta_s()
