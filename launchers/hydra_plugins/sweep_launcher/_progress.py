@@ -50,6 +50,7 @@ class Progress:
         # for 2 job(s)", seven times in tune_sgd, none of them the search's
         self.first = first
         self.slots = max(1, slots)  # jobs that run at once (local workers, remote jobs)
+        self.launched = total  # this launch's jobs (a search launches its trials a batch at a time)
         self.expected = dict(expected or {})  # job index -> seconds expected of it (`JobPlan.expected_s`)
         self.took: list[float] = []  # the finished jobs' seconds
         self.took_vs_expected = [0.0, 0.0]  # over the finished jobs with an expectation: seconds taken, expected
@@ -146,15 +147,15 @@ class Progress:
         """The line a sweep starts with: its seconds from the jobs' earlier runs; jobs that never ran are not
         guessed at (each was the others' mean: "estimate <1s" for a first mlp_lm run beside a bigram's)."""
         known = len(self.expected)
-        if known >= self.total:
+        if known >= self.launched:
             return (
                 f"{self.title}: estimate {duration(self.eta_s() or 0.0)} for {self.total} job(s) on "
                 f"{min(self.slots, self.total)} worker slot(s), from the seconds earlier runs took"
             )
         seconds = sum(self.expected.values()) / min(self.slots, known)
         return (
-            f"{self.title}: estimate {duration(seconds)} for {known} of the {self.total} job(s), from the seconds "
-            f"earlier runs of them took; the other {self.total - known} never ran here: no estimate for them"
+            f"{self.title}: estimate {duration(seconds)} for {known} of the {self.launched} job(s), from the "
+            f"seconds earlier runs of them took; the other {self.launched - known} never ran here: no estimate for them"
         )
 
     def eta(self) -> str:
