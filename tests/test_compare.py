@@ -652,3 +652,20 @@ def test_a_sweep_of_seeds_alone_names_its_row_by_its_method(sweep_store, tmp_pat
     # the row is km's, in the table and in every plot's label: was no key column, and "all" in the plots
     assert cmp.keys == ["method.name"] and [r.key for r in cmp.rows] == [{"method.name": "km"}]
     assert cmp.rows[0].finished == 2 and "km" in cmp.markdown()
+
+
+def test_a_device_the_sweep_did_not_vary_is_named_as_its_runs_ran(store, tmp_path, monkeypatch):
+    """`sweep sweeps=gpu_vs_cpu device=torch_cpu` (no GPU here): its wall-clock bars were labelled "cpu", the
+    plot's default for a device the sweep did not vary; they are labelled by the runs' own device."""
+    from sweep.report import plots
+
+    rec, parent, _ = record_small_sweep(store, "torch_only", "gpu_vs_cpu", *SMALL, "device=torch_cpu")
+    rec.end_parent(parent, "FINISHED", [])
+    runs = rec.client.search_runs([rec.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")
+    cmp = grouping.summarize(runs, "gpu_vs_cpu", parent, "torch_only")
+    assert cmp.keys == ["method.name"] and cmp.common["device.name"] == "torch_cpu"
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.append(fig) or path)
+    plots.plot_devices(cmp, tmp_path / "devices.png")
+    legend = drawn[0].axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["torch_cpu"]  # was "cpu"

@@ -57,8 +57,21 @@ def test_an_expected_sweep_starts_with_its_estimate_and_its_eta_learns_from_what
             p.job_done(Job(i), ok=True, line=f"job {i}", seconds=p.expected[i] / 2)
         assert p.eta_s() == 10.0
     err = capsys.readouterr().err
-    assert (
-        err.splitlines()[0] == "w1: estimate 50s for 5 job(s) on 2 worker slot(s), from the seconds earlier runs took"
+    assert err.splitlines()[0] == (  # the fifth, expected of none, is not guessed at up front
+        "w1: estimate 40s for 4 of the 5 job(s), from the seconds earlier runs of them took; the other 1 never ran "
+        "here: no estimate for them"
+    )
+
+
+def test_jobs_that_never_ran_are_left_out_of_the_estimate_and_it_says_so(capsys):
+    """A newcomer's first hour: `sweep -m problem=chars method=bigram,mlp_lm,gpt ...` said "estimate <1s for 2
+    job(s)": the mlp_lm job, never run, was counted at the bigram's 0.2 s (and expected the experiment's median,
+    gf2's and km's milliseconds). The estimate is of the jobs that ran before, and says how many it leaves out."""
+    with Progress(3, title="sweep", clock=Clock(), slots=2, expected={0: 0.2, 2: 40.0}):
+        pass
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "sweep: estimate 20s for 2 of the 3 job(s), from the seconds earlier runs of them took; "
+        "the other 1 never ran here: no estimate for them"
     )
 
 
@@ -111,6 +124,7 @@ def test_the_estimate_takes_each_runs_start_to_its_end_over_its_batch(store, tmp
     runs = [r for r in client.search_runs([exp]) if "sweep.config_hash" in r.data.tags]
     assert [r.data.tags.get("sweep.batch.size") for r in runs] == ["2", "2"]
     took = Recorder(store, "took").earlier_seconds()
+    assert [t.method for t in took] == ["sgd", "sgd"]  # read with each run: a new arm is expected at its method's
     assert sorted((t.config_hash, t.seconds) for t in took) == sorted(
         (r.data.tags["sweep.config_hash"], (r.info.end_time - r.info.start_time) / 2000) for r in runs
     )
@@ -124,13 +138,15 @@ def test_a_fresh_seed_is_expected_to_take_what_its_arm_took_and_a_failed_run_cou
     from sweep.launch.hooks import arm, expectation
     from sweep.record.earlier import Took, _took
 
-    took = [Took("h1", "honest seed=0", 0, 1.0), Took("h2", "out_of_time seed=0", 0, 60.0)]
-    took += [Took("h3", "fourier seed=0", 0, 2.0), Took("h4", "fourier seed=1", 0, 4.0)]
+    took = [Took("h1", "honest seed=0", 0, 1.0, "solver"), Took("h2", "out_of_time seed=0", 0, 60.0, "solver")]
+    took += [Took("h3", "fourier seed=0", 0, 2.0, "fourier"), Took("h4", "fourier seed=1", 0, 4.0, "fourier")]
     expected = expectation(took)
-    assert expected("h2", "anything") == 60.0  # the same config
-    assert expected("new", "out_of_time seed=7") == 60.0  # another seed of the slow arm (was the median, 3.0)
-    assert expected("new", "fourier seed=9") == 3.0  # its arm's median
-    assert expected("new", "km seed=0") == 3.0  # no arm: the median of all
+    assert expected("h2", "anything", "solver") == 60.0  # the same config
+    assert expected("new", "out_of_time seed=7", "solver") == 60.0  # another seed of the slow arm (was the median)
+    assert expected("new", "fourier seed=9", "fourier") == 3.0  # its arm's median
+    assert expected("new", "mine seed=0", "solver") == 30.5  # a new arm: its method's median
+    # a method that never ran: no guess (was the median of all, 3.0: a first mlp_lm run beside gf2's milliseconds)
+    assert expected("new", "km seed=0", "km") is None
     assert arm("hidden=1000 t50 seed=44") == "hidden=1000 t50" and arm("myseed=3 k=2") == "myseed=3 k=2"
     assert _took("h", "n", 1000, 61000, None).seconds == 60.0
 

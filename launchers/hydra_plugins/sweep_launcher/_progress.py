@@ -58,6 +58,7 @@ class Progress:
         before = earlier.done + earlier.failed if earlier else 0
         self.total = max(before + total, earlier.total if earlier else 0, in_sweep or 0)
         self.slots = max(1, slots)  # jobs that run at once (local workers, remote jobs)
+        self.launched = total  # this launch's jobs (a search launches its trials a batch at a time)
         self.expected = dict(expected or {})  # job index -> seconds expected of it (`JobPlan.expected_s`)
         self.took: list[float] = list(earlier.took) if earlier else []  # the finished jobs' seconds
         self.took_vs_expected = [0.0, 0.0]  # over the finished jobs with an expectation: seconds taken, expected
@@ -95,12 +96,8 @@ class Progress:
             )  # fmt: skip
 
     def __enter__(self) -> "Progress":
-        start = self.eta_s() if self.expected and self.first else None
-        if self.enabled and start is not None:
-            _say(
-                f"{self.title}: estimate {duration(start)} for {self.total} job(s) on {min(self.slots, self.total)} "
-                f"worker slot(s), from the seconds earlier runs took"
-            )
+        if self.enabled and self.expected and self.first:
+            _say(self.estimate())
         if self._bar is not None:
             self._bar.start()
         return self
@@ -156,6 +153,21 @@ class Progress:
         if each is None:
             return None
         return (known + each * max(0, left - len(self.expected))) / min(self.slots, left)
+
+    def estimate(self) -> str:
+        """The line a sweep starts with: its seconds from the jobs' earlier runs; jobs that never ran are not
+        guessed at (each was the others' mean: "estimate <1s" for a first mlp_lm run beside a bigram's)."""
+        known = len(self.expected)
+        if known >= self.launched:
+            return (
+                f"{self.title}: estimate {duration(self.eta_s() or 0.0)} for {self.total} job(s) on "
+                f"{min(self.slots, self.total)} worker slot(s), from the seconds earlier runs took"
+            )
+        seconds = sum(self.expected.values()) / min(self.slots, known)
+        return (
+            f"{self.title}: estimate {duration(seconds)} for {known} of the {self.launched} job(s), from the "
+            f"seconds earlier runs of them took; the other {self.launched - known} never ran here: no estimate for them"
+        )
 
     def eta(self) -> str:
         eta = self.eta_s()

@@ -92,17 +92,20 @@ def arm(run_name: str) -> str:
     return " ".join(SEED_IN_NAME.sub(" ", run_name).split())
 
 
-def expectation(took: Sequence[Any]) -> Callable[[str, str], float]:
-    """(config hash, run name) -> the seconds expected of a job, from earlier runs' `took` (sweep.record.earlier,
-    oldest first): the latest run of the same config, else of the same name, else the median of its arm's (the
-    same name but the seed), else the median of all."""
+def expectation(took: Sequence[Any]) -> Callable[[str, str, str], Optional[float]]:
+    """(config hash, run name, method) -> the seconds expected of a job, from earlier runs' `took`
+    (sweep.record.earlier, oldest first): the latest run of the same config, else of the same name, else the median
+    of its arm's (the same name but the seed), else of its method's; None for a method that never ran. Not the
+    median of all: in the experiment `sweep`, gf2's and km's milliseconds made a first mlp_lm run "estimate <1s"."""
     by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
     arms: dict[str, list[float]] = {}
+    methods: dict[str, list[float]] = {}
     for t in took:
         arms.setdefault(arm(t.run_name), []).append(t.seconds)
+        methods.setdefault(t.method, []).append(t.seconds)
     by_arm = {a: statistics.median(s) for a, s in arms.items()}
-    median = statistics.median(t.seconds for t in took)
-    return lambda h, name: by_key.get(h, by_key.get(name, by_arm.get(arm(name), median)))
+    by_method = {m: statistics.median(s) for m, s in methods.items() if m}
+    return lambda h, name, method: by_key.get(h, by_key.get(name, by_arm.get(arm(name), by_method.get(method))))
 
 
 class SweepLaunchHooks(LaunchHooks):
@@ -134,6 +137,7 @@ class SweepLaunchHooks(LaunchHooks):
         batch = 1
         hashes: dict[int, str] = {}
         names: dict[int, str] = {}
+        methods: dict[int, str] = {}  # each job's method.name: the estimate's last resort
         plans: dict[int, JobPlan] = {}
         room = available_bytes()  # what memory is left: once for the whole check pass, not once a job
         available = lambda: room  # noqa: E731
@@ -167,6 +171,7 @@ class SweepLaunchHooks(LaunchHooks):
                 device_price_per_hour(config["device"]),
             )
             names[job.idx] = job.data[RECORD_KEY][0] or job.name  # as job_ended names its run: the estimate's key
+            methods[job.idx] = str((config.get("method") or {}).get("name") or "")
             key = batch_key(config) if batch > 1 else None
             if key is not None:
                 alike[(where, gpu, key)] += 1
@@ -202,9 +207,9 @@ class SweepLaunchHooks(LaunchHooks):
             elif h in held:
                 yield idx, replace(plans[idx], skip=running_elsewhere(held[h]))
             elif expected is not None:
-                yield idx, replace(plans[idx], expected_s=expected(h, names[idx]))
+                yield idx, replace(plans[idx], expected_s=expected(h, names[idx], methods[idx]))
 
-    def _expected(self) -> Optional[Callable[[str, str], float]]:
+    def _expected(self) -> Optional[Callable[[str, str, str], Optional[float]]]:
         """The seconds a job is expected to take, from the experiment's earlier runs (`Recorder.earlier_seconds`;
         a tracking server is asked nothing more for them): (config hash, run name) -> its own earlier run's (the
         same config, else the same name, else the same name but its seed: another seed of the arm), else their

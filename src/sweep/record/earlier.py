@@ -23,6 +23,7 @@ from sweep.record.tags import BATCH_SIZE_TAG, HASH_TAG
 # the runs whose seconds say what a job takes: FAILED ones too, a job that runs into its time limit most of all (the
 # parity challenge's out_of_time entrant: 60 s a seed, where the finished entrants' median was 1 s)
 ENDED = ("FINISHED", "FAILED")
+METHOD = "method.name"  # the param a run's method is recorded as
 
 
 class Took(NamedTuple):
@@ -30,11 +31,12 @@ class Took(NamedTuple):
     run_name: str
     start_ms: int
     seconds: float
+    method: str = ""  # its method.name: a job like no earlier run is expected to take its method's runs' median
 
 
-def _took(h: str, name: Optional[str], start: int, end: int, batch: Optional[str]) -> Took:
+def _took(h: str, name: Optional[str], start: int, end: int, batch: Optional[str], method: str = "") -> Took:
     n = int(batch) if batch and batch.isdigit() and int(batch) > 0 else 1
-    return Took(h, name or "", start, (end - start) / 1000 / n)
+    return Took(h, name or "", start, (end - start) / 1000 / n, method or "")
 
 
 def of_run(run: Any) -> Optional[Took]:
@@ -43,7 +45,8 @@ def of_run(run: Any) -> Optional[Took]:
     h, info, tags = run.data.tags.get(HASH_TAG), run.info, run.data.tags
     if not h or info.status not in ENDED or not info.start_time or not info.end_time:
         return None
-    return _took(h, info.run_name, info.start_time, info.end_time, tags.get(BATCH_SIZE_TAG))
+    method = run.data.params.get(METHOD)
+    return _took(h, info.run_name, info.start_time, info.end_time, tags.get(BATCH_SIZE_TAG), method)
 
 
 def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
@@ -52,12 +55,13 @@ def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
             rows = conn.execute(
-                "SELECT t.value, r.name, r.start_time, r.end_time, b.value FROM runs r "
+                "SELECT t.value, r.name, r.start_time, r.end_time, b.value, m.value FROM runs r "
                 "JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ? "
                 "LEFT JOIN tags b ON b.run_uuid = r.run_uuid AND b.key = ? "
+                "LEFT JOIN params m ON m.run_uuid = r.run_uuid AND m.key = ? "
                 "WHERE r.experiment_id = ? AND r.status IN ('FINISHED', 'FAILED') AND r.lifecycle_stage = 'active' "
                 "AND r.start_time > 0 AND r.end_time >= r.start_time ORDER BY r.start_time",
-                (HASH_TAG, BATCH_SIZE_TAG, int(experiment_id)),
+                (HASH_TAG, BATCH_SIZE_TAG, METHOD, int(experiment_id)),
             ).fetchall()
         finally:
             conn.close()

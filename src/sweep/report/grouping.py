@@ -115,10 +115,19 @@ def summarize(
         metrics=present,
         rows=rows,
         key_metrics=list(key_metrics),
+        common=shared_choices(params, keys),
     )
     if baseline and relative:
         set_against(cmp, {k: str(v) for k, v in baseline.items()}, relative)
     return cmp
+
+
+def shared_choices(params: list[dict[str, str]], keys: Sequence[str]) -> dict[str, str]:
+    """Each group's choice (`device.name`, ...) that every run shares, so that a plot names a key it was not
+    swept by as it was (gpu_vs_cpu's `device=torch_cpu` bars were labelled "cpu")."""
+    names = {k for p in params for k in p if k.endswith(".name") and k not in keys}
+    values = {k: {p.get(k) for p in params} for k in names}
+    return {k: str(next(iter(v))) for k, v in sorted(values.items()) if len(v) == 1 and None not in v}
 
 
 BATCH_SHARE = "batch_wall_s"  # logged by a run solved in a batch (sweep.batch.run): its wall-clock is a share

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from sweep.energy.proxies import Ranking, finite
 from sweep.metrics import PLOT
@@ -144,8 +144,13 @@ def _fmt_like(cmp: "Comparison", key: str, value: float) -> str:
 # -- gpu_vs_cpu (seed 000): wall-clock per method and device, and the GPU/CPU ratio ----------------
 def plot_devices(cmp: "Comparison", path: Path) -> Path:
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    unswept = cmp.common.get("device.name", "cpu")  # the runs' own device where the sweep did not vary it
+
+    def device(row: Any) -> str:
+        return row.key.get("device.name", unswept)
+
     methods = sorted({r.key.get("method.name", "all") for r in cmp.rows})
-    devices = sorted({r.key.get("device.name", "cpu") for r in cmp.rows})
+    devices = sorted({device(r) for r in cmp.rows})
     width = 0.8 / max(len(devices), 1)
     times: dict[tuple[str, str], float] = {}
     labelled: set[str] = set()
@@ -154,7 +159,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
             hits = [
                 st
                 for row, st in cmp.values("wall_clock_s")
-                if row.key.get("method.name", "all") == m and row.key.get("device.name", "cpu") == dev
+                if row.key.get("method.name", "all") == m and device(row) == dev
             ]
             if hits:
                 times[(m, dev)] = hits[0].mean

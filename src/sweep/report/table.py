@@ -78,6 +78,7 @@ class Comparison:
     logged: bool = False  # the files written were logged on the parent run (sweep.report.compare)
     unwritten: str = ""  # why the files could not be written (the table is shown all the same)
     deleted: int = 0  # the sweep's runs deleted in MLflow (its UI, `mlflow runs delete`): not counted, said so
+    common: dict[str, str] = field(default_factory=dict)  # each `<group>.name` every run shares (not swept)
 
     @property
     def paired(self) -> bool:
