@@ -114,11 +114,14 @@ def test_source_has_what_a_migrate_must_carry(source):
     assert client(source).list_artifacts(sgd.info.run_id)
 
 
-PROGRESS = re.compile(r"python -m sweep\.store migrate: (?:\d+ run\(s\) found, |\d+/\d+ run\(s\) \()")
+PROGRESS = re.compile(
+    r"python -m sweep\.store migrate: (?:reading the runs of |\d+ run\(s\) found, |\d+/\d+ run\(s\) \()"
+)
 
 
 def said(err: str) -> list[str]:
-    """The lines on stderr besides the command's progress (a line once the runs are read, one at each tenth)."""
+    """The lines on stderr besides the command's progress (a line as the runs are read, one once they are, one at
+    each tenth)."""
     return [ln for ln in err.splitlines() if not PROGRESS.match(ln)]
 
 
@@ -310,6 +313,7 @@ def test_progress_bar_on_a_terminal_only(source, tmp_path):
     assert (said(piped.stderr), piped.stdout.count("\n")) == ([], 1), piped.stdout + piped.stderr
     lines = piped.stderr.splitlines()
     assert lines[-10].endswith("9 run(s) found, 9 not copied yet; counting them"), lines
+    assert lines[-11].endswith(f": reading the runs of {source} and what {target} has of them"), lines  # at once
     assert [ln.split(": ")[1].split(" (")[0] for ln in lines[-9:]] == [f"{i}/9 run(s)" for i in range(1, 10)]
 
 

@@ -90,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         say = lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True)  # noqa: E731
         one_at_a_time = nullcontext() if a.dry_run else exclusive(a.target)
         stack.enter_context(one_at_a_time)  # held until the command ends
-        p = plan(a.source, a.target, a.experiment, a.dry_run)  # bad input here is still its one line alone
+        # reading both stores' runs takes seconds to a minute (a server's pages): it was silent for 37-81 s
+        reading = f"reading the runs of {store.redacted(a.source)} and what {store.redacted(a.target)} has of them"
+        p = plan(a.source, a.target, a.experiment, a.dry_run, lambda: say(reading))  # bad input: its line alone
         todo = sum(1 for _, r in p.runs if r.info.run_id not in p.copies)
         say(f"{len(p.runs)} run(s) found, {todo} not copied yet; {'counting' if a.dry_run else 'copying'} them")
         bar = Progress(

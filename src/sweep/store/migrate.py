@@ -92,9 +92,16 @@ def identity_of(uri: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}@{parts.hostname}" + f":{parts.port}" * bool(parts.port)))
 
 
-def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_run: bool = False) -> Plan:
+def plan(
+    source_uri: str,
+    target_uri: str,
+    experiments: Sequence[str] = (),
+    dry_run: bool = False,
+    reading: Callable[[], None] = lambda: None,
+) -> Plan:
     """Open both stores and list what to copy. The source is only read (read-only where it cannot be written; never
-    created); the target is checked for writing and, an SQLite file, made as a sweep makes it (not on a dry run)."""
+    created); the target is checked for writing and, an SQLite file, made as a sweep makes it (not on a dry run).
+    `reading()` once the input is found good, before the runs are read (the slow part)."""
     source_store, target_store = open_store(source_uri), open_store(target_uri)
     if source_store.identity() == target_store.identity():
         raise BadInput(f"--to {target_uri} is the --from store: give another store to copy into")
@@ -120,6 +127,7 @@ def plan(source_uri: str, target_uri: str, experiments: Sequence[str] = (), dry_
         target_store.check(write=False)
         target = target_store.client(write=False)
 
+    reading()
     runs: list[tuple[str, Any]] = []
     copies: dict[str, Any] = {}
     for name in names:
