@@ -669,3 +669,29 @@ def test_a_device_the_sweep_did_not_vary_is_named_as_its_runs_ran(store, tmp_pat
     plots.plot_devices(cmp, tmp_path / "devices.png")
     legend = drawn[0].axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["torch_cpu"]  # was "cpu"
+
+
+def test_each_entrant_is_judged_at_its_own_rounds_time_limit():
+    """A newcomer's round at time_limit_s=5 after the group's at 60: an entrant whose latest round was the 60 s one
+    (10 s a run) was judged against 5 s ("time: ... ran past 5 s"), and the header named 5 s for every entrant."""
+    from types import SimpleNamespace
+
+    from sweep.record.tags import SCORER_TAG
+    from sweep.report.leaderboard import LIMIT_PARAM, PATH, SEED, leaderboard
+
+    def run(path: str, wall: float) -> SimpleNamespace:
+        metrics = {"accuracy": 1.0, "dmd": 100.0, "wall_clock_s": wall}
+        data = SimpleNamespace(params={PATH: path, SEED: "1"}, metrics=metrics, tags={SCORER_TAG: "s"})
+        return SimpleNamespace(info=SimpleNamespace(status="FINISHED", run_id="r"), data=data)
+
+    def parent(limit: str) -> SimpleNamespace:
+        return SimpleNamespace(
+            info=SimpleNamespace(run_id=f"p{limit}"), data=SimpleNamespace(params={LIMIT_PARAM: limit})
+        )
+
+    rounds = [(parent("5"), [run("fast.py:solve", 1.0)]), (parent("60"), [run("slow.py:solve", 10.0)])]
+    board = leaderboard(rounds, {"accuracy": 0.95}, lambda r: "", "parity_challenge", "e")
+    assert [e.path for e in board.passed] == ["fast.py:solve", "slow.py:solve"] and not board.out, board.out
+    assert "within its round's time limit a run (5, 60 s)" in board.header()
+    late = leaderboard([(parent("5"), [run("slow.py:solve", 10.0)])], {"accuracy": 0.95}, lambda r: "", "p", "e")
+    assert late.out[0].reasons == ["time: 1 of 1 seeds ran past 5 s"] and "within 5 s a run" in late.header()

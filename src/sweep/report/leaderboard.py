@@ -46,6 +46,7 @@ class Entry:
     runs: list  # its latest round's runs
     reasons: list[str] = field(default_factory=list)  # the rules it breaks; none: it passed
     means: dict[str, float] = field(default_factory=dict)  # figure -> mean over its finished runs
+    parent: Any = None  # the parent run of the round its runs are from
 
     @property
     def label(self) -> str:
@@ -75,10 +76,18 @@ class Leaderboard:
 
     def header(self) -> str:
         limit = self.rules.get("time_limit_s")
+        limits = self.rules.get("time_limits") or ([limit] if limit else [])
+        within = (
+            f", within {limits[0]:g} s a run"
+            if len(limits) == 1
+            else f", within its round's time limit a run ({', '.join(f'{x:g}' for x in limits)} s)"
+            if limits
+            else ""
+        )
         return (
             f"{self.study}: parent run {self.parent_id} (experiment {self.experiment}), scorer {self.scorer}; "
             f"latest round's seeds {', '.join(self.seeds)}; pass: mean accuracy >= {self.rules.get('accuracy')}"
-            + (f", within {limit:g} s a run" if limit else "")
+            + within
             + f", no work outside numpy or the trace; ranked by mean {RANKED_BY}"
         )
 
@@ -229,7 +238,7 @@ def latest_entries(rounds: Sequence[tuple[Any, list]], rules: Sequence[str]) -> 
             if other:
                 notes.append(f"{path}: left out, its latest round (parent run {parent.info.run_id}) had {other}")
             else:
-                entries.append(Entry(path, mine))
+                entries.append(Entry(path, mine, parent=parent))
     return entries, notes
 
 
@@ -244,11 +253,16 @@ def leaderboard(
     latest, latest_runs = rounds[0]
     scorer = scorer_of(latest_runs)
     entries, notes = latest_entries(rounds, RULES)
-    # the latest round's own limit (the launcher's, recorded on its parent), else the preset's
-    limit = latest.data.params.get(LIMIT_PARAM) or settings.get("time_limit_s")
     accuracy = float(settings.get("accuracy", 0.95))
+    limits = set()
     for e in entries:
-        judge(e, accuracy, float(limit) if limit else None, failure)
+        # the limit its own round ran under (the launcher's, recorded on the round's parent), else the preset's: an
+        # entrant of an earlier round at 60 s was judged "late" against the latest round's 5 s
+        limit = e.parent.data.params.get(LIMIT_PARAM) if e.parent is not None else None
+        limit = float(limit or settings.get("time_limit_s") or 0) or None
+        limits.add(limit)
+        judge(e, accuracy, limit, failure)
+    limit = latest.data.params.get(LIMIT_PARAM) or settings.get("time_limit_s")
     passed = sorted((e for e in entries if not e.reasons), key=lambda e: e.means.get(RANKED_BY, float("inf")))
     seeds = sorted({r.data.params.get(SEED, "?") for r in latest_runs}, key=lambda s: (len(s), s))
     return Leaderboard(
@@ -257,7 +271,11 @@ def leaderboard(
         experiment=experiment,
         scorer=scorer,
         seeds=seeds,
-        rules={"accuracy": accuracy, "time_limit_s": float(limit) if limit else None},
+        rules={
+            "accuracy": accuracy,
+            "time_limit_s": float(limit) if limit else None,
+            "time_limits": sorted(x for x in limits if x is not None),  # the entrants' rounds' limits
+        },
         passed=passed,
         out=[e for e in entries if e.reasons],
         notes=notes,
