@@ -416,6 +416,31 @@ def test_a_recording_setting_that_cannot_be_resolved_is_one_line_before_the_job(
         assert "[FINISHED]" not in p.stdout and not (tmp_path / "spool").exists(), p.stdout
 
 
+def test_an_address_urllib_cannot_read_is_one_line_naming_the_setting_and_no_password(tmp_path):
+    """A ninth prober's round: an IPv6 host's bracket left open (`http://[::1`) was "the store could not be
+    checked, the job was not run: ValueError: Invalid IPv6 URL", exit 1, and sweep-compare's a 30-line traceback
+    (the password's redaction raised on it too)."""
+    from sweep.record.store import redacted
+
+    p = sweep(*GF2, "mlflow.tracking_uri='http://u:secret@[::1'", env={}, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and one_line(p.stderr).startswith(
+        "sweep: config error: mlflow.tracking_uri=http://u:***@[::1 is not allowed: not an address (Invalid IPv6 URL)"
+    ), p.stderr
+    assert "secret" not in p.stderr and "[FINISHED]" not in p.stdout
+    assert redacted("postgresql://u:pw@[::1/db") == "postgresql://u:***@[::1/db"
+    c = subprocess.run(
+        [sys.executable, "-m", "sweep.compare", "x", "--tracking-uri", "http://[::1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert c.returncode == 2 and one_line(c.stderr).endswith(
+        "sweep.compare: store http://[::1: not an address (Invalid IPv6 URL): expected sqlite:///PATH (e.g. "
+        "sqlite:///mlruns/mlflow.db), http(s)://HOST:PORT (a tracking server) or a database, postgresql://... "
+        "mysql://... mssql://..."
+    )
+
+
 def test_mlflows_databricks_names_are_called_so_not_a_directory():
     """`databricks` (MLflow's name for a Databricks workspace) was called "a directory or file: address"."""
     from sweep.record.address import problem

@@ -271,7 +271,10 @@ def test_bad_input_is_one_line_exit_2_and_creates_nothing(source, tmp_path):
         ("--from", f"sqlite:///{missing}", "--to", target): "--from store sqlite:///",
         ("--from", "mlflow.db", "--to", target): "--from mlflow.db: a directory or file: address",
         ("--from", source, "--to", source.replace("/store/", "/store/../store/")): "is the --from store",
-        ("--from", source, "--to", target, "--experiment", "nope"): f"--experiment 'nope' is not in {source}: its",
+        ("--from", source, "--to", target, "--experiment", "nope"): f"--experiment 'nope' is not in {source}: expected",
+        # a ninth prober's round: a misspelt experiment was told the list alone, not the name meant
+        ("--from", source, "--to", target, "--experiment", "migrat"): f"'migrat' is not in {source}: did you mean "
+        f"{EXPERIMENT}? expected one of Default, {EXPERIMENT}",
         ("--to", target): "the following arguments are required: --from",
     }
     for args, line in cases.items():

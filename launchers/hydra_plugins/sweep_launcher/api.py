@@ -52,7 +52,6 @@ _HOME = {
     "SIGNALS": "_signals",
     "listening": "_signals",
     "SweepLauncherConf": "config",
-    "ModalConf": "config",
     "JOBS_IN_SWEEP": "_progress",
 }
 _MODULES = ("timer",)

@@ -249,14 +249,21 @@ def bool_fields(prefix: str, schemas: "list[type]") -> dict[str, bool]:
     job), so the command line's values for them are checked before Hydra converts them
     (sweep.preflight.command.check_bool_values)."""
     kinds: dict[str, set[Any]] = {}
+    found: dict[str, bool] = {}
     for schema in schemas:
         for name, hint in typing.get_type_hints(schema).items():
-            kinds.setdefault(name, set()).add(hint)
-    return {
-        f"{prefix}.{name}": Optional[bool] in hints
-        for name, hints in kinds.items()
-        if hints and hints <= {bool, Optional[bool]}
-    }
+            if dataclasses.is_dataclass(hint):  # a section of its own (hydra.launcher.modal)
+                found.update(bool_fields(f"{prefix}.{name}", [hint]))
+            else:
+                kinds.setdefault(name, set()).add(hint)
+    found.update(
+        {
+            f"{prefix}.{name}": Optional[bool] in hints
+            for name, hints in kinds.items()
+            if hints and hints <= {bool, Optional[bool]}
+        }
+    )
+    return found
 
 
 def config_bool_fields() -> dict[str, bool]:
@@ -265,10 +272,9 @@ def config_bool_fields() -> dict[str, bool]:
     found: dict[str, bool] = {}
     for group, nodes in SCHEMAS.items():
         found.update(bool_fields(group, list(nodes.values())))
-    for f in dataclasses.fields(Config):
-        hint = typing.get_type_hints(Config)[f.name]
-        if dataclasses.is_dataclass(hint) and f.name not in SCHEMAS:
-            found.update(bool_fields(f.name, [hint]))
+    for name, hint in typing.get_type_hints(Config).items():
+        if dataclasses.is_dataclass(hint) and name not in SCHEMAS:
+            found.update(bool_fields(name, [hint]))
     return found
 
 

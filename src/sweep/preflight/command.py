@@ -179,13 +179,9 @@ def check_grid_size(argv: list[str]) -> None:
 
 def _bool_fields() -> dict[str, bool]:
     """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
-    from hydra_plugins.sweep_launcher.api import ModalConf, SweepLauncherConf  # noqa: PLC0415 - Hydra scans it
+    from hydra_plugins.sweep_launcher.api import SweepLauncherConf  # noqa: PLC0415 - (its modal section within)
 
-    return {
-        **config_bool_fields(),
-        **bool_fields("hydra.launcher", [SweepLauncherConf]),
-        **bool_fields("hydra.launcher.modal", [ModalConf]),
-    }
+    return {**config_bool_fields(), **bool_fields("hydra.launcher", [SweepLauncherConf])}
 
 
 def check_bool_values(argv: list[str]) -> None:

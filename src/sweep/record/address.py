@@ -60,7 +60,10 @@ def problem(uri: str) -> Optional[str]:
         if registry.known(base):  # a kind added to the registry (docs/extending.md): its address is its own
             return None
         return f"unknown scheme {scheme}://: expected {EXPECTED}"
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as e:  # http://[::1 (an IPv6 host's bracket left open): the store's check named no setting
+        return f"not an address ({e}): expected {EXPECTED}"
     try:
         port = parts.port
     except ValueError:

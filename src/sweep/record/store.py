@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sqlite3
 import stat
 import tempfile
@@ -77,11 +78,10 @@ class NoStore(StoreError):
 
 def redacted(uri: str) -> str:
     """`uri` as a line may show it: a password in it (a database's address) as `***`."""
-    parts = urlsplit(uri)
     try:
-        password = parts.password
-    except ValueError:
-        return uri
+        password = urlsplit(uri).password
+    except ValueError:  # an address urllib cannot read (http://u:pw@[::1, a bracket left open): its login's form
+        return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", uri, count=1)
     return uri if password is None else uri.replace(f":{password}@", ":***@", 1)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from sweep.config.suggest import expected
 from sweep.record import copy as copying
 from sweep.record import store
 from sweep.record.registry import open_store
@@ -115,7 +116,7 @@ def plan(
     exps = {e.name: e for e in _pages(source.search_experiments, view_type=ViewType.ACTIVE_ONLY)}
     unknown = [n for n in experiments if n not in exps]
     if unknown:
-        raise BadInput(f"--experiment {unknown[0]!r} is not in {source_uri}: its experiments are {', '.join(exps)}")
+        raise BadInput(f"--experiment {unknown[0]!r} is not in {source_uri}: {expected(unknown[0], exps)}")
     names = list(dict.fromkeys(experiments)) or list(exps)  # one named twice was copied twice ("104 copied" of 52)
 
     target = None
