@@ -162,6 +162,23 @@ def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_pa
     assert_same_runs(source, target, tmp_path)
 
 
+def test_migrate_lock_file_is_opened_by_every_user(tmp_path, monkeypatch):
+    """The lock is named for the target, so another user's migrate into the same store opens the same file: one
+    made under umask 077 was 0600, and every other user's migrate was 'Permission denied' for good."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    old = os.umask(0o077)
+    try:
+        with exclusive(f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"):
+            pass
+    finally:
+        os.umask(old)
+    (lock,) = tmp_path.glob("sweep-migrate-*.lock")
+    assert lock.stat().st_mode & 0o777 == 0o666
+    assert not (tmp_path / "shared").exists()  # naming the lock makes no store
+
+
 def test_a_copy_of_the_store_file_is_known_by_its_run_ids(source, tmp_path):
     """MLflow's run ids are random UUIDs: the same runs from a copied (moved) store file are already there."""
     target = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"

@@ -180,3 +180,30 @@ def test_a_sweep_whose_output_disk_fills_stops_at_the_first_job_it_fails(tmp_pat
     assert again.returncode == 0, again.stderr
     done = sum(r.info.status == "FINISHED" for r in runs)
     assert f"skipping {done} job(s) already done" in again.stdout, again.stdout
+
+
+def test_a_single_run_is_not_refused_a_store_whose_full_disk_may_pass(made_store, tmp_path):
+    """A single run refuses before its job only a store that would never take its result: a WAL store whose
+    -shm a full disk cannot take is 'full' to its read check, and once room is made the spooled result goes in
+    (docs/store.md's table: full, job runs, result kept). It was refused as a damaged store is."""
+    from omegaconf import OmegaConf
+
+    from sweep.preflight.refusal import Refusal
+    from sweep.preflight.store import check_usable
+
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        db = tmp_path / "w.db"
+        db.write_bytes(made_store.read_bytes())
+        writer = sqlite3.connect(db)  # pages left in its -wal, no checkpoint: SQLite needs a -shm to open it
+        writer.execute("PRAGMA journal_mode=wal")
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("PRAGMA user_version=7")
+        writer.commit()
+        for name in ("w.db", "w.db-wal"):
+            (disk / name).write_bytes((tmp_path / name).read_bytes())
+        writer.close()
+        fill(disk)
+        config = OmegaConf.create({"mlflow": {"tracking_uri": f"sqlite:///{disk / 'w.db'}"}})
+        check_usable(config, write=False)  # a single run: its job runs, its result is spooled
+        with pytest.raises(Refusal, match="full: no room left"):
+            check_usable(config, write=True)  # a sweep's start: refused before any job, as before

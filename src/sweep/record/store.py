@@ -63,9 +63,10 @@ class StoreError(CompactHydraException):
 
     @property
     def passing(self) -> bool:
-        """Whether the cause may pass by itself (another process's lock, `kind_of`'s "locked"): a result written
-        later may be taken, one for a damaged store or another schema never is."""
-        return self.cause.startswith("locked:")
+        """Whether the cause may pass by itself (another process's lock, a full disk, a read-only file or mount:
+        `kind_of`'s "locked", "full", "read-only"): a result written later may be taken, one for a damaged store
+        or another schema never is."""
+        return self.cause.startswith(("locked:", "full:", "read-only"))
 
 
 class NoStore(StoreError):

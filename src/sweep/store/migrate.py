@@ -43,7 +43,7 @@ def exclusive(target_uri: str) -> Iterator[None]:
     kernel however the process ends; StoreError while another migrate holds it."""
     identity = open_store(target_uri).identity()
     name = f"sweep-migrate-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.lock"
-    fd = os.open(os.path.join(tempfile.gettempdir(), name), os.O_RDONLY | os.O_CREAT, 0o666)
+    fd = _lock_file(os.path.join(tempfile.gettempdir(), name))
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -54,6 +54,23 @@ def exclusive(target_uri: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _lock_file(path: str) -> int:
+    """The lock file opened, or made readable by every user whatever this one's umask: another user's migrate opens
+    the same file (one made 0600 refused every other user's migrate into the store for good). An existing file is
+    opened without O_CREAT, which a sticky temporary directory refuses for another user's file (protected_regular)."""
+    while True:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            pass
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue  # another migrate made it between the two
+        os.fchmod(fd, 0o666)
+        return fd
 
 
 @dataclass
