@@ -246,6 +246,14 @@ def test_a_search_into_a_second_store_in_the_same_folder_is_its_own_study(tmp_pa
         progress = [ln.split(" · ")[:2] for ln in p.stderr.splitlines() if ln.startswith("tune_sgd ")]
         assert progress == [["tune_sgd 2/4", "2 done"], ["tune_sgd 4/4", "4 done"]], p.stderr
         assert (tmp_path / f"{name}-optuna.db").exists()
+    # its study lost, the same search draws its 4 trials again (seeded), each skipped as done, then 2 new ones: the
+    # progress counts the jobs it runs, as a grid's does ("tune_sgd 2/6" was its last line)
+    (tmp_path / "a-optuna.db").unlink()
+    p = _sweep(store := f"sqlite:///{tmp_path / 'a'}.db", tmp_path, *args[:1], "hydra.sweeper.n_trials=6", *SMALL,
+               f"mlflow.tracking_uri={store}")  # fmt: skip
+    assert "4 skipped" in p.stdout + p.stderr, p.stdout + p.stderr
+    progress = [ln.split(" · ")[0] for ln in p.stderr.splitlines() if ln.startswith("tune_sgd ")]
+    assert progress == ["tune_sgd 1/2", "tune_sgd 2/2"] or progress == ["tune_sgd 2/2"], p.stderr
     assert store_sibling("optuna.db", f"sqlite:///{tmp_path}/mlflow.db") == f"sqlite:///{tmp_path}/optuna.db"
     server = store_sibling("optuna.db", "postgresql+psycopg://alice:secret@db.lab:5432/mlflow")
     assert server == f"sqlite:///{STORE_DIR}/db.lab_5432_mlflow-optuna.db"  # no password in a file name

@@ -751,6 +751,19 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
         (line,) = p.stderr.splitlines()
         assert line.startswith(f"python -m sweep.server: {said}") and not line.endswith(" "), line
         assert not (tmp_path / "store").exists()
+    # a pipe is read, not refused as a FIFO: `--admin-password-file <(pass show mlflow-admin)` gives a secret so
+    read, write = os.pipe()
+    os.write(write, b"elevenchars\n")
+    os.close(write)
+    data = ["--data-dir", str(tmp_path / "store")]
+    with os.fdopen(read):
+        p = subprocess.run([sys.executable, "-m", "sweep.server", *data, "--admin-password-file", f"/dev/fd/{read}"],
+                           pass_fds=(read,), capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (p.returncode, p.stderr) == (
+        2,
+        f"python -m sweep.server: --admin-password-file /dev/fd/{read}: {too_short}\n",
+    )
+    assert not (tmp_path / "store").exists()
 
 
 def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp_path):

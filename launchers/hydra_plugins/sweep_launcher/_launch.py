@@ -31,6 +31,7 @@ from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
 from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher._progress import JOBS_IN_SWEEP
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
 from hydra_plugins.sweep_launcher.backends import Unready, backends
 from hydra_plugins.sweep_launcher.hooks import JobPlan, LaunchHooks, Refused, Tally, batch_size, time_limit
@@ -361,8 +362,12 @@ def prepare(
             "this command again (what is done is skipped)",
             flush=True,
         )
+    if returns and (in_sweep := getattr(launcher, JOBS_IN_SWEEP, None)) is not None:  # a search's skipped jobs are
+        setattr(launcher, JOBS_IN_SWEEP, max(0, in_sweep - len(returns)))  # out of its progress, as a grid's are
     todo = batched([j for j in jobs if j.idx not in returns], run.batch_key, run.batch_of, run.n_workers)
     if not todo:
+        if run.progress is not None:  # (its last line said 2/3 where a search's last launch was skipped)
+            run.progress.recount(getattr(launcher, JOBS_IN_SWEEP, None))
         return jobs, None
     expected = {j.idx: j.plan.expected_s for j in todo if j.plan.expected_s is not None}  # for the ETA
     return jobs, Dispatcher(launcher, todo, run.pool, run.hooks, run.tally, run.backends, expected, run.progress)

@@ -56,7 +56,8 @@ class Progress:
         self.first = earlier is None
         # counted from the sweep's start, not the batch's: tune_sgd said "2/2 · 2 done" after each of its batches
         before = earlier.done + earlier.failed if earlier else 0
-        self.total = max(before + total, earlier.total if earlier else 0, in_sweep or 0)
+        # (a search's jobs skipped as done lower `in_sweep`: a total that only grew never reached its end)
+        self.total = max(before + total, in_sweep if in_sweep is not None else earlier.total if earlier else 0)
         self.slots = max(1, slots)  # jobs that run at once (local workers, remote jobs)
         self.launched = total  # this launch's jobs (a search launches its trials a batch at a time)
         self.expected = dict(expected or {})  # job index -> seconds expected of it (`JobPlan.expected_s`)
@@ -108,6 +109,15 @@ class Progress:
             self._bar.stop()
         elif self.enabled and self.done + self.failed and self.line() != self._printed:
             self._print()  # the log ends with where the sweep got to
+
+    def recount(self, in_sweep: Optional[int]) -> None:
+        """A later launch ran nothing (a search's trials skipped as done): the total is the jobs its sweeper now
+        expects, and where that changes it the line says so again."""
+        total = self.total if in_sweep is None else max(self.done + self.failed, in_sweep)
+        if total != self.total:
+            self.total = total
+            if self.enabled:
+                self._print()
 
     def job_started(self, job: Any) -> None:
         self.running.add(job.idx)

@@ -64,12 +64,21 @@ def admin_password(cfg: ServerConfig, path: Optional[Path]) -> tuple[Optional[st
     """The admin's password and, when this command made it, where it is kept."""
     if path is not None:
         # the user's own file: what it cannot give is bad input, exit 2 (a file not UTF-8 was a traceback; /dev/zero
-        # was read until the machine's memory ran out, a FIFO waited for a writer for ever)
-        if kind := special_file(path):
+        # was read until the machine's memory ran out, a FIFO waited for a writer for ever). A pipe is read: a
+        # secret given as <(pass show ...) is one; a FIFO no process writes is opened at once and reads as empty
+        kind = special_file(path)
+        if kind and kind != "a FIFO":
             raise BadSetting(f"--admin-password-file {path} is {kind}: expected a file holding the password")
         try:
-            with open(path, "rb") as f:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)  # a pipe's writer still at work (a password manager asking) is waited for
+            with open(fd, "rb") as f:
                 raw = f.read(PASSWORD_FILE_MAX + 1)
+            if kind and not raw:
+                raise BadSetting(
+                    f"--admin-password-file {path} is a FIFO: expected a file holding the password, or a pipe that "
+                    "gives it (no process wrote to it)"
+                )
             if len(raw) > PASSWORD_FILE_MAX:
                 raise BadSetting(
                     f"--admin-password-file {path} holds more than {PASSWORD_FILE_MAX:,} bytes: expected a file "
