@@ -1,6 +1,7 @@
 """`python -m sweep` (or `sweep.compare`, `sweep.store`, ...) forked from a process that has its start done,
 rather than started afresh: of a refused command's ~0.6 CPU s, ~0.3 s is the interpreter's start and the imports
 the module makes before its main (Hydra, OmegaConf, numpy, the config schemas), and the suite runs ~300 such commands.
+One server has the imports of every module in MODULES made, and forks whichever a command names.
 
 A fork runs the module as `python -m MODULE ARGS` does (runpy, as `-m`: `__main__`, sys.argv, sys.path's first
 entry its directory), in the command's directory, with its environment, its output into files, its exit status the
@@ -36,8 +37,8 @@ STARTUP = ("PYTHON", "SWEEP_ROOT", "OMP_", "OPENBLAS_", "MKL_", "LD_", "MALLOC_"
 # `python -m sweep` in its place and never returns to the loop
 SERVER = r"""
 import gc, json, os, runpy, select, signal, sys
-module = sys.argv[1]
-runpy.run_module(module, run_name="__forked__")  # the imports of the module's main, which is not called
+for module in json.loads(sys.argv[1]):  # the imports of each module's main, which is not called
+    runpy.run_module(module, run_name="__forked__")
 for name in json.loads(sys.argv[2]):  # libraries its commands import later (WARM)
     __import__(name)
 gc.freeze()  # what the server made is never collected in a fork: a fork's collections neither scan nor copy it
@@ -102,6 +103,7 @@ while True:
             tempfile.tempdir = None
             time.tzset()
             sys.argv = [sys.argv[0], *req["argv"]]
+            module = req["module"]
             del pending, chunk, ready, line, req, pid
             runpy.run_module(module, run_name="__main__", alter_sys=True)
             sys.exit(0)
@@ -124,22 +126,26 @@ WARM = (
     "mlflow.store.tracking.sqlalchemy_store",
 )
 
+# the modules the suite runs as commands, each one's imports made once in the one forking server (a server of
+# each: ~3 CPU s a start, five of them in each xdist worker); a fork may run any module
+MODULES = ("sweep", "sweep.compare", "sweep.store", "sweep.spool", "sweep.ui")
+
 _lock = threading.Lock()  # one reader of a server's answers at a time
 
 
 class _Server:
-    """A forking server of `module`, what it answered that is not read yet, and the statuses of forks that ended
-    whose waiter has not asked yet."""
+    """The forking server, what it answered that is not read yet, and the statuses of forks that ended whose
+    waiter has not asked yet."""
 
-    def __init__(self, module: str, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", SERVER, module, json.dumps(WARM)],
+            [sys.executable, "-c", SERVER, json.dumps(MODULES), json.dumps(WARM)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
             cwd=ROOT,  # not a test's directory, which goes before the server does
         )
-        self.module, self.pending = module, b""
+        self.pending = b""
         self.ended: dict[int, int] = {}
 
     def answer(self, timeout: float) -> dict | None:
@@ -192,7 +198,7 @@ class _Server:
         self.proc.wait()
 
 
-_servers: dict[str, _Server] = {}
+_server: _Server | None = None  # the running forking server, once a command asked for one
 
 
 def _startup(env: dict[str, str]) -> dict[str, str]:
@@ -245,13 +251,15 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
     def _ended(self, timeout: float) -> int | None:
+        global _server
         try:
             self.returncode = self.server.status(self.pid, timeout)
         except Exception:
             # a server in a state this side does not know: gone, and the next command gets a new one
             with _lock:
-                if _servers.get(self.server.module) is self.server:
-                    _servers.pop(self.server.module).close()
+                if _server is self.server:
+                    _server = None
+                    self.server.close()
             raise
         return self.returncode
 
@@ -261,19 +269,20 @@ class _NoFork(Exception):
 
 
 def _fork(argv: list[str], cwd: Path | None, env: dict[str, str], module: str, session: bool) -> Forked:
-    """`python -m MODULE ARGV` forked from the module's server (started if none runs); _NoFork where none could
-    be made."""
+    """`python -m MODULE ARGV` forked from the server (started if none runs); _NoFork where none could be made."""
     files = Path(tempfile.mkdtemp(prefix="forked-sweep-"))
-    request = {"argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "session": session}
+    request = {"module": module, "argv": argv, "env": env, "cwd": str(cwd or Path.cwd()), "session": session}
+    global _server
     with _lock:
         try:
-            server = _servers.get(module)
-            if server is None or server.proc.poll() is not None:
-                server = _servers[module] = _Server(module, env)
+            if _server is None or _server.proc.poll() is not None:
+                _server = _Server(env)
+            server = _server
             pid = server.fork({**request, "out": str(files / "out"), "err": str(files / "err")})
         except Exception:
-            if (gone := _servers.pop(module, None)) is not None:
-                gone.close()
+            if _server is not None:
+                _server.close()
+                _server = None
             shutil.rmtree(files, ignore_errors=True)
             raise _NoFork from None
     return Forked(server, pid, [sys.executable, "-m", module, *argv], files)
