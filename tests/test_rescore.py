@@ -348,3 +348,18 @@ def test_a_closed_output_ends_each_command_silently_with_141(store, capsys, monk
         finally:
             os.close(w)
         assert (p.returncode, p.stderr) == (141, ""), (flag, p.stderr[-500:])
+
+
+def test_only_figures_the_run_lacks_or_holds_otherwise_are_logged():
+    """A figure at the run's own value is not logged again (NaN, a diverged run's, included: NaN != NaN logged it at
+    every rescore); a new one, or one at another value, is; a curve by its last value."""
+    from types import SimpleNamespace
+
+    from sweep.rescore.runs import Scored, _metrics
+    from sweep.trace.report import TrackerReport
+
+    nan = float("nan")
+    run = SimpleNamespace(data=SimpleNamespace(metrics={"ard": 5.0, "loss": nan, "dmd": 1.0, "c": 3.0}))
+    report = TrackerReport(metrics={"ard": 5.0, "loss": nan, "dmd": 2.0, "bytedmd": 7.0})
+    logged = list(_metrics(Scored(run, report, {"c": [1.0, 3.0], "d": [4.0]}), now=1))
+    assert [(k, v, step) for k, v, _, step in logged] == [("dmd", 2.0, 0), ("bytedmd", 7.0, 0), ("d", 4.0, 1)]

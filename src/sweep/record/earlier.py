@@ -18,12 +18,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-from sweep.record.tags import BATCH_SIZE_TAG, HASH_TAG
+from sweep.record.tags import BATCH_SIZE_TAG, HASH_TAG, METHOD_PARAM
 
 # the runs whose seconds say what a job takes: FAILED ones too, a job that runs into its time limit most of all (the
 # parity challenge's out_of_time entrant: 60 s a seed, where the finished entrants' median was 1 s)
 ENDED = ("FINISHED", "FAILED")
-METHOD = "method.name"  # the param a run's method is recorded as
 
 
 class Took(NamedTuple):
@@ -45,7 +44,7 @@ def of_run(run: Any) -> Optional[Took]:
     h, info, tags = run.data.tags.get(HASH_TAG), run.info, run.data.tags
     if not h or info.status not in ENDED or not info.start_time or not info.end_time:
         return None
-    method = run.data.params.get(METHOD)
+    method = run.data.params.get(METHOD_PARAM)
     return _took(h, info.run_name, info.start_time, info.end_time, tags.get(BATCH_SIZE_TAG), method)
 
 
@@ -61,7 +60,7 @@ def from_sqlite(path: Path, experiment_id: str) -> Optional[list[Took]]:
                 "LEFT JOIN params m ON m.run_uuid = r.run_uuid AND m.key = ? "
                 "WHERE r.experiment_id = ? AND r.status IN ('FINISHED', 'FAILED') AND r.lifecycle_stage = 'active' "
                 "AND r.start_time > 0 AND r.end_time >= r.start_time ORDER BY r.start_time",
-                (HASH_TAG, BATCH_SIZE_TAG, METHOD, int(experiment_id)),
+                (HASH_TAG, BATCH_SIZE_TAG, METHOD_PARAM, int(experiment_id)),
             ).fetchall()
         finally:
             conn.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+METHOD_PARAM = "method.name"  # the param a run's method is recorded as (its config's, flattened)
 HASH_TAG = "sweep.config_hash"  # a job's resolved config (resume: same hash, same result)
 PARENT_TAG = "sweep.parent"  # "true" on a sweep's parent run
 OVERRIDES_TAG = "sweep.overrides"  # the sweep's command-line overrides, on its parent (compare finds resumes)

@@ -9,6 +9,7 @@ import statistics
 from typing import Any, Sequence
 
 from sweep.metrics import KEY, TABLE
+from sweep.record.tags import METHOD_PARAM
 from sweep.report.table import Comparison, Row, Stat
 
 # How a row is set against its study's baseline arm (the preset's `compare.relative`: metric -> rule).
@@ -21,7 +22,7 @@ PAIRED = re.compile(r"(^|\.)(seed|seeds)$")
 # How a paired change is read per seed where the preset gives no relative rule: the row's value minus the base's.
 DIFFERENCE = "difference"
 # What names the one row of a sweep that varies no key but its seeds or repeats.
-IDENTITY = "method.name"
+IDENTITY = METHOD_PARAM
 
 
 def swept_keys(params: list[dict[str, str]]) -> list[str]:

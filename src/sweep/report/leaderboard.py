@@ -27,7 +27,7 @@ from rich import box
 from rich.table import Table
 
 from sweep.metrics import cell
-from sweep.record.tags import SCORER_TAG, TIME_LIMIT_TAG
+from sweep.record.tags import METHOD_PARAM, SCORER_TAG, TIME_LIMIT_TAG
 
 PATH, SEED = "method.path", "problem.seed"
 REFERENCES = "sweep.challenge.references:"  # the project's own methods (sweep.challenge.references)
@@ -223,7 +223,7 @@ def latest_entries(rounds: Sequence[tuple[Any, list]], rules: Sequence[str]) -> 
     for parent, runs in rounds:
         by_path: dict[str, list] = {}
         for r in runs:
-            by_path.setdefault(r.data.params.get(PATH, r.data.params.get("method.name", "?")), []).append(r)
+            by_path.setdefault(r.data.params.get(PATH, r.data.params.get(METHOD_PARAM, "?")), []).append(r)
         other = (
             "another scorer"
             if scorer_of(runs) != scorer

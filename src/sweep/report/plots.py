@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from sweep.energy.proxies import Ranking, finite
 from sweep.metrics import PLOT
 from sweep.metrics import label as metric_label
+from sweep.record.tags import METHOD_PARAM
 from sweep.report.figure import integer_ticks, legend, plt, save, style
 from sweep.report.table import Comparison, Row
 
@@ -149,7 +150,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
     def device(row: Any) -> str:
         return row.key.get("device.name", unswept)
 
-    methods = sorted({r.key.get("method.name", "all") for r in cmp.rows})
+    methods = sorted({r.key.get(METHOD_PARAM, "all") for r in cmp.rows})
     devices = sorted({device(r) for r in cmp.rows})
     width = 0.8 / max(len(devices), 1)
     times: dict[tuple[str, str], float] = {}
@@ -159,7 +160,7 @@ def plot_devices(cmp: "Comparison", path: Path) -> Path:
             hits = [
                 st
                 for row, st in cmp.values("wall_clock_s")
-                if row.key.get("method.name", "all") == m and device(row) == dev
+                if row.key.get(METHOD_PARAM, "all") == m and device(row) == dev
             ]
             if hits:
                 times[(m, dev)] = hits[0].mean

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -157,8 +158,8 @@ def _metrics(scored: Scored, now: int) -> Iterator[tuple[str, float, int, int]]:
     history with nothing new in it."""
     has = scored.run.data.metrics  # the latest value of each
 
-    def new(k: str, v: float) -> bool:
-        return k not in has or float(has[k]) != v
+    def new(k: str, v: float) -> bool:  # (NaN, a diverged run's figure, is its own again)
+        return k not in has or float(has[k]) != v and not (math.isnan(has[k]) and math.isnan(v))
 
     for k, v in scored.report.metrics.items():
         if new(k, float(v)):
