@@ -132,6 +132,23 @@ def test_single_run_on_read_only_store_spools_then_import_writes_it(made_store, 
     assert not list((open_dir / "spool").glob("*.json"))
 
 
+def test_a_store_the_user_cannot_read_is_one_line_before_any_job(made_store, open_dir):
+    """Another user's store file (mode 0600): a single run, like a sweep, is refused before its job; its result
+    would be spooled for a store this user cannot open (docs/store.md's table)."""
+    (open_dir / "st").mkdir()
+    db = open_dir / "st" / "mlflow.db"
+    shutil.copy(made_store, db)
+    db.chmod(0o600)
+    (open_dir / "work").mkdir(mode=0o777)
+    (open_dir / "work").chmod(0o777)
+    env = {"MLFLOW_TRACKING_URI": f"sqlite:///{db}", "SWEEP_SPOOL_DIR": str(open_dir / "work" / "spool")}
+    for args in (["method=gf2"], ["-m", "method=gf2,km"]):
+        p = sweep(*args, "problem.n_bits=10", env=env, cwd=open_dir / "work", as_nobody=True)
+        assert p.returncode == 1 and "FINISHED" not in p.stdout, (p.stdout, p.stderr)
+        assert one_line(p.stderr) == f"sweep: store sqlite:///{db}: cannot be read (Permission denied)", p.stderr
+    assert not (open_dir / "work" / "spool").exists()
+
+
 @pytest.mark.parametrize("launcher", ["sweep", "basic"])
 def test_sweep_on_read_only_store_fails_in_seconds_before_any_job(made_store, open_dir, launcher):
     uri = read_only_store(made_store, open_dir)
