@@ -188,6 +188,31 @@ def test_a_spooled_result_that_fails_again_stays_and_blocks_nothing(store, capsy
     assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
 
 
+def test_a_result_claimed_by_an_import_that_was_killed_is_imported_again(store, tmp_path):
+    """An import killed (SIGKILL, a power cut) between claiming a spool file and writing it left the file renamed
+    X.json.PID.claimed, which no later `list` or `import` read: the result lost without a word. A claim whose
+    process is gone is the spool's again; one a live import holds is left to it."""
+    from sweep import job
+    from sweep.record import spool
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    Recorder(store, "e")  # the store exists
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for m in ("gf2", "km"):
+        spool.keep(job.run(compose(f"method={m}", "problem.n_bits=10")), store, "e", "t")
+    lost, held = (e.path for e in spool.entries(store))  # oldest first: gf2's, km's
+    lost.rename(lost.with_name(f"{lost.name}.{dead.pid}.claimed"))  # as a killed import left it
+    held.rename(held.with_name(f"{held.name}.{os.getpid()}.claimed"))  # a live import's
+    p = sweep("list", env={}, cwd=tmp_path, module="sweep.spool")
+    assert p.returncode == 0 and "1 result(s)" in p.stdout and "gf2" in p.stdout, p.stdout + p.stderr
+    p = sweep("import", env={}, cwd=tmp_path, module="sweep.spool")
+    assert p.returncode == 0 and "1 result(s) written" in p.stdout, p.stdout + p.stderr
+    assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
+    assert [f.name.endswith(".claimed") for f in spool.spool_dir().iterdir()] == [True]  # the live one's, untouched
+
+
 @pytest.mark.new_store
 def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_path):
     p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)

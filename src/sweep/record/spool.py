@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -36,6 +37,7 @@ from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT
+from sweep.record.abandoned import alive, proc_start
 from sweep.record.store import absolute_uri
 from sweep.result import RunResult
 
@@ -153,9 +155,30 @@ def _write(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+# a result file an import has claimed (renamed aside, atomic: a second import skips it): X.json.PID.START.claimed
+_CLAIMED = re.compile(r"(?P<name>.+\.json)\.(?P<pid>\d+)(?:\.(?P<start>\d+))?\.claimed")
+
+
+def _claimed(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}.{proc_start(os.getpid()) or 0}.claimed")
+
+
+def _reclaim(d: Path) -> None:
+    """A claim whose import is gone is the spool's again (an import killed, SIGKILL or a power cut, between
+    claiming a file and writing it left it claimed for good: no `list` or `import` read it, the result lost)."""
+    for p in d.glob("*.json.*.claimed"):
+        m = _CLAIMED.fullmatch(p.name)
+        if m and not alive(int(m["pid"]), "" if m["start"] in (None, "0") else m["start"]):
+            with contextlib.suppress(OSError):  # another import took it back first
+                os.rename(p, p.with_name(m["name"]))
+
+
 def _found(files: Sequence[Path] = ()) -> list[Path]:
     """`files`, else the spool's and the last resort's result files, oldest first."""
-    found = list(files) or [p for d in (spool_dir(), last_resort_dir()) if d.is_dir() for p in d.glob("*.json")]
+    dirs = [d for d in (spool_dir(), last_resort_dir()) if not files and d.is_dir()]
+    for d in dirs:
+        _reclaim(d)
+    found = list(files) or [p for d in dirs for p in d.glob("*.json")]
     return sorted(found, key=lambda p: p.name)
 
 
@@ -233,7 +256,7 @@ def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
     by_experiment: dict[str, Any] = {}
     n = 0
     for e in todo:
-        claimed = e.path.with_name(f"{e.path.name}.{os.getpid()}.claimed")
+        claimed = _claimed(e.path)
         try:
             os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
         except FileNotFoundError:
