@@ -202,7 +202,7 @@ def test_a_result_claimed_by_an_import_that_was_killed_is_imported_again(store, 
     dead.wait()
     for m in ("gf2", "km"):
         spool.keep(job.run(compose(f"method={m}", "problem.n_bits=10")), store, "e", "t")
-    lost, held = (e.path for e in spool.entries(store))  # oldest first: gf2's, km's
+    lost, held = (e.path for e in sorted(spool.entries(store), key=lambda e: e.result.tags["method"]))  # gf2, km
     lost.rename(lost.with_name(f"{lost.name}.{dead.pid}.claimed"))  # as a killed import left it
     held.rename(held.with_name(f"{held.name}.{os.getpid()}.claimed"))  # a live import's
     p = sweep("list", env={}, cwd=tmp_path, module="sweep.spool")
@@ -211,6 +211,35 @@ def test_a_result_claimed_by_an_import_that_was_killed_is_imported_again(store, 
     assert p.returncode == 0 and "1 result(s) written" in p.stdout, p.stdout + p.stderr
     assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
     assert [f.name.endswith(".claimed") for f in spool.spool_dir().iterdir()] == [True]  # the live one's, untouched
+
+
+def test_sigterm_mid_import_is_one_line_and_each_result_is_written_or_still_waits(store, tmp_path):
+    """`sweep-spool import` stopped by SIGTERM mid-way (it ended silently, 143, the result it held claimed and
+    read by nothing after): one line, 143; each result is in the store or back in the spool, none twice."""
+    from sweep import job
+    from sweep.record import spool
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    Recorder(store, "e")
+    result = job.run(compose("method=gf2", "problem.n_bits=10"))
+    total = 300
+    for _ in range(total):
+        spool.keep(result, store, "e", "t")
+    d = spool.spool_dir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "sweep.spool", "import"]
+    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(d.iterdir())) > total - 3 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    p.send_signal(15)
+    err = p.communicate(timeout=60)[1]
+    no_process_left(p.pid)
+    assert p.returncode == 143 and "interrupted by SIGTERM" in one_line(err), err
+    left = list(d.iterdir())
+    assert not [f for f in left if not f.name.endswith(".json")], left
+    assert 0 < len(left) < total and len(_runs(store)) + len(left) == total
 
 
 @pytest.mark.new_store

@@ -38,6 +38,7 @@ from typing import Any, Optional, Sequence
 from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT
 from sweep.record.abandoned import alive, proc_start
+from sweep.record.background import signals_held
 from sweep.record.store import absolute_uri
 from sweep.result import RunResult
 
@@ -257,33 +258,37 @@ def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
     n = 0
     for e in todo:
         claimed = _claimed(e.path)
-        try:
-            os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
-        except FileNotFoundError:
-            continue
-        try:
-            rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
-            if rec is None:
-                rec = by_experiment[e.experiment] = type(recorder)(
-                    recorder.tracking_uri, e.experiment, import_spool=False
-                )
-            if e.end is not None:
-                rec.close_spooled(e.end, e.cause)
-            else:
-                rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
-                if e.partial_run_id:  # its half-written twin (a server lost mid-run) was RUNNING for good
-                    rec.client.delete_run(e.partial_run_id)
-        except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
-            os.rename(claimed, e.path)
-            print(
-                f"sweep: spooled result {e.path} not written ({err}); it stays in the spool",
-                file=sys.stderr,
-                flush=True,
-            )
-            continue
-        except BaseException:
-            os.rename(claimed, e.path)
-            raise
-        claimed.unlink()
-        n += 1
+        with signals_held():  # a stop signal waits for this result's claim, write and file's removal, then stops
+            try:
+                os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
+            except FileNotFoundError:
+                continue
+            n += _import_one(recorder, by_experiment, e, claimed)
     return n
+
+
+def _import_one(recorder: Any, by_experiment: dict[str, Any], e: Entry, claimed: Path) -> int:
+    """Write one claimed result (1), or put its file back for a later import (0)."""
+    try:
+        rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
+        if rec is None:
+            rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment, import_spool=False)
+        if e.end is not None:
+            rec.close_spooled(e.end, e.cause)
+        else:
+            rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
+            if e.partial_run_id:  # its half-written twin (a server lost mid-run) was RUNNING for good
+                rec.client.delete_run(e.partial_run_id)
+    except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
+        os.rename(claimed, e.path)
+        print(
+            f"sweep: spooled result {e.path} not written ({err}); it stays in the spool",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 0
+    except BaseException:
+        os.rename(claimed, e.path)
+        raise
+    claimed.unlink()
+    return 1
