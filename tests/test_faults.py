@@ -527,6 +527,41 @@ def test_a_run_name_of_hydras_override_dirname_names_each_job(store, tmp_path):
     ]
 
 
+def test_a_shell_with_few_open_files_is_one_line_before_any_job(store, tmp_path):
+    """`ulimit -n 12` (a worker's pipe refused) and 13 (MLflow's import refused, the workers holding the rest)
+    were 54 and 58 lines of traceback, exit 1. At every such limit: one line, exit 1 (those two naming the limit),
+    the parent not left RUNNING, no process left; or the sweep runs."""
+    import resource
+
+    def limited(n: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    args = ["-m", "method=gf2", "problem.seed=1,2", "hydra/launcher=local", "hydra.launcher.n_workers=2"]
+    procs = {
+        n: subprocess.Popen(
+            [sys.executable, "-m", "sweep", *args],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=limited(n),
+        )  # fmt: skip
+        for n in (11, 12, 13, 14)
+    }
+    said = {}
+    for n, p in procs.items():
+        err = p.communicate(timeout=120)[1]
+        no_process_left(p.pid)
+        assert p.returncode in (0, 1) and "Traceback" not in err, (n, err)
+        if p.returncode:
+            said[n] = one_line(err)
+            assert said[n].startswith("sweep: "), said[n]
+    assert {n for n, line in said.items() if "open files" in line and "ulimit -n" in line}, said
+    assert not [r for r in _runs(store) if r.info.status == "RUNNING"]
+
+
 def test_a_run_that_diverges_is_recorded_without_numpys_warnings(store, tmp_path):
     """Issue 43, seventh round: `method.lr=1e30` (an lr sweep's far end) printed numpy's overflow warnings, ten
     lines with their source lines (36 of forward_forward's at lr=1e6), before the run's line; the run is a result
