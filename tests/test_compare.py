@@ -35,6 +35,25 @@ def sweep_store(tmp_path_factory):
     return store, parent, results
 
 
+def test_a_disk_that_fills_mid_report_leaves_no_half_a_file_and_names_what_was_written(sweep_store, tmp_path):
+    """`sweep-compare --out` on a disk with room for one file: it left a 0-byte table.md beside table.csv and
+    said "table and plot not written". Each file is whole or not there, and the line names those written."""
+    import os
+
+    from tests.disks import fill, tmpfs
+
+    store, parent, results = sweep_store
+    with tmpfs(tmp_path / "disk", "64k") as disk:
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - 4096)  # one page free: table.csv's
+        cmp, files = cmpmod.compare("demo", store, disk / "c", log=False)
+        left = {f.name: f.stat().st_size for f in (disk / "c").iterdir()}
+    assert files == [] and "No space left on device" in cmp.unwritten
+    assert (
+        list(left) == ["table.csv"] and left["table.csv"] > 0 and "(those before it were: table.csv)" in cmp.unwritten
+    )
+
+
 def test_groups_by_swept_keys_and_aggregates_seeds(sweep_store, tmp_path):
     store, parent, results = sweep_store
     cmp, files = cmpmod.compare("demo", store, tmp_path / "out")

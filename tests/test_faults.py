@@ -205,6 +205,60 @@ def test_a_spooled_result_that_fails_again_stays_and_blocks_nothing(store, capsy
     assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
 
 
+def test_a_result_claimed_by_an_import_that_was_killed_is_imported_again(store, tmp_path):
+    """An import killed (SIGKILL, a power cut) between claiming a spool file and writing it left the file renamed
+    X.json.PID.claimed, which no later `list` or `import` read: the result lost without a word. A claim whose
+    process is gone is the spool's again; one a live import holds is left to it."""
+    from sweep import job
+    from sweep.record import spool
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    Recorder(store, "e")  # the store exists
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for m in ("gf2", "km"):
+        spool.keep(job.run(compose(f"method={m}", "problem.n_bits=10")), store, "e", "t")
+    lost, held = (e.path for e in sorted(spool.entries(store), key=lambda e: e.result.tags["method"]))  # gf2, km
+    lost.rename(lost.with_name(f"{lost.name}.{dead.pid}.claimed"))  # as a killed import left it
+    held.rename(held.with_name(f"{held.name}.{os.getpid()}.claimed"))  # a live import's
+    p = sweep("list", env={}, cwd=tmp_path, module="sweep.spool")
+    assert p.returncode == 0 and "1 result(s)" in p.stdout and "gf2" in p.stdout, p.stdout + p.stderr
+    p = sweep("import", env={}, cwd=tmp_path, module="sweep.spool")
+    assert p.returncode == 0 and "1 result(s) written" in p.stdout, p.stdout + p.stderr
+    assert [r.data.tags["method"] for r in _runs(store)] == ["gf2"]
+    assert [f.name.endswith(".claimed") for f in spool.spool_dir().iterdir()] == [True]  # the live one's, untouched
+
+
+def test_sigterm_mid_import_is_one_line_and_each_result_is_written_or_still_waits(store, tmp_path):
+    """`sweep-spool import` stopped by SIGTERM mid-way (it ended silently, 143, the result it held claimed and
+    read by nothing after): one line, 143; each result is in the store or back in the spool, none twice."""
+    from sweep import job
+    from sweep.record import spool
+    from sweep.record.recorder import Recorder
+    from tests.conftest import compose
+
+    Recorder(store, "e")
+    result = job.run(compose("method=gf2", "problem.n_bits=10"))
+    total = 300
+    for _ in range(total):
+        spool.keep(result, store, "e", "t")
+    d = spool.spool_dir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "sweep.spool", "import"]
+    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(list(d.iterdir())) > total - 3 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    p.send_signal(15)
+    err = p.communicate(timeout=60)[1]
+    no_process_left(p.pid)
+    assert p.returncode == 143 and "interrupted by SIGTERM" in one_line(err), err
+    left = list(d.iterdir())
+    assert not [f for f in left if not f.name.endswith(".json")], left
+    assert 0 < len(left) < total and len(_runs(store)) + len(left) == total
+
+
 @pytest.mark.new_store
 def test_experiment_name_over_mlflow_limit_is_refused_before_the_job(store, tmp_path):
     p = sweep("method=gf2", "mlflow.experiment=" + "x" * 600, env={}, cwd=tmp_path)
@@ -488,6 +542,41 @@ def test_a_run_name_of_hydras_override_dirname_names_each_job(store, tmp_path):
     assert [n.split(",")[:3] for n in names] == [
         ["method=gf2", "problem.n_bits=10", f"problem.seed={s}"] for s in (1, 2)
     ]
+
+
+def test_a_shell_with_few_open_files_is_one_line_before_any_job(store, tmp_path):
+    """`ulimit -n 12` (a worker's pipe refused) and 13 (MLflow's import refused, the workers holding the rest)
+    were 54 and 58 lines of traceback, exit 1. At every such limit: one line, exit 1 (those two naming the limit),
+    the parent not left RUNNING, no process left; or the sweep runs."""
+    import resource
+
+    def limited(n: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    args = ["-m", "method=gf2", "problem.seed=1,2", "hydra/launcher=local", "hydra.launcher.n_workers=2"]
+    procs = {
+        n: subprocess.Popen(
+            [sys.executable, "-m", "sweep", *args],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=limited(n),
+        )  # fmt: skip
+        for n in (11, 12, 13, 14)
+    }
+    said = {}
+    for n, p in procs.items():
+        err = p.communicate(timeout=120)[1]
+        no_process_left(p.pid)
+        assert p.returncode in (0, 1) and "Traceback" not in err, (n, err)
+        if p.returncode:
+            said[n] = one_line(err)
+            assert said[n].startswith("sweep: "), said[n]
+    assert {n for n, line in said.items() if "open files" in line and "ulimit -n" in line}, said
+    assert not [r for r in _runs(store) if r.info.status == "RUNNING"]
 
 
 def test_a_run_that_diverges_is_recorded_without_numpys_warnings(store, tmp_path):

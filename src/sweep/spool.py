@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from hydra_plugins.sweep_launcher.api import command, output_closed, prog, starting
+from hydra_plugins.sweep_launcher.api import as_interrupted, command, listening, output_closed, prog, starting
 
 PROG = prog("sweep.spool")  # its one-line messages' first word
 
@@ -25,7 +25,16 @@ with starting(str(PROG)):
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _spool(argv)
+        with listening():  # every stop signal as Ctrl-C: one line and 128+n (SIGTERM and SIGHUP ended it silently)
+            return _spool(argv)
+    except KeyboardInterrupt as e:  # a result is written and its file removed whole (spool.import_into)
+        stopped = as_interrupted(e)
+        print(
+            f"{PROG}: interrupted by {stopped.name}: the results not yet written stay in {spool_dir()} "
+            f"({command('sweep.spool', 'import')} writes them in)",
+            file=sys.stderr,
+        )
+        return stopped.exit_code
     except BrokenPipeError:  # `list | head -1`: silent, 141, as `git log | head`; what was not imported still waits
         return output_closed().exit_code
 

@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from hydra_plugins.sweep_launcher import hooks as hooks_mod
 from hydra_plugins.sweep_launcher._batches import batched
 from hydra_plugins.sweep_launcher._jobs import Job, compose, composer, job_id, skipped_return
-from hydra_plugins.sweep_launcher._pool import Pool
+from hydra_plugins.sweep_launcher._pool import Pool, shell_limit
 from hydra_plugins.sweep_launcher._progress import JOBS_IN_SWEEP
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, as_interrupted, check_pending, hold
 from hydra_plugins.sweep_launcher.backends import Unready, backends
@@ -291,9 +291,12 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
         jobs, dispatcher = prepare(launcher, run, job_overrides, initial_job_idx, returns)
     except KeyboardInterrupt as e:
         interrupted_before_any_job(run, as_interrupted(e))
-    except Exception:
+    except Exception as e:
         failed_before_any_job(run)
-        raise
+        if (line := shell_limit(e)) is None:
+            raise
+        print(f"sweep: {line}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     try:
         if dispatcher is not None:
             run.progress = dispatcher.progress  # the next launch (a search's next trials) counts on from it

@@ -9,8 +9,10 @@ workers' ends a fork copies); it then ends at once, quietly, whatever it runs (`
 from __future__ import annotations
 
 import ctypes
+import errno
 import multiprocessing as mp
 import os
+import resource
 import signal
 import threading
 from collections import deque
@@ -59,6 +61,21 @@ class Worker:
     timed: Optional[int] = None  # the job of its front task the deadline is for (its place), where the app said
 
 
+class WorkersNotStarted(Exception):
+    """The system refused a worker process or its pipe (`ulimit -n`, `ulimit -u`, memory): the sweep's one line."""
+
+
+def shell_limit(e: Exception) -> Optional[str]:
+    """The line for a limit of this shell's that stopped the sweep before any job (multiprocessing's or an
+    import's traceback of 54-58 lines under `ulimit -n 12` or 13); None for any other error."""
+    if isinstance(e, WorkersNotStarted):
+        return str(e)
+    if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return f"{e.strerror} before any job started (`ulimit -n` is {soft}): raise it, or run fewer workers"
+    return None
+
+
 class Pool:
     """Worker processes started once per sweep. A worker that dies takes only its own job down: the
     dispatcher replaces it and the job becomes FAILED."""
@@ -78,7 +95,14 @@ class Pool:
 
     def grow(self, n: int) -> None:
         while len(self.workers) < n:
-            self.workers.append(self._start())
+            try:
+                self.workers.append(self._start())
+            except OSError as e:  # EMFILE, EAGAIN, ENOMEM: a 54-line traceback of multiprocessing's, exit 1
+                raise WorkersNotStarted(
+                    f"worker {len(self.workers) + 1} of {n} could not be started: {e.strerror or e} (the limits of "
+                    "this shell: `ulimit -n` open files, `ulimit -u` processes); raise them, or run fewer workers "
+                    "(hydra.launcher.n_workers=1)"
+                ) from None
 
     def _start(self) -> Worker:
         ctx = self._context()

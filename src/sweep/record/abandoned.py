@@ -32,7 +32,7 @@ def repair_abandoned(client: Any, experiment_id: str) -> list[str]:
         if (
             tags.get(HOST_TAG) != socket.gethostname()
             or not pid.isdigit()
-            or _alive(int(pid), tags.get(PROC_START_TAG, ""))
+            or alive(int(pid), tags.get(PROC_START_TAG, ""))
         ):
             continue
         why = (
@@ -67,7 +67,7 @@ def proc_start(pid: int) -> str:
     return stat[19] if len(stat) > 19 else ""
 
 
-def _alive(pid: int, start: str) -> bool:
+def alive(pid: int, start: str) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -36,6 +37,8 @@ from typing import Any, Optional, Sequence
 
 from hydra_plugins.sweep_launcher.api import command
 from sweep.paths import PROJECT_ROOT
+from sweep.record.abandoned import alive, proc_start
+from sweep.record.background import signals_held
 from sweep.record.store import absolute_uri
 from sweep.result import RunResult
 
@@ -153,9 +156,30 @@ def _write(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+# a result file an import has claimed (renamed aside, atomic: a second import skips it): X.json.PID.START.claimed
+_CLAIMED = re.compile(r"(?P<name>.+\.json)\.(?P<pid>\d+)(?:\.(?P<start>\d+))?\.claimed")
+
+
+def _claimed(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}.{proc_start(os.getpid()) or 0}.claimed")
+
+
+def _reclaim(d: Path) -> None:
+    """A claim whose import is gone is the spool's again (an import killed, SIGKILL or a power cut, between
+    claiming a file and writing it left it claimed for good: no `list` or `import` read it, the result lost)."""
+    for p in d.glob("*.json.*.claimed"):
+        m = _CLAIMED.fullmatch(p.name)
+        if m and not alive(int(m["pid"]), "" if m["start"] in (None, "0") else m["start"]):
+            with contextlib.suppress(OSError):  # another import took it back first
+                os.rename(p, p.with_name(m["name"]))
+
+
 def _found(files: Sequence[Path] = ()) -> list[Path]:
     """`files`, else the spool's and the last resort's result files, oldest first."""
-    found = list(files) or [p for d in (spool_dir(), last_resort_dir()) if d.is_dir() for p in d.glob("*.json")]
+    dirs = [d for d in (spool_dir(), last_resort_dir()) if not files and d.is_dir()]
+    for d in dirs:
+        _reclaim(d)
+    found = list(files) or [p for d in dirs for p in d.glob("*.json")]
     return sorted(found, key=lambda p: p.name)
 
 
@@ -233,34 +257,38 @@ def import_into(recorder: Any, files: Sequence[Path] = ()) -> int:
     by_experiment: dict[str, Any] = {}
     n = 0
     for e in todo:
-        claimed = e.path.with_name(f"{e.path.name}.{os.getpid()}.claimed")
-        try:
-            os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
-        except FileNotFoundError:
-            continue
-        try:
-            rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
-            if rec is None:
-                rec = by_experiment[e.experiment] = type(recorder)(
-                    recorder.tracking_uri, e.experiment, import_spool=False
-                )
-            if e.end is not None:
-                rec.close_spooled(e.end, e.cause)
-            else:
-                rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
-                if e.partial_run_id:  # its half-written twin (a server lost mid-run) was RUNNING for good
-                    rec.client.delete_run(e.partial_run_id)
-        except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
-            os.rename(claimed, e.path)
-            print(
-                f"sweep: spooled result {e.path} not written ({err}); it stays in the spool",
-                file=sys.stderr,
-                flush=True,
-            )
-            continue
-        except BaseException:
-            os.rename(claimed, e.path)
-            raise
-        claimed.unlink()
-        n += 1
+        claimed = _claimed(e.path)
+        with signals_held():  # a stop signal waits for this result's claim, write and file's removal, then stops
+            try:
+                os.rename(e.path, claimed)  # atomic: a second process importing at once skips this one
+            except FileNotFoundError:
+                continue
+            n += _import_one(recorder, by_experiment, e, claimed)
     return n
+
+
+def _import_one(recorder: Any, by_experiment: dict[str, Any], e: Entry, claimed: Path) -> int:
+    """Write one claimed result (1), or put its file back for a later import (0)."""
+    try:
+        rec = recorder if e.experiment == recorder.experiment else by_experiment.get(e.experiment)
+        if rec is None:
+            rec = by_experiment[e.experiment] = type(recorder)(recorder.tracking_uri, e.experiment, import_spool=False)
+        if e.end is not None:
+            rec.close_spooled(e.end, e.cause)
+        else:
+            rec.write(e.result, e.parent_run_id, e.run_name, e.extra_tags)
+            if e.partial_run_id:  # its half-written twin (a server lost mid-run) was RUNNING for good
+                rec.client.delete_run(e.partial_run_id)
+    except Exception as err:  # noqa: BLE001 - this one stays for a later import; the rest and the caller go on
+        os.rename(claimed, e.path)
+        print(
+            f"sweep: spooled result {e.path} not written ({err}); it stays in the spool",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 0
+    except BaseException:
+        os.rename(claimed, e.path)
+        raise
+    claimed.unlink()
+    return 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,6 +23,7 @@ from sweep.arguments import Parser, summary
 from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
+from sweep.report import whole
 from sweep.report.char_leaderboard import char_leaderboard
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
@@ -91,8 +93,8 @@ def compare(
         files = [out_dir / "leaderboard.md", out_dir / "leaderboard.csv"]
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            files[0].write_text(f"# {study}\n\n" + board.markdown())
-            files[1].write_text(board.csv())
+            whole.text(files[0], f"# {study}\n\n" + board.markdown())
+            whole.text(files[1], board.csv())
         except OSError as e:  # the ranking is shown, the line says what was not written
             board.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
             return board, []
@@ -119,10 +121,14 @@ def compare(
     if objectives:
         cmp.front = front(cmp, objectives)
 
+    started = time.time() - 0.1  # the kernel's file times run on a coarser clock
     try:
         files = write_files(cmp, runs, settings, out_dir, plot, objectives)
     except OSError as e:  # a directory this user cannot write: the table is shown, the line says what was not written
-        cmp.unwritten = f"{e.filename or out_dir}: {e.strerror or e}"
+        done = sorted(f.name for f in out_dir.glob("*") if f.stat().st_mtime >= started) if out_dir.is_dir() else []
+        cmp.unwritten = f"{e.filename or out_dir}: {e.strerror or e}" + (
+            f" (those before it were: {', '.join(done)})" if done else ""
+        )
         return cmp, []
     if log:
         cmp.logged = log_files(client, uri, cmp.parent_id, files)
@@ -135,14 +141,15 @@ def write_files(
     """The table (CSV, Markdown), a search's front, the plot(s) and a proxy ranking, in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "table.csv", out_dir / "table.md"]
-    files[0].write_text(cmp.csv())
-    files[1].write_text(
+    whole.text(files[0], cmp.csv())
+    whole.text(
+        files[1],
         f"# {cmp.study}\n\nParent run `{cmp.parent_id}` (experiment `{cmp.experiment}`), mean ± std "
-        f"over seeds/repeats.\n\n" + cmp.markdown()
+        f"over seeds/repeats.\n\n" + cmp.markdown(),
     )
     if cmp.front is not None:
         files.append(out_dir / "front.md")
-        files[-1].write_text(f"# {cmp.front.study}\n\n" + cmp.front.markdown())
+        whole.text(files[-1], f"# {cmp.front.study}\n\n" + cmp.front.markdown())
     if plot:
         png = out_dir / f"{safe_name(cmp.study)}.png"
         files.append(

@@ -11,6 +11,8 @@ import matplotlib
 matplotlib.use("Agg")  # headless: CI and ssh sessions have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from sweep.report import whole  # noqa: E402
+
 __all__ = ["plt", "style", "legend", "integer_ticks", "save"]
 
 # An arm's style: ten colours, then the same colours with another marker, so that no two arms of a study share
@@ -47,6 +49,7 @@ def integer_ticks(ax, xs: Sequence[float | None]) -> None:
 
 def save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # a legend beside the panels is kept whole
-    plt.close(fig)
-    return path
+    try:  # a legend beside the panels is kept whole
+        return whole.written(path, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))
+    finally:
+        plt.close(fig)

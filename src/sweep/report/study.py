@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from sweep.metrics import KEY
 from sweep.paths import preset_file, safe_name
 from sweep.record.tags import COMPARE_TAG
+from sweep.report import whole
 from sweep.report.table import Comparison
 
 
@@ -51,9 +52,10 @@ def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Pa
     rankings = px.rank_proxies(runs, targets, by, metrics, keys=cmp.keys)
     cmp.proxies = px.markdown(rankings, metrics, by) if rankings else ""
     files = [out_dir / "proxies.md"]
-    files[0].write_text(
+    whole.text(
+        files[0],
         f"# {cmp.study}: rank correlation of each proxy with {', '.join(targets)}\n\n"
-        f"One point per finished run, per {by}.\n\n{cmp.proxies}"
+        f"One point per finished run, per {by}.\n\n{cmp.proxies}",
     )
     if plot and rankings:
         files.append(
