@@ -312,7 +312,7 @@ def test_each_commands_help_says_what_it_does_in_a_whole_sentence(capsys):
 
     wanted = {
         "sweep.rescore.__main__": "a tracker's figures for runs already recorded, computed from the traces they "
-        "stored and logged to the same runs (sweep.rescore.runs).",
+        "stored (trace.json) and logged to the same runs.",  # (it named a module, sweep.rescore.runs)
         "sweep.report.ui": "the MLflow UI on the project's store, bound to 127.0.0.1 (this machine only), and the "
         "address that opens a study's runs.",
         "sweep.report.compare": "one sweep's results as a table and a plot.",

@@ -1,5 +1,7 @@
 """`sweep-rescore <experiment | run id ...> tracker=<name> [tracker.<key>=<value> ...]`: a tracker's figures for
-runs already recorded, computed from the traces they stored and logged to the same runs (sweep.rescore.runs).
+runs already recorded, computed from the traces they stored (trace.json) and logged to the same runs.
+
+The scoring itself is sweep.rescore.runs.
 
 Exit 0: every run named was scored; 1: a store problem, or runs without a stored trace (named; the others are
 scored); 2: bad input (a tracker or key that does not exist, an experiment or run not in the store).
