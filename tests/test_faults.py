@@ -370,25 +370,13 @@ def test_compare_quotes_names_and_keeps_files_inside_outputs(store, tmp_path):
 # -- 3. two first sweeps on a store that does not exist yet ----------------------------------------------------
 @pytest.mark.new_store
 def test_two_first_sweeps_on_a_new_store_both_record(store, tmp_path):
-    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    env = forked_sweep.with_project(
+        {**os.environ, "MLFLOW_TRACKING_URI": store, "SWEEP_SPOOL_DIR": str(tmp_path / "sp")}
+    )
+    args = ("-m", "method=gf2,km", "hydra.launcher.n_workers=1")
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "sweep",
-                "-m",
-                "method=gf2,km",
-                f"problem.seed={s}",
-                "hydra.launcher.n_workers=1",
-                f"hydra.sweep.dir={tmp_path / str(s)}",
-            ],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        forked_sweep.popen(
+            [*args, f"problem.seed={s}", f"hydra.sweep.dir={tmp_path / str(s)}"], tmp_path, env, session=True
         )
         for s in (1, 2)
     ]
