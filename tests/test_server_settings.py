@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -167,40 +166,3 @@ def test_help_says_what_an_unset_setting_means(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "besides loopback, private addresses and this machine's own names" in text, text
     assert "(none: postgres where that user exists, else nobody)" in text, text
-
-
-def test_a_new_cluster_is_put_in_place_with_mlflows_tables_made_and_on_disk(shared_server):
-    """A first start left MLflow's tracking server to make its tables, each DDL commit flushed to disk: ~30 s of a
-    ~40 s first start on a 2-core machine. The cluster is now filled before it is put in place (fsync off, then
-    synced): the tracking server finds its tables at their head, the cluster serves with fsync on, and a start
-    stopped while filling leaves neither the cluster nor its aside copy."""
-    import shutil  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
-
-    import psycopg  # noqa: PLC0415
-
-    from sweep.server import keys, postgres  # noqa: PLC0415
-
-    cfg = shared_server.config
-    log = (cfg.data_dir / "mlflow.log").read_text()
-    assert "Booting worker" in log and "Creating initial MLflow database tables" not in log, log[-2000:]
-    password = keys.kept_secret(cfg.data_dir, "db-password")
-    with psycopg.connect(postgres.conninfo(cfg.db_user, password, cfg.db_port, "mlflow")) as conn:
-        assert conn.execute("SHOW fsync").fetchone()[0] == "on"
-        assert conn.execute("SELECT count(*) FROM experiments").fetchone()[0] >= 1  # the server's Default
-    with psycopg.connect(postgres.conninfo(cfg.db_user, password, cfg.db_port, "mlflow_auth")) as conn:
-        assert conn.execute("SELECT count(*) FROM users").fetchone()[0] >= 1  # the admin, made by the server
-
-    root = Path(tempfile.mkdtemp(prefix="sweep-init-"))  # not under pytest's 700 folder: PostgreSQL's user enters it
-    root.chmod(0o755)
-
-    def stopped(aside: Path) -> None:
-        assert (aside / "PG_VERSION").exists()
-        raise KeyboardInterrupt  # Ctrl-C while the tables are made
-
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            postgres.init(root / "postgres", postgres.Owner.choose(""), "sweep", "pw", fill=stopped)
-        assert sorted(p.name for p in root.iterdir()) == []  # no cluster, no aside copy, no password file
-    finally:
-        shutil.rmtree(root, ignore_errors=True)

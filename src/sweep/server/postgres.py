@@ -16,7 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from sweep.server.keys import private_file
 
@@ -90,11 +90,9 @@ def _reachable(owner: Owner, directory: Path) -> None:
         )
 
 
-def init(
-    pgdata: Path, owner: Owner, role: str, password: str, fill: Callable[[Path], None] = lambda aside: None
-) -> bool:
-    """Make the cluster if `pgdata` holds none yet (returns whether it did), `fill` making its contents. Made aside
-    and renamed into place: a command stopped half-way leaves no half-made cluster behind."""
+def init(pgdata: Path, owner: Owner, role: str, password: str) -> bool:
+    """Make the cluster if `pgdata` holds none yet (returns whether it did). Made aside and renamed into place:
+    a command stopped half-way leaves no half-made cluster behind."""
     if (pgdata / "PG_VERSION").exists():
         return False
     pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +118,6 @@ def init(
                 "--auth-local=scram-sha-256",
                 "--encoding=UTF8",
                 "--no-instructions",
-                "--no-sync",  # `fill` leaves it synced (sync below), or it is removed
             ],
             capture_output=True,
             text=True,
@@ -131,19 +128,12 @@ def init(
         shutil.rmtree(aside, ignore_errors=True)
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise ServerError(f"initdb failed: {lines[-1] if lines else done.returncode}")
-    try:
-        fill(aside)
-        sync(aside, owner)
-    except BaseException:
-        shutil.rmtree(aside, ignore_errors=True)
-        raise
     aside.rename(pgdata)
     return True
 
 
-def start(pgdata: Path, owner: Owner, port: int, log: Path, fsync: bool = True) -> subprocess.Popen:
-    """Run postgres on 127.0.0.1:`port` (no Unix socket: only the tracking server connects, over TCP). `fsync=False`
-    only for a cluster not yet in place (sweep.server.tables), synced to disk by `sync` after it stops."""
+def start(pgdata: Path, owner: Owner, port: int, log: Path) -> subprocess.Popen:
+    """Run postgres on 127.0.0.1:`port` (no Unix socket: only the tracking server connects, over TCP)."""
     from sweep.report.owned_process import die_with_parent  # noqa: PLC0415 - the report package only when serving
 
     out = open(log, "ab")
@@ -160,7 +150,6 @@ def start(pgdata: Path, owner: Owner, port: int, log: Path, fsync: bool = True) 
                 "listen_addresses=127.0.0.1",
                 "-c",
                 "unix_socket_directories=",
-                *([] if fsync else ["-c", "fsync=off"]),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -170,16 +159,6 @@ def start(pgdata: Path, owner: Owner, port: int, log: Path, fsync: bool = True) 
         )
     finally:
         out.close()
-
-
-def sync(pgdata: Path, owner: Owner) -> None:
-    """Write a stopped cluster's files to disk (`initdb --sync-only`): what a run with fsync off left in memory."""
-    done = subprocess.run(
-        [*owner.prefix(), program("initdb"), "--sync-only", "-D", str(pgdata)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        raise ServerError(f"initdb --sync-only failed: {lines[-1] if lines else done.returncode}")
 
 
 def conninfo(role: str, password: str, port: int, dbname: str = "postgres") -> str:
