@@ -99,7 +99,8 @@ while True:
             os.chdir(req["cwd"])
             os.environ.clear()
             os.environ.update(req["env"])
-            import tempfile, time  # what a start reads of the environment once: $TMPDIR's directory, TZ
+            import importlib, tempfile, time  # what a start reads of the environment once: $TMPDIR's directory, TZ
+            importlib.reload(sys.modules["sweep"])  # the package sets its commands' environment (MLflow's telemetry)
             tempfile.tempdir = None
             time.tzset()
             sys.argv = [sys.argv[0], *req["argv"]]

@@ -111,6 +111,10 @@ def test_a_taken_port_is_refused_at_once(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         p = forked_sweep.python_m("sweep.ui", "--port", str(port), "--tracking-uri", uri, timeout=120)
+        # a misspelt study is the user's own input: said first (exit 2), as with the port free
+        wrong = forked_sweep.python_m("sweep.ui", "demp", "--port", str(port), "--tracking-uri", uri, timeout=120)
+    assert (wrong.returncode, wrong.stdout) == (2, "") and "study: " in wrong.stderr, wrong.stderr
+    assert "taken" not in wrong.stderr and "did you mean demo?" in wrong.stderr, wrong.stderr
     assert (p.returncode, p.stdout) == (1, "")
     assert p.stderr.strip() == (
         f"python -m sweep.ui: --port {port} on 127.0.0.1 is taken (Address already in use): another "

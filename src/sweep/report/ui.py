@@ -278,12 +278,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
-        print(
-            f"{PROG}: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
-            file=sys.stderr,
-        )
-        return 1
     try:  # a read-only store is read (and the study views, which write, are left out)
         target.check(write=True)
         writable = True
@@ -297,9 +291,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.study is not None:
         try:
             parent = find_parent(client, a.study)
-        except LookupError as e:
+        except LookupError as e:  # the user's own input first (exit 2), then the machine's port
             print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
+    if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
+        print(
+            f"{PROG}: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
+            file=sys.stderr,
+        )
+        return 1
+    if a.study is not None:
         view(client, parent)
         url = runs_url(a.host, a.port, parent.info.experiment_id)
     else:  # each study's own address: a click in MLflow's list opens the GenAI overview (see the module doc)
