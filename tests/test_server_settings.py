@@ -16,7 +16,12 @@ from sweep.server.tracking import command
 def test_the_server_runs_under_gunicorns_threaded_workers(tmp_path):
     cmd = command(ServerConfig(data_dir=tmp_path, workers=3, threads=5))
     assert cmd[cmd.index("--workers") + 1] == "3"
-    assert cmd[cmd.index("--gunicorn-opts") + 1] == "--worker-class gthread --threads 5"
+    opts = cmd[cmd.index("--gunicorn-opts") + 1]
+    assert opts == "--worker-class gthread --threads 5 --no-control-socket"
+    from gunicorn.config import Config  # noqa: PLC0415
+
+    parsed = Config().parser().parse_args(opts.split())  # as gunicorn reads what MLflow hands it
+    assert (parsed.worker_class, parsed.threads, parsed.control_socket_disable) == ("gthread", 5, True)
 
 
 def test_no_threads_is_refused_before_anything_starts(tmp_path):

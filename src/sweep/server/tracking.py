@@ -71,7 +71,9 @@ def command(cfg: ServerConfig) -> list[str]:
         # stack of middleware. Lost: only FastAPI's own routes (OpenTelemetry trace ingestion, the AI
         # gateway, GenAI jobs, the assistant), none of which a sweep or the runs' UI uses.
         "--gunicorn-opts",
-        f"--worker-class gthread --threads {cfg.threads}",
+        # gunicorn's control socket (for its `gunicornc`, which nothing here uses) is one path per user,
+        # $HOME/.gunicorn/gunicorn.ctl: two stores on one machine took it from each other
+        f"--worker-class gthread --threads {cfg.threads} --no-control-socket",
     ]
     return cmd  # the Host headers accepted: in the environment (allowed_hosts), as MLflow reads them under gunicorn
 
