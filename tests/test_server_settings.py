@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,21 @@ def test_help_says_what_an_unset_setting_means(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "besides loopback, private addresses and this machine's own names" in text, text
     assert "(none: postgres where that user exists, else nobody)" in text, text
+
+
+def test_a_second_server_on_a_data_directory_in_use_is_one_line_naming_it(shared_server, tmp_path):
+    """A second `sweep-server` on the data directory of one that serves: PostgreSQL's log line ("HINT: Is another
+    postmaster (PID 596) running in data directory ...?") after its start; now said before anything starts."""
+    import dataclasses  # noqa: PLC0415
+
+    from sweep.server.stack import ServerError, serving  # noqa: PLC0415
+    from tests.tracking_server import free_port  # noqa: PLC0415
+
+    cfg = dataclasses.replace(shared_server.config, port=free_port(), db_port=free_port())
+    with pytest.raises(ServerError) as e, serving(cfg, None):
+        pass
+    said = str(e.value)
+    assert said.startswith(f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid "), said
+    assert said.endswith("stop that one, or give another --data-dir"), said
+    pid = int(said.split("(pid ")[1].split(")")[0])
+    assert Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"  # the session server's, still serving

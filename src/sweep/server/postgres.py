@@ -132,6 +132,17 @@ def init(pgdata: Path, owner: Owner, role: str, password: str) -> bool:
     return True
 
 
+def in_use(pgdata: Path) -> Optional[int]:
+    """The pid of a PostgreSQL that holds the cluster (its postmaster.pid names it and it is alive), else None: a
+    second `sweep-server` on one data directory was told only PostgreSQL's log line ("Is another postmaster ...")."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except (OSError, ValueError):  # no file, or its process is gone (PostgreSQL starts over a stale one)
+        return None
+    return pid if comm == "postgres" else None  # a pid reused since by another program: stale too
+
+
 def start(pgdata: Path, owner: Owner, port: int, log: Path) -> subprocess.Popen:
     """Run postgres on 127.0.0.1:`port` (no Unix socket: only the tracking server connects, over TCP)."""
     from sweep.report.owned_process import die_with_parent  # noqa: PLC0415 - the report package only when serving

@@ -111,6 +111,11 @@ def serving(
     if first:
         say(f"making the PostgreSQL cluster in {pgdata} (first start only: initdb, some seconds)")
     postgres.init(pgdata, owner, cfg.db_user, password)
+    if (pid := postgres.in_use(pgdata)) is not None:
+        raise ServerError(
+            f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid {pid}) runs its cluster; "
+            f"stop that one, or give another --data-dir"
+        )
     log = cfg.data_dir / "postgres.log"  # opened here: the cluster's owner writes through the open file
     db: Optional[subprocess.Popen] = None
     server: Optional[subprocess.Popen] = None
