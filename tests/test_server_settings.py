@@ -53,7 +53,15 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
         "host": said.get("host", "(not refused)"),
         "auth_cache_s": "auth_cache_s=-5 is not allowed: a number of seconds >= 0",
     }
-    assert said["host"].startswith("host=999.1.1.1 is not an address ("), said
+    assert said["host"].startswith("host=999.1.1.1 is not an address of this machine ("), said
+    try:  # another machine's address was "cannot listen on 10.1.2.3:5000 (...): choose another port" (exit 1)
+        check(ServerConfig(data_dir=tmp_path / "x", host="10.1.2.3"))
+        raise AssertionError("another machine's address was taken")
+    except BadSetting as e:
+        assert str(e) == (
+            "host=10.1.2.3 is not an address of this machine (Cannot assign requested address): 127.0.0.1, "
+            "0.0.0.0 (every address) or one of its own"
+        )
     p = subprocess.run(
         [sys.executable, "-m", "sweep.server", "--data-dir", str(tmp_path / "x"), "--port", "5433"],
         capture_output=True,

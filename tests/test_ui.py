@@ -234,7 +234,8 @@ def test_a_port_or_host_no_server_can_listen_on_is_one_line_before_anything(caps
     for args, said in (
         (["--port", "99999"], "sweep-ui: --port 99999 is not allowed: a port from 1 to 65535"),
         (["--port", "0"], "sweep-ui: --port 0 is not allowed: a port from 1 to 65535"),
-        (["--host", "999.1.1.1"], "sweep-ui: --host 999.1.1.1 is not an address ("),
+        (["--host", "999.1.1.1"], "sweep-ui: --host 999.1.1.1 is not an address of this machine ("),
+        (["--host", "10.1.2.3"], "sweep-ui: --host 10.1.2.3 is not an address of this machine (Cannot assign"),
     ):
         assert main([*args, "--tracking-uri", "sqlite:////nonexistent/mlflow.db"]) == 2
         err = capsys.readouterr().err

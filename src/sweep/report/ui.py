@@ -36,6 +36,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
 
 from hydra_plugins.sweep_launcher import api
+from sweep import hosts
 from sweep.arguments import Parser, summary
 from sweep.hosts import bracketed
 from sweep.metrics import UI
@@ -246,13 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 1 <= a.port <= 65535:  # 99999 was socket's OverflowError traceback; 0, a port nobody is told of
         print(f"{PROG}: --port {a.port} is not allowed: a port from 1 to 65535", file=sys.stderr)
         return 2
-    try:
-        socket.getaddrinfo(a.host, a.port, type=socket.SOCK_STREAM)
-    except OSError as e:  # was "--port 5000 on <host> is taken (...): choose another --port"
-        print(
-            f"{PROG}: --host {a.host} is not an address ({e.strerror or e}): an address of this machine",
-            file=sys.stderr,
-        )
+    if (why := hosts.not_own(a.host)) is not None:  # was "--port 5000 on <host> is taken (...): choose another --port"
+        print(f"{PROG}: --host {a.host} is not an address of this machine ({why}): {hosts.OWN}", file=sys.stderr)
         return 2
     uri = a.tracking_uri or default_tracking_uri()
     try:  # an address no store is at: exit 2; a server or database that does not answer: exit 1, in seconds

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import socket
 import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
+from sweep import hosts
 from sweep.config.memory import available_bytes
 from sweep.record.store import special_file
 from sweep.server import keys, postgres, tracking
@@ -77,10 +77,8 @@ def check(cfg: ServerConfig) -> None:
     if cfg.data_dir.exists() and not cfg.data_dir.is_dir():  # (it was NotADirectoryError's traceback at its mkdir)
         kind = special_file(cfg.data_dir) or "a file"
         raise BadSetting(f"data_dir={cfg.data_dir} is not allowed: it is {kind}: a directory (made on first use)")
-    try:
-        socket.getaddrinfo(cfg.host, cfg.port, type=socket.SOCK_STREAM)
-    except OSError as e:  # was "cannot listen ... choose another port"
-        raise BadSetting(f"host={cfg.host} is not an address ({e.strerror or e}): an address of this machine") from None
+    if (why := hosts.not_own(cfg.host)) is not None:  # was "cannot listen ... choose another port"
+        raise BadSetting(f"host={cfg.host} is not an address of this machine ({why}): {hosts.OWN}")
 
 
 @contextlib.contextmanager
