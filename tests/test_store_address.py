@@ -399,6 +399,15 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
         assert capsys.readouterr().err == (
             f"sweep-spool: FILE {tmp_path / name} is {kind}: expected a result's file (`list` names the spool's)\n"
         )
+    # a FILE named that is a file but no result: its one line, not a second one about the spool's directory
+    (tmp_path / "notes.txt").write_text("not a result")
+    assert main(["import", str(tmp_path / "notes.txt")]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""  # it said "nothing to import: no result waits in <the spool>" too
+    assert said.err.splitlines() == [
+        f"sweep-spool: {tmp_path / 'notes.txt'}: not a result this command can read (JSONDecodeError: Expecting "
+        "value: line 1 column 1 (char 0)); left there"
+    ]
     assert not (tmp_path / "other.db").exists()
 
 

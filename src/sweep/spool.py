@@ -77,6 +77,8 @@ def _spool(argv: Sequence[str] | None) -> int:
     stores: dict[str, list] = {}
     for e in pending:
         stores.setdefault(a.tracking_uri or e.tracking_uri, []).append(e)
+    if not stores and unreadable and len(unreadable) == len(a.files):  # every FILE named was said above: no more
+        return 1
     if not stores:
         others = len(entries(None, a.files)) if a.tracking_uri and not a.files else 0
         for_others = (  # it said "no result waits" with results waiting for other stores
