@@ -313,7 +313,11 @@ def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole()
     heads = [line.split() for line in text.splitlines() if line.lstrip().startswith(("rank", "entrant"))]
     assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
     assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
-    assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
+    assert "smt (reference)" in text
+    # a long name wraps in its column after a separator, each part of it whole ("examples/solvers/python_lists.py:so"
+    # then "lve" was mid-name)
+    assert all(part in text for part in ("/home/someone/", "solvers/", "honest.py:solve")), text
+    assert "a_rather_long_directory/" in text, text  # a piece wider than WRAPPED_MIN widens its column
     # the disqualified's bytedmd and energy are left out of the terminal, and said: --wide shows them
     wide = board.rich_tables(wide=True)
     assert board.hidden() == 2 and len(wide[1].columns) == len(tables[1].columns) + 2
@@ -688,6 +692,26 @@ def test_a_device_the_sweep_did_not_vary_is_named_as_its_runs_ran(store, tmp_pat
     plots.plot_devices(cmp, tmp_path / "devices.png")
     legend = drawn[0].axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["torch_cpu"]  # was "cpu"
+
+
+def test_the_gpu_cpu_ratio_is_drawn_against_torch_cpu_where_the_sweep_has_no_numpy_cpu(tmp_path, monkeypatch):
+    """`sweeps=gpu_vs_cpu device=torch_cpu,cuda` (the same torch code on each): the ratio panel knew only a device
+    named `cpu` and said "no GPU/CPU ratio: no finished cuda runs" beside the cuda bars."""
+    from sweep.report import plots
+    from sweep.report.table import Comparison, Row, Stat
+
+    def row(device: str, seconds: float) -> Row:
+        key = {"device.name": device, "method.name": "sgd"}
+        return Row(key, 3, 3, {"wall_clock_s": Stat(seconds, 0.0, 3)})
+
+    rows = [row("torch_cpu", 0.5), row("cuda", 0.1)]
+    cmp = Comparison("gpu_vs_cpu", "p", "gpu_vs_cpu", ["device.name", "method.name"], ["wall_clock_s"], rows)
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.append(fig) or path)
+    plots.plot_devices(cmp, tmp_path / "devices.png")
+    ratio = drawn[0].axes[1]
+    assert [round(b.get_height(), 6) for b in ratio.patches] == [0.2], [t.get_text() for t in ratio.texts]
+    assert ratio.get_ylabel() == "cuda / torch_cpu wall-clock"
 
 
 def test_each_entrant_is_judged_at_its_own_rounds_time_limit():

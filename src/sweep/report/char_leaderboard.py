@@ -28,6 +28,7 @@ from rich.table import Table
 
 from sweep.report.leaderboard import Entry, Leaderboard, latest_entries, scorer_of
 from sweep.report.leaderboard import _md as markdown_table
+from sweep.report.path_cell import PathCell
 
 CORPUS = ("problem.path", "problem.val_fraction", "method.score_chars")  # a round's texts: rounds compare on these
 REFERENCES = "sweep.challenge."  # the project's own entrants (char_references, ngram)
@@ -284,7 +285,7 @@ def _rich(title: str, head: list[str], rows: list[list[str]], style: str | None 
         wraps = c in ("entrant", "why")
         t.add_column(c, justify="left" if wraps else "right", no_wrap=not wraps, overflow="fold")
     for row in rows:
-        t.add_row(*row, style=style)
+        t.add_row(*(PathCell(v) if c == "entrant" else v for c, v in zip(head, row)), style=style)
     return t
 
 

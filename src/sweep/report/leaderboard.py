@@ -28,6 +28,7 @@ from rich.table import Table
 
 from sweep.metrics import cell
 from sweep.record.tags import METHOD_PARAM, SCORER_TAG, TIME_LIMIT_TAG
+from sweep.report.path_cell import PathCell
 
 PATH, SEED = "method.path", "problem.seed"
 REFERENCES = "sweep.challenge.references:"  # the project's own methods (sweep.challenge.references)
@@ -132,7 +133,8 @@ class Leaderboard:
                 wraps = c in ("entrant", "disqualified for")
                 t.add_column(c, justify="left" if wraps else "right", no_wrap=not wraps, overflow="fold")
             for row in body:
-                t.add_row(*(row[i] for i in keep), style="red" if h is out_head else None)
+                cells = (PathCell(row[i]) if h[i] == "entrant" else row[i] for i in keep)
+                t.add_row(*cells, style="red" if h is out_head else None)
             tables.append(t)
         return tables
 
