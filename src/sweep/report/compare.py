@@ -193,6 +193,13 @@ def fitting(console: Console, tables: list[Any]) -> Console:
     return Terminal(width=need, file=console.file) if need > console.width else console
 
 
+def wrote(report: Any, files: list[Path]) -> str:
+    """The line naming a report's files, and the run they were logged on (a leaderboard's too: its line left
+    out where its files went in the store)."""
+    logged = f" (logged to run {report.parent_id} under {ARTIFACT_DIR}/)" if report.logged else ""
+    return f"wrote {', '.join(str(f) for f in files)}{logged}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
@@ -247,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in getattr(cmp, "spread", list)():  # the character challenge's run-to-run spread
             console.print(line, markup=False, emoji=False)
         if files:
-            console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
+            console.print(wrote(cmp, files), markup=False)
     elif a.markdown:
         print(cmp.markdown(), end="")
         if getattr(cmp, "proxies", ""):
@@ -275,11 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
         if files:
-            console.print(
-                "wrote "
-                + ", ".join(str(f) for f in files)
-                + (f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)" if cmp.logged else "")
-            )
+            console.print(wrote(cmp, files))
     if cmp.unwritten:
         print(
             f"{PROG}: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",
