@@ -580,6 +580,27 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert cmp.notes(["epochs"]) == [] and cmp.notes(["epochs", "cost_usd"]) == cmp.notes()[:1]
 
 
+def test_a_row_of_batched_and_solo_runs_is_marked_as_mixed_not_as_batched():
+    """`sweep -m method=sgd 'problem.seed=range(42,58)' hydra.launcher.batch=16` after the README's single run of
+    seed 42: 15 batch shares and one whole solve in one row, marked "(b)" as if each were its batch's share."""
+    from types import SimpleNamespace
+
+    from sweep.report.table import MIXED_NOTE
+
+    def run(seed: int, batched: bool) -> SimpleNamespace:
+        metrics = {"wall_clock_s": 0.1, "cost_usd": 1e-6, **({grouping.BATCH_SHARE: 1.6} if batched else {})}
+        data = SimpleNamespace(params={"method.name": "sgd", "problem.seed": str(seed)}, metrics=metrics, tags={})
+        info = SimpleNamespace(status="FINISHED", run_id=f"r{seed}", start_time=seed, end_time=seed + 1)
+        return SimpleNamespace(info=info, data=data)
+
+    mixed = grouping.summarize([run(42, False), *(run(s, True) for s in range(43, 58))], metrics=["wall_clock_s"])
+    row = mixed.rows[0]
+    assert (row.finished, row.batched) == (16, 15)
+    assert mixed.cells(row)[-1].endswith("(b some)") and mixed.notes() == [MIXED_NOTE], mixed.notes()
+    whole = grouping.summarize([run(s, True) for s in range(43, 58)], metrics=["wall_clock_s"])
+    assert whole.cells(whole.rows[0])[-1].endswith(" (b)") and "(b some)" not in whole.markdown()
+
+
 def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_path, capsys):
     """Issue 43: `compare.metrics=[...]` on a sweep's command was accepted and ignored: the printed
     `sweep-compare` read the preset's file. An override shapes its run in Hydra, so the sweep records its compare
