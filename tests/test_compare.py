@@ -544,6 +544,8 @@ def test_the_char_models_curves_say_their_units_and_the_wall_clock_panel_colours
     energy, clock = drawn[0].axes[:2]
     assert "Pareto front" in energy.get_legend_handles_labels()[1]
     assert "Pareto front" not in clock.get_legend_handles_labels()[1] and "named" in clock.get_title()
+    # the same accuracy as the curves' (validation characters): the front plot called it "test accuracy"
+    assert energy.get_ylabel() == clock.get_ylabel() == "validation character accuracy (maximize)"
 
 
 def test_an_integer_key_is_ticked_at_its_values():
