@@ -75,6 +75,19 @@ def test_jobs_that_never_ran_are_left_out_of_the_estimate_and_it_says_so(capsys)
     )
 
 
+def test_a_sweep_none_of_whose_jobs_ran_before_says_it_has_no_estimate_yet(capsys):
+    """A newcomer's first hour: a preset's first run into a new store (`sweep sweeps=tiled_w1`, 78 jobs) said
+    nothing of its length until its first job ended."""
+    clock = Clock()
+    with Progress(78, title="tiled_w1", clock=clock, slots=2) as p:
+        clock.t += 2.0
+        p.job_done(Job(0), ok=True, line="job 0", seconds=2.0)
+        assert p.eta() == "1m17s"  # then the ETA: 77 jobs at the first one's 2 s, 2 at a time
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "tiled_w1: 78 job(s) on 2 worker slot(s); none ran here before: no estimate until the first ends (then the ETA)"
+    )
+
+
 def test_progress_false_prints_job_lines_only(capsys):
     clock = Clock()
     with Progress(2, enabled=False, clock=clock) as p:
