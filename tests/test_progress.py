@@ -143,6 +143,28 @@ def test_the_estimate_takes_each_runs_start_to_its_end_over_its_batch(store, tmp
     )
 
 
+def test_runs_solved_alone_in_one_task_each_span_their_own_solve(store, tmp_path):
+    """A newcomer's first hour: `sweep sweeps=tiled_w1` again said "estimate 8m01s" for a sweep that had taken 2m48s.
+    Its tiled arms' seeds share a worker task but are solved alone, one after another: each run's start was the
+    task's and its end the task's last, so each run took the whole task's seconds. Each spans its own solve now."""
+    from sweep.record.recorder import Recorder
+
+    args = ["method=sgd", "variant=tiled", "variant.tile_size=5", "method.hidden=20", "problem.n_bits=10"]
+    args += ["method.max_epochs=30", "tracker=energy", "problem.seed=1,2,3", "mlflow.experiment=alone"]
+    p = run_sweep("-m", *args, "hydra.launcher.batch=3", "hydra.launcher.n_workers=1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    client = MlflowClient(store)
+    (exp,) = [e.experiment_id for e in client.search_experiments() if e.name == "alone"]
+    runs = sorted(
+        (r for r in client.search_runs([exp]) if "sweep.config_hash" in r.data.tags), key=lambda r: r.info.start_time
+    )
+    assert len(runs) == 3 and not any("sweep.batch.size" in r.data.tags for r in runs)  # one task, solved alone
+    spans = [(r.info.start_time, r.info.end_time) for r in runs]
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), spans  # one after another
+    took = Recorder(store, "alone").earlier_seconds()
+    assert sum(t.seconds for t in took) <= (spans[-1][1] - spans[0][0]) / 1000 + 0.01, (took, spans)
+
+
 def test_a_fresh_seed_is_expected_to_take_what_its_arm_took_and_a_failed_run_counts():
     """A newcomer's first hour (issue 43): `sweeps=parity_challenge problem.seed=1,2,3` said "estimate 11s" and took
     3 min: each new seed fell back to the median of every earlier run, and the entrant that runs into its 60 s
