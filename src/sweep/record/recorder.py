@@ -206,7 +206,7 @@ class Recorder:
             metrics += [(key, float(v), now, i + 1) for i, v in enumerate(values)]
         files = {**result.artifacts, **({"traceback.txt": result.error} if result.error else {})}
         start = int(result.start_time * 1000) if result.start_time else now
-        end = max(start, int(result.end_time * 1000)) if result.end_time else now
+        end = int(result.end_time * 1000) if result.end_time else now  # (RunResult.end_time: a run of a batch's task)
         writer = self.sql
         if writer is not None and (not writer.direct or not plainly_valid(tags, params, metrics)):
             SqlRunWriter.check(tags, params, metrics)  # MLflow's own rules judge, and name, what is wrong
@@ -218,7 +218,7 @@ class Recorder:
             run = self.client.create_run(self.experiment_id, start, tags, name).info
             rid = run.run_id
             try:
-                self._fill(rid, run.artifact_uri, result, params, metrics, files, at_once, end)
+                self._fill(rid, run.artifact_uri, result, params, metrics, files, at_once)
             except Exception as e:
                 e.partial_run_id = rid  # type: ignore[attr-defined] - the spool's import deletes it (`log`)
                 raise
@@ -226,15 +226,7 @@ class Recorder:
         return rid
 
     def _fill(
-        self,
-        rid: str,
-        artifact_uri: str,
-        result: RunResult,
-        params: list,
-        metrics: list,
-        files: dict,
-        at_once: bool,
-        end: int | None = None,
+        self, rid: str, artifact_uri: str, result: RunResult, params: list, metrics: list, files: dict, at_once: bool
     ) -> None:
         """A run MLflow's client made: its params, metrics, files and end."""
         from mlflow.entities import Metric, Param  # noqa: PLC0415 - MLflow: seconds to import; an existing SQLite store is written without it
@@ -251,6 +243,7 @@ class Recorder:
             for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
         ]
         self._write_artifacts(rid, files, None, calls, artifact_uri, at_once)
+        end = int(result.end_time * 1000) if result.end_time else None  # (None: MLflow's now)
         self.client.set_terminated(rid, status=result.status, end_time=end)
 
     def _write_artifacts(
