@@ -21,7 +21,7 @@ import io
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from rich import box
 from rich.table import Table
@@ -130,6 +130,8 @@ def judge(e: Entry, min_seeds: int, failure: Callable[[Any], str]) -> CharEntry:
 
 @dataclass
 class CharLeaderboard(Leaderboard):
+    key_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "train_energy_measured_j", "energy_pj", "bits_per_char")
+
     board: list[CharEntry] = field(default_factory=list)
 
     @property
@@ -272,6 +274,12 @@ class CharLeaderboard(Leaderboard):
                  c.joules.cv, c.accuracy.cv, c.fixed50.mean if c.fixed50.values else "", why.get(id(c), "")]
             )  # fmt: skip
         return buf.getvalue()
+
+
+def board_class(rules: dict[str, Any]) -> type[Leaderboard]:
+    """The leaderboard a challenge's rules (its preset's `compare.leaderboard`) make: the character one sets a
+    floor of accuracy, the parity one a least accuracy."""
+    return CharLeaderboard if "accuracy_floor" in rules else Leaderboard
 
 
 def _pct(v: float) -> str:

@@ -24,7 +24,7 @@ from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
 from sweep.report import whole
-from sweep.report.char_leaderboard import char_leaderboard
+from sweep.report.char_leaderboard import CharLeaderboard, board_class, char_leaderboard
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
@@ -86,7 +86,7 @@ def compare(
     settings = sweep_settings(parent, study) if settings is None else settings
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     if settings.get("leaderboard"):  # a challenge: its ranking, not the table
-        rank = char_leaderboard if "accuracy_floor" in settings["leaderboard"] else leaderboard  # the character one
+        rank = char_leaderboard if board_class(settings["leaderboard"]) is CharLeaderboard else leaderboard
         board = rank(
             rounds(client, parent, study), settings["leaderboard"], partial(last_line, client), study, experiment
         )

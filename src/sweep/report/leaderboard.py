@@ -21,7 +21,7 @@ import io
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from rich import box
 from rich.table import Table
@@ -60,6 +60,10 @@ class Entry:
 
 @dataclass
 class Leaderboard:
+    # what MLflow's UI shows first of a round's runs (sweep.report.ui): what it is judged and ranked by (the runs
+    # view had no dmd column)
+    key_metrics: ClassVar[tuple[str, ...]] = ("accuracy", RANKED_BY, "escaped")
+
     study: str
     parent_id: str
     experiment: str
