@@ -313,7 +313,11 @@ def test_a_leaderboard_at_80_columns_keeps_every_column_and_every_figure_whole()
     heads = [line.split() for line in text.splitlines() if line.lstrip().startswith(("rank", "entrant"))]
     assert heads[0][:3] == ["rank", "entrant", "runs"] and heads[1][:2] == ["entrant", "runs"], text
     assert text.count("3,149,136,241") == 3 and text.count("2,836,230,585") == 2 and "3.784e+09" in text, text
-    assert long[:20] in text and "smt (reference)" in text  # a long name wraps in its column
+    assert "smt (reference)" in text
+    # a long name wraps in its column after a separator, each part of it whole ("examples/solvers/python_lists.py:so"
+    # then "lve" was mid-name)
+    assert all(part in text for part in ("/home/someone/", "solvers/", "honest.py:solve")), text
+    assert "a_rather_long_directory/" in text, text  # a piece wider than WRAPPED_MIN widens its column
     # the disqualified's bytedmd and energy are left out of the terminal, and said: --wide shows them
     wide = board.rich_tables(wide=True)
     assert board.hidden() == 2 and len(wide[1].columns) == len(tables[1].columns) + 2
@@ -540,6 +544,8 @@ def test_the_char_models_curves_say_their_units_and_the_wall_clock_panel_colours
     energy, clock = drawn[0].axes[:2]
     assert "Pareto front" in energy.get_legend_handles_labels()[1]
     assert "Pareto front" not in clock.get_legend_handles_labels()[1] and "named" in clock.get_title()
+    # the same accuracy as the curves' (validation characters): the front plot called it "test accuracy"
+    assert energy.get_ylabel() == clock.get_ylabel() == "validation character accuracy (maximize)"
 
 
 def test_an_integer_key_is_ticked_at_its_values():
@@ -574,6 +580,27 @@ def test_batched_wall_clock_is_marked_and_an_unconverged_arm_gets_no_speed_up(st
     assert "(b): runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch" in md
     # a terminal table without those columns has no mark, and so no note (tiled_w1's said it under ard and energy)
     assert cmp.notes(["epochs"]) == [] and cmp.notes(["epochs", "cost_usd"]) == cmp.notes()[:1]
+
+
+def test_a_row_of_batched_and_solo_runs_is_marked_as_mixed_not_as_batched():
+    """`sweep -m method=sgd 'problem.seed=range(42,58)' hydra.launcher.batch=16` after the README's single run of
+    seed 42: 15 batch shares and one whole solve in one row, marked "(b)" as if each were its batch's share."""
+    from types import SimpleNamespace
+
+    from sweep.report.table import MIXED_NOTE
+
+    def run(seed: int, batched: bool) -> SimpleNamespace:
+        metrics = {"wall_clock_s": 0.1, "cost_usd": 1e-6, **({grouping.BATCH_SHARE: 1.6} if batched else {})}
+        data = SimpleNamespace(params={"method.name": "sgd", "problem.seed": str(seed)}, metrics=metrics, tags={})
+        info = SimpleNamespace(status="FINISHED", run_id=f"r{seed}", start_time=seed, end_time=seed + 1)
+        return SimpleNamespace(info=info, data=data)
+
+    mixed = grouping.summarize([run(42, False), *(run(s, True) for s in range(43, 58))], metrics=["wall_clock_s"])
+    row = mixed.rows[0]
+    assert (row.finished, row.batched) == (16, 15)
+    assert mixed.cells(row)[-1].endswith("(b some)") and mixed.notes() == [MIXED_NOTE], mixed.notes()
+    whole = grouping.summarize([run(s, True) for s in range(43, 58)], metrics=["wall_clock_s"])
+    assert whole.cells(whole.rows[0])[-1].endswith(" (b)") and "(b some)" not in whole.markdown()
 
 
 def test_a_compare_override_given_to_the_sweep_is_the_one_its_hint_shows(tmp_path, capsys):
@@ -688,6 +715,26 @@ def test_a_device_the_sweep_did_not_vary_is_named_as_its_runs_ran(store, tmp_pat
     plots.plot_devices(cmp, tmp_path / "devices.png")
     legend = drawn[0].axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["torch_cpu"]  # was "cpu"
+
+
+def test_the_gpu_cpu_ratio_is_drawn_against_torch_cpu_where_the_sweep_has_no_numpy_cpu(tmp_path, monkeypatch):
+    """`sweeps=gpu_vs_cpu device=torch_cpu,cuda` (the same torch code on each): the ratio panel knew only a device
+    named `cpu` and said "no GPU/CPU ratio: no finished cuda runs" beside the cuda bars."""
+    from sweep.report import plots
+    from sweep.report.table import Comparison, Row, Stat
+
+    def row(device: str, seconds: float) -> Row:
+        key = {"device.name": device, "method.name": "sgd"}
+        return Row(key, 3, 3, {"wall_clock_s": Stat(seconds, 0.0, 3)})
+
+    rows = [row("torch_cpu", 0.5), row("cuda", 0.1)]
+    cmp = Comparison("gpu_vs_cpu", "p", "gpu_vs_cpu", ["device.name", "method.name"], ["wall_clock_s"], rows)
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.append(fig) or path)
+    plots.plot_devices(cmp, tmp_path / "devices.png")
+    ratio = drawn[0].axes[1]
+    assert [round(b.get_height(), 6) for b in ratio.patches] == [0.2], [t.get_text() for t in ratio.texts]
+    assert ratio.get_ylabel() == "cuda / torch_cpu wall-clock"
 
 
 def test_each_entrant_is_judged_at_its_own_rounds_time_limit():

@@ -41,11 +41,17 @@ def write(project: Path, info: str, body: str) -> None:
 
 
 def run(project: Path, command: str, expected: str) -> str:
-    """`command` (`$ .venv/bin/python -m sweep ...`) run in the project; its run's line, checked against the page's."""
+    """`command` (`$ .venv/bin/python -m sweep ...`) run in the project; its run's line, checked against the page's
+    (or its refusal, `sweep: config error: ...`, the page's line whole: exit 2 before any job)."""
     assert command.startswith("$ .venv/bin/python -m sweep "), command
     env = {**os.environ, "PYTHONPATH": str(project / "src"), "SWEEP_ROOT": str(project)}
     args = [sys.executable, *shlex.split(command[len("$ .venv/bin/python ") :])]
-    p = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    refused = expected.startswith("sweep: config error: ")
+    # (a size the method does not declare ran until killed: the refusal is given a minute, not the run's five)
+    p = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=60 if refused else 300)
+    if refused:
+        assert (p.returncode, p.stderr.strip(), p.stdout) == (2, expected, ""), p.stderr[-3000:]
+        return p.stderr.strip()
     assert p.returncode == 0, p.stderr[-3000:]
     line = next(x for x in p.stdout.splitlines() if x.startswith("[FINISHED]"))
     # the same figures in the same order, each as the page has it but for what varies from run to run (...)
@@ -66,7 +72,8 @@ def test_the_extending_page_adds_a_method_a_tracker_and_a_metric_that_real_runs_
             lines.append(run(project, *body.splitlines()))
         elif info:
             write(project, info, body)
-    assert len(lines) == 2  # the method under the default tracker; then under the new tracker, with the new metric
+    # the method under the default tracker; a size it refuses; then under the new tracker, with the new metric
+    assert [line.split()[0] for line in lines] == ["[FINISHED]", "sweep:", "[FINISHED]"], lines
 
     from mlflow import MlflowClient
 
@@ -81,4 +88,4 @@ def test_the_extending_page_adds_a_method_a_tracker_and_a_metric_that_real_runs_
     assert runs[0].data.metrics["ard"] > 0
     # x's 64 rows of 20 bits and y's 64 labels, each written once: the tracker's figure of the method's trace
     assert runs[1].data.metrics["footprint_floats"] == 64 * 20 + 64
-    assert f"subsets_tried={runs[1].data.metrics['subsets_tried']:.0f}" in lines[1]
+    assert f"subsets_tried={runs[1].data.metrics['subsets_tried']:.0f}" in lines[2]

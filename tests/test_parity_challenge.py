@@ -77,6 +77,9 @@ def test_a_round_ranks_the_examples_and_disqualifies_them_for_their_reasons(stor
         assert f"{float(r['dmd']):,.0f}" in shown.stdout, (r["dmd"], shown.stdout)
     logged = {a.path for a in client.list_artifacts(parents[-1].info.run_id, "compare")}
     assert logged == {"compare/leaderboard.md", "compare/leaderboard.csv"}
+    # and said, as a table's are (its line named the files alone); an entrant's path wraps after a separator
+    assert f"(logged to run {parents[-1].info.run_id} under compare/)" in " ".join(shown.stdout.split())
+    assert "python_lists.py:" in shown.stdout, shown.stdout
 
 
 @pytest.mark.slow

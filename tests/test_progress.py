@@ -75,6 +75,19 @@ def test_jobs_that_never_ran_are_left_out_of_the_estimate_and_it_says_so(capsys)
     )
 
 
+def test_a_sweep_none_of_whose_jobs_ran_before_says_it_has_no_estimate_yet(capsys):
+    """A newcomer's first hour: a preset's first run into a new store (`sweep sweeps=tiled_w1`, 78 jobs) said
+    nothing of its length until its first job ended."""
+    clock = Clock()
+    with Progress(78, title="tiled_w1", clock=clock, slots=2) as p:
+        clock.t += 2.0
+        p.job_done(Job(0), ok=True, line="job 0", seconds=2.0)
+        assert p.eta() == "1m17s"  # then the ETA: 77 jobs at the first one's 2 s, 2 at a time
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "tiled_w1: 78 job(s) on 2 worker slot(s); none ran here before: no estimate until the first ends (then the ETA)"
+    )
+
+
 def test_progress_false_prints_job_lines_only(capsys):
     clock = Clock()
     with Progress(2, enabled=False, clock=clock) as p:
@@ -128,6 +141,28 @@ def test_the_estimate_takes_each_runs_start_to_its_end_over_its_batch(store, tmp
     assert sorted((t.config_hash, t.seconds) for t in took) == sorted(
         (r.data.tags["sweep.config_hash"], (r.info.end_time - r.info.start_time) / 2000) for r in runs
     )
+
+
+def test_runs_solved_alone_in_one_task_each_span_their_own_solve(store, tmp_path):
+    """A newcomer's first hour: `sweep sweeps=tiled_w1` again said "estimate 8m01s" for a sweep that had taken 2m48s.
+    Its tiled arms' seeds share a worker task but are solved alone, one after another: each run's start was the
+    task's and its end the task's last, so each run took the whole task's seconds. Each spans its own solve now."""
+    from sweep.record.recorder import Recorder
+
+    args = ["method=sgd", "variant=tiled", "variant.tile_size=5", "method.hidden=20", "problem.n_bits=10"]
+    args += ["method.max_epochs=30", "tracker=energy", "problem.seed=1,2,3", "mlflow.experiment=alone"]
+    p = run_sweep("-m", *args, "hydra.launcher.batch=3", "hydra.launcher.n_workers=1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    client = MlflowClient(store)
+    (exp,) = [e.experiment_id for e in client.search_experiments() if e.name == "alone"]
+    runs = sorted(
+        (r for r in client.search_runs([exp]) if "sweep.config_hash" in r.data.tags), key=lambda r: r.info.start_time
+    )
+    assert len(runs) == 3 and not any("sweep.batch.size" in r.data.tags for r in runs)  # one task, solved alone
+    spans = [(r.info.start_time, r.info.end_time) for r in runs]
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])), spans  # one after another
+    took = Recorder(store, "alone").earlier_seconds()
+    assert sum(t.seconds for t in took) <= (spans[-1][1] - spans[0][0]) / 1000 + 0.01, (took, spans)
 
 
 def test_a_fresh_seed_is_expected_to_take_what_its_arm_took_and_a_failed_run_counts():

@@ -363,3 +363,16 @@ def test_only_figures_the_run_lacks_or_holds_otherwise_are_logged():
     report = TrackerReport(metrics={"ard": 5.0, "loss": nan, "dmd": 2.0, "bytedmd": 7.0})
     logged = list(_metrics(Scored(run, report, {"c": [1.0, 3.0], "d": [4.0]}), now=1))
     assert [(k, v, step) for k, v, _, step in logged] == [("dmd", 2.0, 0), ("bytedmd", 7.0, 0), ("d", 4.0, 1)]
+
+
+def test_runs_not_scored_for_one_reason_are_one_line():
+    """A newcomer's first hour: `sweep-rescore sign_vs_sgd tracker=dmd` (a study recorded with tracker=none) said
+    "not scored: ... no trace.json (recorded with tracker=none, ...)" 18 times, once a run."""
+    from sweep.rescore.__main__ import unscored
+
+    why = "no trace.json (recorded with tracker=none, or before runs kept traces)"
+    left = [(f"seed={s} (r{s})", why) for s in range(18)] + [("odd (x)", "trace.json: no 'buffers' entry")]
+    assert unscored(left) == [
+        f"18 runs: {why}: seed=0 (r0), seed=1 (r1), seed=2 (r2) and 15 more",
+        "odd (x): trace.json: no 'buffers' entry",
+    ]

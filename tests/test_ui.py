@@ -226,6 +226,16 @@ def test_a_study_opens_on_its_key_metrics_as_columns_and_first_charts(tmp_path):
     assert all(c["metricSectionId"] == section["uuid"] for c in view["compareRunCharts"])
 
 
+def test_a_challenge_opens_on_what_its_leaderboard_judges_and_ranks_by():
+    """A newcomer's first hour: `sweep-ui parity_challenge`, as the round's last line says, showed ard but no dmd,
+    the figure the leaderboard ranks by (the preset names no compare.metrics: the registry's accuracy, epochs and
+    wall-clock were its key metrics)."""
+    from sweep.report.study import key_metrics, study_settings
+
+    assert key_metrics(study_settings("parity_challenge")) == ["accuracy", "dmd", "escaped"]
+    assert key_metrics(study_settings("char_challenge"))[:3] == ["accuracy", "train_energy_measured_j", "energy_pj"]
+
+
 def test_a_port_or_host_no_server_can_listen_on_is_one_line_before_anything(capsys):
     """A prober's round of issue 43: `--port 99999` was socket's OverflowError traceback, `--port 0` started
     MLflow's server on a port nobody is told of, and a host that is no address was called a taken port."""

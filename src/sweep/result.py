@@ -21,6 +21,10 @@ class RunResult:
     error: str | None = None  # traceback text of a failed job
     run_id: str | None = None  # filled in by the recorder
     start_time: float | None = None  # when the job started (time.time()): the run's start
+    # when its own work ended where it ran, if before its recording: a run solved alone in a batch task (its end
+    # was the task's, after the runs solved after it: tiled_w1's estimate was 8 minutes for a sweep of 3); None:
+    # its recording is its end
+    end_time: float | None = None
 
     def recorded(self) -> None:
         """Once written to the store, what a sweep keeps of a run for its whole length (the sweeper's return,

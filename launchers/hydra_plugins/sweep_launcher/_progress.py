@@ -8,7 +8,8 @@ job, which counts the workers' start-up and a burst of small jobs first (a prese
 for a sweep that took 4). A job's seconds: what the hooks expect of it (`JobPlan.expected_s`, e.g. the same
 job's earlier run), scaled by how the finished jobs compare with what was expected of them (trusted as far as
 the expected work is done); a job nothing is
-expected of: the mean of the finished jobs' seconds. With expectations the sweep starts with an estimate line."""
+expected of: the mean of the finished jobs' seconds. With expectations the sweep starts with an estimate line;
+without any, a line saying there is none until the first job ends."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ class Progress:
             )  # fmt: skip
 
     def __enter__(self) -> "Progress":
-        if self.enabled and self.expected and self.first:
+        if self.enabled and self.first and self.launched:
             _say(self.estimate())
         if self._bar is not None:
             self._bar.start()
@@ -168,6 +169,11 @@ class Progress:
         """The line a sweep starts with: its seconds from the jobs' earlier runs; jobs that never ran are not
         guessed at (each was the others' mean: "estimate <1s" for a first mlp_lm run beside a bigram's)."""
         known = len(self.expected)
+        if not known:  # a preset's first run into a new store said nothing until its first job ended
+            return (
+                f"{self.title}: {self.total} job(s) on {min(self.slots, self.total)} worker slot(s); none ran here "
+                "before: no estimate until the first ends (then the ETA)"
+            )
         if known >= self.launched:
             return (
                 f"{self.title}: estimate {duration(self.eta_s() or 0.0)} for {self.total} job(s) on "

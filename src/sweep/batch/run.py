@@ -52,9 +52,9 @@ def run_batch(cfgs: Sequence[DictConfig]) -> list[RunResult | BaseException]:
     together = [m for m in members if batchable(m.job)]
     for m in members:
         if m not in together:
-            out[m.i] = _alone(m, started)
+            out[m.i] = _alone(m)
     if len(together) == 1:
-        out[together[0].i] = _alone(together[0], started)
+        out[together[0].i] = _alone(together[0])
     elif together:
         with gc_paused():  # thousands of runs' results made at once (methods/batched.py)
             for m, r in zip(together, solve_together(together, started)):
@@ -66,13 +66,18 @@ def batchable(job: Job) -> bool:
     return type(job.method).batchable(job.ctx)
 
 
-def _alone(m: Member, started: float) -> RunResult | BaseException:
+def _alone(m: Member) -> RunResult | BaseException:
+    """A run solved alone: its own start and end, as a run of its own task has (the task's start and the end of its
+    last run made each of its runs span them all, which the next sweep's estimate read as each run's seconds)."""
+    started = time.time()
     try:
         solved = solve(m.job, m.cfg.device, place=m.i)
         report, curves = summarise(m.job, solved)
-        return result(m.cfg, m.config, m.job, solved, report, curves, started)
+        r = result(m.cfg, m.config, m.job, solved, report, curves, started)
     except Exception as e:  # noqa: BLE001 - this job's fault alone
         return e
+    r.end_time = time.time()
+    return r
 
 
 def _solve(members: list[Member], ctxs: list[Context], timed: bool = False) -> list[Any]:

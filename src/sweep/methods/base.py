@@ -10,6 +10,7 @@ import numpy as np
 
 from sweep.backend import Backend
 from sweep.config.fields import Rule
+from sweep.config.footprint import Term
 from sweep.problems.base import Dataset, Problem
 from sweep.trace.scope import Scope, traced
 from sweep.trace.source import Recording, Source, recording
@@ -125,6 +126,12 @@ class MethodBase:
     # its step is a variant's (sweep.variants): a variant other than standard applies to it
     takes_variant: ClassVar[bool] = False
     field_rules: ClassVar[tuple[Rule, ...]] = ()  # its fields' value rules (sweep.config.fields)
+    # its size, classmethods (cfg) -> [Term] (sweep.config.footprint) that the one estimate before any job reads
+    # (sweep.config.memory): the bytes of its big arrays, the operations no run can skip, those of a run that never
+    # stops early. None: not sized, never refused for its size (docs/extending.md's brute searched until killed)
+    footprint: ClassVar[Optional[Callable[[Any], list[Term]]]] = None
+    least_work: ClassVar[Optional[Callable[[Any], list[Term]]]] = None
+    most_work: ClassVar[Optional[Callable[[Any], list[Term]]]] = None
 
     name: str  # the option's name (a dataclass field of the subclass, its default the option's name)
 

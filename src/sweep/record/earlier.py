@@ -1,8 +1,9 @@
 """The seconds an experiment's earlier job runs took, for a sweep's estimate before its first job ends (the
 launcher's ETA, `JobPlan.expected_s`).
 
-A run's seconds are its start to its end (the job's start where it ran to its recording), over its batch's size
-(BATCH_SIZE_TAG: a batch's runs each span the whole batch), as the launcher counts a job's own seconds. Not its
+A run's seconds are its start to its end (the job's start where it ran to its recording, or to its own end for a
+run solved alone in a batch's task: `RunResult.end_time`), over its batch's size (BATCH_SIZE_TAG: a batch's runs
+each span the whole batch), as the launcher counts a job's own seconds. Not its
 billed `cpu_s`: that is the worker's CPU alone, and a sandboxed entrant computes in a child of it (the
 char_challenge preset's runs: 2.5-4.5 s of CPU for 6-34 s each; an estimate of 20 s for a sweep of 2m40s).
 

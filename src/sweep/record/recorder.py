@@ -206,13 +206,14 @@ class Recorder:
             metrics += [(key, float(v), now, i + 1) for i, v in enumerate(values)]
         files = {**result.artifacts, **({"traceback.txt": result.error} if result.error else {})}
         start = int(result.start_time * 1000) if result.start_time else now
+        end = int(result.end_time * 1000) if result.end_time else now  # (RunResult.end_time: a run of a batch's task)
         writer = self.sql
         if writer is not None and (not writer.direct or not plainly_valid(tags, params, metrics)):
             SqlRunWriter.check(tags, params, metrics)  # MLflow's own rules judge, and name, what is wrong
         if writer is not None:
             rid = new_run_id()
             self._write_artifacts(rid, files, writer)  # first: a run that is visible has its files
-            writer.write(self.experiment_id, rid, name, result.status, start, now, tags, params, metrics)
+            writer.write(self.experiment_id, rid, name, result.status, start, end, tags, params, metrics)
         else:
             run = self.client.create_run(self.experiment_id, start, tags, name).info
             rid = run.run_id
@@ -242,7 +243,8 @@ class Recorder:
             for i in range(max(-(-len(params) // 100), -(-len(metrics) // 1000), 1))
         ]
         self._write_artifacts(rid, files, None, calls, artifact_uri, at_once)
-        self.client.set_terminated(rid, status=result.status)
+        end = int(result.end_time * 1000) if result.end_time else None  # (None: MLflow's now)
+        self.client.set_terminated(rid, status=result.status, end_time=end)
 
     def _write_artifacts(
         self,

@@ -21,13 +21,14 @@ import io
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from rich import box
 from rich.table import Table
 
 from sweep.report.leaderboard import Entry, Leaderboard, latest_entries, scorer_of
 from sweep.report.leaderboard import _md as markdown_table
+from sweep.report.path_cell import PathCell
 
 CORPUS = ("problem.path", "problem.val_fraction", "method.score_chars")  # a round's texts: rounds compare on these
 REFERENCES = "sweep.challenge."  # the project's own entrants (char_references, ngram)
@@ -129,6 +130,8 @@ def judge(e: Entry, min_seeds: int, failure: Callable[[Any], str]) -> CharEntry:
 
 @dataclass
 class CharLeaderboard(Leaderboard):
+    key_metrics: ClassVar[tuple[str, ...]] = ("accuracy", "train_energy_measured_j", "energy_pj", "bits_per_char")
+
     board: list[CharEntry] = field(default_factory=list)
 
     @property
@@ -273,6 +276,12 @@ class CharLeaderboard(Leaderboard):
         return buf.getvalue()
 
 
+def board_class(rules: dict[str, Any]) -> type[Leaderboard]:
+    """The leaderboard a challenge's rules (its preset's `compare.leaderboard`) make: the character one sets a
+    floor of accuracy, the parity one a least accuracy."""
+    return CharLeaderboard if "accuracy_floor" in rules else Leaderboard
+
+
 def _pct(v: float) -> str:
     return f"{100 * v:.1f}%" if math.isfinite(v) else "-"
 
@@ -284,7 +293,7 @@ def _rich(title: str, head: list[str], rows: list[list[str]], style: str | None 
         wraps = c in ("entrant", "why")
         t.add_column(c, justify="left" if wraps else "right", no_wrap=not wraps, overflow="fold")
     for row in rows:
-        t.add_row(*row, style=style)
+        t.add_row(*(PathCell(v) if c == "entrant" else v for c, v in zip(head, row)), style=style)
     return t
 
 

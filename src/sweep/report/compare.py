@@ -24,7 +24,7 @@ from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
 from sweep.report import whole
-from sweep.report.char_leaderboard import char_leaderboard
+from sweep.report.char_leaderboard import CharLeaderboard, board_class, char_leaderboard
 from sweep.report.curves import plot_curves
 from sweep.report.grouping import summarize
 from sweep.report.leaderboard import Leaderboard, leaderboard
@@ -86,7 +86,7 @@ def compare(
     settings = sweep_settings(parent, study) if settings is None else settings
     out_dir = out_dir or PROJECT_ROOT / "outputs" / "compare" / f"{safe_name(study)}-{parent.info.run_id[:8]}"
     if settings.get("leaderboard"):  # a challenge: its ranking, not the table
-        rank = char_leaderboard if "accuracy_floor" in settings["leaderboard"] else leaderboard  # the character one
+        rank = char_leaderboard if board_class(settings["leaderboard"]) is CharLeaderboard else leaderboard
         board = rank(
             rounds(client, parent, study), settings["leaderboard"], partial(last_line, client), study, experiment
         )
@@ -193,6 +193,13 @@ def fitting(console: Console, tables: list[Any]) -> Console:
     return Terminal(width=need, file=console.file) if need > console.width else console
 
 
+def wrote(report: Any, files: list[Path]) -> str:
+    """The line naming a report's files, and the run they were logged on (a leaderboard's too: its line left
+    out where its files went in the store)."""
+    logged = f" (logged to run {report.parent_id} under {ARTIFACT_DIR}/)" if report.logged else ""
+    return f"wrote {', '.join(str(f) for f in files)}{logged}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
@@ -247,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in getattr(cmp, "spread", list)():  # the character challenge's run-to-run spread
             console.print(line, markup=False, emoji=False)
         if files:
-            console.print(f"wrote {', '.join(str(f) for f in files)}", markup=False)
+            console.print(wrote(cmp, files), markup=False)
     elif a.markdown:
         print(cmp.markdown(), end="")
         if getattr(cmp, "proxies", ""):
@@ -275,11 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hidden and not a.wide:
             console.print(f"{hidden} more column{'s' * (hidden > 1)} with --wide, and in table.md / table.csv")
         if files:
-            console.print(
-                "wrote "
-                + ", ".join(str(f) for f in files)
-                + (f" (logged to run {cmp.parent_id} under {ARTIFACT_DIR}/)" if cmp.logged else "")
-            )
+            console.print(wrote(cmp, files))
     if cmp.unwritten:
         print(
             f"{PROG}: table and plot not written: {cmp.unwritten} (--out DIR writes them elsewhere)",

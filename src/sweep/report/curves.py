@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from sweep.metrics import label as metric_label
 from sweep.report.figure import legend, plt, save, style
 from sweep.report.table import Comparison, Row
 
@@ -25,6 +26,16 @@ PER_EVALUATION = {
     "train_loss": ("train loss (bits per character)", 1 / math.log(2)),
     "test_loss": ("validation loss (bits per character)", 1.0),
 }
+
+
+def axis_label(cmp: "Comparison", metric: str) -> str:
+    """`metric`'s axis text in this comparison: the character models' `accuracy` (rows whose curves are per
+    evaluation) is of validation characters, as their curves panel says; char_lm's front plot called the same
+    figure "test accuracy". Any other metric, or a comparison of other runs: the registry's label."""
+    per_evaluation = [("eval_step" in r.curves) for r in cmp.rows if r.curves]
+    if metric == "accuracy" and per_evaluation and all(per_evaluation):
+        return PER_EVALUATION["test_accuracy"][0]
+    return metric_label(metric)
 
 
 def plot_curves(cmp: "Comparison", path: Path) -> Path:

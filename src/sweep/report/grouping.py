@@ -92,7 +92,7 @@ def summarize(
             finished=len(done),
             total=len(members),
             run_ids=[r.info.run_id for r in done],
-            batched=any(BATCH_SHARE in r.data.metrics for r in done),
+            batched=sum(BATCH_SHARE in r.data.metrics for r in done),
             reached=reached(done),
         )
         for m in present:

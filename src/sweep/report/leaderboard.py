@@ -21,13 +21,14 @@ import io
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from rich import box
 from rich.table import Table
 
 from sweep.metrics import cell
 from sweep.record.tags import METHOD_PARAM, SCORER_TAG, TIME_LIMIT_TAG
+from sweep.report.path_cell import PathCell
 
 PATH, SEED = "method.path", "problem.seed"
 REFERENCES = "sweep.challenge.references:"  # the project's own methods (sweep.challenge.references)
@@ -59,6 +60,10 @@ class Entry:
 
 @dataclass
 class Leaderboard:
+    # what MLflow's UI shows first of a round's runs (sweep.report.ui): what it is judged and ranked by (the runs
+    # view had no dmd column)
+    key_metrics: ClassVar[tuple[str, ...]] = ("accuracy", RANKED_BY, "escaped")
+
     study: str
     parent_id: str
     experiment: str
@@ -132,7 +137,8 @@ class Leaderboard:
                 wraps = c in ("entrant", "disqualified for")
                 t.add_column(c, justify="left" if wraps else "right", no_wrap=not wraps, overflow="fold")
             for row in body:
-                t.add_row(*(row[i] for i in keep), style="red" if h is out_head else None)
+                cells = (PathCell(row[i]) if h[i] == "entrant" else row[i] for i in keep)
+                t.add_row(*cells, style="red" if h is out_head else None)
             tables.append(t)
         return tables
 

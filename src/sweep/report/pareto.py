@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
-from sweep.metrics import label as metric_label
+from sweep.report.curves import axis_label
 from sweep.report.figure import plt, save
 from sweep.report.table import Comparison, Row
 
@@ -56,8 +56,8 @@ def plot_front(
             ax.annotate(label, (bx, by), fontsize=6, xytext=(3, -9), textcoords="offset points")
         if pts and min(p[0] for p in pts) > 0 and max(p[0] for p in pts) / min(p[0] for p in pts) > 20:
             ax.set_xscale("log")
-        ax.set_xlabel(f"{metric_label(xm)} ({objectives[xm]})" if xm in objectives else metric_label(xm))
-        ax.set_ylabel(f"{metric_label(y)} ({objectives[y]})")
+        ax.set_xlabel(f"{axis_label(cmp, xm)} ({objectives[xm]})" if xm in objectives else axis_label(cmp, xm))
+        ax.set_ylabel(f"{axis_label(cmp, y)} ({objectives[y]})")
         ax.legend(fontsize=8)
         on = f"{len(best)} on the front" if xm == x else f"named: the {len(best)} on the {y}-{x} front"
         ax.set_title(f"{cmp.study}: {len(pts)} {'trials' if TRIAL_KEY in cmp.keys else 'rows'}, {on}")

@@ -13,6 +13,7 @@ from sweep.metrics import KEY
 from sweep.paths import preset_file, safe_name
 from sweep.record.tags import COMPARE_TAG
 from sweep.report import whole
+from sweep.report.char_leaderboard import board_class
 from sweep.report.table import Comparison
 
 
@@ -71,6 +72,8 @@ def proxy_ranking(cmp: Comparison, runs: list, spec: dict[str, Any], out_dir: Pa
 
 def key_metrics(settings: dict[str, Any]) -> list[str]:
     """The metrics a study compares: the preset's `compare.metrics`, else those it sets against a baseline or
-    searches on, else the registry's key metrics."""
+    searches on, or a challenge's leaderboard judges and ranks by, else the registry's key metrics."""
+    rules = settings.get("leaderboard")
     named = settings.get("metrics") or [*settings.get("relative", {}), *settings.get("objectives", {})]
+    named = named or (list(board_class(rules).key_metrics) if rules else [])
     return list(dict.fromkeys([named] if isinstance(named, str) else named)) or list(KEY)

@@ -20,6 +20,13 @@ BATCH_MARK = "(b)"
 BATCH_NOTE = (
     f"{BATCH_MARK}: runs solved together in batches: wall_clock_s and cost_usd are each run's share of its batch"
 )
+# a row some of whose runs were batched and some solved alone (a sweep resumed over a single run): its mean mixes
+# batch shares with whole solves, so it is not marked as a batch's (it was, as if every run were)
+MIXED_MARK = "(b some)"
+MIXED_NOTE = (
+    f"{MIXED_MARK}: some of the row's runs solved in batches, the others alone: wall_clock_s and cost_usd mix "
+    "batch shares with whole solves"
+)
 
 
 @dataclass
@@ -49,13 +56,18 @@ class Row:
     curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)  # curve -> (mean, std)
     per_seed: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> value (finished runs)
     paired: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> seed -> change vs the base's seed
-    batched: bool = False  # runs solved together (hydra.launcher.batch): wall_clock_s is each batch's share
+    batched: int = 0  # finished runs solved together (hydra.launcher.batch): their wall_clock_s is a batch's share
     reached: int | None = None  # finished runs that reached method.target_accuracy (None: no target to read)
 
     @property
     def converged(self) -> bool | None:
         """Every finished run reached its target accuracy (None: unknown)."""
         return None if self.reached is None else self.reached == self.finished
+
+    @property
+    def batch_mark(self) -> str:
+        """BATCH_MARK where every finished run was batched, MIXED_MARK where some were, else nothing."""
+        return "" if not self.batched else BATCH_MARK if self.batched >= self.finished else MIXED_MARK
 
     def label(self, keys: Sequence[str], empty: str = "all") -> str:
         """The row by its values of `keys`: 'method=gf2 problem.n_bits=20' (`empty` when keys is empty)."""
@@ -101,13 +113,14 @@ class Comparison:
         if metric not in row.stats:
             return "-"
         cell = row.stats[metric].fmt(metric, short)
-        return f"{cell} {BATCH_MARK}" if row.batched and metric in SHARED else cell
+        return f"{cell} {row.batch_mark}" if row.batched and metric in SHARED else cell
 
     def notes(self, shown: Sequence[str] | None = None) -> list[str]:
         """What a reader needs under the table: the batch mark's meaning (where a column `shown`, every metric's
         by default, carries the mark: tiled_w1's terminal table has none), the groups where no run finished."""
         marked = set(SHARED) & set(self.metrics if shown is None else shown)
-        out = [BATCH_NOTE] if any(r.batched for r in self.rows) and marked else []
+        marks = {r.batch_mark for r in self.rows} if marked else set()
+        out = [note for mark, note in ((BATCH_MARK, BATCH_NOTE), (MIXED_MARK, MIXED_NOTE)) if mark in marks]
         out += [f"{r.label(self.keys)}: {r.failure} (no finished run)" for r in self.rows if r.failure]
         if self.deleted:  # without it, a sweep of two jobs, one deleted, read as one job (its swept column gone)
             out.append(

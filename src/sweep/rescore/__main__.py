@@ -83,7 +83,7 @@ def _rescore(a: Any) -> int:
 
     client = target.client()
     name, version = node["name"], build(node).version
-    done, left = 0, []
+    done, left = 0, []  # (run, why) of each run not scored
     try:
         try:
             runs = select(client, refs)
@@ -118,12 +118,27 @@ def _rescore(a: Any) -> int:
     except (MlflowException, OSError) as e:  # the store refused a read or a write: the runs scored so far keep theirs
         print(f"{PROG}: {store.StoreError(uri, store.cause_of(e))} ({done} run(s) scored before)", file=sys.stderr)
         return 1
-    for line in left:
+    for line in unscored(left):
         print(f"{PROG}: not scored: {line}", file=sys.stderr)
     return 1 if left or not runs else 0
 
 
-def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) -> Optional[str]:
+def unscored(left: list[tuple[str, str]], named: int = 3) -> list[str]:
+    """One line per reason a run was not scored, naming its runs, the first `named` of them: a study recorded with
+    tracker=none said "no trace.json ..." once a run (18 lines alike for sign_vs_sgd)."""
+    runs: dict[str, list[str]] = {}
+    for label, why in left:
+        runs.setdefault(why, []).append(label)
+    return [
+        f"{labels[0]}: {why}"
+        if len(labels) == 1
+        else f"{len(labels)} runs: {why}: {', '.join(labels[:named])}"
+        + (f" and {len(labels) - named} more" if len(labels) > named else "")
+        for why, labels in runs.items()
+    ]
+
+
+def _score_one(client: Any, run: Any, node: Any, version: str, left: list[tuple[str, str]]) -> Optional[str]:
     """The line to say once the run's figures are logged; None with why in `left` where it cannot be scored."""
     from sweep.rescore.runs import log, score  # noqa: PLC0415 - the trackers: after the store's quick checks
 
@@ -131,13 +146,13 @@ def _score_one(client: Any, run: Any, node: Any, version: str, left: list[str]) 
     try:
         scored = score(client, run, node)
     except ValueError as e:  # a stored trace this version of sweep cannot read
-        left.append(f"{label}: {e}")
+        left.append((label, str(e)))
         return None
     except MemoryError as e:  # a trace too big for this machine (a damaged seq): named, the others scored
-        left.append(f"{label}: tracker={name} needs more memory than this machine has for its trace ({e})")
+        left.append((label, f"tracker={name} needs more memory than this machine has for its trace ({e})"))
         return None
     if scored.missing:
-        left.append(f"{label}: {scored.missing}")
+        left.append((label, scored.missing))
         return None
     # the tracker's own figures of a run's one line (sweep.metrics.line): tracker=energy and cache said "scored",
     # their figures being energy_pj and cache_hit_rate, not a metric named as the tracker
