@@ -14,7 +14,7 @@ import time
 from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
-from sweep.record import address, artifacts, claims, earlier, spool, store
+from sweep.record import address, artifacts, claims, earlier, remote, spool, store
 from sweep.record.abandoned import owner_tags
 from sweep.record.registry import Store, open_store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
@@ -81,6 +81,10 @@ def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
     return Recorder(tracking_uri, experiment)
 
 
+class ServerLost(Exception):
+    """A write not tried: the tracking server did not answer an earlier one of this command."""
+
+
 class Recorder:
     """Opens (or creates) the store and the experiment; raises `sweep.record.store.StoreError` (one line naming the
     store and the cause) when it cannot. Results spooled for this store are written in first (`sweep.record.spool`)."""
@@ -98,6 +102,9 @@ class Recorder:
         self.store.create()  # a new SQLite store: made aside, renamed into place when whole
 
         self._client: Any = None
+        # a tracking server that did not answer a write: why (`remote.unanswered`); the writes after it are kept
+        # in the spool at once, not each after the client's minutes of timeouts (a paused server: 3 min a run)
+        self.lost: Optional[str] = None
         self._took: list[earlier.Took] = []  # of the runs resume read through MLflow's client (earlier_seconds)
         # a store written without importing MLflow (seconds saved): an SQLite store at the known schema
         self.sql: Any = self.store.direct_writer(experiment)
@@ -169,11 +176,12 @@ class Recorder:
         tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
+            self._answering()
             rid = self.write(result, parent_run_id, run_name, extra_tags, at_once)
             self._still_there()
             return rid
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
-            cause = self.store.explain(e)
+            cause = self._cause(e)
             partial = getattr(e, "partial_run_id", None)
             where = spool.keep(
                 result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags, partial
@@ -299,9 +307,10 @@ class Recorder:
         then close it with `status`."""
         totals = {**(extra or {}), **parent_totals(results)}
         try:
+            self._answering()
             self._end_parent(run_id, status, totals)
         except Exception as e:  # noqa: BLE001 - a full disk: the end is kept, the next command into the store closes it
-            cause = self.store.explain(e)
+            cause = self._cause(e)
             closed = "FAILED" if status == "FINISHED" else status  # the command fails: its record says so
             where = spool.keep_end(self.tracking_uri, self.experiment, run_id, closed, totals, cause)
             raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e
@@ -330,6 +339,21 @@ class Recorder:
             self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics])
             self.client.set_terminated(run_id, status=status)
         self._still_there()
+
+    def _answering(self) -> None:
+        """Raises ServerLost where a write of this command found the tracking server not answering."""
+        if self.lost is not None:
+            raise ServerLost(f"{self.lost}, at an earlier write of this command: not asked again")
+
+    def _cause(self, e: BaseException) -> str:
+        """The store's one line for a failed write; a server that did not answer is remembered (`lost`)."""
+        if isinstance(e, ServerLost):
+            return str(e)
+        why = remote.unanswered(e)
+        if why is not None:
+            self.lost = why
+            return why
+        return self.store.explain(e)
 
     def _still_there(self) -> None:
         """The store is still the file this command opened: a SQLite file removed or replaced mid-sweep took every
