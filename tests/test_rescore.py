@@ -417,3 +417,34 @@ def test_a_rescore_killed_mid_way_then_run_again_leaves_each_curve_whole_and_onc
             steps = sorted(m.step for m in points)
             assert steps == ([0] if key in (tracker, "ard") else [1, 2, 3, 4]), (tracker, key, steps)
         assert client.get_run(result.run_id).data.tags[TRACKER_VERSION_TAG + tracker] == "1"
+
+
+def test_two_rescores_at_once_on_one_store_log_each_figure_once(store, capsys):
+    """Task fault11 of issue 43: two `sweep-rescore ... tracker=cache` started together on one store each read the
+    runs before the other wrote, and every point of every figure was logged twice (5 of 5 runs). One at a time
+    now: while one holds the store, another is one line, exit 1, nothing logged."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.record.exclusive import exclusive
+
+    rec = Recorder(store, "twice")
+    runs = [
+        rec.log(job.run(compose(*SMALL, f"problem.seed={s}", "tracker.scope=all_steps", "method.max_epochs=3")))
+        for s in (1, 2)
+    ]
+    with exclusive(store, "sweep-rescore"):
+        assert main(["twice", "tracker=cache", "--tracking-uri", store]) == 1
+    assert capsys.readouterr().err == (
+        f"sweep-rescore: store {store}: another sweep-rescore into this store is running on this machine: run this "
+        "one when it ends\n"
+    )
+    client = MlflowClient(store)
+    assert not any("cache_hits" in client.get_run(r).data.metrics for r in runs)
+    command = [sys.executable, "-m", "sweep.rescore", "twice", "tracker=cache", "--tracking-uri", store]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    said = [p.communicate(timeout=120) for p in both]
+    assert sorted(p.returncode for p in both) in ([0, 0], [0, 1]), said
+    for run_id in runs:
+        for key in ("cache_hits", "cache_hits_per_epoch"):
+            steps = [m.step for m in client.get_metric_history(run_id, key)]
+            assert len(steps) == len(set(steps)) > 0, (key, steps)
