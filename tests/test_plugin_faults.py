@@ -174,3 +174,33 @@ def test_a_job_refused_memory_by_the_shells_limit_names_it(tmp_path: Path) -> No
     out = p.stdout + p.stderr
     assert "MemoryError" in out and "this shell's `ulimit -v` is " in out, out[-3000:]
     assert " KB: the job's memory was refused; raise it)" in out, out[-3000:]
+
+
+# `ulimit -t 3` as the command starts (the launcher's process and every worker it forks): the job spins
+OUT_OF_CPU_TIME = """
+import resource
+
+import hydra
+
+resource.setrlimit(resource.RLIMIT_CPU, (3, 3))
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    while True:
+        pass
+
+
+main()
+"""
+
+
+def test_a_worker_the_shells_cpu_time_limit_ended_names_it(tmp_path: Path) -> None:
+    """Task fault11 of issue 43: under `ulimit -t 3` a sweep's long jobs each failed as `worker process 2152 died
+    (exit code -9) while running the job` (the kernel's SIGKILL at the hard limit), as an OOM kill or a kill -9
+    would: the line names the limit and the worker's CPU seconds."""
+    p = run_plain_app(tmp_path, OUT_OF_CPU_TIME, "hydra/launcher=local", "hydra.launcher.progress=false", "+x=1")
+    assert p.returncode == 1
+    out = p.stdout + p.stderr
+    said = "died (exit code -9) while running the job: this shell's CPU time limit ended it (`ulimit -t` is 3 s; "
+    assert said in out and " CPU s over its jobs): raise it\n" in out, out[-3000:]
