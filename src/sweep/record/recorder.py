@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import time
 from typing import Any, Iterable, Optional
 
@@ -93,6 +94,9 @@ class Recorder:
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
+        # MLflow's SQL store logs each database error with its traceback before raising it (a PostgreSQL restarted
+        # mid-sweep: 6 tracebacks, 230 lines); every write here says its error in one line (StoreError)
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         try:  # an address no run is kept at, a server or database that does not answer: where MLflow would
             address.check(self.tracking_uri)  # keep nothing, fail after the job or retry for minutes
         except address.BadAddress as e:
