@@ -99,3 +99,29 @@ def test_a_server_that_stops_answering_costs_one_timeout_and_every_result_is_kep
         assert children == ["0", "1", "2", "3"] and client.get_run(parent).info.status == "FAILED"
     finally:
         relay.close()
+
+
+def test_a_migrate_into_a_server_that_stops_answering_stops_at_the_first_run(server, store, monkeypatch):
+    """`sweep-store migrate` went on to the next run after one that failed: into a paused server each run waited
+    out the client's timeouts (3 minutes a run). It stops at the first, in one line, with what was copied."""
+    from sweep.store.migrate import migrate, plan
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", str(TIMEOUT_S))
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    experiment = f"paused-migrate-{uuid.uuid4().hex[:8]}"
+    rec = Recorder(store, experiment)
+    for s in range(3):
+        rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={s}")))
+    relay = Pausable(server.uri)
+    try:
+        p = plan(store, relay.uri, [experiment])
+        relay.paused.set()
+        start = time.monotonic()
+        with pytest.raises(StoreError) as e:
+            migrate(p)
+        assert relay.asked == 1 and time.monotonic() - start < 2 * TIMEOUT_S, relay.asked
+        assert str(e.value).startswith(f"store {relay.uri}: unreachable: no answer within {TIMEOUT_S} s a try")
+        assert str(e.value).endswith("; 0 run(s) copied before: the same command copies the rest (an unfinished "
+                                     "copy is replaced)")  # fmt: skip
+    finally:
+        relay.close()

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sweep.config.suggest import expected
 from sweep.record import copy as copying
-from sweep.record import store
+from sweep.record import remote, store
 from sweep.record.registry import open_store
 from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
@@ -157,6 +157,12 @@ def migrate(
                 )
                 summary.copied += 1
             except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
+                if why := remote.unanswered(e):  # each run would wait out the client's timeouts again (3 min each)
+                    raise store.StoreError(
+                        p.target_uri if urlsplit(p.target_uri).netloc.split("@")[-1] in str(e) else p.identity,
+                        f"{why}; {summary.copied} run(s) copied before: the same command copies the rest (an "
+                        "unfinished copy is replaced)",
+                    ) from None
                 cause = " ".join(str(e).split())  # MLflow's causes can be on its message's later lines
                 summary.failed.append(f"{src_id}: {cause if len(cause) <= 300 else cause[:297] + '...'}")
         done(run.info.run_name or run.info.run_id)
