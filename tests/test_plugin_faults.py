@@ -142,3 +142,65 @@ def test_lines_of_jobs_and_launcher_never_interleave(tmp_path: Path, monkeypatch
     lines = p.stdout.splitlines()
     assert {line for line in lines if line in expected} == expected
     assert sorted(line for line in lines if line not in expected) == [f"[FINISHED] x={x}" for x in range(1, 5)]
+
+
+# The job's process limited to its address space now and 200 MiB more (as `ulimit -v` limits a shell's commands),
+# then a 1 GiB allocation: refused.
+OUT_OF_ADDRESS_SPACE = """
+import resource
+
+import hydra
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (used + 200 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    bytearray(2**30)
+
+
+main()
+"""
+
+
+def test_a_job_refused_memory_by_the_shells_limit_names_it(tmp_path: Path) -> None:
+    """Task fault11 of issue 43: under `ulimit -v 800000` a torch job failed as `SystemError: <function
+    _find_and_load at 0x7f5a...> returned NULL without setting an exception` (torch's import refused memory), under
+    400000 as `ImportError: libtorch_cpu.so: failed to map segment from shared object`, a numpy one as a bare
+    `MemoryError`: none named the limit. The job's line names it, with what to do."""
+    p = run_plain_app(tmp_path, OUT_OF_ADDRESS_SPACE, "hydra/launcher=local", "hydra.launcher.progress=false", "+x=1")
+    assert p.returncode == 1
+    out = p.stdout + p.stderr
+    assert "MemoryError" in out and "this shell's `ulimit -v` is " in out, out[-3000:]
+    assert " KB: the job's memory was refused; raise it)" in out, out[-3000:]
+
+
+# `ulimit -t 3` as the command starts (the launcher's process and every worker it forks): the job spins
+OUT_OF_CPU_TIME = """
+import resource
+
+import hydra
+
+resource.setrlimit(resource.RLIMIT_CPU, (3, 3))
+
+
+@hydra.main(version_base=None, config_path=None)
+def main(cfg):
+    while True:
+        pass
+
+
+main()
+"""
+
+
+def test_a_worker_the_shells_cpu_time_limit_ended_names_it(tmp_path: Path) -> None:
+    """Task fault11 of issue 43: under `ulimit -t 3` a sweep's long jobs each failed as `worker process 2152 died
+    (exit code -9) while running the job` (the kernel's SIGKILL at the hard limit), as an OOM kill or a kill -9
+    would: the line names the limit and the worker's CPU seconds."""
+    p = run_plain_app(tmp_path, OUT_OF_CPU_TIME, "hydra/launcher=local", "hydra.launcher.progress=false", "+x=1")
+    assert p.returncode == 1
+    out = p.stdout + p.stderr
+    said = "died (exit code -9) while running the job: this shell's CPU time limit ended it (`ulimit -t` is 3 s; "
+    assert said in out and " CPU s over its jobs): raise it\n" in out, out[-3000:]

@@ -81,3 +81,29 @@ def test_a_run_the_store_made_before_refusing_the_rest_is_deleted_when_its_resul
     root.unlink()
     assert spool.import_into(rec) == 1
     assert [r.info.status for r in client.search_runs([rec.experiment_id])] == ["FINISHED"]
+
+
+def test_a_database_error_is_said_once_not_logged_with_its_traceback(store):
+    """Task fault11 of issue 43: PostgreSQL restarted mid-sweep (`pg_ctl restart -m fast`) stopped the sweep with its
+    one line and the result spooled, after MLflow's SQL store had logged 6 tracebacks (246 lines of output; 10
+    now). The same here through MLflow's client on SQLite, in a process of its own (MLflow's log handler writes to
+    the stderr it found), its writes refused by `ulimit -f` (whose line was SQLAlchemy's autoflush note, not the
+    error: `(raised as a result of Query-invoked autoflush; consider using ...`)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = (
+        "import resource\nfrom sweep import job\nfrom sweep.record.recorder import Recorder\n"
+        "from sweep.record.store import StoreError\nfrom tests.conftest import compose\n"
+        f"rec = Recorder({store!r}, 'limited')\nrec.sql = None\n"  # MLflow's client writes, as a database's runs
+        "rec.client.get_experiment(rec.experiment_id)\n"  # the store open in MLflow already, as mid-sweep
+        "result = job.run(compose('method=gf2', 'problem.n_bits=12'))\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (512, resource.RLIM_INFINITY))  # ulimit -f: no file past 512 B\n"
+        "try:\n    rec.log(result)\nexcept StoreError as e:\n    print(e)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    said = p.stdout.splitlines()[-1]  # (before it, the result as one line of JSON: the spool's files are refused too)
+    assert said.startswith(f"store {store}: (sqlite3.OperationalError) disk I/O error; "), p.stdout[-2000:] + p.stderr
+    assert "Traceback" not in p.stderr and "SQLAlchemy database error" not in p.stderr, p.stderr

@@ -361,7 +361,8 @@ def test_only_figures_the_run_lacks_or_holds_otherwise_are_logged():
     nan = float("nan")
     run = SimpleNamespace(data=SimpleNamespace(metrics={"ard": 5.0, "loss": nan, "dmd": 1.0, "c": 3.0}))
     report = TrackerReport(metrics={"ard": 5.0, "loss": nan, "dmd": 2.0, "bytedmd": 7.0})
-    logged = list(_metrics(Scored(run, report, {"c": [1.0, 3.0], "d": [4.0]}), now=1))
+    held = {"c": {1: 1.0, 2: 3.0}}
+    logged = list(_metrics(Scored(run, report, {"c": [1.0, 3.0], "d": [4.0]}), now=1, history=held.__getitem__))
     assert [(k, v, step) for k, v, _, step in logged] == [("dmd", 2.0, 0), ("bytedmd", 7.0, 0), ("d", 4.0, 1)]
 
 
@@ -376,3 +377,87 @@ def test_runs_not_scored_for_one_reason_are_one_line():
         f"18 runs: {why}: seed=0 (r0), seed=1 (r1), seed=2 (r2) and 15 more",
         "odd (x): trace.json: no 'buffers' entry",
     ]
+
+
+KILLED_AT = """
+import os, signal, sys
+from mlflow.tracking import MlflowClient
+from sweep.record import writes
+from sweep.rescore.__main__ import main
+writes.METRICS_PER_BATCH = 2  # the run's few points in several batches, as a long curve's 1,000s are
+real, at = MlflowClient.log_batch, sys.argv.pop(1)
+def log_batch(self, *args, **kwargs):
+    if at == "batch2" and getattr(self, "_batches", 0) == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    self._batches = getattr(self, "_batches", 0) + 1
+    return real(self, *args, **kwargs)
+real_tag = MlflowClient.set_tag
+def set_tag(self, run_id, key, *args, **kwargs):
+    if at == "tag" and key.startswith("sweep.tracker_version."):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_tag(self, run_id, key, *args, **kwargs)
+MlflowClient.log_batch, MlflowClient.set_tag = log_batch, set_tag
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_rescore_killed_mid_way_then_run_again_leaves_each_curve_whole_and_once(store, capsys):
+    """Task fault11 of issue 43: sweep-rescore SIGKILLed between two of a run's metric batches left a curve's first
+    steps; the re-run judged the curve by its last value, and a per-epoch cost the same each epoch (sgd that has
+    not learnt yet) was taken as there: the run was tagged scored with the curve's later steps missing, for good
+    (a curve whose last value differed was logged again whole, its first steps twice). Killed at the version tag,
+    the re-run logs nothing twice."""
+    from mlflow.tracking import MlflowClient
+
+    result = job.run(compose(*SMALL, "tracker.scope=all_steps", "method.max_epochs=4", "method.lr=0.0001"))
+    Recorder(store, "killed").log(result)
+    assert result.metrics["epochs"] == 4
+    client = MlflowClient(store)
+    for tracker, at in (("bytedmd", "batch2"), ("dmd", "tag")):
+        killed = subprocess.run(
+            [sys.executable, "-c", KILLED_AT, at, "killed", f"tracker={tracker}", "--tracking-uri", store],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        run = client.get_run(result.run_id)
+        assert TRACKER_VERSION_TAG + tracker not in run.data.tags
+        assert main(["killed", f"tracker={tracker}", "--tracking-uri", store]) == 0
+        assert "1 of 1 run(s) scored" in capsys.readouterr().out
+        for key in (tracker, f"{tracker}_per_epoch", "ard", "ard_per_epoch", "dmc_per_epoch"):
+            points = client.get_metric_history(result.run_id, key)
+            steps = sorted(m.step for m in points)
+            assert steps == ([0] if key in (tracker, "ard") else [1, 2, 3, 4]), (tracker, key, steps)
+        assert client.get_run(result.run_id).data.tags[TRACKER_VERSION_TAG + tracker] == "1"
+
+
+def test_two_rescores_at_once_on_one_store_log_each_figure_once(store, capsys):
+    """Task fault11 of issue 43: two `sweep-rescore ... tracker=cache` started together on one store each read the
+    runs before the other wrote, and every point of every figure was logged twice (5 of 5 runs). One at a time
+    now: while one holds the store, another is one line, exit 1, nothing logged."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.record.exclusive import exclusive
+
+    rec = Recorder(store, "twice")
+    runs = [
+        rec.log(job.run(compose(*SMALL, f"problem.seed={s}", "tracker.scope=all_steps", "method.max_epochs=3")))
+        for s in (1, 2)
+    ]
+    with exclusive(store, "sweep-rescore"):
+        assert main(["twice", "tracker=cache", "--tracking-uri", store]) == 1
+    assert capsys.readouterr().err == (
+        f"sweep-rescore: store {store}: another sweep-rescore into this store is running on this machine: run this "
+        "one when it ends\n"
+    )
+    client = MlflowClient(store)
+    assert not any("cache_hits" in client.get_run(r).data.metrics for r in runs)
+    command = [sys.executable, "-m", "sweep.rescore", "twice", "tracker=cache", "--tracking-uri", store]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    said = [p.communicate(timeout=120) for p in both]
+    assert sorted(p.returncode for p in both) in ([0, 0], [0, 1]), said
+    for run_id in runs:
+        for key in ("cache_hits", "cache_hits_per_epoch"):
+            steps = [m.step for m in client.get_metric_history(run_id, key)]
+            assert len(steps) == len(set(steps)) > 0, (key, steps)

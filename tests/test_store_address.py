@@ -477,3 +477,15 @@ def test_a_server_lost_mid_command_retries_without_a_line_a_try():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.stdout == "raised MlflowException\n", p.stdout + p.stderr
     assert "Retrying" not in p.stderr, p.stderr
+
+
+def test_a_single_runs_last_line_hides_the_stores_password(monkeypatch):
+    """Task fault11 of issue 43: a single run into PostgreSQL (MLFLOW_TRACKING_URI) ended `recorded in experiment
+    'sweep' of postgresql://sweep:<the password>@127.0.0.1:5499/mlflow; see it: ...`, the password in the clear
+    (every other line names the store with `***`)."""
+    from sweep.report.ui import recorded_line
+
+    for uri in ("postgresql://sweep:s3cret-pw@127.0.0.1:5499/mlflow", "http://alice:s3cret-pw@mlflow-host:5000"):
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        said = recorded_line(uri, "sweep", "1", "0" * 32)
+        assert "s3cret-pw" not in said and ":***@" in said, said

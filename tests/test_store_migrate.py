@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from sweep.record.exclusive import exclusive
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
-from sweep.store.migrate import exclusive
 from tests.conftest import FAULTY, ROOT, made_once, run_sweep
 from tests.forked_sweep import python_m
 
@@ -142,7 +142,7 @@ def test_second_migrate_copies_nothing_and_sqlite_to_sqlite_works(source, tmp_pa
     assert not (tmp_path / "shared").exists()  # a dry run writes nothing, not even the target store
     # another migrate into the same store still running (its lock held): two at once each took the other's copies
     # in progress for a cut-short migrate's; this one waits for nothing and writes nothing (a dry run still counts)
-    with exclusive(target):
+    with exclusive(target, "migrate"):
         busy = migrate("--from", source, "--to", target)
         assert "9 to copy" in migrate("--from", source, "--to", target, "--dry-run").stdout
     assert busy.returncode == 1 and not (tmp_path / "shared").exists(), busy.stdout
@@ -170,7 +170,7 @@ def test_migrate_lock_file_is_opened_by_every_user(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     old = os.umask(0o077)
     try:
-        with exclusive(f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"):
+        with exclusive(f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}", "migrate"):
             pass
     finally:
         os.umask(old)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from sweep.metrics import line
 
@@ -56,3 +56,16 @@ class RunResult:
         if self.run_id:
             parts.append(f"run_id={self.run_id}")
         return " ".join(parts)
+
+
+def sweep_totals(results: Iterable[RunResult]) -> dict[str, float]:
+    """A sweep's totals over its child runs (its parent run's figures): costs and wall-clock summed, jobs finished
+    and failed."""
+    results = list(results)
+    return {
+        "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
+        "task_cost_usd": sum(r.metrics.get("task_cost_usd", 0.0) for r in results),
+        "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
+        "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
+        "jobs_failed": float(sum(r.status == "FAILED" for r in results)),
+    }

@@ -13,6 +13,7 @@ import dataclasses
 import errno
 import hashlib
 import pickle
+import resource
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -250,7 +251,22 @@ def _reason(e: BaseException) -> str:
     # sys.exit() while handling an error (the project's task on a ConfigError): the error is the reason
     if isinstance(e, SystemExit) and e.__context__ is not None:
         e = e.__context__
-    return f"{type(e).__name__}: {e}"
+    return f"{type(e).__name__}: {e}{_memory_refused(e)}"
+
+
+# what Python and the loader say when an address-space limit refuses memory mid-import (under `ulimit -v 800000`
+# importing torch: "SystemError: <function _find_and_load ...> returned NULL without setting an exception")
+REFUSED = ("without setting an exception", "error return without exception set", "failed to map segment")
+
+
+def _memory_refused(e: BaseException) -> str:
+    """Where this shell's address-space limit refused the job's memory: the limit named, and what to do."""
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    if not isinstance(e, MemoryError) and not any(w in str(e) for w in REFUSED):
+        return ""
+    return f" (this shell's `ulimit -v` is {soft // 1024:,} KB: the job's memory was refused; raise it)"
 
 
 def _output_files(root: Path) -> dict[str, str]:

@@ -35,7 +35,7 @@ from hydra_plugins.sweep_launcher._core import (
 )
 from hydra_plugins.sweep_launcher._jobs import IsolatedFailure, Job, compose, composer, job_return, write_files
 from hydra_plugins.sweep_launcher._pickling import dumps
-from hydra_plugins.sweep_launcher._pool import Pool, Worker
+from hydra_plugins.sweep_launcher._pool import Pool, Worker, cpu_limit_ended, cpu_seconds
 from hydra_plugins.sweep_launcher._progress import JOBS_IN_SWEEP
 from hydra_plugins.sweep_launcher._signals import Interrupt, Interrupted, defer
 from hydra_plugins.sweep_launcher._stopping import CannotGoOn, HooksFailed, Stopping
@@ -267,9 +267,12 @@ class Dispatcher(Stopping):
                 taken(w, job)
                 continue
             # the worker died with its task (os._exit, OOM kill, kill -9); its queued jobs go back
+            used = cpu_seconds(w.proc.pid)  # (before its exit code is asked: that reaps it)
             w.proc.join(timeout=1)
+            why = cpu_limit_ended(used, w.proc.exitcode)
             died = f"worker process {w.proc.pid} died (exit code {w.proc.exitcode})"
-            arrived += settle(w, self.local, lambda _: (f"{died} while running the job", None), f"a batch's {died}")
+            job_line = f"{died} while running the job{why}"
+            arrived += settle(w, self.local, lambda _: (job_line, None), f"a batch's {died}{why}")
             assert self.pool is not None
             self.pool.replace(w)
         for w in overdue(busy) if self.timed else []:

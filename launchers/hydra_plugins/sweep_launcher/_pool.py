@@ -76,6 +76,32 @@ def shell_limit(e: Exception) -> Optional[str]:
     return None
 
 
+def cpu_seconds(pid: int) -> Optional[float]:
+    """The CPU seconds of a worker that has ended and is not reaped yet (its /proc entry stays until then: read it
+    before asking its exit code, which reaps it); None where the system does not say."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_limit_ended(used: Optional[float], exitcode: Optional[int]) -> str:
+    """Where this shell's CPU-time limit ended a dead worker that had used `used` CPU seconds (`ulimit -t`: the
+    kernel's SIGXCPU at the soft limit, SIGKILL at the hard one, counted over all the jobs the worker ran): that
+    said, for its job's line ("worker process N died (exit code -9)" said nothing of why); else ""."""
+    soft = resource.getrlimit(resource.RLIMIT_CPU)[0]
+    if soft == resource.RLIM_INFINITY or used is None or exitcode not in (-signal.SIGKILL, -signal.SIGXCPU):
+        return ""
+    if used < soft - 0.5:  # (clock ticks: a limit of 3 s is met at 2.9x)
+        return ""
+    return (
+        f": this shell's CPU time limit ended it (`ulimit -t` is {soft} s; the worker had used {used:.1f} CPU s over "
+        "its jobs): raise it"
+    )
+
+
 class Pool:
     """Worker processes started once per sweep. A worker that dies takes only its own job down: the
     dispatcher replaces it and the job becomes FAILED."""

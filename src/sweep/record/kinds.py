@@ -29,7 +29,7 @@ class DatabaseStore:
         self.uri = uri
 
     def label(self) -> str:
-        return self.uri
+        return store.redacted(self.uri)  # a single run's last line showed postgresql://sweep:<the password>@...
 
     def identity(self) -> str:
         return self.uri.rstrip("/")

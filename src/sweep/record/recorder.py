@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import time
 from typing import Any, Iterable, Optional
 
 from sweep.paths import default_tracking_uri, git_commit
 from sweep.record import address, artifacts, claims, earlier, spool, store
 from sweep.record.abandoned import owner_tags
+from sweep.record.answering import Answering
 from sweep.record.registry import Store, open_store
 from sweep.record.sqlalchemy_writer import SqlRunWriter
 from sweep.record.sqlite.client import SqliteClient
@@ -39,7 +41,7 @@ from sweep.record.tags import (
     TRUNCATED_TAG,
     order_key,
 )
-from sweep.result import RunResult
+from sweep.result import RunResult, sweep_totals
 
 RESUME_QUERY_MAX = 16  # up to this many configs, one query each; more: one pass over the experiment's runs
 
@@ -61,18 +63,6 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def parent_totals(results: Iterable[RunResult]) -> dict[str, float]:
-    """A sweep's totals over its child runs: costs and wall-clock summed, jobs finished and failed."""
-    results = list(results)
-    return {
-        "cost_usd": sum(r.metrics.get("cost_usd", 0.0) for r in results),
-        "task_cost_usd": sum(r.metrics.get("task_cost_usd", 0.0) for r in results),
-        "wall_clock_s": sum(r.metrics.get("wall_clock_s", 0.0) for r in results),
-        "jobs_finished": float(sum(r.status == "FINISHED" for r in results)),
-        "jobs_failed": float(sum(r.status == "FAILED" for r in results)),
-    }
-
-
 @functools.cache
 def shared_recorder(tracking_uri: str | None, experiment: str) -> "Recorder":
     """This process's one Recorder for a store and experiment: under Hydra's basic launcher and submitit a job's
@@ -89,6 +79,9 @@ class Recorder:
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         self.experiment = experiment
+        # MLflow's SQL store logs each database error with its traceback before raising it (a PostgreSQL restarted
+        # mid-sweep: 6 tracebacks, 230 lines); every write here says its error in one line (StoreError)
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         try:  # an address no run is kept at, a server or database that does not answer: where MLflow would
             address.check(self.tracking_uri)  # keep nothing, fail after the job or retry for minutes
         except address.BadAddress as e:
@@ -98,6 +91,7 @@ class Recorder:
         self.store.create()  # a new SQLite store: made aside, renamed into place when whole
 
         self._client: Any = None
+        self.answering = Answering()  # a tracking server that stopped answering: asked once, not at each write
         self._took: list[earlier.Took] = []  # of the runs resume read through MLflow's client (earlier_seconds)
         # a store written without importing MLflow (seconds saved): an SQLite store at the known schema
         self.sql: Any = self.store.direct_writer(experiment)
@@ -169,11 +163,12 @@ class Recorder:
         tracking server's requests for the run (its batch, its files) made at once, not in turn."""
 
         try:
+            self.answering.check()
             rid = self.write(result, parent_run_id, run_name, extra_tags, at_once)
             self._still_there()
             return rid
         except Exception as e:  # noqa: BLE001 - any failure to write: keep the result, say why in one line
-            cause = self.store.explain(e)
+            cause = self.answering.cause(e, self.store.explain)
             partial = getattr(e, "partial_run_id", None)
             where = spool.keep(
                 result, self.tracking_uri, self.experiment, cause, parent_run_id, run_name, extra_tags, partial
@@ -297,13 +292,14 @@ class Recorder:
     def end_parent(
         self, run_id: str, status: str, results: Iterable[RunResult], extra: dict[str, float] | None = None
     ) -> None:
-        """The children's totals (`parent_totals`) and the sweep's own figures (`extra`) on the parent run,
+        """The children's totals (`sweep.result.sweep_totals`) and the sweep's own figures (`extra`) on the parent run,
         then close it with `status`."""
-        totals = {**(extra or {}), **parent_totals(results)}
+        totals = {**(extra or {}), **sweep_totals(results)}
         try:
+            self.answering.check()
             self._end_parent(run_id, status, totals)
         except Exception as e:  # noqa: BLE001 - a full disk: the end is kept, the next command into the store closes it
-            cause = self.store.explain(e)
+            cause = self.answering.cause(e, self.store.explain)
             closed = "FAILED" if status == "FINISHED" else status  # the command fails: its record says so
             where = spool.keep_end(self.tracking_uri, self.experiment, run_id, closed, totals, cause)
             raise store.StoreError(self.tracking_uri, f"{cause}; {where}") from e

@@ -23,6 +23,7 @@ import os
 import re
 import socket
 import ssl
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -40,6 +41,7 @@ CLIENT_SETTINGS = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
 }
+TIMEOUT, RETRIES = "MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES"
 MAX_TIMEOUT_S = 3600  # a connect timeout longer than an hour is a typo, and past ~1e9 s no clock can wait it
 # the database stores MLflow opens, and the port each listens on unless the address names one
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
@@ -149,6 +151,26 @@ def client_settings() -> None:
     # urllib3 logs each retry of a lost server's request ('Retrying (Retry(total=1, ...)) after connection broken');
     # a tracking server killed mid-sweep printed 20 such lines before the one line that says what was lost
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+
+
+def unanswered(e: BaseException) -> Optional[str]:
+    """Why a tracking server did not answer a request of MLflow's client (a read that timed out, a connection
+    refused or cut), or None: it answered, perhaps with an error. The server's client waits out its timeout at
+    each try of each request (`client_settings`): a command that met this once does not ask that server again."""
+    requests = sys.modules.get("requests")  # MLflow's HTTP client: not imported, no request of it failed
+    if requests is None:
+        return None
+    seen: set[int] = set()
+    cause: Optional[BaseException] = e
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
+            timeout, retries = (os.environ.get(k, CLIENT_SETTINGS[k]) for k in (TIMEOUT, RETRIES))
+            if "timed out" in str(cause).lower():
+                return f"unreachable: no answer within {timeout} s a try ({TIMEOUT}; {RETRIES}={retries})"
+            return f"unreachable: the connection was refused or cut ({type(cause).__name__})"
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _login(uri: str) -> tuple[str, Optional[str], Optional[str]]:

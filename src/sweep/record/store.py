@@ -320,6 +320,8 @@ def cause_of(e: BaseException) -> str:
     """One line for an exception from MLflow, SQLAlchemy or the OS: its first line, without SQLAlchemy's
     statement dump, at most 300 characters."""
     text = str(getattr(e, "orig", None) or e).strip().splitlines()
+    if len(text) > 1 and text[0].startswith("(raised as a result of "):  # SQLAlchemy's autoflush note: the next
+        text = text[1:]  # line is the error (a write refused by `ulimit -f`: its 'disk I/O error' went unsaid)
     line = text[0] if text else type(e).__name__
     return line if len(line) <= 300 else line[:297] + "..."
 

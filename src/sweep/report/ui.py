@@ -34,6 +34,7 @@ import sys
 import threading
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Optional, Sequence
+from urllib.parse import urlsplit
 
 from hydra_plugins.sweep_launcher import api
 from sweep import hosts
@@ -101,7 +102,9 @@ def port_taken(host: str, port: int) -> str | None:
 def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str:
     """Where the UI of a store is: a tracking server serves its own; a local store's is what `sweep.ui` starts."""
     if tracking_uri is not None and open_store(tracking_uri).remote:
-        return tracking_uri.rstrip("/")
+        # a login in the address (http://alice:pw@host) is not the page's: the browser asks for it
+        parts = urlsplit(tracking_uri)
+        return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().rstrip("/")
     return f"http://{bracketed(host)}:{port}"
 
 

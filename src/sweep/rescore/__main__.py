@@ -9,6 +9,7 @@ scored); 2: bad input (a tracker or key that does not exist, an experiment or ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, Optional, Sequence
@@ -32,6 +33,7 @@ with starting(str(PROG)):
     from sweep.paths import default_tracking_uri
     from sweep.record import address, remote, store
     from sweep.record.background import signals_held
+    from sweep.record.exclusive import exclusive
     from sweep.record.registry import open_store
     from sweep.record.tags import TRACKER_VERSION_TAG
 
@@ -55,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _rescore(a: Any) -> int:
     refs = [x for x in a.args if "=" not in x]
     overrides = [x for x in a.args if "=" in x]
-    from sweep.job import build  # noqa: PLC0415 - after --help: Hydra, the trackers
-    from sweep.rescore.runs import select, tracker_config  # noqa: PLC0415
+    from sweep.rescore.runs import tracker_config  # noqa: PLC0415
 
     try:
         if not refs:
@@ -66,17 +67,28 @@ def _rescore(a: Any) -> int:
         print(f"{PROG}: config error: {e}", file=sys.stderr)
         return 2
     uri = a.tracking_uri or default_tracking_uri()
+    held = contextlib.ExitStack()
     try:
         address.check(uri)  # as compare's: an address no store is at (exit 2); a server that does not answer
         target = open_store(uri)
         target.check(write=False)  # a store that is not there is not made: there is nothing in it to score
         target.check(write=True)  # milliseconds, where MLflow would retry for minutes
+        held.enter_context(exclusive(uri, "sweep-rescore"))  # two at once logged every figure twice
     except address.BadAddress as e:
         print(f"{PROG}: store {store.redacted(uri)}: {e}", file=sys.stderr)
         return 2
     except store.StoreError as e:  # a store that is not there is bad input, as compare's
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2 if isinstance(e, store.NoStore) else 1
+    with held:
+        return _score_all(a, uri, target, node, refs)
+
+
+def _score_all(a: Any, uri: str, target: Any, node: Any, refs: list[str]) -> int:
+    """The runs named scored, each said as it is; the exit status."""
+    from sweep.job import build  # noqa: PLC0415 - after --help: Hydra, the trackers
+    from sweep.rescore.runs import select  # noqa: PLC0415
+
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line of its own per run read
     remote.client_settings()  # a tracking server lost mid-way: an answer in seconds, not minutes of retries
     from mlflow.exceptions import MlflowException  # noqa: PLC0415 - seconds to import: after the store's quick checks

@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from sweep.config.check import check_job
 from sweep.config.schema import CLASSES, SCHEMAS, register_configs
@@ -152,26 +152,37 @@ def score(client: Any, run: Any, tracker_node: dict[str, Any]) -> Scored:
     return Scored(run, report, curves)
 
 
-def _metrics(scored: Scored, now: int) -> Iterator[tuple[str, float, int, int]]:
+def _metrics(
+    scored: Scored, now: int, history: Callable[[str], dict[int, float]]
+) -> Iterator[tuple[str, float, int, int]]:
     """The figures the run does not carry yet: one the run already has at the same value (the figures trackers
-    share, `ard` and `reads` under tracker=dmd; a curve by its last value) was logged again, a second point in its
-    history with nothing new in it."""
+    share, `ard` and `reads` under tracker=dmd) was logged again, a second point in its history with nothing new
+    in it. A curve the run has is read whole (`history`: step -> latest value): a rescore killed between two of
+    its batches left its first steps, and judged by its last value the re-run logged them all again, or, the
+    values being equal (a per-epoch cost is the same each epoch), none of the steps it lacked."""
     has = scored.run.data.metrics  # the latest value of each
 
-    def new(k: str, v: float) -> bool:  # (NaN, a diverged run's figure, is its own again)
-        return k not in has or float(has[k]) != v and not (math.isnan(has[k]) and math.isnan(v))
+    def same(old: float | None, v: float) -> bool:  # (NaN, a diverged run's figure, is its own again)
+        return old is not None and (float(old) == v or math.isnan(old) and math.isnan(v))
 
     for k, v in scored.report.metrics.items():
-        if new(k, float(v)):
+        if not same(has.get(k), float(v)):
             yield (k, float(v), now, 0)
     for k, values in scored.curves.items():  # per epoch, at the steps a run logs its curves (1, 2, ...)
-        if values and new(k, float(values[-1])):
-            for i, v in enumerate(values):
+        held = history(k) if k in has else {}
+        for i, v in enumerate(values):
+            if not same(held.get(i + 1), float(v)):
                 yield (k, float(v), now, i + 1)
 
 
 def log(client: Any, scored: Scored, tracker: str, version: str) -> None:
     """The figures on the run; the version tag last, so a run that has it has them all."""
     table = {TABLE.format(tracker=tracker): table_csv(scored.report.table)} if scored.report.table else {}
-    metrics = _metrics(scored, int(time.time() * 1000))
+    run_id = scored.run.info.run_id
+
+    def history(key: str) -> dict[int, float]:
+        points = sorted(client.get_metric_history(run_id, key), key=lambda m: m.timestamp)
+        return {m.step: m.value for m in points}
+
+    metrics = _metrics(scored, int(time.time() * 1000), history)
     writes.add_figures(client, scored.run.info.run_id, metrics, table, (TRACKER_VERSION_TAG + tracker, version))

@@ -22,7 +22,8 @@ with starting(str(prog("sweep.store"))):
 
     from sweep.arguments import Parser
     from sweep.record import address, store
-    from sweep.store.migrate import BadInput, exclusive, migrate, plan
+    from sweep.record.exclusive import exclusive
+    from sweep.store.migrate import BadInput, migrate, plan
 DESCRIPTION = "copy one MLflow store's runs into another; run again, it copies only what is new (docs/store.md)"
 
 
@@ -88,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for uri in (a.source, a.target):  # a server or database that does not answer: seconds, not minutes
             address.check(uri)
         say = lambda line: print(f"{PROG}: {line}", file=sys.stderr, flush=True)  # noqa: E731
-        one_at_a_time = nullcontext() if a.dry_run else exclusive(a.target)
+        one_at_a_time = nullcontext() if a.dry_run else exclusive(a.target, "migrate")
         stack.enter_context(one_at_a_time)  # held until the command ends
         # reading both stores' runs takes seconds to a minute (a server's pages): it was silent for 37-81 s
         reading = f"reading the runs of {store.redacted(a.source)} and what {store.redacted(a.target)} has of them"

@@ -12,18 +12,13 @@ migrate; its children are copied, and get their parent link once the parent is c
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from sweep.config.suggest import expected
 from sweep.record import copy as copying
-from sweep.record import store
+from sweep.record import remote, store
 from sweep.record.registry import open_store
 from sweep.record.tags import CLAIMS_TAG, MIGRATED_TAG, PARENT_RUN_TAG
 
@@ -33,44 +28,6 @@ PAGE = 1000  # MLflow's largest page of runs or experiments
 
 class BadInput(ValueError):
     """A value given to the command is wrong: one line naming it and what is allowed (exit 2)."""
-
-
-@contextlib.contextmanager
-def exclusive(target_uri: str) -> Iterator[None]:
-    """One migrate at a time into a store from this machine: two at once both planned before either copied, and
-    each took the other's copies in progress for a cut-short migrate's (or copied every run twice). An flock on a
-    file named for the target (in the machine's temporary directory, which every user can write), let go by the
-    kernel however the process ends; StoreError while another migrate holds it."""
-    identity = open_store(target_uri).identity()
-    name = f"sweep-migrate-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.lock"
-    fd = _lock_file(os.path.join(tempfile.gettempdir(), name))
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise store.StoreError(
-                target_uri, "another migrate into this store is running on this machine: run this one when it ends"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-
-
-def _lock_file(path: str) -> int:
-    """The lock file opened, or made readable by every user whatever this one's umask: another user's migrate opens
-    the same file (one made 0600 refused every other user's migrate into the store for good). An existing file is
-    opened without O_CREAT, which a sticky temporary directory refuses for another user's file (protected_regular)."""
-    while True:
-        try:
-            return os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            pass
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue  # another migrate made it between the two
-        os.fchmod(fd, 0o666)
-        return fd
 
 
 @dataclass
@@ -200,6 +157,12 @@ def migrate(
                 )
                 summary.copied += 1
             except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
+                if why := remote.unanswered(e):  # each run would wait out the client's timeouts again (3 min each)
+                    raise store.StoreError(
+                        p.target_uri if urlsplit(p.target_uri).netloc.split("@")[-1] in str(e) else p.identity,
+                        f"{why}; {summary.copied} run(s) copied before: the same command copies the rest (an "
+                        "unfinished copy is replaced)",
+                    ) from None
                 cause = " ".join(str(e).split())  # MLflow's causes can be on its message's later lines
                 summary.failed.append(f"{src_id}: {cause if len(cause) <= 300 else cause[:297] + '...'}")
         done(run.info.run_name or run.info.run_id)
