@@ -358,6 +358,41 @@ def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
+def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp_path):
+    """A prober's round: `mlflow.force=${problem.seed}` ran as true (OmegaConf converts 42 for a bool field),
+    `mlflow.experiment=true` recorded into an experiment named 'True' (Hydra reads a boolean, OmegaConf writes it
+    back capitalised), `hydra.job.name=${oops}` was a traceback from Hydra's logging set-up. Each is one line naming
+    the key, before any job, on a single run, the project's launcher and Hydra's basic one; nothing recorded."""
+    cases = {
+        ("mlflow.experiment=true",): "mlflow.experiment=true is read as a boolean and would be written 'True': "
+        "expected text; quote it to keep it as typed: 'mlflow.experiment=\"true\"'",
+        ("-m", "run_name=a,1e3"): "run_name=1e3 is read as a number and would be written '1000.0'",
+    }
+    for argv, line in cases.items():
+        with pytest.raises(Refusal) as e:
+            check_command(list(argv))
+        assert e.value.line.startswith(f"config error: {line}"), argv
+    for fine in (["mlflow.experiment='true'"], ["mlflow.experiment=42"], ["-m", "run_name=a,'1e3'"]):
+        assert check_command(fine)
+    force = "mlflow.force=${problem.seed} resolves to 42, which is not allowed: expected true or false"
+    runs = {
+        ("method=gf2", "mlflow.force=${problem.seed}"): f"config error: {force}",
+        ("-m", "method=gf2", "hydra.job.name=${oops}"): "config error: hydra.job.name=${oops} cannot be resolved: "
+        "Interpolation key 'oops' not found",
+        ("-m", "method=gf2", "mlflow.force='${problem.seed}',true"): f"config error in job force='${{problem.seed}}': "
+        f"{force}",
+        ("-m", "hydra/launcher=basic", "method=gf2", "run_name=${mlflow.enabled}"): "config error: "
+        "run_name=${mlflow.enabled} resolves to True, which is not allowed: expected text",
+    }
+    for args, line in runs.items():
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
+        assert p.stderr.startswith(f"sweep: {line}") and "[FINISHED]" not in p.stdout, (args, p.stderr)
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM experiments WHERE name = 'True'").fetchone()[0] == 0
+
+
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
     """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
     traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line

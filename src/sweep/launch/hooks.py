@@ -37,6 +37,7 @@ from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.job import job_config
+from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.jobs import check_planned, resolves
 from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
@@ -145,6 +146,8 @@ class SweepLaunchHooks(LaunchHooks):
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[str, dict, dict]] = {}  # ... -> its first job (label, config, placed): its batch
         for job in jobs:
+            if any("${" in o for o in job.overrides):  # a swept interpolation: the sweep's start saw none of it
+                refused(check_interpolations, job.cfg, job.label())
             config = refused(resolves, partial(planned_config, job), job.label())
             if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue

@@ -8,12 +8,12 @@ import math
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
 from sweep.config.memory import check_grid
-from sweep.config.schema import JOB_GROUPS, Config, bool_fields, config_bool_fields
+from sweep.config.schema import JOB_GROUPS, Config, config_typed_fields, typed_fields
 from sweep.config.suggest import closest, expected
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR, preset_file
@@ -177,20 +177,24 @@ def check_grid_size(argv: list[str]) -> None:
         raise Refusal.config_error(str(e)) from None
 
 
-def _bool_fields() -> dict[str, bool]:
-    """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
+def _typed_fields(kind: type) -> dict[str, bool]:
+    """The fields typed `kind` a command line may set: the job's config's, and the project's launcher's
+    (hydra.launcher.*)."""
     from hydra_plugins.sweep_launcher.api import SweepLauncherConf  # noqa: PLC0415 - (its modal section within)
 
-    return {**config_bool_fields(), **bool_fields("hydra.launcher", [SweepLauncherConf])}
+    return {**config_typed_fields(kind), **typed_fields("hydra.launcher", [SweepLauncherConf], kind)}
 
 
-def check_bool_values(argv: list[str]) -> None:
-    """A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes, on or y too
-    (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on), so each such value, and each value of a
-    sweep over one, is refused here before Hydra converts it. An interpolation (${...}) is left to OmegaConf."""
+def check_typed_values(argv: list[str]) -> None:
+    """What OmegaConf would convert into something else than was typed, refused here before Hydra converts it (each
+    value of a sweep too). A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes,
+    on or y too (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on). A str field takes text:
+    Hydra reads `true` as a boolean and `1e3` as a number, which OmegaConf writes back as 'True' and '1000.0'
+    (`mlflow.experiment=true` recorded into an experiment named True). An interpolation (${...}) is checked once it
+    resolves (sweep.preflight.interpolations)."""
+    bools, strs = _typed_fields(bool), _typed_fields(str)
     candidates = [a for a in argv if not a.startswith("-") and "=" in a]
-    keys = _bool_fields()
-    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in keys]
+    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in bools.keys() | strs.keys()]
     if not candidates:
         return
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - (Hydra's own parser)
@@ -207,23 +211,36 @@ def check_bool_values(argv: list[str]) -> None:
             continue
         key = override.key_or_group
         value = override.value()
-        # a sweep's quoted value is Hydra's QuotedString, a plain one its text
-        values = (
-            [v.text if isinstance(v, QuotedString) else v for v in value.list]
-            if isinstance(value, ChoiceSweep)
-            else [value]
-        )
-        nullable = keys[key]
-        for v in values:
-            if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
-                continue
-            if isinstance(v, str) and v.lower() in ("true", "false"):
-                continue
-            allowed = "true or false" + (" or null" if nullable else "")
-            near = closest(v, ("true", "false")) if isinstance(v, str) else []
-            meant = f"did you mean {near[0]}? " if near else ""
-            shown = v if isinstance(value, ChoiceSweep) else arg.partition("=")[2]
-            raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
+        written = arg.partition("=")[2]
+        swept = isinstance(value, ChoiceSweep)
+        # a sweep's quoted value is Hydra's QuotedString, a plain one its text; each value as typed, where the
+        # sweep is a plain a,b,c
+        values = [v.text if isinstance(v, QuotedString) else v for v in value.list] if swept else [value]
+        texts = written.split(",") if swept else [written]
+        texts = texts if len(texts) == len(values) else [None] * len(values)
+        texts = [None if t is None or t[:1] in "'\"" else t for t in texts]  # (a quoted one: its text, `v`)
+        for v, text in zip(values, texts):
+            shown = (v if text is None else text) if swept else written
+            if key in bools:
+                _check_bool(key, v, shown, bools[key])
+            elif isinstance(v, (bool, int, float)) and str(v) != (text if text is not None else str(v).lower()):
+                kind = "a boolean" if isinstance(v, bool) else "a number"
+                raise Refusal.config_error(
+                    f"{key}={shown} is read as {kind} and would be written {str(v)!r}: expected text; quote it to "
+                    f"keep it as typed: '{key}=\"{shown}\"'"
+                )
+
+
+def _check_bool(key: str, v: Any, shown: Any, nullable: bool) -> None:
+    """One value for the bool field `key` (see check_typed_values)."""
+    if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
+        return
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return
+    allowed = "true or false" + (" or null" if nullable else "")
+    near = closest(v, ("true", "false")) if isinstance(v, str) else []
+    meant = f"did you mean {near[0]}? " if near else ""
+    raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
 
 
 def check_flags(argv: list[str]) -> None:
@@ -314,6 +331,6 @@ def check_command(argv: list[str]) -> list[str]:
     check_unknown_preset(argv)
     check_repeated_keys(argv)
     check_grid_size(argv)
-    check_bool_values(argv)
+    check_typed_values(argv)
     check_unused_additions(argv)
     return argv

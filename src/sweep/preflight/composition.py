@@ -108,7 +108,7 @@ def explain(e: BaseException) -> Optional[Refusal]:
     if isinstance(cause, (ValidationError, ConfigTypeError)) and cause.full_key:
         return wrong_type(str(e), cause)
     # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
-    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
+    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '(.+)'", str(e))  # (a value may hold ')
     if isinstance(e, ConfigCompositionException) and swept:
         return values_without_multirun(swept.group(2), comma_list=swept.group(1).startswith("Ambiguous"))
     # `+extra.a@b=1`: '@' names the package a group's option goes to, so Hydra took it for a group's (a traceback)

@@ -16,6 +16,7 @@ from sweep.config.check import check_job
 from sweep.errors import ConfigError, NoDeviceHere
 from sweep.job import job_config
 from sweep.preflight.composition import explain
+from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.placement import without_gpu
 from sweep.preflight.refusal import Refusal
 from sweep.record.session import is_sweep_job
@@ -81,6 +82,8 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
             return
         # the job named as the project's launcher names it: by what the sweep varies
         label = namer.names([list(job)], [idx])[0]
+        if any("${" in o for o in job):  # a swept interpolation: the sweep's start saw none of it
+            check_interpolations(cfg, label)
         check_planned(resolves(partial(job_config, cfg), label), label, runs_here=runs_here)
 
 

@@ -64,11 +64,11 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
     from hydra.errors import HydraException  # noqa: PLC0415
     from hydra.version import VersionBase  # noqa: PLC0415
 
-    from sweep.preflight.command import check_bool_values  # noqa: PLC0415 - the command line's rules, as sweep's
+    from sweep.preflight.command import check_typed_values  # noqa: PLC0415 - the command line's rules, as sweep's
     from sweep.preflight.composition import explain  # noqa: PLC0415
 
     try:  # tracker.profile=2: OmegaConf's true, as mlflow.force=2 was sweep's
-        check_bool_values(list(overrides))
+        check_typed_values(list(overrides))
     except Refusal as e:
         raise ConfigError(e.line.removeprefix(CONFIG_ERROR)) from None
     for o in overrides:  # (sweep's line for these would tell a -m this command does not take)
