@@ -358,6 +358,19 @@ def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
+def refused_alike(cases: dict, runs: dict, tmp_path) -> None:
+    """Each command line of `cases` refused by check_command with its line's start, and each of `runs` run as a
+    user would: exit 2, that one line (`config error: ...`), nothing finished."""
+    for argv, line in cases.items():
+        with pytest.raises(Refusal) as e:
+            check_command(list(argv))
+        assert e.value.line.startswith(f"config error: {line}"), (argv, e.value.line)
+    for args, line in runs.items():
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
+        assert p.stderr.startswith(f"sweep: {line}") and "[FINISHED]" not in p.stdout, (args, p.stderr)
+
+
 def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp_path):
     """A prober's round: `mlflow.force=${problem.seed}` ran as true (OmegaConf converts 42 for a bool field),
     `mlflow.experiment=true` recorded into an experiment named 'True' (Hydra reads a boolean, OmegaConf writes it
@@ -368,10 +381,6 @@ def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp
         "expected text; quote it to keep it as typed: 'mlflow.experiment=\"true\"'",
         ("-m", "run_name=a,1e3"): "run_name=1e3 is read as a number and would be written '1000.0'",
     }
-    for argv, line in cases.items():
-        with pytest.raises(Refusal) as e:
-            check_command(list(argv))
-        assert e.value.line.startswith(f"config error: {line}"), argv
     for fine in (["mlflow.experiment='true'"], ["mlflow.experiment=42"], ["-m", "run_name=a,'1e3'"]):
         assert check_command(fine)
     force = "mlflow.force=${problem.seed} resolves to 42, which is not allowed: expected true or false"
@@ -384,13 +393,36 @@ def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp
         ("-m", "hydra/launcher=basic", "method=gf2", "run_name=${mlflow.enabled}"): "config error: "
         "run_name=${mlflow.enabled} resolves to True, which is not allowed: expected text",
     }
-    for args, line in runs.items():
-        p = run_sweep(*args, cwd=tmp_path)
-        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
-        assert p.stderr.startswith(f"sweep: {line}") and "[FINISHED]" not in p.stdout, (args, p.stderr)
+    refused_alike(cases, runs, tmp_path)
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM experiments WHERE name = 'True'").fetchone()[0] == 0
+
+
+def test_an_added_removed_or_mapped_key_that_no_job_can_take_is_one_line(store, tmp_path):
+    """A prober's round: `+mlflow.experimnet=x` and `+challenge.seedz=1` were added past the schema and read by
+    nothing (the runs went to 'sweep'), `method={}` ran the default method, `~mlflow` was three lines of the store
+    check, `~run_name` and `~extra.repeat` Hydra's traceback, `+problem.n_bits=5` its multi-line advice (exit 1),
+    and `hydra.job.name=a/b` logging's traceback (a sweep: every job failed with it)."""
+    cases = {
+        ("+mlflow.experimnet=x",): "mlflow.experimnet is not a key of mlflow: did you mean experiment?",
+        ("+challenge.seedz=1",): "challenge.seedz is not a key of challenge: did you mean seeds?",
+        ("method={}",): "method={} chooses no option of method, and every job takes one: expected one of bigram,",
+        ("-m", "hydra/launcher={a:1}"): "hydra/launcher={a:1} is a mapping, and hydra/launcher takes an option's name",
+        ("~mlflow",): "~mlflow would remove mlflow, which every job's config has: set it instead",
+        ("~run_name",): "~run_name would remove run_name, which every job's config has",
+    }
+    for fine in (["+compare.baseline.x=1"], ["+extra.note=a"], ["method={hidden:100}"]):
+        assert check_command(fine)
+    runs = {
+        ("method=gf2", "+problem.n_bits=5"): "+problem.n_bits adds a key that is already there: set it as "
+        "problem.n_bits=...",
+        ("method=gf2", "~extra.repeat"): "~extra.repeat removes a key that is not set: leave it out",
+        ("-m", "method=gf2", "hydra.job.name=a/b"): "hydra.job.name=a/b is not allowed: expected a file name",
+    }
+    refused_alike(cases, {args: f"config error: {line}" for args, line in runs.items()}, tmp_path)
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():

@@ -4,8 +4,10 @@ fail, and every hint the project prints appends an override to the command)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import typing
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
@@ -57,8 +59,12 @@ def check_unknown_preset(argv: list[str]) -> None:
 
 def check_unused_additions(argv: list[str]) -> None:
     """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused. Free-form
-    keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
+    keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params. So is a key
+    added to one of the config's own sections (`+mlflow.experimnet=x`: Hydra's `+` adds past the schema, and the
+    runs went to 'sweep'); a job group's added key is the job check's (sweep.config.check)."""
     known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
+    hints = typing.get_type_hints(Config)
+    sections = {k: t for k, t in hints.items() if dataclasses.is_dataclass(t) and k not in JOB_GROUPS}
     for arg in argv:
         if not arg.startswith("+") or "=" not in arg:
             continue
@@ -68,6 +74,24 @@ def check_unused_additions(argv: list[str]) -> None:
             raise Refusal.config_error(
                 f"{arg} is not read by any job: put free-form keys under extra "
                 f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}"
+            )
+        name = key.partition(".")[2].partition(".")[0]
+        if top in sections and name:
+            keys = [f.name for f in fields(sections[top])]
+            if name not in keys:
+                raise Refusal.config_error(f"{top}.{name} is not a key of {top}: {expected(name, keys)}")
+
+
+def check_removals(argv: list[str]) -> None:
+    """`~mlflow`, `~run_name`: a section or key of the config every job reads, removed. Hydra removed a section (the
+    job's store check then failed in three lines, exit 1) and refused a null key in its traceback; a key within a
+    section is OmegaConf's to refuse (sweep.preflight.composition), and a job group's `check_group_choices`."""
+    for arg in argv:
+        key, eq, _ = arg.partition("=")
+        if arg.startswith("~") and key[1:] in {f.name for f in fields(Config)} - set(JOB_GROUPS):
+            raise Refusal.config_error(
+                f"{key} would remove {key[1:]}, which every job's config has: set it instead ({key[1:]}=<value>, "
+                "or leave it out for its default)"
             )
 
 
@@ -134,10 +158,12 @@ def check_group_choices(argv: list[str]) -> None:
             why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
         elif "@" in key:  # Hydra: "Could not override 'problem@x'", a traceback
             why = f"{arg} would put {group}'s option elsewhere ('@' names where), and every job reads it as {group}"
-        elif eq and value.replace(" ", "") in ("null", "~", "[]") and not optional:
+        elif eq and value.replace(" ", "") in ("null", "~", "[]", "{}") and not optional:
             why = f"{arg} chooses no option of {group}, and every job takes one"
         elif eq and value.replace(" ", "") == "[]":  # (sweeps: optional)
             why = f"{arg} names no preset: leave sweeps out for a job of conf/config.yaml"
+        elif eq and value.startswith("{") and group.startswith("hydra/"):  # (a job group's: keys merged into it)
+            why = f"{arg} is a mapping, and {group} takes an option's name"
         elif eq and value.startswith("[") and value.endswith("]") and "," not in value:  # Hydra: a list of one
             why = f"{arg} is a list, and {group} takes one option: {group}={value.strip('[] ')} chooses it"
         elif eq and value.startswith("[") and value.endswith("]") and not optional:  # (presets: one a command)
@@ -333,4 +359,5 @@ def check_command(argv: list[str]) -> list[str]:
     check_grid_size(argv)
     check_typed_values(argv)
     check_unused_additions(argv)
+    check_removals(argv)
     return argv

@@ -119,6 +119,16 @@ def explain(e: BaseException) -> Optional[Refusal]:
             f"{override} is read as a config group's choice ('@' names where it goes), and there is no group "
             f"{group}: a key's name takes no '@'; the groups: {', '.join(sorted(CHOICES))}"
         )
+    # `+problem.n_bits=5` adds a key that is there; `~extra.note` (or a key whose value is null) removes one that is
+    # not: Hydra's traceback, exit 1
+    there = re.match(r"Could not append to config\. An item is already at '([^']+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and there:
+        return Refusal.config_error(
+            f"+{there.group(1)} adds a key that is already there: set it as {there.group(1)}=..."
+        )
+    gone = re.match(r"Could not delete from config\. '([^']+)' does not exist", str(e))
+    if isinstance(e, ConfigCompositionException) and gone:
+        return Refusal.config_error(f"~{gone.group(1)} removes a key that is not set: leave it out")
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))

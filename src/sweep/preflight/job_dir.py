@@ -17,7 +17,9 @@ from sweep.record.store import probe_writable, special_file
 
 def check_job_dir(config: DictConfig, key: str) -> None:
     """Refuse the directory at `key` (hydra.run.dir, hydra.sweep.dir) when it is not a directory (bad input, exit
-    2) or cannot be made and written (exit 1, as a store that cannot be written); nothing is made here."""
+    2) or cannot be made and written (exit 1, as a store that cannot be written), and a job name that cannot name
+    the job's log file there; nothing is made here."""
+    check_job_name(config)
     try:
         path = Path(str(OmegaConf.select(config, key)))
     except InterpolationResolutionError as e:  # hydra.run.dir=${oops}: as any key's, one line
@@ -40,3 +42,19 @@ def check_job_dir(config: DictConfig, key: str) -> None:
             f"write (set {key}=DIR)",
             UNUSABLE,
         ) from None
+
+
+NAME_MAX = 255  # the bytes of one file name (Linux, macOS)
+
+
+def check_job_name(config: DictConfig) -> None:
+    """`hydra.job.name` names the job's log file in its directory (`<name>.log`, Hydra's job_logging): a name with a
+    `/` or too long for a file name was logging's traceback ("Unable to configure handler 'file'") before a single
+    run, and every job of a sweep failed with it."""
+    name = str(OmegaConf.select(config, "hydra.job.name", default="") or "")
+    if "/" in name or len(f"{name}.log".encode()) > NAME_MAX:
+        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+        raise Refusal.config_error(
+            f"hydra.job.name={shown} is not allowed: expected a file name (no '/', at most {NAME_MAX - 4} bytes): "
+            "it names the job's log file, <name>.log"
+        )
