@@ -425,6 +425,31 @@ def test_an_added_removed_or_mapped_key_that_no_job_can_take_is_one_line(store, 
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
+def test_a_grid_with_a_config_twice_or_a_sweep_function_misread_is_one_line(store, tmp_path):
+    """A prober's round: `problem.seed=5,5 -m` ran and recorded the same config twice (`seed=5`, `seed=5 #1`), on
+    the project's launcher; `problem.seed=range()` was told to quote the value, which would make the seed the text
+    'range()'. A search (optuna) may draw a config twice: only a grid is refused."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from sweep.preflight.composition import explain
+
+    for value, said in (("choice()", "choice(a,b,...): one value or more"), ("range(1,2,3,4)", "range(stop), ")):
+        with pytest.raises(OverrideParseException) as raised:
+            OverridesParser.create().parse_overrides([f"problem.seed={value}"])
+        line = explain(raised.value).line
+        assert f"(expected {said}" in line and "quote" not in line, line
+    twice = "have the same config, and a sweep runs a config once: give each value once"
+    runs = {
+        ("-m", "method=gf2", "problem.seed=5,5"): f"config error: jobs seed=5 and seed=5 #1 {twice}",
+        ("-m", "hydra/launcher=basic", "method=gf2", "problem.seed=5,6,5"): f"config error: jobs seed=5 and seed=5 #2 "
+        f"{twice}",
+    }
+    refused_alike({}, runs, tmp_path)
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
     """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
     traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line

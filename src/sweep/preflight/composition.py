@@ -79,6 +79,9 @@ def explain(e: BaseException) -> Optional[Refusal]:
         # as one only quoted; the shell's quotes around it go first
         quote = value and value[0] not in "[{'\"" and re.search(r"[\[\]{}()]", value)
         hint = f" (quote a value that holds brackets: '{key}=\"{value}\"')" if quote else ""
+        function = re.match(r"(\w+)\(", value)
+        if function and function.group(1) in SWEEP_FUNCTIONS:  # `range()`: its forms, not a quoted text
+            hint = f" (expected {SWEEP_FUNCTIONS[function.group(1)]})"
         if not value.isascii() and value[:1] not in "'\"":  # Hydra's grammar reads only ASCII unquoted
             hint = f" (quote a value that is not ASCII: '{key}=\"{value}\"')"
         if value.startswith("~"):  # the shell expands no ~ after `a.b=` (not a variable's name): Hydra's lexer meets it
@@ -135,6 +138,16 @@ def explain(e: BaseException) -> Optional[Refusal]:
     return None
 
 
+# Hydra's sweep functions, as its grammar takes them (hydra.cc: Extended Override syntax)
+SWEEP_FUNCTIONS = {
+    "choice": "choice(a,b,...): one value or more",
+    "range": "range(stop), range(start,stop) or range(start,stop,step): numbers",
+    "interval": "interval(low,high): two numbers, a search's (hydra/sweeper=optuna)",
+    "glob": "glob(pattern) or glob(include=[...],exclude=[...]): a group's options",
+    "shuffle": "shuffle(a,b,...) or shuffle(a sweep)",
+    "sort": "sort(a,b,...) or sort(a sweep, reverse=true)",
+    "tag": "tag(name,...,a sweep)",
+}
 CHOICES = (*JOB_GROUPS, "sweeps")  # the groups a command chooses an option of (conf/config.yaml's defaults)
 # groups of conf/ that no command chooses: what reads them instead
 READ_BY = {"energy": "tracker=energy tracker.hierarchy=<cpu|gpu>", "prices": "hydra.launcher.modal.prices=<file>"}

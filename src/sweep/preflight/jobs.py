@@ -19,6 +19,7 @@ from sweep.preflight.composition import explain
 from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.placement import without_gpu
 from sweep.preflight.refusal import Refusal
+from sweep.record.recorder import config_hash
 from sweep.record.session import is_sweep_job
 
 
@@ -40,6 +41,15 @@ def resolves(make: Callable[[], Any], label: str) -> Any:
         return make()
     except ConfigError as e:
         raise Refusal(f"config error in job {label}: {e}") from None
+
+
+def twice(first: str, second: str) -> None:
+    """Two jobs of a grid with one config (`problem.seed=5,5`): both ran and were recorded, the second named
+    `seed=5 #1`, where a config is recorded once and a re-run skips it."""
+    raise Refusal.config_error(
+        f"jobs {first} and {second} have the same config, and a sweep runs a config once: give each value once "
+        "(repeats of a config: +extra.repeat=range(0,N))"
+    )
 
 
 def check_single_run(config: "dict[str, Any]") -> None:
@@ -73,6 +83,7 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
             else [f"{key}={o.get_value_element_as_str()}"]
         )
     namer = Namer.for_multirun(config.hydra)
+    labels: dict[str, str] = {}  # config hash -> the first job with it
     for idx, job in enumerate(itertools.product(*grid.values())):
         try:
             cfg = loader.load_sweep_config(config, list(job))
@@ -82,9 +93,13 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
             return
         # the job named as the project's launcher names it: by what the sweep varies
         label = namer.names([list(job)], [idx])[0]
+        resolved = resolves(partial(job_config, cfg), label)
+        twin = labels.setdefault(config_hash(resolved), label)
+        if twin != label:
+            twice(twin, label)
         if any("${" in o for o in job):  # a swept interpolation: the sweep's start saw none of it
             check_interpolations(cfg, label)
-        check_planned(resolves(partial(job_config, cfg), label), label, runs_here=runs_here)
+        check_planned(resolved, label, runs_here=runs_here)
 
 
 def check_not_empty(config: DictConfig) -> None:
