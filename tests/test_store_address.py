@@ -39,6 +39,7 @@ def bad_addresses(d: Path) -> dict[str, str]:
     """Address -> what its one line says. A directory, a plain path, a dangling symlink are made in `d`."""
     (d / "dir").mkdir()
     (d / "link.db").symlink_to(d / "unmounted" / "mlflow.db")
+    (d / "a_file").write_text("")
     return {
         "sqlite://": IN_MEMORY,
         "sqlite:///": IN_MEMORY,
@@ -49,6 +50,10 @@ def bad_addresses(d: Path) -> dict[str, str]:
         f"sqlite:///{d / 'dir'}": f"{d / 'dir'} is a directory: name the store's file in it",
         "http://127.0.0.1:notaport": "is not a port: expected a number from 1 to 65535",
         f"sqlite:///{d / 'link.db'}": f"is a symlink to {d / 'unmounted' / 'mlflow.db'}, which does not exist",
+        # a prober's round: a file in the path ran the job, then spooled it ("Not a directory"); a name too long
+        # was "the store could not be checked, the job was not run: OSError ...", exit 1
+        f"sqlite:///{d / 'a_file' / 'x.db'}": f"{d / 'a_file'} is a file, so {d / 'a_file' / 'x.db'} cannot be made",
+        f"sqlite:///{d / ('y' * 300)}.db": "characters): File name too long: name a file, sqlite:///PATH",
     }
 
 

@@ -196,7 +196,7 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 def not_a_directory(out: Path) -> str | None:
     """Why `out` cannot be made a directory, said before the store is read (None: it can be): it, or the nearest of
     its parents that is there, is a file (or a FIFO, a device...), or its name is one the filesystem refuses."""
-    shown = str(out) if len(str(out)) <= 80 else f"{str(out)[:60]}... ({len(str(out))} characters)"
+    shown = str(out) if len(str(out)) <= 200 else f"{str(out)[:60]}... ({len(str(out))} characters)"
     existing = out
     try:
         while not existing.exists() and existing != existing.parent:
