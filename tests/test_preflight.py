@@ -227,6 +227,13 @@ def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
     assert refused.value.line.endswith(
         " is available: lower the values of method, problem.seed, or run the grid in parts"
     )
+    # a prober's round: a challenge's fresh seeds (`sweeps=parity_challenge challenge.seeds=100000000`) were drawn
+    # and joined for minutes before any check; they are sized as a grid's values, before one is drawn
+    from sweep.config.resolvers import fresh_seeds  # noqa: PLC0415
+    from sweep.errors import ConfigError  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match=r"^the sweep has 10,000,000,000 jobs \(challenge.seeds: 10,000,000,000 "):
+        fresh_seeds.__wrapped__(10**10)
     # a grid that fits, a search's space (its trials drawn one by one), a single run: as before
     assert check_command(["-m", "problem.seed=range(0,1000)", "method=sgd,km"])[0] == "-m"
     assert check_command(["-m", "hydra/sweeper=optuna", "problem.seed=range(0,10000000000)"])[0] == "-m"
