@@ -457,6 +457,26 @@ def test_a_grid_with_a_config_twice_or_a_sweep_function_misread_is_one_line(stor
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
+def test_a_rounds_ranking_rules_are_checked_before_its_jobs(store, tmp_path):
+    """A prober's round: `sweeps=char_challenge challenge.accuracy_floor=2` (or an energy budget of -1 J) ran the
+    whole round, whose leaderboard then passed no entrant. Jobs do not read these rules; the round is refused."""
+    from omegaconf import OmegaConf  # noqa: PLC0415
+
+    from sweep.config.check import check_challenge  # noqa: PLC0415
+
+    runs = {
+        ("sweeps=char_challenge", "challenge.accuracy_floor=2"): "config error: challenge.accuracy_floor=2.0 is not "
+        "allowed: expected a number from 0 to 1",
+        ("method=gf2", "challenge.energy_budget_j=-1"): "config error: challenge.energy_budget_j=-1.0 is not allowed: "
+        "expected a finite number of joules > 0, or null",
+    }
+    refused_alike({}, runs, tmp_path)
+    for fine in ({"accuracy_floor": 0.4, "energy_budget_j": 10}, {"accuracy_floor": 0, "energy_budget_j": None}):
+        check_challenge(OmegaConf.create({"challenge": fine}))
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
     """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
     traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line

@@ -27,11 +27,11 @@ import inspect
 import re
 from typing import Any, Callable, Optional
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
-from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
+from sweep.config.fields import Rule, check_rules, choice, nonneg_finite, positive_finite
 from sweep.config.memory import available_bytes, check_fits, check_time
 from sweep.config.prices import PriceTableError, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
@@ -77,6 +77,29 @@ DEVICE_RULES: tuple[Rule, ...] = (
     choice("device.dtype", ("float32", "float64")),
     choice("device.rng", ("host", "counter")),
 )
+
+
+# a challenge round's ranking rules are plain data (sweep.config.schema.ChallengeConfig), read by its leaderboard,
+# not by a job: a floor of 2 or a budget of -1 J ran the whole round, then ranked no entrant
+CHALLENGE_RULES: tuple[Rule, ...] = (
+    Rule(
+        "challenge.accuracy_floor",
+        "a number from 0 to 1 (the least mean accuracy that passes)",
+        lambda v, c: nonneg_finite(v) and v <= 1,
+    ),
+    Rule(
+        "challenge.energy_budget_j",
+        "a finite number of joules > 0, or null (no budget)",
+        lambda v, c: v is None or positive_finite(v),
+    ),
+)
+
+
+def check_challenge(cfg: DictConfig) -> None:
+    """The round's rules (CHALLENGE_RULES), before any of its jobs; ConfigError naming the key."""
+    challenge = cfg.get("challenge")
+    if challenge is not None:
+        check_rules(CHALLENGE_RULES, ConfigView({"challenge": OmegaConf.to_container(challenge, resolve=True)}))
 
 
 @functools.lru_cache(maxsize=1)

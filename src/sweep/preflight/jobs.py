@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.sweep_launcher.api import Namer
-from sweep.config.check import check_job
+from sweep.config.check import check_challenge, check_job
 from sweep.errors import ConfigError, NoDeviceHere
 from sweep.job import job_config
 from sweep.preflight.composition import explain
@@ -50,6 +50,14 @@ def twice(first: str, second: str) -> None:
         f"jobs {first} and {second} have the same config, and a sweep runs a config once: give each value once "
         "(repeats of a config: +extra.repeat=range(0,N))"
     )
+
+
+def check_rules_of_round(config: DictConfig) -> None:
+    """A challenge round's ranking rules (sweep.config.check.check_challenge), before any job."""
+    try:
+        check_challenge(config)
+    except ConfigError as e:
+        raise Refusal.config_error(str(e)) from None
 
 
 def check_single_run(config: "dict[str, Any]") -> None:
