@@ -399,8 +399,18 @@ def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp
         f"{force}",
         ("-m", "hydra/launcher=basic", "method=gf2", "run_name=${mlflow.enabled}"): "config error: "
         "run_name=${mlflow.enabled} resolves to True, which is not allowed: expected text",
+        ("-m", "method=gf2", "hydra.job.name=${hydra:runtime.choices.method}"): "config error: hydra.job.name=${hydra:"
+        "runtime.choices.method} cannot be resolved: ValueError raised while resolving interpolation: HydraConfig "
+        "was not set (a sweep names its jobs before any has Hydra's config: give a name)",  # (was a traceback)
     }
     refused_alike(cases, runs, tmp_path)
+    # what Hydra resolves as the job starts is the job's: a single run's `${hydra:...}` name, a sweep's run names
+    for args in (
+        ("method=gf2", "hydra.job.name=${hydra:runtime.choices.method}"),
+        ("-m", "method=gf2", "problem.seed=1,2", "run_name=${hydra:job.override_dirname}"),
+    ):
+        p = run_sweep(*args, "mlflow.enabled=false", cwd=tmp_path)
+        assert p.returncode == 0 and "[FINISHED]" in p.stdout, (args, p.stderr[-3000:])
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM experiments WHERE name = 'True'").fetchone()[0] == 0

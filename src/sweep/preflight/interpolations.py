@@ -10,7 +10,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError, InterpolationToMissingValueError, OmegaConfBaseException
 from omegaconf.nodes import AnyNode, BooleanNode, StringNode, ValueNode
 
-from sweep.config.view import unresolved
+from sweep.config.view import HYDRA_NOT_SET, unresolved
 from sweep.preflight.refusal import CONFIG_ERROR, Refusal
 
 
@@ -35,6 +35,8 @@ def _check(config: DictConfig) -> None:
         except InterpolationToMissingValueError:
             pass  # (a key Hydra sets as the job starts: hydra.runtime.output_dir)
         except InterpolationResolutionError as e:
+            if HYDRA_NOT_SET in str(e):  # `${hydra:...}`: Hydra's to resolve as the job starts
+                continue
             raise Refusal.config_error(unresolved(config, e, key)) from None
     untyped = None  # the config as plain values: an interpolation resolved to what it reads, not converted
     for key, node in _interpolated(config):
@@ -46,6 +48,8 @@ def _check(config: DictConfig) -> None:
         except InterpolationToMissingValueError:
             continue
         except OmegaConfBaseException as e:
+            if HYDRA_NOT_SET in str(e):  # `${hydra:job.override_dirname}`: the job's own, as it starts
+                continue
             reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise Refusal.config_error(f"{key}={node._value()} cannot be resolved: {reason}") from None
         allowed = _allowed(node, raw)
