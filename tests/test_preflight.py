@@ -395,6 +395,8 @@ def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp
         ("method=gf2", "mlflow.force=${problem.seed}"): f"config error: {force}",
         ("-m", "method=gf2", "hydra.job.name=${oops}"): "config error: hydra.job.name=${oops} cannot be resolved: "
         "Interpolation key 'oops' not found",
+        ("-m", "method=gf2", "hydra.launcher.force=${problem.seed}"): "config error: hydra.launcher.force="
+        "${problem.seed} resolves to 42, which is not allowed: expected true or false",
         ("-m", "method=gf2", "mlflow.force='${problem.seed}',true"): f"config error in job force='${{problem.seed}}': "
         f"{force}",
         ("-m", "hydra/launcher=basic", "method=gf2", "run_name=${mlflow.enabled}"): "config error: "

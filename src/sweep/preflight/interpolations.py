@@ -16,8 +16,8 @@ from sweep.preflight.refusal import CONFIG_ERROR, Refusal
 
 def check_interpolations(config: DictConfig, label: str = "") -> None:
     """Refuse (exit 2) a `hydra.*` key the command set whose interpolation does not resolve, named as set; and an
-    interpolation into a typed field of the job's config that resolves to what the field would have to convert:
-    a bool field takes a boolean (or the text true/false), as its command-line value does
+    interpolation into a typed field of the job's config (or hydra.launcher's) that resolves to what the field
+    would have to convert: a bool field takes a boolean (or the text true/false), as its command-line value does
     (sweep.preflight.command.check_typed_values); a str field takes no boolean; any other typed field, a value of
     its type. `label`: the sweep's job, named in the refusal."""
     try:
@@ -39,7 +39,9 @@ def _check(config: DictConfig) -> None:
                 continue
             raise Refusal.config_error(unresolved(config, e, key)) from None
     untyped = None  # the config as plain values: an interpolation resolved to what it reads, not converted
-    for key, node in _interpolated(config):
+    launcher = OmegaConf.select(config, "hydra.launcher", default=None)
+    typed = [*_interpolated(config), *(_interpolated(launcher, "hydra.launcher.") if launcher is not None else ())]
+    for key, node in typed:
         if untyped is None:
             untyped = OmegaConf.create(OmegaConf.to_container(config, resolve=False))
         try:
@@ -70,7 +72,8 @@ def _allowed(node: ValueNode, raw: Any) -> str:
 
 
 def _interpolated(node: Any, prefix: str = "") -> Iterator[tuple[str, ValueNode]]:
-    """(dotted key, node) of each typed value in the job's config (not Hydra's) written as an interpolation."""
+    """(dotted key, node) of each typed value in the job's config (not Hydra's; the launcher's settings are walked
+    on their own) written as an interpolation."""
     if isinstance(node, DictConfig):
         keys: Any = [k for k in node.keys() if prefix or k != "hydra"]
     elif isinstance(node, ListConfig):
