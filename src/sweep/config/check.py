@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
 from sweep.config.fields import Rule, check_rules, choice, nonneg_finite, positive_finite
-from sweep.config.memory import available_bytes, check_fits, check_time
+from sweep.config.memory import available_bytes, check_fits, check_grid, check_time
 from sweep.config.prices import PriceTableError, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
@@ -96,10 +96,15 @@ CHALLENGE_RULES: tuple[Rule, ...] = (
 
 
 def check_challenge(cfg: DictConfig) -> None:
-    """The round's rules (CHALLENGE_RULES), before any of its jobs; ConfigError naming the key."""
+    """The round's rules (CHALLENGE_RULES) and the size of its seeds' grid, before any of its jobs (and before the
+    grid is drawn); ConfigError naming the key."""
     challenge = cfg.get("challenge")
     if challenge is not None:
-        check_rules(CHALLENGE_RULES, ConfigView({"challenge": OmegaConf.to_container(challenge, resolve=True)}))
+        view = ConfigView({"challenge": OmegaConf.to_container(challenge, resolve=True)})
+        check_rules(CHALLENGE_RULES, view)
+        seeds = view.select("challenge.seeds")
+        if isinstance(seeds, int):  # the fresh seeds a round draws are its grid's values (${fresh_seeds:...}): 10**8
+            check_grid({"challenge.seeds": seeds})  # were drawn and joined for minutes, before any other check
 
 
 @functools.lru_cache(maxsize=1)

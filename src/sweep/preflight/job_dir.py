@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from sweep.config.view import HYDRA_NOT_SET, unresolved
+from sweep.paths import shown
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record.store import probe_writable, special_file
 
@@ -61,8 +62,8 @@ def check_job_name(config: DictConfig, sweep: bool) -> None:
         why = " (a sweep names its jobs before any has Hydra's config: give a name)" if sweep else ""
         raise Refusal.config_error(said + why) from None
     if "/" in name or len(f"{name}.log".encode()) > NAME_MAX:
-        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+        said = shown(name, 60)
         raise Refusal.config_error(
-            f"hydra.job.name={shown} is not allowed: expected a file name (no '/', at most {NAME_MAX - 4} bytes): "
+            f"hydra.job.name={said} is not allowed: expected a file name (no '/', at most {NAME_MAX - 4} bytes): "
             "it names the job's log file, <name>.log"
         )

@@ -29,6 +29,7 @@ import numpy as np
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.config.footprint import Term
 from sweep.errors import ConfigError
+from sweep.paths import shown
 from sweep.problems.base import SEED_RULE, ProblemBase
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
@@ -165,6 +166,16 @@ def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
             f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
         )
     p = Path(os.path.expanduser(path))
+    try:
+        return _corpus_files(path, p)
+    except OSError as e:  # a name the filesystem refuses (ENAMETOOLONG): the job ran, then failed with it
+        raise ConfigError(
+            f"problem.path={shown(path)!r}: {e.strerror}: expected a text file, a WikiText-103 raw directory "
+            f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
+        ) from None
+
+
+def _corpus_files(path: str, p: Path) -> tuple[Path, Optional[Path]]:
     if p.is_dir():
         missing = [n for n in WIKITEXT if not (p / n).is_file()]
         if missing:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-from sweep.paths import default_tracking_uri
+from sweep.paths import default_tracking_uri, shown
 from sweep.record import registry, remote
 from sweep.record.store import StoreError, orphan_journal, redacted, special_file, sqlite_path
 
@@ -92,8 +92,7 @@ def _sqlite_problem(uri: str) -> Optional[str]:
     try:
         return _file_problem(file)
     except OSError as e:  # a name the filesystem refuses (ENAMETOOLONG): was "the store could not be checked"
-        shown = str(file) if len(str(file)) <= 80 else f"{str(file)[:60]}... ({len(str(file))} characters)"
-        return f"{shown}: {e.strerror}: name a file, sqlite:///PATH (e.g. {EXAMPLE})"
+        return f"{shown(file)}: {e.strerror}: name a file, sqlite:///PATH (e.g. {EXAMPLE})"
 
 
 def _file_problem(file: Path) -> Optional[str]:

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.api import command, prog
 from sweep.arguments import Parser, summary
-from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
+from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name, shown
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
 from sweep.report import whole
@@ -196,17 +196,17 @@ def fitting(console: Console, tables: list[Any]) -> Console:
 def not_a_directory(out: Path) -> str | None:
     """Why `out` cannot be made a directory, said before the store is read (None: it can be): it, or the nearest of
     its parents that is there, is a file (or a FIFO, a device...), or its name is one the filesystem refuses."""
-    shown = str(out) if len(str(out)) <= 200 else f"{str(out)[:60]}... ({len(str(out))} characters)"
+    said = shown(out)
     existing = out
     try:
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
     except OSError as e:  # ENAMETOOLONG: Path.exists raises it
-        return f"{shown}: {e.strerror}"
+        return f"{said}: {e.strerror}"
     if existing.is_dir():
         return None
     kind = store.special_file(existing) or "a file"
-    return f"{shown} is {kind}" if existing == out else f"{shown}: {existing} is {kind}"
+    return f"{said} is {kind}" if existing == out else f"{said}: {existing} is {kind}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
