@@ -488,6 +488,17 @@ def test_a_rounds_ranking_rules_are_checked_before_its_jobs(store, tmp_path):
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
+def test_a_name_typed_in_capitals_is_told_its_name():
+    """A prober's round: `tracker.scope=ALL_STEPS` and `method=SGD` listed the names with no "did you mean"
+    (difflib's ratio is case-sensitive: 'SGD' and 'sgd' share no character)."""
+    from sweep.config.suggest import closest, expected  # noqa: PLC0415
+
+    assert closest("ALL_STEPS", ["published", "init_sample0", "all_steps"]) == ["all_steps"]
+    assert expected("SGD", ["sgd", "km"]) == "did you mean sgd? expected one of km, sgd"
+    assert closest("sdg", ["sgd", "km"]) == ["sgd"] and closest("zzz", ["sgd", "km"]) == []
+    assert closest("gpu", ["cpu", "cuda"]) == ["cuda"]  # a word meant as another name, as before
+
+
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():
     """A prober's round: `sweep sweeps=<300 characters>` and `sweep-compare <300 characters>` were an OSError
     traceback (`File name too long`: Path.is_file raises ENAMETOOLONG), exit 1; each is now the command's own line
