@@ -429,6 +429,8 @@ def test_an_added_removed_or_mapped_key_that_no_job_can_take_is_one_line(store, 
         ("-m", "hydra/launcher={a:1}"): "hydra/launcher={a:1} is a mapping, and hydra/launcher takes an option's name",
         ("~mlflow",): "~mlflow would remove mlflow, which every job's config has: set it instead",
         ("~run_name",): "~run_name would remove run_name, which every job's config has",
+        ("-m", "hydra.sweeper.params.problem.seed='1,2'"): "hydra.sweeper.params.problem.seed='1,2' sets the basic "
+        "sweeper's params, which only a preset's file sets: sweep the key itself, problem.seed=1,2 -m",  # (traceback)
     }
     for fine in (["+compare.baseline.x=1"], ["+extra.note=a"], ["method={hidden:100}"]):
         assert check_command(fine)
@@ -437,6 +439,8 @@ def test_an_added_removed_or_mapped_key_that_no_job_can_take_is_one_line(store, 
         "problem.n_bits=...",
         ("method=gf2", "~extra.repeat"): "~extra.repeat removes a key that is not set: leave it out",
         ("-m", "method=gf2", "hydra.job.name=a/b"): "hydra.job.name=a/b is not allowed: expected a file name",
+        ("-m", "method=gf2", "hydra.job.name=a,b"): "hydra.job.name=a,b sweeps a setting of Hydra's, which takes one "
+        "value a command: give it one value",  # (Hydra's traceback)
     }
     refused_alike(cases, {args: f"config error: {line}" for args, line in runs.items()}, tmp_path)
     db = sqlite3.connect(store.removeprefix("sqlite:///"))

@@ -82,6 +82,22 @@ def check_unused_additions(argv: list[str]) -> None:
                 raise Refusal.config_error(f"{top}.{name} is not a key of {top}: {expected(name, keys)}")
 
 
+def check_grid_params(argv: list[str]) -> None:
+    """`hydra.sweeper.params.problem.seed=1,2`: Hydra's basic sweeper, chosen by no preset, has no params node to
+    set a key in (OmegaConf's AssertionError's traceback, a sweep's values or not); its grid is the command's own
+    sweep. A preset's or a search's params are theirs."""
+    if any(a.startswith(("sweeps=", "hydra/sweeper=", "+hydra/sweeper=")) for a in argv):
+        return
+    for arg in argv:
+        key, eq, values = arg.lstrip("+~").partition("=")
+        if key == "hydra.sweeper.params" or key.startswith("hydra.sweeper.params."):
+            swept = key.removeprefix("hydra.sweeper.params").lstrip(".") or "<key>"
+            raise Refusal.config_error(
+                f"{arg} sets the basic sweeper's params, which only a preset's file sets: sweep the key itself, "
+                f"{swept}={values.strip(chr(39) + chr(34)) if swept != '<key>' else '<values>'} -m"
+            )
+
+
 def check_removals(argv: list[str]) -> None:
     """`~mlflow`, `~run_name`: a section or key of the config every job reads, removed. Hydra removed a section (the
     job's store check then failed in three lines, exit 1) and refused a null key in its traceback; a key within a
@@ -360,4 +376,5 @@ def check_command(argv: list[str]) -> list[str]:
     check_typed_values(argv)
     check_unused_additions(argv)
     check_removals(argv)
+    check_grid_params(argv)
     return argv

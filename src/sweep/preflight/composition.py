@@ -132,6 +132,14 @@ def explain(e: BaseException) -> Optional[Refusal]:
     gone = re.match(r"Could not delete from config\. '([^']+)' does not exist", str(e))
     if isinstance(e, ConfigCompositionException) and gone:
         return Refusal.config_error(f"~{gone.group(1)} removes a key that is not set: leave it out")
+    hydras = re.match(r"Sweeping over Hydra's configuration is not supported : '(.+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and hydras:  # `hydra.job.name=a,b -m`: Hydra's traceback
+        override = hydras.group(1)
+        key, _, values = override.lstrip("+~").partition("=")
+        params = key.startswith("hydra.sweeper.params.")
+        swept = key.removeprefix("hydra.sweeper.params.")
+        how = f"sweep the key itself: {swept}={values} -m" if params else "give it one value"
+        return Refusal.config_error(f"{override} sweeps a setting of Hydra's, which takes one value a command: {how}")
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))
