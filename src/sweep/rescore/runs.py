@@ -10,7 +10,6 @@ the tag ``sweep.tracker_version.<tracker>``, so a run that carries the tag has a
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import tempfile
 import time
@@ -20,6 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from sweep.config.check import check_job
 from sweep.config.schema import CLASSES, SCHEMAS, register_configs
+from sweep.config.suggest import closest
 from sweep.errors import ConfigError
 from sweep.job import build, job_config, table_csv
 from sweep.paths import CONF_DIR
@@ -99,7 +99,7 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
 
 def _one_of(given: str, allowed: Sequence[str]) -> str:
     """The allowed values, and the closest to a misspelt one."""
-    close = difflib.get_close_matches(given, list(allowed), n=1)
+    close = closest(given, allowed, n=1)  # (the project's one rule: tracker=DMD is dmd)
     return ", ".join(sorted(allowed)) + (f" (did you mean {close[0]}?)" if close else "")
 
 
