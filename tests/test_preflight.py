@@ -68,6 +68,13 @@ def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command
     command = line.split("which needs -m: ", 1)[1].removesuffix(" (a list value is written problem.seed=[1,2])")
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "sweep: 2 job(s) finished" in done.stdout, done.stderr[-2000:]
+    # a prober's round: a quoted value was cut at its first quote ("mlflow.force= is a sweep over ...")
+    from hydra.errors import ConfigCompositionException  # noqa: PLC0415
+
+    from sweep.preflight.composition import explain  # noqa: PLC0415
+
+    said = explain(ConfigCompositionException("Ambiguous value for argument 'mlflow.force='${a}',true'\n1. To"))
+    assert said.line.startswith("config error: mlflow.force='${a}',true is a sweep over mlflow.force's values"), said
 
 
 def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
