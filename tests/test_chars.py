@@ -72,6 +72,10 @@ def test_bad_corpus_settings_are_one_line_before_any_job(tmp_path):
         check_job(compose("problem=chars", f"problem.path={tmp_path / 'nowhere'}", "method=bigram"))
     with pytest.raises(ConfigError, match=r"is a directory without wiki.train.raw, wiki.valid.raw"):
         check_job(compose("problem=chars", f"problem.path={tmp_path}", "method=bigram"))
+    (tmp_path / "wiki.train.raw").write_text("a" * 200)
+    (tmp_path / "wiki.valid.raw").mkdir()  # there, and called missing (a prober's round)
+    with pytest.raises(ConfigError, match=r"is a directory whose wiki.valid.raw is not a file: expected a text file"):
+        check_job(compose("problem=chars", f"problem.path={tmp_path}", "method=bigram"))
     os.mkfifo(tmp_path / "fifo.txt")  # there, and called missing (a prober's round of issue 43)
     with pytest.raises(ConfigError, match=r"^problem.path='.*fifo.txt' is not a regular file: expected a text file"):
         check_job(compose("problem=chars", f"problem.path={tmp_path / 'fifo.txt'}", "method=bigram"))

@@ -179,8 +179,10 @@ def _corpus_files(path: str, p: Path) -> tuple[Path, Optional[Path]]:
     if p.is_dir():
         missing = [n for n in WIKITEXT if not (p / n).is_file()]
         if missing:
+            there = [n for n in missing if (p / n).exists()]  # (a folder of that name was called missing)
+            what = f"whose {', '.join(there)} is not a file" if there else f"without {', '.join(missing)}"
             raise ConfigError(
-                f"problem.path={path!r} is a directory without {', '.join(missing)}: expected a text file or a "
+                f"problem.path={path!r} is a directory {what}: expected a text file or a "
                 f"WikiText-103 raw directory ({', '.join(WIKITEXT)})"
             )
         return p / WIKITEXT[0], p / WIKITEXT[1]
