@@ -396,6 +396,11 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
                                "argument: 'config')); left there"), err[2]  # fmt: skip
         assert err[3].endswith("(its result is not a run's (metrics: expected numbers)); left there"), err[3]
     assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
+    # a prober's round: a FILE named that is no result went on "nothing to import: no result waits in <spool>"
+    named = str(tmp_path / "spool" / "20260101-000002-0.json")
+    assert main(["import", named]) == 1
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and "not a result this command can read" in err, (out, err)
     # a FILE named that is no file (a fresh prober's round): a FIFO's read waited for ever; a directory or a
     # misspelt name was "not a result this command can read ... left there", exit 1
     os.mkfifo(tmp_path / "fifo")

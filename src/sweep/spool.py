@@ -85,6 +85,8 @@ def _spool(argv: Sequence[str] | None) -> int:
             if others
             else ""
         )
+        if a.files and unreadable:  # named files, none readable: the line above said why (it went on "no result
+            return 1  # waits in <the spool>", of a spool no file named was in)
         print(f"{PROG}: nothing to import: no result waits in {spool_dir()}{for_others}")
         return 1 if unreadable else 0
     failed = False
