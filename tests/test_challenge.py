@@ -177,7 +177,11 @@ def test_the_solver_gets_the_training_data_and_the_sizes_and_nothing_else(tmp_pa
     "answer, why",
     [("None", "expected the secret's indices"), ("[0, 99, 1]", "expected distinct indices in 0..19"),
      ("[1, 1, 2]", "expected distinct indices"), ("['a']", "expected the secret's indices"),
-     ("[True, 2, 3]", "expected the secret's indices"), ("[1.5, 2, 3]", "expected the secret's indices")],
+     ("[True, 2, 3]", "expected the secret's indices"), ("[1.5, 2, 3]", "expected the secret's indices"),
+     # a prober's round: 10**8 zeros were made 10**8 Python objects and listed whole in the reason (minutes)
+     ("__import__('numpy').zeros(10**7, 'int8')", r"^solve returned 10,000,000 values: expected the secret's "
+      r"indices, at most 20 distinct integers in 0..19$"),
+     ("[list(range(30))]", "returned 30 values")],
 )  # fmt: skip
 def test_an_answer_that_is_not_indices_fails_the_run(tmp_path, answer, why):
     bad = solver_file(tmp_path, f"def solve(x, y, n_bits, k_sparse):\n    return {answer}\n")

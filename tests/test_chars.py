@@ -72,9 +72,24 @@ def test_bad_corpus_settings_are_one_line_before_any_job(tmp_path):
         check_job(compose("problem=chars", f"problem.path={tmp_path / 'nowhere'}", "method=bigram"))
     with pytest.raises(ConfigError, match=r"is a directory without wiki.train.raw, wiki.valid.raw"):
         check_job(compose("problem=chars", f"problem.path={tmp_path}", "method=bigram"))
+    (tmp_path / "wiki.train.raw").write_text("a" * 200)
+    (tmp_path / "wiki.valid.raw").mkdir()  # there, and called missing (a prober's round)
+    with pytest.raises(ConfigError, match=r"is a directory whose wiki.valid.raw is not a file: expected a text file"):
+        check_job(compose("problem=chars", f"problem.path={tmp_path}", "method=bigram"))
     os.mkfifo(tmp_path / "fifo.txt")  # there, and called missing (a prober's round of issue 43)
     with pytest.raises(ConfigError, match=r"^problem.path='.*fifo.txt' is not a regular file: expected a text file"):
         check_job(compose("problem=chars", f"problem.path={tmp_path / 'fifo.txt'}", "method=bigram"))
+    # a prober's round: a name the filesystem refuses ran the job, then failed it with the OSError (exit 1); a
+    # user's file of such a name (method.path) was the OSError's traceback
+    long = f"{tmp_path}/{'z' * 300}"
+    with pytest.raises(
+        ConfigError, match=r"^problem.path='.*\.\.\. \(\d+ characters\)': File name too long: expected a"
+    ):
+        check_job(compose("problem=chars", f"problem.path={long}.txt", "method=bigram"))
+    from sweep.sandbox.target import find  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match=r"^method.path=.*\.\.\. \(\d+ characters\): File name too long: expected <"):
+        find(f"{long}.py:train")
     with pytest.raises(ConfigError, match=r"^method=gpt trains with torch: device=cpu is numpy; use device=torch"):
         check_job(compose("problem=chars", "method=gpt"))
     with pytest.raises(ConfigError, match=r"^method.n_head=3 is not allowed: expected a divisor of method.n_embd"):

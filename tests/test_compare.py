@@ -149,6 +149,16 @@ def test_latest_parent_wins_and_unknown_study_fails(sweep_store, tmp_path, capsy
         and err
         == f"sweep-compare: --out {tmp_path / 'a_file'} is a file: expected a directory (made where there is none)\n"
     )
+    # ... under a file (the table came, then "Not a directory", exit 1), a name too long (an OSError's traceback)
+    for out, said in (
+        (tmp_path / "a_file" / "sub", f"{tmp_path / 'a_file' / 'sub'}: {tmp_path / 'a_file'} is a file"),
+        ("x" * 300, f"{'x' * 60}... (300 characters): File name too long"),
+    ):
+        assert cmpmod.main(["elsewhere", "--no-log", "--tracking-uri", store, "--out", str(out)]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"sweep-compare: --out {said}: expected a directory (made where there is none)\n",
+        )
     assert cmpmod.main(["tiled_w", "--no-log", "--tracking-uri", store]) == 2
     assert "did you mean tiled_w1? " in capsys.readouterr().err
     assert cmpmod.main(["tiled_w1", "--no-log", "--tracking-uri", store]) == 2

@@ -177,6 +177,28 @@ def test_bad_sweeper_settings_are_refused_before_any_trial(store, tmp_path):
     assert _children(store, "sweep") == []
 
 
+def test_a_space_optuna_cannot_sample_is_one_line_naming_the_key():
+    """A prober's round: `interval(1,0)`, a log interval from 0 and `range(5,1,-1)` were Optuna's ValueError
+    traceback (`low <= high` must hold), exit 1; each is the sweeper's line naming the key (exit 2, as its other
+    refusals), and a space that can be sampled is as before."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415
+
+    from hydra_plugins.optuna_search._space import SpaceError, distribution  # noqa: PLC0415
+
+    parser = OverridesParser.create()
+    for value, rule in (
+        ("interval(1,0)", "expected low <= high"),
+        ("tag(log,interval(0,1))", "expected low > 0 and low <= high (a log scale)"),
+        ("range(5,1,-1)", "expected low <= high, a step > 0 (a search draws in its own order)"),
+        ("range(5,5)", "expected low <= high, a step > 0 (a search draws in its own order)"),
+    ):
+        with pytest.raises(SpaceError) as e:
+            distribution(parser.parse_override(f"method.lr={value}"))
+        assert str(e.value) == f"method.lr: '{value}' is no space Optuna can sample: {rule}", str(e.value)
+    assert distribution(parser.parse_override("method.hidden=range(10,20,5)")).high == 15
+    assert distribution(parser.parse_override("method.lr=tag(log,interval(0.01,1))")).log
+
+
 def _parent_opened(store: str) -> bool:
     """Whether the store has a sweep's parent run, read without creating the store (the sweep does that)."""
     try:

@@ -68,6 +68,13 @@ def test_a_sweeps_values_without_the_multirun_flag_are_one_line_with_the_command
     command = line.split("which needs -m: ", 1)[1].removesuffix(" (a list value is written problem.seed=[1,2])")
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "sweep: 2 job(s) finished" in done.stdout, done.stderr[-2000:]
+    # a prober's round: a quoted value was cut at its first quote ("mlflow.force= is a sweep over ...")
+    from hydra.errors import ConfigCompositionException  # noqa: PLC0415
+
+    from sweep.preflight.composition import explain  # noqa: PLC0415
+
+    said = explain(ConfigCompositionException("Ambiguous value for argument 'mlflow.force='${a}',true'\n1. To"))
+    assert said.line.startswith("config error: mlflow.force='${a}',true is a sweep over mlflow.force's values"), said
 
 
 def test_lines_that_were_garbled_name_what_is_allowed(store, tmp_path):
@@ -214,7 +221,7 @@ def test_a_misspelt_flag_is_one_line_with_the_flag_meant():
     assert check_command(["method=gf2", "-m", "x=1"]) == ["-m", "method=gf2", "x=1"]  # -m anywhere, as before
 
 
-def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
+def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it(store, tmp_path):
     """A fresh prober's round of issue 43: `-m 'problem.seed=range(0,100000000)'` climbed to 9.5 GB in a minute
     with no job started (Hydra lists every job's overrides first). Now one line, naming the keys, before Hydra."""
     with pytest.raises(Refusal) as refused:
@@ -227,6 +234,12 @@ def test_a_grid_too_big_to_list_is_refused_before_hydra_lists_it():
     assert refused.value.line.endswith(
         " is available: lower the values of method, problem.seed, or run the grid in parts"
     )
+    # a prober's round: a challenge's fresh seeds (`sweeps=parity_challenge challenge.seeds=100000000`) were drawn
+    # and joined for minutes before any check; they are sized as a grid's values, before one is drawn
+    p = run_sweep("sweeps=parity_challenge", "challenge.seeds=10000000000", cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith(
+        "sweep: config error: the sweep has 10,000,000,000 jobs (challenge.seeds: 10,000,000,000 values), about "
+    ), p.stderr[-3000:]
     # a grid that fits, a search's space (its trials drawn one by one), a single run: as before
     assert check_command(["-m", "problem.seed=range(0,1000)", "method=sgd,km"])[0] == "-m"
     assert check_command(["-m", "hydra/sweeper=optuna", "problem.seed=range(0,10000000000)"])[0] == "-m"
@@ -356,6 +369,145 @@ def test_a_bool_field_takes_true_or_false_only(store, tmp_path):
     )
     db = sqlite3.connect(store.removeprefix("sqlite:///"))
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def refused_alike(cases: dict, runs: dict, tmp_path) -> None:
+    """Each command line of `cases` refused by check_command with its line's start, and each of `runs` run as a
+    user would: exit 2, that one line (`config error: ...`), nothing finished."""
+    for argv, line in cases.items():
+        with pytest.raises(Refusal) as e:
+            check_command(list(argv))
+        assert e.value.line.startswith(f"config error: {line}"), (argv, e.value.line)
+    for args, line in runs.items():
+        p = run_sweep(*args, cwd=tmp_path)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, (args, p.stderr[-3000:])
+        assert p.stderr.startswith(f"sweep: {line}") and "[FINISHED]" not in p.stdout, (args, p.stderr)
+
+
+def test_an_interpolation_or_a_text_field_keeps_the_type_it_was_given(store, tmp_path):
+    """A prober's round: `mlflow.force=${problem.seed}` ran as true (OmegaConf converts 42 for a bool field),
+    `mlflow.experiment=true` recorded into an experiment named 'True' (Hydra reads a boolean, OmegaConf writes it
+    back capitalised), `hydra.job.name=${oops}` was a traceback from Hydra's logging set-up. Each is one line naming
+    the key, before any job, on a single run, the project's launcher and Hydra's basic one; nothing recorded."""
+    cases = {
+        ("mlflow.experiment=true",): "mlflow.experiment=true is read as a boolean and would be written 'True': "
+        "expected text; quote it to keep it as typed: 'mlflow.experiment=\"true\"'",
+        ("-m", "run_name=a,1e3"): "run_name=1e3 is read as a number and would be written '1000.0'",
+    }
+    for fine in (["mlflow.experiment='true'"], ["mlflow.experiment=42"], ["-m", "run_name=a,'1e3'"]):
+        assert check_command(fine)
+    force = "mlflow.force=${problem.seed} resolves to 42, which is not allowed: expected true or false"
+    runs = {
+        ("method=gf2", "mlflow.force=${problem.seed}"): f"config error: {force}",
+        ("-m", "method=gf2", "hydra.job.name=${oops}"): "config error: hydra.job.name=${oops} cannot be resolved: "
+        "Interpolation key 'oops' not found",
+        ("-m", "method=gf2", "hydra.launcher.force=${problem.seed}"): "config error: hydra.launcher.force="
+        "${problem.seed} resolves to 42, which is not allowed: expected true or false",
+        ("-m", "method=gf2", "mlflow.force='${problem.seed}',true"): f"config error in job force='${{problem.seed}}': "
+        f"{force}",
+        ("-m", "hydra/launcher=basic", "method=gf2", "run_name=${mlflow.enabled}"): "config error: "
+        "run_name=${mlflow.enabled} resolves to True, which is not allowed: expected text",
+        ("-m", "method=gf2", "hydra.job.name=${hydra:runtime.choices.method}"): "config error: hydra.job.name=${hydra:"
+        "runtime.choices.method} cannot be resolved: ValueError raised while resolving interpolation: HydraConfig "
+        "was not set (a sweep names its jobs before any has Hydra's config: give a name)",  # (was a traceback)
+    }
+    refused_alike(cases, runs, tmp_path)
+    # what Hydra resolves as the job starts is the job's: a single run's `${hydra:...}` name, a sweep's run names
+    for args in (
+        ("method=gf2", "hydra.job.name=${hydra:runtime.choices.method}"),
+        ("-m", "method=gf2", "problem.seed=1,2", "run_name=${hydra:job.override_dirname}"),
+    ):
+        p = run_sweep(*args, "mlflow.enabled=false", cwd=tmp_path)
+        assert p.returncode == 0 and "[FINISHED]" in p.stdout, (args, p.stderr[-3000:])
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM experiments WHERE name = 'True'").fetchone()[0] == 0
+
+
+def test_an_added_removed_or_mapped_key_that_no_job_can_take_is_one_line(store, tmp_path):
+    """A prober's round: `+mlflow.experimnet=x` and `+challenge.seedz=1` were added past the schema and read by
+    nothing (the runs went to 'sweep'), `method={}` ran the default method, `~mlflow` was three lines of the store
+    check, `~run_name` and `~extra.repeat` Hydra's traceback, `+problem.n_bits=5` its multi-line advice (exit 1),
+    and `hydra.job.name=a/b` logging's traceback (a sweep: every job failed with it)."""
+    cases = {
+        ("+mlflow.experimnet=x",): "mlflow.experimnet is not a key of mlflow: did you mean experiment?",
+        ("+challenge.seedz=1",): "challenge.seedz is not a key of challenge: did you mean seeds?",
+        ("method={}",): "method={} chooses no option of method, and every job takes one: expected one of bigram,",
+        ("-m", "hydra/launcher={a:1}"): "hydra/launcher={a:1} is a mapping, and hydra/launcher takes an option's name",
+        ("~mlflow",): "~mlflow would remove mlflow, which every job's config has: set it instead",
+        ("~run_name",): "~run_name would remove run_name, which every job's config has",
+        ("-m", "hydra.sweeper.params.problem.seed='1,2'"): "hydra.sweeper.params.problem.seed='1,2' sets the basic "
+        "sweeper's params, which only a preset's file sets: sweep the key itself, problem.seed=1,2 -m",  # (traceback)
+    }
+    for fine in (["+compare.baseline.x=1"], ["+extra.note=a"], ["method={hidden:100}"]):
+        assert check_command(fine)
+    runs = {
+        ("method=gf2", "+problem.n_bits=5"): "+problem.n_bits adds a key that is already there: set it as "
+        "problem.n_bits=...",
+        ("method=gf2", "~extra.repeat"): "~extra.repeat removes a key that is not set: leave it out",
+        ("-m", "method=gf2", "hydra.job.name=a/b"): "hydra.job.name=a/b is not allowed: expected a file name",
+        ("-m", "method=gf2", "hydra.job.name=a,b"): "hydra.job.name=a,b sweeps a setting of Hydra's, which takes one "
+        "value a command: give it one value",  # (Hydra's traceback)
+    }
+    refused_alike(cases, {args: f"config error: {line}" for args, line in runs.items()}, tmp_path)
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_grid_with_a_config_twice_or_a_sweep_function_misread_is_one_line(store, tmp_path):
+    """A prober's round: `problem.seed=5,5 -m` ran and recorded the same config twice (`seed=5`, `seed=5 #1`), on
+    the project's launcher; `problem.seed=range()` was told to quote the value, which would make the seed the text
+    'range()'. A search (optuna) may draw a config twice: only a grid is refused."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from sweep.preflight.composition import explain
+
+    for value, said in (("choice()", "choice(a,b,...): one value or more"), ("range(1,2,3,4)", "range(stop), ")):
+        with pytest.raises(OverrideParseException) as raised:
+            OverridesParser.create().parse_overrides([f"problem.seed={value}"])
+        line = explain(raised.value).line
+        assert f"(expected {said}" in line and "quote" not in line, line
+    twice = "have the same config, and a sweep runs a config once: give each value once"
+    runs = {
+        ("-m", "method=gf2", "problem.seed=5,5"): f"config error: jobs seed=5 and seed=5 #1 {twice}",
+        ("-m", "hydra/launcher=basic", "method=gf2", "problem.seed=5,6,5"): f"config error: jobs seed=5 and seed=5 #2 "
+        f"{twice}",
+    }
+    refused_alike({}, runs, tmp_path)
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_rounds_ranking_rules_are_checked_before_its_jobs(store, tmp_path):
+    """A prober's round: `sweeps=char_challenge challenge.accuracy_floor=2` (or an energy budget of -1 J) ran the
+    whole round, whose leaderboard then passed no entrant. Jobs do not read these rules; the round is refused."""
+    from omegaconf import OmegaConf  # noqa: PLC0415
+
+    from sweep.config.check import check_challenge  # noqa: PLC0415
+
+    runs = {
+        ("sweeps=char_challenge", "challenge.accuracy_floor=2"): "config error: challenge.accuracy_floor=2.0 is not "
+        "allowed: expected a number from 0 to 1",
+        ("method=gf2", "challenge.energy_budget_j=-1"): "config error: challenge.energy_budget_j=-1.0 is not allowed: "
+        "expected a finite number of joules > 0, or null",
+    }
+    refused_alike({}, runs, tmp_path)
+    for fine in ({"accuracy_floor": 0.4, "energy_budget_j": 10}, {"accuracy_floor": 0, "energy_budget_j": None}):
+        check_challenge(OmegaConf.create({"challenge": fine}))
+    db = sqlite3.connect(store.removeprefix("sqlite:///"))
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_name_typed_in_capitals_is_told_its_name():
+    """A prober's round: `tracker.scope=ALL_STEPS` and `method=SGD` listed the names with no "did you mean"
+    (difflib's ratio is case-sensitive: 'SGD' and 'sgd' share no character)."""
+    from sweep.config.suggest import closest, expected  # noqa: PLC0415
+
+    assert closest("ALL_STEPS", ["published", "init_sample0", "all_steps"]) == ["all_steps"]
+    assert expected("SGD", ["sgd", "km"]) == "did you mean sgd? expected one of km, sgd"
+    assert closest("sdg", ["sgd", "km"]) == ["sgd"] and closest("zzz", ["sgd", "km"]) == []
+    assert closest("gpu", ["cpu", "cuda"]) == ["cuda"]  # a word meant as another name, as before
 
 
 def test_a_name_too_long_for_the_filesystem_is_no_preset_in_every_command():

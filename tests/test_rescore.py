@@ -119,6 +119,7 @@ def test_bad_input_writes_nothing_and_runs_without_a_trace_are_named(store, caps
             "tracker=bytdmd is not allowed: expected one of ard, bytedmd, cache, dmd, energy (did you mean bytedmd?)",
         ),
         (["tracker=bytedmd", "tracker.bytes_per_elemnt=2"], "did you mean bytes_per_element?"),
+        (["tracker=DMD"], "expected one of ard, bytedmd, cache, dmd, energy (did you mean dmd?)"),  # (capitals: none)
         (["tracker=bytedmd", "tracker.bytes_per_element=0"], "tracker.bytes_per_element=0 is not allowed"),
         (["tracker=dmd", "tracker.scope=all_steps"], "tracker.scope: a recorded run's trace is what it was run with"),
         (["tracker=dmd", "tracker.source=auto"], "tracker.source: a recorded run's trace is what it was run with"),

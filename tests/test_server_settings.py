@@ -43,7 +43,19 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
     from sweep.server.stack import BadSetting, check  # noqa: PLC0415
 
     said = {}
-    for settings in ({"port": 5000, "db_port": 5000}, {"host": "999.1.1.1"}, {"auth_cache_s": -5}):
+    # ... and a prober's round: a user not there to run PostgreSQL as said "starting ..." and made the data
+    # directory, then "run as root: no user ... (set run_as)", exit 1
+    nobody = (
+        "a user of this machine other than root (PostgreSQL refuses root)"
+        if os.geteuid() == 0
+        else ("none (only root runs the cluster as another user)")
+    )
+    for settings in (
+        {"port": 5000, "db_port": 5000},
+        {"host": "999.1.1.1"},
+        {"auth_cache_s": -5},
+        {"run_as": "no-such-user-here"},
+    ):
         try:
             check(ServerConfig(data_dir=tmp_path / "x", **settings))
         except BadSetting as e:
@@ -52,6 +64,7 @@ def test_settings_that_cannot_serve_are_refused_before_anything_starts(tmp_path)
         "port": "port=5000 and db_port=5000 are one port: give the two servers two ports",
         "host": said.get("host", "(not refused)"),
         "auth_cache_s": "auth_cache_s=-5 is not allowed: a number of seconds >= 0",
+        "run_as": f"run_as=no-such-user-here is not allowed: expected {nobody}",
     }
     assert said["host"].startswith("host=999.1.1.1 is not an address of this machine ("), said
     try:  # another machine's address was "cannot listen on 10.1.2.3:5000 (...): choose another port" (exit 1)

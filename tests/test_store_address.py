@@ -39,6 +39,7 @@ def bad_addresses(d: Path) -> dict[str, str]:
     """Address -> what its one line says. A directory, a plain path, a dangling symlink are made in `d`."""
     (d / "dir").mkdir()
     (d / "link.db").symlink_to(d / "unmounted" / "mlflow.db")
+    (d / "a_file").write_text("")
     return {
         "sqlite://": IN_MEMORY,
         "sqlite:///": IN_MEMORY,
@@ -49,6 +50,10 @@ def bad_addresses(d: Path) -> dict[str, str]:
         f"sqlite:///{d / 'dir'}": f"{d / 'dir'} is a directory: name the store's file in it",
         "http://127.0.0.1:notaport": "is not a port: expected a number from 1 to 65535",
         f"sqlite:///{d / 'link.db'}": f"is a symlink to {d / 'unmounted' / 'mlflow.db'}, which does not exist",
+        # a prober's round: a file in the path ran the job, then spooled it ("Not a directory"); a name too long
+        # was "the store could not be checked, the job was not run: OSError ...", exit 1
+        f"sqlite:///{d / 'a_file' / 'x.db'}": f"{d / 'a_file'} is a file, so {d / 'a_file' / 'x.db'} cannot be made",
+        f"sqlite:///{d / ('y' * 300)}.db": "characters): File name too long: name a file, sqlite:///PATH",
     }
 
 
@@ -391,6 +396,11 @@ def test_an_import_into_a_store_no_result_waits_for_names_those_that_wait(tmp_pa
                                "argument: 'config')); left there"), err[2]  # fmt: skip
         assert err[3].endswith("(its result is not a run's (metrics: expected numbers)); left there"), err[3]
     assert all((tmp_path / "spool" / n).exists() for n in damaged) and kept.exists()
+    # a prober's round: a FILE named that is no result went on "nothing to import: no result waits in <spool>"
+    named = str(tmp_path / "spool" / "20260101-000002-0.json")
+    assert main(["import", named]) == 1
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and "not a result this command can read" in err, (out, err)
     # a FILE named that is no file (a fresh prober's round): a FIFO's read waited for ever; a directory or a
     # misspelt name was "not a result this command can read ... left there", exit 1
     os.mkfifo(tmp_path / "fifo")

@@ -26,6 +26,13 @@ def preset_file(name: str) -> Path | None:
         return None
 
 
+def shown(path: object, most: int = 200) -> str:
+    """`path` for a one-line message: whole, or past `most` characters its start and its length (a name too long
+    for the filesystem would fill the terminal)."""
+    text = str(path)
+    return text if len(text) <= most else f"{text[:60]}... ({len(text)} characters)"
+
+
 def default_tracking_uri() -> str:
     """$MLFLOW_TRACKING_URI if set (MLflow's own convention), else the project's SQLite store."""
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{STORE_DIR / 'mlflow.db'}"

@@ -77,8 +77,6 @@ def _spool(argv: Sequence[str] | None) -> int:
     stores: dict[str, list] = {}
     for e in pending:
         stores.setdefault(a.tracking_uri or e.tracking_uri, []).append(e)
-    if not stores and unreadable and len(unreadable) == len(a.files):  # every FILE named was said above: no more
-        return 1
     if not stores:
         others = len(entries(None, a.files)) if a.tracking_uri and not a.files else 0
         for_others = (  # it said "no result waits" with results waiting for other stores
@@ -87,6 +85,8 @@ def _spool(argv: Sequence[str] | None) -> int:
             if others
             else ""
         )
+        if a.files and unreadable:  # named files, none readable: the line above said why (it went on "no result
+            return 1  # waits in <the spool>", of a spool no file named was in)
         print(f"{PROG}: nothing to import: no result waits in {spool_dir()}{for_others}")
         return 1 if unreadable else 0
     failed = False

@@ -19,6 +19,14 @@ def distribution(override: Override) -> Any:
 
     key, sweep = override.get_key_element(), override.value()
     tags = getattr(sweep, "tags", set()) or set()
+    low, high = (sweep.start, sweep.end) if isinstance(sweep, IntervalSweep) else (None, None)
+    if isinstance(sweep, RangeSweep):
+        low, high = sweep.start, sweep.stop - 1  # (Optuna raised its ValueError's traceback, after its imports)
+    if low is not None and (low > high or ("log" in tags and low <= 0) or getattr(sweep, "step", 1) <= 0):
+        rule = "low > 0 and low <= high (a log scale)" if "log" in tags else "low <= high"
+        rule += ", a step > 0 (a search draws in its own order)" if isinstance(sweep, RangeSweep) else ""
+        value = override.input_line.partition("=")[2]
+        raise SpaceError(f"{key}: {value!r} is no space Optuna can sample: expected {rule}")
     if isinstance(sweep, ChoiceSweep):
         return od.CategoricalDistribution([_plain(v) for v in sweep.list])
     if isinstance(sweep, RangeSweep):

@@ -46,10 +46,10 @@ class Prog:
         return format(str(self), spec)
 
 
-def this_command(*extra: str) -> str:
+def this_command(*extra: str, drop: tuple[str, ...] = ()) -> str:
     """The line that runs this process's command again (its arguments, then `extra`, which replace the
-    arguments that set the same keys), pasted into a shell here."""
-    keys = {e.split("=", 1)[0].lstrip("+~") for e in extra}
+    arguments that set the same keys; `drop`: keys whose arguments go too), pasted into a shell here."""
+    keys = {e.split("=", 1)[0].lstrip("+~") for e in extra} | set(drop)
     args = [a for a in sys.argv[1:] if a.split("=", 1)[0].lstrip("+~") not in keys] + list(extra)
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if spec is not None:  # python -m pkg: pkg.__main__

@@ -27,12 +27,12 @@ import inspect
 import re
 from typing import Any, Callable, Optional
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from sweep.backend import AUTOCAST_DTYPES, COMPILE_MODES, require_device
 from sweep.config.applicability import check_method_applies, check_variant_applies, option_class
-from sweep.config.fields import Rule, check_rules, choice, nonneg_finite
-from sweep.config.memory import available_bytes, check_fits, check_time
+from sweep.config.fields import Rule, check_rules, choice, nonneg_finite, positive_finite
+from sweep.config.memory import available_bytes, check_fits, check_grid, check_time
 from sweep.config.prices import PriceTableError, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS, SCHEMAS
 from sweep.config.suggest import expected
@@ -77,6 +77,34 @@ DEVICE_RULES: tuple[Rule, ...] = (
     choice("device.dtype", ("float32", "float64")),
     choice("device.rng", ("host", "counter")),
 )
+
+
+# a challenge round's ranking rules are plain data (sweep.config.schema.ChallengeConfig), read by its leaderboard,
+# not by a job: a floor of 2 or a budget of -1 J ran the whole round, then ranked no entrant
+CHALLENGE_RULES: tuple[Rule, ...] = (
+    Rule(
+        "challenge.accuracy_floor",
+        "a number from 0 to 1 (the least mean accuracy that passes)",
+        lambda v, c: nonneg_finite(v) and v <= 1,
+    ),
+    Rule(
+        "challenge.energy_budget_j",
+        "a finite number of joules > 0, or null (no budget)",
+        lambda v, c: v is None or positive_finite(v),
+    ),
+)
+
+
+def check_challenge(cfg: DictConfig) -> None:
+    """The round's rules (CHALLENGE_RULES) and the size of its seeds' grid, before any of its jobs (and before the
+    grid is drawn); ConfigError naming the key."""
+    challenge = cfg.get("challenge")
+    if challenge is not None:
+        view = ConfigView({"challenge": OmegaConf.to_container(challenge, resolve=True)})
+        check_rules(CHALLENGE_RULES, view)
+        seeds = view.select("challenge.seeds")
+        if isinstance(seeds, int):  # the fresh seeds a round draws are its grid's values (${fresh_seeds:...}): 10**8
+            check_grid({"challenge.seeds": seeds})  # were drawn and joined for minutes, before any other check
 
 
 @functools.lru_cache(maxsize=1)

@@ -243,38 +243,42 @@ SCHEMAS: dict[str, dict[str, type]] = {
 JOB_GROUPS: tuple[str, ...] = tuple(SCHEMAS)  # problem, method, variant, device, tracker
 
 
-def bool_fields(prefix: str, schemas: "list[type]") -> dict[str, bool]:
-    """`prefix.<field>` -> whether it also takes null, for each field typed bool (or Optional[bool]) in every one of
-    `schemas` that has it: OmegaConf reads 2, yes or on as true for such a field (mlflow.force=2 re-ran a recorded
-    job), so the command line's values for them are checked before Hydra converts them
-    (sweep.preflight.command.check_bool_values)."""
+def typed_fields(prefix: str, schemas: "list[type]", kind: type) -> dict[str, bool]:
+    """`prefix.<field>` -> whether it also takes null, for each field typed `kind` (or Optional[kind]) in every one
+    of `schemas` that has it. OmegaConf converts what such a field is given: a bool field reads 2, yes or on as
+    true (mlflow.force=2 re-ran a recorded job), a str field reads the boolean true as 'True'
+    (mlflow.experiment=true recorded into an experiment named True), so the command line's values for them are
+    checked before Hydra converts them (sweep.preflight.command), and interpolations into them once they resolve
+    (sweep.preflight.interpolations)."""
     kinds: dict[str, set[Any]] = {}
     found: dict[str, bool] = {}
     for schema in schemas:
         for name, hint in typing.get_type_hints(schema).items():
             if dataclasses.is_dataclass(hint):  # a section of its own (hydra.launcher.modal)
-                found.update(bool_fields(f"{prefix}.{name}", [hint]))
+                found.update(typed_fields(f"{prefix}.{name}", [hint], kind))
             else:
                 kinds.setdefault(name, set()).add(hint)
     found.update(
         {
-            f"{prefix}.{name}": Optional[bool] in hints
+            f"{prefix}.{name}": Optional[kind] in hints
             for name, hints in kinds.items()
-            if hints and hints <= {bool, Optional[bool]}
+            if hints and hints <= {kind, Optional[kind]}
         }
     )
     return found
 
 
-def config_bool_fields() -> dict[str, bool]:
-    """Every bool field of a job's config and of the config's own sections (mlflow.force, device.compile,
-    method.checkpoint, ...): see bool_fields."""
+def config_typed_fields(kind: type) -> dict[str, bool]:
+    """Every field typed `kind` of a job's config and of the config's own sections (bool: mlflow.force,
+    device.compile, method.checkpoint, ...; str: mlflow.experiment, run_name, problem.path, ...): see typed_fields."""
     found: dict[str, bool] = {}
     for group, nodes in SCHEMAS.items():
-        found.update(bool_fields(group, list(nodes.values())))
+        found.update(typed_fields(group, list(nodes.values()), kind))
     for name, hint in typing.get_type_hints(Config).items():
         if dataclasses.is_dataclass(hint) and name not in SCHEMAS:
-            found.update(bool_fields(name, [hint]))
+            found.update(typed_fields(name, [hint], kind))
+        elif hint in (kind, Optional[kind]):  # a top-level field (run_name)
+            found[name] = hint == Optional[kind]
     return found
 
 

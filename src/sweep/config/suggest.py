@@ -16,7 +16,12 @@ def closest(word: str, names: Iterable[str], n: int = 2) -> list[str]:
     meant = MEANT.get(word.lower())
     if meant in names:
         return [meant]
-    return difflib.get_close_matches(word, names, n=n, cutoff=0.5)
+    folded = {}  # lower case -> the name: `tracker.scope=ALL_STEPS` or `method=SGD` is its name, typed in capitals
+    for name in names:
+        folded.setdefault(name.lower(), name)
+    if word.lower() in folded and folded[word.lower()] != word:
+        return [folded[word.lower()]]
+    return [folded[m] for m in difflib.get_close_matches(word.lower(), list(folded), n=n, cutoff=0.5)]
 
 
 def expected(word: str, names: Iterable[str]) -> str:

@@ -50,6 +50,7 @@ class ConfigView(dict):
         return cls({k: OmegaConf.to_container(cfg[k], resolve=True) for k in JOB_GROUPS if k in cfg})
 
 
+HYDRA_NOT_SET = "HydraConfig was not set"  # a `${hydra:...}` read before Hydra sets the job's own Hydra config
 # the top-level keys besides the job's groups that its running and recording read (sweep.config.schema.Config)
 RECORDING_KEYS = ("run_name", "batch", "time_limit_s")
 
@@ -79,7 +80,7 @@ def _resolvable(cfg: "DictConfig | dict[str, Any]", key: str) -> None:
         if key in cfg:
             cfg[key]  # noqa: B018 - resolved for its error alone (`.get` would name no key in it)
     except InterpolationResolutionError as e:
-        if "HydraConfig was not set" in str(e):
+        if HYDRA_NOT_SET in str(e):
             return
         # named as written, not the key its value reads: a single run's override_dirname holds this override
         # itself, unescaped (a sweep's escapes it), and reads itself for ever

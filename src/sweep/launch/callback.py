@@ -36,8 +36,9 @@ from sweep.errors import ConfigError
 from sweep.job import job_config
 from sweep.launch.hooks import SweepLaunchHooks, running_elsewhere
 from sweep.paths import default_tracking_uri
+from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.job_dir import check_job_dir
-from sweep.preflight.jobs import check_grid, check_not_empty, check_single_run
+from sweep.preflight.jobs import check_grid, check_not_empty, check_rules_of_round, check_single_run
 from sweep.preflight.placement import check_slurm_here
 from sweep.preflight.refusal import Refusal
 from sweep.preflight.store import check_store
@@ -168,6 +169,8 @@ class MLflowCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
+            check_interpolations(config)
+            check_rules_of_round(config)
             check_job_dir(config, "hydra.run.dir")
             check_store(config, write=False)  # a single run keeps a result its store refuses in the spool
         except Refusal as e:
@@ -193,6 +196,8 @@ class MLflowCallback(Callback):
 
     def _start(self, config: DictConfig, **kwargs: Any) -> None:
         try:  # a store that cannot be written is found in milliseconds, before any launcher starts a job
+            check_interpolations(config)
+            check_rules_of_round(config)
             check_job_dir(config, "hydra.sweep.dir")
             check_store(config, write=True)
             check_not_empty(config)

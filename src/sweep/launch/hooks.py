@@ -37,7 +37,8 @@ from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.job import job_config
-from sweep.preflight.jobs import check_planned, resolves
+from sweep.preflight.interpolations import check_interpolations
+from sweep.preflight.jobs import basic_sweeper, check_planned, resolves, twice
 from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
 from sweep.record import writes
@@ -144,7 +145,11 @@ class SweepLaunchHooks(LaunchHooks):
         prices: Optional[str] = None
         alike: Counter = Counter()  # (where, gpu, batch key) -> how many jobs share it
         first_of: dict[tuple, tuple[str, dict, dict]] = {}  # ... -> its first job (label, config, placed): its batch
+        labels: dict[str, str] = {}  # config hash -> the first job with it
+        grid: Optional[bool] = None  # Hydra's basic sweeper's grid (a search may draw a config twice)
         for job in jobs:
+            if any("${" in o for o in job.overrides):  # a swept interpolation: the sweep's start saw none of it
+                refused(check_interpolations, job.cfg, job.label())
             config = refused(resolves, partial(planned_config, job), job.label())
             if config is None:  # other apps' jobs (Hydra's test apps) just run
                 continue
@@ -166,6 +171,11 @@ class SweepLaunchHooks(LaunchHooks):
             }
             refused(check_planned, config, job.label(), **placed, available=available)
             hashes[job.idx] = job.data[HASH_KEY] = config_hash(config)  # resume and job_ended read it
+            if grid is None:
+                grid = basic_sweeper(job.cfg)
+            twin = labels.setdefault(hashes[job.idx], job.label())
+            if grid and twin != job.label():
+                refused(twice, twin, job.label())
             job.data[RECORD_KEY] = (
                 named(job.cfg),
                 device_price_per_hour(config["device"]),

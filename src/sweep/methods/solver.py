@@ -161,8 +161,19 @@ def check_trace(trace: Trace, x_size: int, y_size: int) -> bool:
 
 
 def indices(answer: Any, n_bits: int) -> tuple[int, ...]:
-    """The answer as the sorted secret: distinct integers in [0, n_bits); ValueError (the run FAILED) otherwise."""
-    values = np.asarray(answer, dtype=object).ravel().tolist() if answer is not None else None
+    """The answer as the sorted secret: distinct integers in [0, n_bits); ValueError (the run FAILED) otherwise. More
+    values than n_bits cannot be distinct indices, and are refused by their count first: an array of 10**8 zeros
+    was turned into 10**8 Python objects and its whole list written into the reason (the run ran minutes)."""
+    size = answer.size if isinstance(answer, np.ndarray) else None
+    values = np.asarray(answer, dtype=object).ravel().tolist() if answer is not None and size is None else None
+    size = len(values) if values is not None else size
+    if size is not None and size > n_bits:
+        raise ValueError(
+            f"solve returned {size:,} values: expected the secret's indices, at most {n_bits} distinct integers in "
+            f"0..{n_bits - 1}"
+        )
+    if isinstance(answer, np.ndarray):
+        values = answer.astype(object).ravel().tolist()
     if values is None or not all(
         isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and float(v).is_integer() for v in values
     ):

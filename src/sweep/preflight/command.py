@@ -4,16 +4,18 @@ fail, and every hint the project prints appends an override to the command)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import typing
 from dataclasses import fields
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from hydra_plugins.sweep_launcher.api import command, this_command
 from sweep.arguments import meant
 from sweep.config.memory import check_grid
-from sweep.config.schema import JOB_GROUPS, Config, bool_fields, config_bool_fields
+from sweep.config.schema import JOB_GROUPS, Config, config_typed_fields, typed_fields
 from sweep.config.suggest import closest, expected
 from sweep.errors import ConfigError
 from sweep.paths import CONF_DIR, SWEEPS_DIR, preset_file
@@ -57,8 +59,12 @@ def check_unknown_preset(argv: list[str]) -> None:
 
 def check_unused_additions(argv: list[str]) -> None:
     """`+key=value` at the top level adds a key no job reads, so it would be recorded nowhere: refused. Free-form
-    keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params."""
+    keys belong under `extra` (`+extra.note=...`): part of the job's identity, recorded as params. So is a key
+    added to one of the config's own sections (`+mlflow.experimnet=x`: Hydra's `+` adds past the schema, and the
+    runs went to 'sweep'); a job group's added key is the job check's (sweep.config.check)."""
     known = {f.name for f in fields(Config)} | {"sweeps", "hydra"}
+    hints = typing.get_type_hints(Config)
+    sections = {k: t for k, t in hints.items() if dataclasses.is_dataclass(t) and k not in JOB_GROUPS}
     for arg in argv:
         if not arg.startswith("+") or "=" not in arg:
             continue
@@ -68,6 +74,40 @@ def check_unused_additions(argv: list[str]) -> None:
             raise Refusal.config_error(
                 f"{arg} is not read by any job: put free-form keys under extra "
                 f"(+extra.{key}=..., recorded as a param), or set one of {', '.join(sorted(known))}"
+            )
+        name = key.partition(".")[2].partition(".")[0]
+        if top in sections and name:
+            keys = [f.name for f in fields(sections[top])]
+            if name not in keys:
+                raise Refusal.config_error(f"{top}.{name} is not a key of {top}: {expected(name, keys)}")
+
+
+def check_grid_params(argv: list[str]) -> None:
+    """`hydra.sweeper.params.problem.seed=1,2`: Hydra's basic sweeper, chosen by no preset, has no params node to
+    set a key in (OmegaConf's AssertionError's traceback, a sweep's values or not); its grid is the command's own
+    sweep. A preset's or a search's params are theirs."""
+    if any(a.startswith(("sweeps=", "hydra/sweeper=", "+hydra/sweeper=")) for a in argv):
+        return
+    for arg in argv:
+        key, eq, values = arg.lstrip("+~").partition("=")
+        if key == "hydra.sweeper.params" or key.startswith("hydra.sweeper.params."):
+            swept = key.removeprefix("hydra.sweeper.params").lstrip(".") or "<key>"
+            raise Refusal.config_error(
+                f"{arg} sets the basic sweeper's params, which only a preset's file sets: sweep the key itself, "
+                f"{swept}={values.strip(chr(39) + chr(34)) if swept != '<key>' else '<values>'} -m"
+            )
+
+
+def check_removals(argv: list[str]) -> None:
+    """`~mlflow`, `~run_name`: a section or key of the config every job reads, removed. Hydra removed a section (the
+    job's store check then failed in three lines, exit 1) and refused a null key in its traceback; a key within a
+    section is OmegaConf's to refuse (sweep.preflight.composition), and a job group's `check_group_choices`."""
+    for arg in argv:
+        key, eq, _ = arg.partition("=")
+        if arg.startswith("~") and key[1:] in {f.name for f in fields(Config)} - set(JOB_GROUPS):
+            raise Refusal.config_error(
+                f"{key} would remove {key[1:]}, which every job's config has: set it instead ({key[1:]}=<value>, "
+                "or leave it out for its default)"
             )
 
 
@@ -134,10 +174,12 @@ def check_group_choices(argv: list[str]) -> None:
             why = f"{arg} would add a second {group}, and a job takes one: {arg[1:]} chooses it"
         elif "@" in key:  # Hydra: "Could not override 'problem@x'", a traceback
             why = f"{arg} would put {group}'s option elsewhere ('@' names where), and every job reads it as {group}"
-        elif eq and value.replace(" ", "") in ("null", "~", "[]") and not optional:
+        elif eq and value.replace(" ", "") in ("null", "~", "[]", "{}") and not optional:
             why = f"{arg} chooses no option of {group}, and every job takes one"
         elif eq and value.replace(" ", "") == "[]":  # (sweeps: optional)
             why = f"{arg} names no preset: leave sweeps out for a job of conf/config.yaml"
+        elif eq and value.startswith("{") and group.startswith("hydra/"):  # (a job group's: keys merged into it)
+            why = f"{arg} is a mapping, and {group} takes an option's name"
         elif eq and value.startswith("[") and value.endswith("]") and "," not in value:  # Hydra: a list of one
             why = f"{arg} is a list, and {group} takes one option: {group}={value.strip('[] ')} chooses it"
         elif eq and value.startswith("[") and value.endswith("]") and not optional:  # (presets: one a command)
@@ -177,20 +219,24 @@ def check_grid_size(argv: list[str]) -> None:
         raise Refusal.config_error(str(e)) from None
 
 
-def _bool_fields() -> dict[str, bool]:
-    """The bool fields a command line may set: the job's config's, and the project's launcher's (hydra.launcher.*)."""
+def _typed_fields(kind: type) -> dict[str, bool]:
+    """The fields typed `kind` a command line may set: the job's config's, and the project's launcher's
+    (hydra.launcher.*)."""
     from hydra_plugins.sweep_launcher.api import SweepLauncherConf  # noqa: PLC0415 - (its modal section within)
 
-    return {**config_bool_fields(), **bool_fields("hydra.launcher", [SweepLauncherConf])}
+    return {**config_typed_fields(kind), **typed_fields("hydra.launcher", [SweepLauncherConf], kind)}
 
 
-def check_bool_values(argv: list[str]) -> None:
-    """A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes, on or y too
-    (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on), so each such value, and each value of a
-    sweep over one, is refused here before Hydra converts it. An interpolation (${...}) is left to OmegaConf."""
+def check_typed_values(argv: list[str]) -> None:
+    """What OmegaConf would convert into something else than was typed, refused here before Hydra converts it (each
+    value of a sweep too). A bool field takes true or false: OmegaConf reads any integer but 0 as true, and yes,
+    on or y too (`mlflow.force=2` re-ran a recorded job, `device.local_gpu=1` was on). A str field takes text:
+    Hydra reads `true` as a boolean and `1e3` as a number, which OmegaConf writes back as 'True' and '1000.0'
+    (`mlflow.experiment=true` recorded into an experiment named True). An interpolation (${...}) is checked once it
+    resolves (sweep.preflight.interpolations)."""
+    bools, strs = _typed_fields(bool), _typed_fields(str)
     candidates = [a for a in argv if not a.startswith("-") and "=" in a]
-    keys = _bool_fields()
-    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in keys]
+    candidates = [a for a in candidates if a.lstrip("+~").partition("=")[0] in bools.keys() | strs.keys()]
     if not candidates:
         return
     from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: PLC0415 - (Hydra's own parser)
@@ -207,23 +253,36 @@ def check_bool_values(argv: list[str]) -> None:
             continue
         key = override.key_or_group
         value = override.value()
-        # a sweep's quoted value is Hydra's QuotedString, a plain one its text
-        values = (
-            [v.text if isinstance(v, QuotedString) else v for v in value.list]
-            if isinstance(value, ChoiceSweep)
-            else [value]
-        )
-        nullable = keys[key]
-        for v in values:
-            if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
-                continue
-            if isinstance(v, str) and v.lower() in ("true", "false"):
-                continue
-            allowed = "true or false" + (" or null" if nullable else "")
-            near = closest(v, ("true", "false")) if isinstance(v, str) else []
-            meant = f"did you mean {near[0]}? " if near else ""
-            shown = v if isinstance(value, ChoiceSweep) else arg.partition("=")[2]
-            raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
+        written = arg.partition("=")[2]
+        swept = isinstance(value, ChoiceSweep)
+        # a sweep's quoted value is Hydra's QuotedString, a plain one its text; each value as typed, where the
+        # sweep is a plain a,b,c
+        values = [v.text if isinstance(v, QuotedString) else v for v in value.list] if swept else [value]
+        texts = written.split(",") if swept else [written]
+        texts = texts if len(texts) == len(values) else [None] * len(values)
+        texts = [None if t is None or t[:1] in "'\"" else t for t in texts]  # (a quoted one: its text, `v`)
+        for v, text in zip(values, texts):
+            shown = (v if text is None else text) if swept else written
+            if key in bools:
+                _check_bool(key, v, shown, bools[key])
+            elif isinstance(v, (bool, int, float)) and str(v) != (text if text is not None else str(v).lower()):
+                kind = "a boolean" if isinstance(v, bool) else "a number"
+                raise Refusal.config_error(
+                    f"{key}={shown} is read as {kind} and would be written {str(v)!r}: expected text; quote it to "
+                    f"keep it as typed: '{key}=\"{shown}\"'"
+                )
+
+
+def _check_bool(key: str, v: Any, shown: Any, nullable: bool) -> None:
+    """One value for the bool field `key` (see check_typed_values)."""
+    if isinstance(v, bool) or (v is None and nullable) or (isinstance(v, str) and v.startswith("${")):
+        return
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return
+    allowed = "true or false" + (" or null" if nullable else "")
+    near = closest(v, ("true", "false")) if isinstance(v, str) else []
+    meant = f"did you mean {near[0]}? " if near else ""
+    raise Refusal.config_error(f"{key}={shown} is not allowed: {meant}expected {allowed}")
 
 
 def check_flags(argv: list[str]) -> None:
@@ -314,6 +373,8 @@ def check_command(argv: list[str]) -> list[str]:
     check_unknown_preset(argv)
     check_repeated_keys(argv)
     check_grid_size(argv)
-    check_bool_values(argv)
+    check_typed_values(argv)
     check_unused_additions(argv)
+    check_removals(argv)
+    check_grid_params(argv)
     return argv

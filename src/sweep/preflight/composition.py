@@ -79,6 +79,9 @@ def explain(e: BaseException) -> Optional[Refusal]:
         # as one only quoted; the shell's quotes around it go first
         quote = value and value[0] not in "[{'\"" and re.search(r"[\[\]{}()]", value)
         hint = f" (quote a value that holds brackets: '{key}=\"{value}\"')" if quote else ""
+        function = re.match(r"(\w+)\(", value)
+        if function and function.group(1) in SWEEP_FUNCTIONS:  # `range()`: its forms, not a quoted text
+            hint = f" (expected {SWEEP_FUNCTIONS[function.group(1)]})"
         if not value.isascii() and value[:1] not in "'\"":  # Hydra's grammar reads only ASCII unquoted
             hint = f" (quote a value that is not ASCII: '{key}=\"{value}\"')"
         if value.startswith("~"):  # the shell expands no ~ after `a.b=` (not a variable's name): Hydra's lexer meets it
@@ -108,7 +111,7 @@ def explain(e: BaseException) -> Optional[Refusal]:
     if isinstance(cause, (ValidationError, ConfigTypeError)) and cause.full_key:
         return wrong_type(str(e), cause)
     # a sweep's values without -m: `a=1,2` (Hydra: ambiguous, it may be a list) or `a=range(3)`
-    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '([^']+)'", str(e))
+    swept = re.match(r"(Ambiguous value for argument|Sweep parameters) '(.+)'", str(e))  # (a value may hold ')
     if isinstance(e, ConfigCompositionException) and swept:
         return values_without_multirun(swept.group(2), comma_list=swept.group(1).startswith("Ambiguous"))
     # `+extra.a@b=1`: '@' names the package a group's option goes to, so Hydra took it for a group's (a traceback)
@@ -119,12 +122,40 @@ def explain(e: BaseException) -> Optional[Refusal]:
             f"{override} is read as a config group's choice ('@' names where it goes), and there is no group "
             f"{group}: a key's name takes no '@'; the groups: {', '.join(sorted(CHOICES))}"
         )
+    # `+problem.n_bits=5` adds a key that is there; `~extra.note` (or a key whose value is null) removes one that is
+    # not: Hydra's traceback, exit 1
+    there = re.match(r"Could not append to config\. An item is already at '([^']+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and there:
+        return Refusal.config_error(
+            f"+{there.group(1)} adds a key that is already there: set it as {there.group(1)}=..."
+        )
+    gone = re.match(r"Could not delete from config\. '([^']+)' does not exist", str(e))
+    if isinstance(e, ConfigCompositionException) and gone:
+        return Refusal.config_error(f"~{gone.group(1)} removes a key that is not set: leave it out")
+    hydras = re.match(r"Sweeping over Hydra's configuration is not supported : '(.+)'", str(e))
+    if isinstance(e, ConfigCompositionException) and hydras:  # `hydra.job.name=a,b -m`: Hydra's traceback
+        override = hydras.group(1)
+        key, _, values = override.lstrip("+~").partition("=")
+        params = key.startswith("hydra.sweeper.params.")
+        swept = key.removeprefix("hydra.sweeper.params.")
+        how = f"sweep the key itself: {swept}={values} -m" if params else "give it one value"
+        return Refusal.config_error(f"{override} sweeps a setting of Hydra's, which takes one value a command: {how}")
     not_chosen = re.match(r"Could not override '([\w/]+)'\.", str(e))  # a group the defaults list has not
     if isinstance(e, ConfigCompositionException) and not_chosen:
         return not_a_choice(not_chosen.group(1))
     return None
 
 
+# Hydra's sweep functions, as its grammar takes them (hydra.cc: Extended Override syntax)
+SWEEP_FUNCTIONS = {
+    "choice": "choice(a,b,...): one value or more",
+    "range": "range(stop), range(start,stop) or range(start,stop,step): numbers",
+    "interval": "interval(low,high): two numbers, a search's (hydra/sweeper=optuna)",
+    "glob": "glob(pattern) or glob(include=[...],exclude=[...]): a group's options",
+    "shuffle": "shuffle(a,b,...) or shuffle(a sweep)",
+    "sort": "sort(a,b,...) or sort(a sweep, reverse=true)",
+    "tag": "tag(name,...,a sweep)",
+}
 CHOICES = (*JOB_GROUPS, "sweeps")  # the groups a command chooses an option of (conf/config.yaml's defaults)
 # groups of conf/ that no command chooses: what reads them instead
 READ_BY = {"energy": "tracker=energy tracker.hierarchy=<cpu|gpu>", "prices": "hydra.launcher.modal.prices=<file>"}

@@ -10,14 +10,17 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
-from sweep.config.view import unresolved
+from sweep.config.view import HYDRA_NOT_SET, unresolved
+from sweep.paths import shown
 from sweep.preflight.refusal import UNUSABLE, Refusal
 from sweep.record.store import probe_writable, special_file
 
 
 def check_job_dir(config: DictConfig, key: str) -> None:
     """Refuse the directory at `key` (hydra.run.dir, hydra.sweep.dir) when it is not a directory (bad input, exit
-    2) or cannot be made and written (exit 1, as a store that cannot be written); nothing is made here."""
+    2) or cannot be made and written (exit 1, as a store that cannot be written), and a job name that cannot name
+    the job's log file there; nothing is made here."""
+    check_job_name(config, sweep=key == "hydra.sweep.dir")
     try:
         path = Path(str(OmegaConf.select(config, key)))
     except InterpolationResolutionError as e:  # hydra.run.dir=${oops}: as any key's, one line
@@ -40,3 +43,27 @@ def check_job_dir(config: DictConfig, key: str) -> None:
             f"write (set {key}=DIR)",
             UNUSABLE,
         ) from None
+
+
+NAME_MAX = 255  # the bytes of one file name (Linux, macOS)
+
+
+def check_job_name(config: DictConfig, sweep: bool) -> None:
+    """`hydra.job.name` names the job's log file in its directory (`<name>.log`, Hydra's job_logging): a name with a
+    `/` or too long for a file name was logging's traceback ("Unable to configure handler 'file'") before a single
+    run, and every job of a sweep failed with it. A `${hydra:...}` name is resolved as a single run's job starts;
+    a sweep reads its name before any job has Hydra's config (a traceback)."""
+    try:
+        name = str(OmegaConf.select(config, "hydra.job.name", default="") or "")
+    except InterpolationResolutionError as e:
+        if HYDRA_NOT_SET in str(e) and not sweep:
+            return
+        said = unresolved(config, e, "hydra.job.name")
+        why = " (a sweep names its jobs before any has Hydra's config: give a name)" if sweep else ""
+        raise Refusal.config_error(said + why) from None
+    if "/" in name or len(f"{name}.log".encode()) > NAME_MAX:
+        said = shown(name, 60)
+        raise Refusal.config_error(
+            f"hydra.job.name={said} is not allowed: expected a file name (no '/', at most {NAME_MAX - 4} bytes): "
+            "it names the job's log file, <name>.log"
+        )

@@ -12,12 +12,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.sweep_launcher.api import Namer
-from sweep.config.check import check_job
+from sweep.config.check import check_challenge, check_job
 from sweep.errors import ConfigError, NoDeviceHere
 from sweep.job import job_config
 from sweep.preflight.composition import explain
+from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.placement import without_gpu
 from sweep.preflight.refusal import Refusal
+from sweep.record.recorder import config_hash
 from sweep.record.session import is_sweep_job
 
 
@@ -39,6 +41,23 @@ def resolves(make: Callable[[], Any], label: str) -> Any:
         return make()
     except ConfigError as e:
         raise Refusal(f"config error in job {label}: {e}") from None
+
+
+def twice(first: str, second: str) -> None:
+    """Two jobs of a grid with one config (`problem.seed=5,5`): both ran and were recorded, the second named
+    `seed=5 #1`, where a config is recorded once and a re-run skips it."""
+    raise Refusal.config_error(
+        f"jobs {first} and {second} have the same config, and a sweep runs a config once: give each value once "
+        "(repeats of a config: +extra.repeat=range(0,N))"
+    )
+
+
+def check_rules_of_round(config: DictConfig) -> None:
+    """A challenge round's ranking rules (sweep.config.check.check_challenge), before any job."""
+    try:
+        check_challenge(config)
+    except ConfigError as e:
+        raise Refusal.config_error(str(e)) from None
 
 
 def check_single_run(config: "dict[str, Any]") -> None:
@@ -72,6 +91,7 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
             else [f"{key}={o.get_value_element_as_str()}"]
         )
     namer = Namer.for_multirun(config.hydra)
+    labels: dict[str, str] = {}  # config hash -> the first job with it
     for idx, job in enumerate(itertools.product(*grid.values())):
         try:
             cfg = loader.load_sweep_config(config, list(job))
@@ -81,7 +101,13 @@ def check_grid(config: DictConfig, runs_here: bool) -> None:
             return
         # the job named as the project's launcher names it: by what the sweep varies
         label = namer.names([list(job)], [idx])[0]
-        check_planned(resolves(partial(job_config, cfg), label), label, runs_here=runs_here)
+        resolved = resolves(partial(job_config, cfg), label)
+        twin = labels.setdefault(config_hash(resolved), label)
+        if twin != label:
+            twice(twin, label)
+        if any("${" in o for o in job):  # a swept interpolation: the sweep's start saw none of it
+            check_interpolations(cfg, label)
+        check_planned(resolved, label, runs_here=runs_here)
 
 
 def check_not_empty(config: DictConfig) -> None:

@@ -21,7 +21,9 @@ def gpu_here() -> bool:
 
 def on_this_cpu() -> str:
     """The same torch code on this machine's CPU: the command to run (this one, with device=torch_cpu)."""
-    return f"device=torch_cpu runs the same torch code on this CPU: {this_command('device=torch_cpu')}"
+    # (a CUDA device named on the command line goes too: `device.torch_device=cuda:1` kept, the hint failed again)
+    here = this_command("device=torch_cpu", drop=("device.torch_device",))
+    return f"device=torch_cpu runs the same torch code on this CPU: {here}"
 
 
 def modal_setup() -> str:

@@ -29,6 +29,7 @@ import numpy as np
 from sweep.config.fields import Rule, nonneg_int, positive_int
 from sweep.config.footprint import Term
 from sweep.errors import ConfigError
+from sweep.paths import shown
 from sweep.problems.base import SEED_RULE, ProblemBase
 
 SHIPPED = Path(__file__).parent / "corpus" / "tinyshakespeare.txt.gz"
@@ -165,11 +166,23 @@ def corpus_files(path: str) -> tuple[Path, Optional[Path]]:
             f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
         )
     p = Path(os.path.expanduser(path))
+    try:
+        return _corpus_files(path, p)
+    except OSError as e:  # a name the filesystem refuses (ENAMETOOLONG): the job ran, then failed with it
+        raise ConfigError(
+            f"problem.path={shown(path)!r}: {e.strerror}: expected a text file, a WikiText-103 raw directory "
+            f"({', '.join(WIKITEXT)}), or null for the shipped Tiny Shakespeare"
+        ) from None
+
+
+def _corpus_files(path: str, p: Path) -> tuple[Path, Optional[Path]]:
     if p.is_dir():
         missing = [n for n in WIKITEXT if not (p / n).is_file()]
         if missing:
+            there = [n for n in missing if (p / n).exists()]  # (a folder of that name was called missing)
+            what = f"whose {', '.join(there)} is not a file" if there else f"without {', '.join(missing)}"
             raise ConfigError(
-                f"problem.path={path!r} is a directory without {', '.join(missing)}: expected a text file or a "
+                f"problem.path={path!r} is a directory {what}: expected a text file or a "
                 f"WikiText-103 raw directory ({', '.join(WIKITEXT)})"
             )
         return p / WIKITEXT[0], p / WIKITEXT[1]

@@ -16,10 +16,11 @@ is bad input again.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-from sweep.paths import default_tracking_uri
+from sweep.paths import default_tracking_uri, shown
 from sweep.record import registry, remote
 from sweep.record.store import StoreError, orphan_journal, redacted, special_file, sqlite_path
 
@@ -88,6 +89,20 @@ def _sqlite_problem(uri: str) -> Optional[str]:
         )
     file = sqlite_path(uri)
     assert file is not None
+    try:
+        return _file_problem(file)
+    except OSError as e:  # a name the filesystem refuses (ENAMETOOLONG): was "the store could not be checked"
+        return f"{shown(file)}: {e.strerror}: name a file, sqlite:///PATH (e.g. {EXAMPLE})"
+
+
+def _file_problem(file: Path) -> Optional[str]:
+    """Why the SQLite file `file` cannot hold a store (None: it can, or can be made there)."""
+    above = file.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():  # a file in the path: the job ran, then its result was spooled ("Not a directory")
+        kind = special_file(above) or "a file"
+        return f"{above} is {kind}, so {file} cannot be made: name a file in a directory, sqlite:///PATH"
     if file.is_dir():
         return f"{file} is a directory: name the store's file in it, sqlite:///{file / 'mlflow.db'}"
     if kind := special_file(file):

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from hydra_plugins.sweep_launcher.api import command, prog
 from sweep.arguments import Parser, summary
-from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name
+from sweep.paths import PROJECT_ROOT, default_tracking_uri, safe_name, shown
 from sweep.record import address, store, writes
 from sweep.record.registry import open_store
 from sweep.report import whole
@@ -200,6 +200,22 @@ def wrote(report: Any, files: list[Path]) -> str:
     return f"wrote {', '.join(str(f) for f in files)}{logged}"
 
 
+def not_a_directory(out: Path) -> str | None:
+    """Why `out` cannot be made a directory, said before the store is read (None: it can be): it, or the nearest of
+    its parents that is there, is a file (or a FIFO, a device...), or its name is one the filesystem refuses."""
+    said = shown(out)
+    existing = out
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+    except OSError as e:  # ENAMETOOLONG: Path.exists raises it
+        return f"{said}: {e.strerror}"
+    if existing.is_dir():
+        return None
+    kind = store.special_file(existing) or "a file"
+    return f"{said} is {kind}" if existing == out else f"{said}: {existing} is {kind}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = Parser(PROG, prog=command("sweep.compare"), description=summary(__doc__))
     ap.add_argument(
@@ -223,9 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "metrics (table.md and table.csv always hold every column)",
     )
     a = ap.parse_args(argv)
-    if a.out is not None and a.out.exists() and not a.out.is_dir():  # (the table came, then "File exists", exit 1)
-        kind = store.special_file(a.out) or "a file"
-        print(f"{PROG}: --out {a.out} is {kind}: expected a directory (made where there is none)", file=sys.stderr)
+    why = not_a_directory(a.out) if a.out is not None else None
+    if why:  # (the table came, then "File exists" or "Not a directory", exit 1; a long name was a traceback)
+        print(f"{PROG}: --out {why}: expected a directory (made where there is none)", file=sys.stderr)
         return 2
     # a failed run's reason is read from its traceback artifact: MLflow drew a progress bar on stderr for each
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")

@@ -10,7 +10,6 @@ the tag ``sweep.tracker_version.<tracker>``, so a run that carries the tag has a
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import tempfile
 import time
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from sweep.config.check import check_job
 from sweep.config.schema import CLASSES, SCHEMAS, register_configs
+from sweep.config.suggest import closest
 from sweep.errors import ConfigError
 from sweep.job import build, job_config, table_csv
 from sweep.paths import CONF_DIR
@@ -64,11 +64,11 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
     from hydra.errors import HydraException  # noqa: PLC0415
     from hydra.version import VersionBase  # noqa: PLC0415
 
-    from sweep.preflight.command import check_bool_values  # noqa: PLC0415 - the command line's rules, as sweep's
+    from sweep.preflight.command import check_typed_values  # noqa: PLC0415 - the command line's rules, as sweep's
     from sweep.preflight.composition import explain  # noqa: PLC0415
 
     try:  # tracker.profile=2: OmegaConf's true, as mlflow.force=2 was sweep's
-        check_bool_values(list(overrides))
+        check_typed_values(list(overrides))
     except Refusal as e:
         raise ConfigError(e.line.removeprefix(CONFIG_ERROR)) from None
     for o in overrides:  # (sweep's line for these would tell a -m this command does not take)
@@ -99,7 +99,7 @@ def tracker_config(overrides: Sequence[str]) -> dict[str, Any]:
 
 def _one_of(given: str, allowed: Sequence[str]) -> str:
     """The allowed values, and the closest to a misspelt one."""
-    close = difflib.get_close_matches(given, list(allowed), n=1)
+    close = closest(given, allowed, n=1)  # (the project's one rule: tracker=DMD is dmd)
     return ", ".join(sorted(allowed)) + (f" (did you mean {close[0]}?)" if close else "")
 
 

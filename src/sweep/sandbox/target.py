@@ -18,7 +18,7 @@ from typing import Optional
 
 from sweep.config.fields import Rule
 from sweep.errors import ConfigError
-from sweep.paths import PROJECT_ROOT
+from sweep.paths import PROJECT_ROOT, shown
 
 FORM = "<file.py>:<function> or <package.module>:<function>"
 
@@ -63,7 +63,11 @@ def find(path: str, field: str = "method.path") -> Target:
     """The target `path` names (ConfigError naming `field`: its form, a missing file or module)."""
     where, name = split(path, field)
     if is_file(where):
-        return Target(path, where, name, _file(path, where, field), None, None, None)
+        try:
+            file = _file(path, where, field)
+        except OSError as e:  # a name the filesystem refuses (ENAMETOOLONG): was the OSError's traceback
+            raise ConfigError(f"{field}={shown(path)}: {e.strerror}: expected {FORM}") from None
+        return Target(path, where, name, file, None, None, None)
     origin, root, own = _module(path, where, field)
     return Target(path, where, name, None, where, origin, root, own)
 

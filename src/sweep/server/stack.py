@@ -4,6 +4,7 @@ and what the tests start once per session in a temporary directory."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -77,6 +78,16 @@ def check(cfg: ServerConfig) -> None:
     if cfg.data_dir.exists() and not cfg.data_dir.is_dir():  # (it was NotADirectoryError's traceback at its mkdir)
         kind = special_file(cfg.data_dir) or "a file"
         raise BadSetting(f"data_dir={cfg.data_dir} is not allowed: it is {kind}: a directory (made on first use)")
+    if cfg.run_as:  # a user not there was found after "starting ..." and the data directory made, exit 1
+        try:
+            postgres.Owner.choose(cfg.run_as)
+        except ServerError:
+            rule = (
+                "a user of this machine other than root (PostgreSQL refuses root)"
+                if os.geteuid() == 0
+                else ("none (only root runs the cluster as another user)")
+            )
+            raise BadSetting(f"run_as={cfg.run_as} is not allowed: expected {rule}") from None
     if (why := hosts.not_own(cfg.host)) is not None:  # was "cannot listen ... choose another port"
         raise BadSetting(f"host={cfg.host} is not an address of this machine ({why}): {hosts.OWN}")
 
