@@ -126,13 +126,21 @@ def test_failed_trials_and_missing_objectives_are_told_failed(store, tmp_path):
         tmp_path,
         "missing",
         *gf2,
-        "+hydra.sweeper.objectives.nope=maximize",
-        "hydra.sweeper.n_trials=1",
+        "+hydra.sweeper.objectives.epohcs=minimize",
+        "hydra.sweeper.n_trials=6",
+        "hydra.sweeper.n_jobs=2",
         seeded=False,
     )
-    assert p.returncode == 0, p.stderr  # the job itself finished
-    assert "trial 0 failed: no metric nope among accuracy," in p.stdout + p.stderr  # Hydra's log: stdout
-    assert [t.state for t in trials] == [TrialState.FAIL]
+    # a misspelt objective failed every trial, then exit 0 ("0 of 6 complete"): the search stops after its first
+    # batch, one line naming the objective and the closest metric, exit 2
+    assert p.returncode == 2, p.stderr
+    assert "trial 0 failed: no metric epohcs among accuracy," in p.stdout + p.stderr  # Hydra's log: stdout
+    assert p.stderr.splitlines()[-1].startswith(
+        "optuna sweeper: hydra.sweeper.objectives.epohcs: no job returns a metric epohcs (did you mean epochs?); "
+        "its metrics: accuracy, "
+    ), p.stderr
+    assert p.stderr.splitlines()[-1].endswith("; the search stopped after its first batch"), p.stderr
+    assert [t.state for t in trials] == [TrialState.FAIL] * 2
 
     # a space of two points and a budget of 1e8 (a prober's round: it never ended): done once both have finished
     p, trials = _search(

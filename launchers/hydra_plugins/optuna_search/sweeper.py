@@ -3,8 +3,8 @@
 Each batch asks the study for `n_jobs` trials, turns their sampled values into override lists, and hands the
 batch to whatever launcher is configured (`launcher.launch`), so trials are that launcher's jobs: recorded,
 isolated and run in parallel like any other sweep's. Each finished job is told to the study with the values
-of the `objectives` it returned (metrics by name); a failed job, or one without those metrics, is told as
-failed. With a `storage` (Optuna's own, e.g. sqlite next to the app's store) the study is loaded if it exists:
+of the `objectives` it returned (metrics by name); a failed job is told as failed, and a finished one without
+those metrics stops the search after its batch (a misspelt objective). With a `storage` (Optuna's own, e.g. sqlite next to the app's store) the study is loaded if it exists:
 a re-run runs only what is left of `n_trials`, and first re-enqueues the trials a killed run left RUNNING
 (one sweeper process per study). At the end `optimization_results.yaml` in the sweep dir lists the best trial,
 or the Pareto front of a multi-objective study.
@@ -18,6 +18,7 @@ import logging
 import math
 import sys
 from collections.abc import Mapping
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, NoReturn, Optional
 
@@ -188,8 +189,34 @@ class OptunaSweeper(Sweeper):
                     study.tell(trial, values)
             returns.append(results)
             todo -= len(trials)
+            if (unknown := self._unknown_objectives(results)) is not None:
+                self._write_results(study, sweep_dir)
+                self._refuse(unknown)
         self._write_results(study, sweep_dir)
         return returns
+
+    def _unknown_objectives(self, results: list[JobReturn]) -> Optional[str]:
+        """Why the search stops after a batch: an objective no job returns (a misspelt name failed every trial, the
+        command then exiting 0 with '0 of N complete'), said once a job has finished and returned its metrics."""
+        for ret in results:
+            metrics = self._metrics(ret) if ret.status == JobStatus.COMPLETED else None
+            if isinstance(metrics, Mapping):
+                missing = [m for m in self.objectives if m not in metrics]
+                if not missing:
+                    return None
+                near = get_close_matches(missing[0], list(metrics), 1)
+                return (
+                    f"hydra.sweeper.objectives.{missing[0]}: no job returns a metric {missing[0]}"
+                    + (f" (did you mean {near[0]}?)" if near else "")
+                    + f"; its metrics: {', '.join(sorted(metrics)) or 'none'}; the search stopped after its first "
+                    "batch"
+                )
+        return None
+
+    @staticmethod
+    def _metrics(ret: JobReturn) -> Any:
+        value = ret.return_value
+        return value if isinstance(value, Mapping) else getattr(value, "metrics", None)
 
     @staticmethod
     def _finished_points(study: Any, space: dict[str, Any]) -> int:
@@ -210,7 +237,7 @@ class OptunaSweeper(Sweeper):
         if ret.status != JobStatus.COMPLETED:
             return None, f"the job failed: {ret._return_value!r}"  # noqa: SLF001 - FAILED: return_value raises
         value = ret.return_value
-        metrics = value if isinstance(value, Mapping) else getattr(value, "metrics", None)
+        metrics = self._metrics(ret)
         if not isinstance(metrics, Mapping):
             return None, (
                 f"the job returned {type(value).__name__}, not metrics (a mapping, or an object with a "
