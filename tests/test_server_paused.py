@@ -125,3 +125,23 @@ def test_a_migrate_into_a_server_that_stops_answering_stops_at_the_first_run(ser
                                      "copy is replaced)")  # fmt: skip
     finally:
         relay.close()
+
+
+def test_a_migrate_from_a_server_that_stops_answering_names_that_server(server, store, monkeypatch):
+    """The store that did not answer is the one named: a paused source into a local SQLite target was said as
+    the target's ("store sqlite:///...: unreachable"), an SQLite address having no host for the cause to name."""
+    from sweep.store.migrate import migrate, plan
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", str(TIMEOUT_S))
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    experiment = f"paused-source-{uuid.uuid4().hex[:8]}"
+    Recorder(server.uri, experiment).log(job.run(compose("method=gf2", "problem.n_bits=12", "problem.seed=0")))
+    relay = Pausable(server.uri)
+    try:
+        p = plan(relay.uri, store, [experiment])
+        relay.paused.set()
+        with pytest.raises(StoreError) as e:
+            migrate(p)
+        assert str(e.value).startswith(f"store {relay.uri}: unreachable: no answer within {TIMEOUT_S} s"), e.value
+    finally:
+        relay.close()
