@@ -190,11 +190,13 @@ def test_a_second_server_on_a_data_directory_in_use_is_one_line_naming_it(shared
     from sweep.server.stack import ServerError, serving  # noqa: PLC0415
     from tests.tracking_server import free_port  # noqa: PLC0415
 
-    cfg = dataclasses.replace(shared_server.config, port=free_port(), db_port=free_port())
-    with pytest.raises(ServerError) as e, serving(cfg, None):
-        pass
-    said = str(e.value)
-    assert said.startswith(f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid "), said
-    assert said.endswith("stop that one, or give another --data-dir"), said
-    pid = int(said.split("(pid ")[1].split(")")[0])
-    assert Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"  # the session server's, still serving
+    # the same command again (its ports too: the data directory was said only once other ports were given, after
+    # "cannot listen on 127.0.0.1:5433 ...: choose another port"), and with ports of its own
+    for cfg in (shared_server.config, dataclasses.replace(shared_server.config, port=free_port(), db_port=free_port())):
+        with pytest.raises(ServerError) as e, serving(cfg, None):
+            pass
+        said = str(e.value)
+        assert said.startswith(f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid "), said
+        assert said.endswith("stop that one, or give another --data-dir"), said
+        pid = int(said.split("(pid ")[1].split(")")[0])
+        assert Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"  # the session server's, still serving
