@@ -42,7 +42,7 @@ from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
 from sweep.record import writes
 from sweep.record.background import signals_held
-from sweep.record.recorder import config_hash
+from sweep.record.recorder import Recorder, config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
 from sweep.record.tags import (
@@ -384,7 +384,7 @@ def refused(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise Refused(f"sweep: {e.line}", code=e.code) from None
 
 
-def _next_steps(recorder: Any, parent: str) -> None:
+def _next_steps(recorder: Recorder, parent: str) -> None:
     """The sweep's last line, where its store answers. Not asked of a server that stopped answering this command,
     and a store that refuses it is one line: its error, raised from here, took the place of the sweep's exit 1
     (Hydra made it a warning: a paused tracking server's sweep, its 6 results in the spool, exited 0)."""
