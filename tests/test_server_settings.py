@@ -23,6 +23,16 @@ def test_the_server_runs_under_gunicorns_threaded_workers(tmp_path):
 
     parsed = Config().parser().parse_args(opts.split())  # as gunicorn reads what MLflow hands it
     assert (parsed.worker_class, parsed.threads, parsed.control_socket_disable) == ("gthread", 5, True)
+    # and by every gunicorn the project allows: before 25.1 "unrecognized arguments: --no-control-socket", and
+    # MLflow's own bound lets gunicorn 23 in
+    import tomllib  # noqa: PLC0415
+    from packaging.requirements import Requirement  # noqa: PLC0415
+
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    wanted = [Requirement(d) for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    (gunicorn,) = [r for r in wanted if r.name == "gunicorn"]
+    assert not gunicorn.specifier.contains("25.0.3") and gunicorn.specifier.contains("25.1.0"), gunicorn
 
 
 def test_no_threads_is_refused_before_anything_starts(tmp_path):
