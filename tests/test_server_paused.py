@@ -7,7 +7,10 @@ are kept in the spool at once, each said in one line."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -20,6 +23,7 @@ from sweep import job
 from sweep.record import spool
 from sweep.record.recorder import Recorder
 from sweep.record.store import StoreError
+from tests import forked_sweep
 from tests.conftest import compose
 
 TIMEOUT_S = 2  # MLflow's request timeout here (MLFLOW_HTTP_REQUEST_TIMEOUT): the wait the test pays once
@@ -124,4 +128,51 @@ def test_a_migrate_into_a_server_that_stops_answering_stops_at_the_first_run(ser
         assert str(e.value).endswith("; 0 run(s) copied before: the same command copies the rest (an unfinished "
                                      "copy is replaced)")  # fmt: skip
     finally:
+        relay.close()
+
+
+def test_a_migrate_from_a_server_that_stops_answering_names_that_server(server, store, monkeypatch):
+    """The store that did not answer is the one named: a paused source into a local SQLite target was said as
+    the target's ("store sqlite:///...: unreachable"), an SQLite address having no host for the cause to name."""
+    from sweep.store.migrate import migrate, plan
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", str(TIMEOUT_S))
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    experiment = f"paused-source-{uuid.uuid4().hex[:8]}"
+    Recorder(server.uri, experiment).log(job.run(compose("method=gf2", "problem.n_bits=12", "problem.seed=0")))
+    relay = Pausable(server.uri)
+    try:
+        p = plan(relay.uri, store, [experiment])
+        relay.paused.set()
+        with pytest.raises(StoreError) as e:
+            migrate(p)
+        assert str(e.value).startswith(f"store {relay.uri}: unreachable: no answer within {TIMEOUT_S} s"), e.value
+    finally:
+        relay.close()
+
+
+def test_a_sweep_whose_server_stops_answering_exits_1_and_asks_it_no_more_at_its_end(server, tmp_path):
+    """A real sweep into a server paused at its first job's line: its results and the parent's end are kept in the
+    spool, and it exits 1. Its last line (`next: ...`) asked the paused server again, and that request's error,
+    raised at the sweep's end, took the place of the exit 1: Hydra made it a warning, exit 0."""
+    relay = Pausable(server.uri)
+    env = {"MLFLOW_TRACKING_URI": relay.uri, "MLFLOW_HTTP_REQUEST_TIMEOUT": "3", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
+    seeds = "problem.seed=" + ",".join(map(str, range(8)))
+    command = [sys.executable, "-m", "sweep", "-m", "method=gf2", "problem.n_bits=12", seeds]
+    command += ["mlflow.experiment=paused-sweep", "hydra.launcher.n_workers=1", "hydra.launcher.progress=false"]
+    p = subprocess.Popen(
+        command, cwd=tmp_path, env=forked_sweep.with_project({**os.environ, **env}), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        said = []
+        for line in p.stdout or ():
+            said.append(line)
+            if line.startswith("[FINISHED]"):
+                relay.paused.set()
+        out = "".join(said)
+        assert p.wait(timeout=120) == 1, out
+        assert "not closed" in out and "raised MlflowException" not in out and "\nnext: " not in out, out
+    finally:
+        p.kill()
         relay.close()

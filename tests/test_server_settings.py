@@ -23,6 +23,16 @@ def test_the_server_runs_under_gunicorns_threaded_workers(tmp_path):
 
     parsed = Config().parser().parse_args(opts.split())  # as gunicorn reads what MLflow hands it
     assert (parsed.worker_class, parsed.threads, parsed.control_socket_disable) == ("gthread", 5, True)
+    # and by every gunicorn the project allows: before 25.1 "unrecognized arguments: --no-control-socket", and
+    # MLflow's own bound lets gunicorn 23 in
+    import tomllib  # noqa: PLC0415
+    from packaging.requirements import Requirement  # noqa: PLC0415
+
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    wanted = [Requirement(d) for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    (gunicorn,) = [r for r in wanted if r.name == "gunicorn"]
+    assert not gunicorn.specifier.contains("25.0.3") and gunicorn.specifier.contains("25.1.0"), gunicorn
 
 
 def test_no_threads_is_refused_before_anything_starts(tmp_path):
@@ -203,11 +213,13 @@ def test_a_second_server_on_a_data_directory_in_use_is_one_line_naming_it(shared
     from sweep.server.stack import ServerError, serving  # noqa: PLC0415
     from tests.tracking_server import free_port  # noqa: PLC0415
 
-    cfg = dataclasses.replace(shared_server.config, port=free_port(), db_port=free_port())
-    with pytest.raises(ServerError) as e, serving(cfg, None):
-        pass
-    said = str(e.value)
-    assert said.startswith(f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid "), said
-    assert said.endswith("stop that one, or give another --data-dir"), said
-    pid = int(said.split("(pid ")[1].split(")")[0])
-    assert Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"  # the session server's, still serving
+    # the same command again (its ports too: the data directory was said only once other ports were given, after
+    # "cannot listen on 127.0.0.1:5433 ...: choose another port"), and with ports of its own
+    for cfg in (shared_server.config, dataclasses.replace(shared_server.config, port=free_port(), db_port=free_port())):
+        with pytest.raises(ServerError) as e, serving(cfg, None):
+            pass
+        said = str(e.value)
+        assert said.startswith(f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid "), said
+        assert said.endswith("stop that one, or give another --data-dir"), said
+        pid = int(said.split("(pid ")[1].split(")")[0])
+        assert Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"  # the session server's, still serving

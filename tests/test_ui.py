@@ -262,3 +262,14 @@ def test_an_ipv6_host_is_bracketed_in_the_printed_address():
         5091,
     )
     assert ui.runs_url(host="127.0.0.1", port=5000).startswith("http://127.0.0.1:5000/#/experiments")
+
+
+def test_a_command_a_line_prints_names_the_store_without_its_password(store):
+    """A store given as a setting (mlflow.tracking_uri=..., not $MLFLOW_TRACKING_URI) is named in the commands a
+    run's and a sweep's last lines print (`sweep-ui --tracking-uri ...`): its password was there in the clear. The
+    address is printed without it, which the environment's login completes (PGPASSWORD, ~/.pgpass,
+    MLFLOW_TRACKING_PASSWORD)."""
+    pg, http = "postgresql://sweep:s3cret-pw@127.0.0.1:5499/mlflow", "http://alice:s3cret-pw@mlflow-host:5000"
+    said = ui.recorded_line(pg, "sweep", "1", "0" * 32)
+    assert "s3cret-pw" not in said and "--tracking-uri postgresql://sweep@127.0.0.1:5499/mlflow " in said, said
+    assert ui._store_args(http) == ("--tracking-uri", "http://alice@mlflow-host:5000")

@@ -43,7 +43,7 @@ from sweep.preflight.placement import instead_of_modal
 from sweep.preflight.refusal import Refusal
 from sweep.record import writes
 from sweep.record.background import signals_held
-from sweep.record.recorder import config_hash
+from sweep.record.recorder import Recorder, config_hash
 from sweep.record.session import FORCE_KEY, SweepSession, bill, failed_result, is_sweep_job
 from sweep.record.store import StoreError
 from sweep.record.tags import (
@@ -330,8 +330,7 @@ class SweepLaunchHooks(LaunchHooks):
             super().sweep_ended(status, tally, note)
         finally:  # the last line, after the failures: where to look next
             if session.recorder is not None and parent is not None:
-                r = session.recorder
-                print(next_steps(r.store_client, r.tracking_uri, r.experiment_id, parent), flush=True)
+                _next_steps(session.recorder, parent)
         if (refused or unclosed) and status != "KILLED":
             raise SystemExit(1)
 
@@ -393,3 +392,16 @@ def refused(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return check(*args, **kwargs)
     except Refusal as e:
         raise Refused(f"sweep: {e.line}", code=e.code) from None
+
+
+def _next_steps(recorder: Recorder, parent: str) -> None:
+    """The sweep's last line, where its store answers. Not asked of a server that stopped answering this command,
+    and a store that refuses it is one line: its error, raised from here, took the place of the sweep's exit 1
+    (Hydra made it a warning: a paused tracking server's sweep, its 6 results in the spool, exited 0)."""
+    if recorder.answering.lost is not None:
+        return
+    try:
+        print(next_steps(recorder.store_client, recorder.tracking_uri, recorder.experiment_id, parent), flush=True)
+    except Exception as e:  # noqa: BLE001 - the runs and the parent are said above: this line alone is lost
+        why = recorder.answering.cause(e, recorder.store.explain)
+        print(f"sweep: no next steps: {StoreError(recorder.tracking_uri, why)}", file=sys.stderr, flush=True)

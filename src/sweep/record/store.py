@@ -77,13 +77,15 @@ class NoStore(StoreError):
         super().__init__(uri, "no store there (nothing has been recorded into it)")
 
 
-def redacted(uri: str) -> str:
-    """`uri` as a line may show it: a password in it (a database's address) as `***`."""
+def redacted(uri: str, shown: str = ":***") -> str:
+    """`uri` as a line may show it: a password in it (a database's address) as `***`. `shown=""`: no password,
+    the address a printed command names, its password left to the environment's login (PGPASSWORD, ~/.pgpass,
+    MLFLOW_TRACKING_PASSWORD)."""
     try:
         password = urlsplit(uri).password
     except ValueError:  # an address urllib cannot read (http://u:pw@[::1, a bracket left open): its login's form
-        return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", uri, count=1)
-    return uri if password is None else uri.replace(f":{password}@", ":***@", 1)
+        return re.sub(r"(//[^/@:]*):[^/@]*@", lambda m: f"{m[1]}{shown}@", uri, count=1)
+    return uri if password is None else uri.replace(f":{password}@", f"{shown}@", 1)
 
 
 JOURNALS = ("-wal", "-shm", "-journal")  # SQLite's files beside a database while it is written

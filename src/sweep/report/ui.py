@@ -189,8 +189,9 @@ def study_view(client: Any, parent: Any) -> None:
 
 
 def _store_args(tracking_uri: str) -> tuple[str, ...]:
-
-    return () if tracking_uri == default_tracking_uri() else ("--tracking-uri", tracking_uri)
+    """A printed command's store: none for the default; an address without its password (a run's last line
+    showed it in the clear), the environment's login completing it."""
+    return () if tracking_uri == default_tracking_uri() else ("--tracking-uri", store.redacted(tracking_uri, ""))
 
 
 def next_steps(client: Any, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:

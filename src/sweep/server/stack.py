@@ -105,6 +105,13 @@ def serving(
     from sweep.report.owned_process import stop_group  # noqa: PLC0415 - the report package only when serving
     from sweep.report.ui import port_taken  # noqa: PLC0415 - the report package only when serving
 
+    pgdata = cfg.data_dir / "postgres"
+    # before the ports: the same command run twice took the first's ports, and "choose another port" was its line
+    if (pid := postgres.in_use(pgdata)) is not None:
+        raise ServerError(
+            f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid {pid}) runs its cluster; "
+            f"stop that one, or give another --data-dir"
+        )
     for host, port, flag in (("127.0.0.1", cfg.db_port, "--db-port"), (cfg.host, cfg.port, "--port")):
         if why := port_taken(host, port):  # the option named: PostgreSQL's 5433 is no port the README shows
             raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port, {flag} N")
@@ -115,16 +122,10 @@ def serving(
         raise BadSetting(f"data_dir={cfg.data_dir}: cannot make it ({e.strerror}): a directory you can write") from None
     owner = postgres.Owner.choose(cfg.run_as)
     password = keys.kept_secret(cfg.data_dir, "db-password")
-    pgdata = cfg.data_dir / "postgres"
     first = not (pgdata / "PG_VERSION").exists()
     if first:
         say(f"making the PostgreSQL cluster in {pgdata} (first start only: initdb, some seconds)")
     postgres.init(pgdata, owner, cfg.db_user, password)
-    if (pid := postgres.in_use(pgdata)) is not None:
-        raise ServerError(
-            f"data_dir={cfg.data_dir} is in use: another sweep-server's PostgreSQL (pid {pid}) runs its cluster; "
-            f"stop that one, or give another --data-dir"
-        )
     log = cfg.data_dir / "postgres.log"  # opened here: the cluster's owner writes through the open file
     db: Optional[subprocess.Popen] = None
     server: Optional[subprocess.Popen] = None

@@ -159,7 +159,7 @@ def migrate(
             except Exception as e:  # noqa: BLE001 - whatever MLflow raises for one run: counted, the rest go on
                 if why := remote.unanswered(e):  # each run would wait out the client's timeouts again (3 min each)
                     raise store.StoreError(
-                        p.target_uri if urlsplit(p.target_uri).netloc.split("@")[-1] in str(e) else p.identity,
+                        _unanswering(p, str(e)),
                         f"{why}; {summary.copied} run(s) copied before: the same command copies the rest (an "
                         "unfinished copy is replaced)",
                     ) from None
@@ -167,6 +167,13 @@ def migrate(
                 summary.failed.append(f"{src_id}: {cause if len(cause) <= 300 else cause[:297] + '...'}")
         done(run.info.run_name or run.info.run_id)
     return summary
+
+
+def _unanswering(p: Plan, error: str) -> str:
+    """The store whose server the error names: the target's host in it, else the source (an SQLite target has
+    no host, and the empty one is in every error: a paused source was said as the target)."""
+    host = urlsplit(p.target_uri).netloc.rpartition("@")[2]
+    return p.target_uri if host and host in error else p.identity
 
 
 def _experiment(p: Plan, name: str, source_id: str) -> str:
