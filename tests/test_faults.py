@@ -469,10 +469,13 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
         (("method.target_accuracy=nan",), "method.target_accuracy=nan is not allowed: expected a number in (0, 1]"),
         (("variant=fused", "method=gf2"), "variant=fused does not apply to method=gf2"),
         (("problem.seed=${oops}",), "problem.seed=${oops} cannot be resolved: Interpolation key 'oops' not found"),
-        (("-m", "problem.seed=${oops}", "method=gf2,km"), "in job method=gf2: problem.seed=${oops} cannot be resolved"),
+        (
+            ("-m", "problem.seed=${oops}", "method=gf2,km"),
+            "problem.seed=${oops} cannot be resolved: Interpolation key 'oops' not found",
+        ),
         (
             ("-m", "hydra/launcher=basic", "problem.seed=${oops}", "method=gf2,km"),
-            "in job method=gf2: problem.seed=${oops} cannot be resolved",
+            "problem.seed=${oops} cannot be resolved: Interpolation key 'oops' not found",
         ),
         (("-m", "problem.seed=range(0)"), "problem.seed=range(0) sweeps over no value, so the sweep has no job"),
         (("-m", "problem.seed=range(5,1)", "method=gf2,km"), "problem.seed=range(5,1) sweeps over no value"),
@@ -484,7 +487,7 @@ def test_two_identical_single_runs_at_once_record_the_config_once_and_force_stil
         (("run_name=${oops}",), "run_name=${oops} cannot be resolved: Interpolation key 'oops' not found"),
         (
             ("-m", "hydra/launcher=basic", "run_name=${oops}", "method=gf2,km"),
-            "in job method=gf2: run_name=${oops} cannot be resolved",
+            "run_name=${oops} cannot be resolved: Interpolation key 'oops' not found",
         ),
         # a single run's override_dirname holds `run_name=${hydra:job.override_dirname}` itself, unescaped: it was
         # named `hydra.job.override_dirname=? cannot be resolved` (the key its value reads), with no way out

@@ -56,7 +56,7 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
     rec.end_parent(parent, "FINISHED", results)
     port = _free_port()
     # as from a user's shell: none of the CI and test markers that turn MLflow's usage telemetry off by themselves
-    shell = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_CURRENT_TEST", "MLFLOW_DISABLE_TELEMETRY")}
+    shell = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_CURRENT_TEST", "DO_NOT_TRACK")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "sweep.ui", "--port", str(port), "--tracking-uri", uri],
         stdout=subprocess.PIPE,
@@ -81,7 +81,7 @@ def test_ui_serves_the_store_and_a_signal_stops_all_it_started(tmp_path, sig, co
         assert not any("mlflow.server.jobs" in c for c in commands), commands
         # no network at run time: MLflow's telemetry (a lookup of mlflow-telemetry.io) is off in every process
         for pid in started:  # (its own /proc environ is the one it was started with)
-            assert b"\0MLFLOW_DISABLE_TELEMETRY=true\0" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes(), pid
+            assert b"\0DO_NOT_TRACK=true\0" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes(), pid
         proc.send_signal(sig)
         assert proc.wait(timeout=60) == code
         err = proc.stderr.read()
