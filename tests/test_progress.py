@@ -170,7 +170,7 @@ def test_a_fresh_seed_is_expected_to_take_what_its_arm_took_and_a_failed_run_cou
     3 min: each new seed fell back to the median of every earlier run, and the entrant that runs into its 60 s
     limit had no seconds at all (FAILED runs were not read). A job is now expected to take its arm's seconds (its
     name without the seed), and a FAILED run's seconds count."""
-    from sweep.launch.hooks import arm, expectation
+    from sweep.launch.estimate import arm, expectation
     from sweep.record.earlier import Took, _took
 
     took = [Took("h1", "honest seed=0", 0, 1.0, "solver"), Took("h2", "out_of_time seed=0", 0, 60.0, "solver")]

@@ -6,8 +6,8 @@ isolated and run in parallel like any other sweep's. Each finished job is told t
 of the `objectives` it returned (metrics by name); a failed job is told as failed, and a finished one without
 those metrics stops the search after its batch (a misspelt objective). With a `storage` (Optuna's own, e.g.
 sqlite next to the app's store) the study is loaded if it exists: a re-run runs only what is left of `n_trials`,
-and first re-enqueues the trials a killed run left RUNNING (one sweeper process per study). At the end `optimization_results.yaml` in the sweep dir lists the best trial,
-or the Pareto front of a multi-objective study.
+and first re-enqueues the trials a killed run left RUNNING (one sweeper process per study). At the end
+`optimization_results.yaml` in the sweep dir lists the best trial, or the Pareto front of a multi-objective study.
 
 Generic: nothing here knows the app; Optuna is imported when a sweep starts, not when Hydra scans plugins.
 """

@@ -9,9 +9,7 @@ parent's totals, the summary and the exit code. The recording itself is the sess
 from __future__ import annotations
 
 import copy
-import re
 import resource
-import statistics
 import sys
 import time
 from collections import Counter
@@ -37,6 +35,7 @@ from sweep.config.placement import placement
 from sweep.config.prices import device_price_per_hour, gpu_price_per_hour
 from sweep.config.schema import JOB_GROUPS
 from sweep.job import job_config
+from sweep.launch.estimate import expectation
 from sweep.preflight.interpolations import check_interpolations
 from sweep.preflight.jobs import basic_sweeper, check_planned, resolves, twice
 from sweep.preflight.placement import instead_of_modal
@@ -66,9 +65,6 @@ HASH_KEY = "config_hash"  # job.data: the job's resolved config's hash (a sweep 
 RECORD_KEY = "record"  # job.data: (run_name, device price per hour) that job_ended records a finished job with
 
 
-SEED_IN_NAME = re.compile(r"(?:^|\s)seed=\S+")  # a run name's seed (the launcher's Namer: `t50 seed=44`)
-
-
 def named(cfg: DictConfig) -> Optional[str]:
     """The job's `run_name`, resolved as the job resolves it: `${hydra:job.override_dirname}` (Hydra's idiom for a
     run's name) reads the job's own Hydra config, which the plan has not set (it was a 116-line traceback)."""
@@ -86,27 +82,6 @@ def named(cfg: DictConfig) -> Optional[str]:
         return OmegaConf.select(own, "run_name", default=None)
     finally:
         HydraConfig.instance().cfg = held
-
-
-def arm(run_name: str) -> str:
-    """A run's name without its seed: the runs of one arm of a study share it."""
-    return " ".join(SEED_IN_NAME.sub(" ", run_name).split())
-
-
-def expectation(took: Sequence[Any]) -> Callable[[str, str, str], Optional[float]]:
-    """(config hash, run name, method) -> the seconds expected of a job, from earlier runs' `took`
-    (sweep.record.earlier, oldest first): the latest run of the same config, else of the same name, else the median
-    of its arm's (the same name but the seed), else of its method's; None for a method that never ran. Not the
-    median of all: in the experiment `sweep`, gf2's and km's milliseconds made a first mlp_lm run "estimate <1s"."""
-    by_key = {key: t.seconds for t in took for key in (t.run_name, t.config_hash) if key}  # the latest of each
-    arms: dict[str, list[float]] = {}
-    methods: dict[str, list[float]] = {}
-    for t in took:
-        arms.setdefault(arm(t.run_name), []).append(t.seconds)
-        methods.setdefault(t.method, []).append(t.seconds)
-    by_arm = {a: statistics.median(s) for a, s in arms.items()}
-    by_method = {m: statistics.median(s) for m, s in methods.items() if m}
-    return lambda h, name, method: by_key.get(h, by_key.get(name, by_arm.get(arm(name), by_method.get(method))))
 
 
 class SweepLaunchHooks(LaunchHooks):
