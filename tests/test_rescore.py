@@ -282,7 +282,7 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
         rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
     env = forked_sweep.with_project(dict(os.environ))
     proc = forked_sweep.popen(["two", "tracker=dmd", "--tracking-uri", store], None, env, "sweep.rescore")
-    assert first_line(proc)  # the first run scored
+    assert forked_sweep.readline(proc)  # the first run scored
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and err.count("\n") == 1, err
@@ -304,19 +304,6 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
     err = capsys.readouterr().err
     assert err == "sweep-compare: interrupted by SIGTERM: its table and plots may be partial; run it again\n", err
     assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
-
-
-def first_line(proc: "forked_sweep.Forked | subprocess.Popen") -> str:
-    """The command's first line of output once it is written (a forked command's output is a file)."""
-    if isinstance(proc, subprocess.Popen):
-        return proc.stdout.readline()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        out = proc.files / "out"  # made by the fork as it starts
-        if out.exists() and "\n" in (text := out.read_text()):
-            return text
-        time.sleep(0.01)
-    return ""
 
 
 def test_a_closed_output_ends_each_command_silently_with_141(store, capsys, monkeypatch, tmp_path):
