@@ -228,6 +228,25 @@ class Forked:
     def __init__(self, server: _Server, pid: int, args: list[str], files: Path) -> None:
         self.server, self.pid, self.args, self.files = server, pid, args, files
         self.returncode: int | None = None
+        self.read = 0  # the bytes of its output readline has handed out
+
+    def readline(self, timeout: float = 60) -> str:
+        """Its next line of output once written, as `proc.stdout.readline()` answers ('' once it ended without
+        one, or after `timeout` seconds): the output file is read on from where the last line ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ended = self.poll() is not None
+            try:
+                text = (self.files / "out").read_bytes()[self.read :]  # made by the fork as it starts
+            except FileNotFoundError:
+                text = b""
+            if b"\n" in text or ended:
+                line = text[: text.index(b"\n") + 1] if b"\n" in text else text
+                self.read += len(line)
+                return line.decode()
+            if time.monotonic() >= deadline:
+                return ""
+            time.sleep(0.01)
 
     def poll(self) -> int | None:
         return self.returncode if self.returncode is not None else self._ended(0.0)
@@ -240,7 +259,7 @@ class Forked:
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         self.wait(timeout)
         try:
-            return (self.files / "out").read_text(), (self.files / "err").read_text()
+            return (self.files / "out").read_bytes()[self.read :].decode(), (self.files / "err").read_text()
         finally:
             shutil.rmtree(self.files, ignore_errors=True)
 
@@ -337,6 +356,11 @@ def popen(
         text=True,
         start_new_session=session,
     )
+
+
+def readline(proc: "Forked | subprocess.Popen", timeout: float = 60) -> str:
+    """A command's next line of output once written, forked (its output a file) or started (a pipe)."""
+    return proc.stdout.readline() if isinstance(proc, subprocess.Popen) else proc.readline(timeout)
 
 
 def _started(

@@ -19,6 +19,7 @@ import pytest
 from hydra_plugins.sweep_launcher._batches import batched, group, leading, spread, take, units
 from hydra_plugins.sweep_launcher._core import Reply, dump_reply, load_reply, split_replies
 from sweep.record.tags import BATCH_ID_TAG, BATCH_SIZE_TAG
+from tests import forked_sweep
 from tests.faulty import DIVERGENT_LR
 from tests.test_launcher import runs, store, sweep  # noqa: F401 - the module's store fixture
 
@@ -243,23 +244,16 @@ def test_sigterm_mid_batch_records_its_runs_killed_and_a_rerun_finishes_them(sto
         "hydra.launcher.batch=2",
         "mlflow.experiment=term_batch",
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep", "-m", *args, "method.max_epochs=1,100000"],
-        cwd=tmp_path,
-        env={**os.environ, "MLFLOW_TRACKING_URI": store},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    env = forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store})
+    proc = forked_sweep.popen(["-m", *args, "method.max_epochs=1,100000"], tmp_path, env, session=True)
     try:
         deadline, finished = time.monotonic() + 120, 0
         while finished < 2 and time.monotonic() < deadline:
-            line = proc.stdout.readline()
+            line = forked_sweep.readline(proc, max(0.0, deadline - time.monotonic()))
             if not line and proc.poll() is not None:
                 break
             finished += line.startswith("[FINISHED]")
-        assert finished == 2, proc.stderr.read() if proc.poll() is not None else "no 2 finished jobs in time"
+        assert finished == 2, proc.communicate()[1] if proc.poll() is not None else "no 2 finished jobs in time"
         time.sleep(1.0)  # the long batch is running now
         os.kill(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=60)

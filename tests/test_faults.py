@@ -244,9 +244,8 @@ def test_sigterm_mid_import_is_one_line_and_each_result_is_written_or_still_wait
     for _ in range(total):
         spool.keep(result, store, "e", "t")
     d = spool.spool_dir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "sweep.spool", "import"]
-    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = forked_sweep.with_project(dict(os.environ))
+    p = forked_sweep.popen(["import"], tmp_path, env, module="sweep.spool", session=True)  # its start is not checked
     deadline = time.monotonic() + 60
     while len(list(d.iterdir())) > total - 3 and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)

@@ -8,8 +8,6 @@ import os
 import re
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
 from sweep.report.compare import compare
+from tests import forked_sweep
 from tests.conftest import FAULTY, run_sweep
 
 # tune_sgd at a toy size: seconds a trial
@@ -220,15 +219,8 @@ def test_an_interrupted_search_runs_its_unfinished_trials_first_when_resumed(sto
     storage = store.replace("mlflow.db", "optuna.db")
     fixed = ["sweeps=tune_sgd", "method.lr=1e-6", "hydra.sweeper.n_trials=2", *SMALL]  # lr fixed: never converges
     # Ctrl-C while the first batch's trials run (100000 epochs: still running when it comes)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep", *fixed, "method.max_epochs=100000", "tracker=none"],
-        cwd=tmp_path,
-        env={**os.environ, "MLFLOW_TRACKING_URI": store},
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    env = forked_sweep.with_project({**os.environ, "MLFLOW_TRACKING_URI": store})
+    proc = forked_sweep.popen([*fixed, "method.max_epochs=100000", "tracker=none"], tmp_path, env, session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not _parent_opened(store):
         time.sleep(0.2)

@@ -21,6 +21,7 @@ from sweep.record.tags import TRACKER_VERSION_TAG
 from sweep.rescore.__main__ import main
 from sweep.rescore.runs import TABLE
 from sweep.trace import stored
+from tests import forked_sweep
 from tests.conftest import compose
 
 SMALL = ("method.hidden=16", "problem.n_train=96")
@@ -279,13 +280,9 @@ def test_ctrl_c_while_scoring_is_one_line_naming_what_was_scored(store, capsys, 
     # SIGTERM, as a real signal to the command, once it has scored a run: it ended with no line
     for seed in range(44, 56):
         rec.log(job.run(compose("method=gf2", "problem.n_bits=12", f"problem.seed={seed}")))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep.rescore", "two", "tracker=dmd", "--tracking-uri", store],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline()  # the first run scored
+    env = forked_sweep.with_project(dict(os.environ))
+    proc = forked_sweep.popen(["two", "tracker=dmd", "--tracking-uri", store], None, env, "sweep.rescore")
+    assert forked_sweep.readline(proc)  # the first run scored
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and err.count("\n") == 1, err
@@ -380,28 +377,6 @@ def test_runs_not_scored_for_one_reason_are_one_line():
     ]
 
 
-KILLED_AT = """
-import os, signal, sys
-from mlflow.tracking import MlflowClient
-from sweep.record import writes
-from sweep.rescore.__main__ import main
-writes.METRICS_PER_BATCH = 2  # the run's few points in several batches, as a long curve's 1,000s are
-real, at = MlflowClient.log_batch, sys.argv.pop(1)
-def log_batch(self, *args, **kwargs):
-    if at == "batch2" and getattr(self, "_batches", 0) == 1:
-        os.kill(os.getpid(), signal.SIGKILL)
-    self._batches = getattr(self, "_batches", 0) + 1
-    return real(self, *args, **kwargs)
-real_tag = MlflowClient.set_tag
-def set_tag(self, run_id, key, *args, **kwargs):
-    if at == "tag" and key.startswith("sweep.tracker_version."):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return real_tag(self, run_id, key, *args, **kwargs)
-MlflowClient.log_batch, MlflowClient.set_tag = log_batch, set_tag
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def test_a_rescore_killed_mid_way_then_run_again_leaves_each_curve_whole_and_once(store, capsys):
     """Task fault11 of issue 43: sweep-rescore SIGKILLed between two of a run's metric batches left a curve's first
     steps; the re-run judged the curve by its last value, and a per-epoch cost the same each epoch (sgd that has
@@ -415,11 +390,9 @@ def test_a_rescore_killed_mid_way_then_run_again_leaves_each_curve_whole_and_onc
     assert result.metrics["epochs"] == 4
     client = MlflowClient(store)
     for tracker, at in (("bytedmd", "batch2"), ("dmd", "tag")):
-        killed = subprocess.run(
-            [sys.executable, "-c", KILLED_AT, at, "killed", f"tracker={tracker}", "--tracking-uri", store],
-            capture_output=True,
-            text=True,
-            timeout=120,
+        argv = [at, "killed", f"tracker={tracker}", "--tracking-uri", store]
+        killed = forked_sweep.command(
+            "tests.rescore_killed", argv, None, forked_sweep.with_project(dict(os.environ)), 120
         )
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         run = client.get_run(result.run_id)
@@ -454,8 +427,8 @@ def test_two_rescores_at_once_on_one_store_log_each_figure_once(store, capsys):
     )
     client = MlflowClient(store)
     assert not any("cache_hits" in client.get_run(r).data.metrics for r in runs)
-    command = [sys.executable, "-m", "sweep.rescore", "twice", "tracker=cache", "--tracking-uri", store]
-    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    command, env = ["twice", "tracker=cache", "--tracking-uri", store], forked_sweep.with_project(dict(os.environ))
+    both = [forked_sweep.popen(command, None, env, "sweep.rescore") for _ in range(2)]
     said = [p.communicate(timeout=120) for p in both]
     assert sorted(p.returncode for p in both) in ([0, 0], [0, 1]), said
     for run_id in runs:

@@ -740,13 +740,7 @@ def test_a_short_admin_password_is_one_line_before_anything_is_made(tmp_path):
         (["--admin-password-file", str(big)], {}, f"--admin-password-file {big} holds more than 4,096 bytes: "),
     ):
         data = [] if "--data-dir" in args else ["--data-dir", str(tmp_path / "store")]
-        p = subprocess.run(
-            [sys.executable, "-m", "sweep.server", *data, *args],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = python_m("sweep.server", *data, *args, env=env, timeout=60)
         assert p.returncode == 2, p.stderr
         (line,) = p.stderr.splitlines()
         assert line.startswith(f"python -m sweep.server: {said}") and not line.endswith(" "), line
@@ -842,12 +836,7 @@ def test_the_server_command_serves_and_a_sigterm_stops_everything_it_started(tmp
         for log in (work / "store").glob("*.log"):
             assert password not in log.read_text(errors="replace")
         # a bad setting: one line, exit 2, nothing started
-        p = subprocess.run(
-            [sys.executable, "-m", "sweep.server", "--data-dir", str(work / "x"), "--default-permission", "ALL"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = python_m("sweep.server", "--data-dir", str(work / "x"), "--default-permission", "ALL", timeout=60)
         said = "python -m sweep.server: default_permission=ALL is not allowed"
         assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
     finally:

@@ -447,12 +447,7 @@ def test_an_address_urllib_cannot_read_is_one_line_naming_the_setting_and_no_pas
     ), p.stderr
     assert "secret" not in p.stderr and "[FINISHED]" not in p.stdout
     assert redacted("postgresql://u:pw@[::1/db") == "postgresql://u:***@[::1/db"
-    c = subprocess.run(
-        [sys.executable, "-m", "sweep.compare", "x", "--tracking-uri", "http://[::1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    c = sweep("x", "--tracking-uri", "http://[::1", env={}, cwd=tmp_path, timeout=60, module="sweep.compare")
     assert c.returncode == 2 and one_line(c.stderr).endswith(
         "sweep.compare: store http://[::1: not an address (Invalid IPv6 URL): expected sqlite:///PATH (e.g. "
         "sqlite:///mlruns/mlflow.db), http(s)://HOST:PORT (a tracking server) or a database, postgresql://... "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked_sweep
 from tests.conftest import made_once
 from tests.test_faults import _runs, made_store, one_line, open_dir, read_only_store, sweep  # noqa: F401 - fixtures
 
@@ -237,16 +238,10 @@ def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
     proc = None
     try:
         uri = f"sqlite:///{mnt / 'mlflow.db'}"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sweep.ui", "demo", "--port", str(port), "--tracking-uri", uri],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        line = proc.stdout.readline()
-        assert line.startswith("MLflow UI on"), (line, proc.stderr.read() if proc.poll() is not None else "")
+        argv = ["demo", "--port", str(port), "--tracking-uri", uri]
+        proc = forked_sweep.popen(argv, tmp_path, forked_sweep.with_project(dict(os.environ)), "sweep.ui", session=True)
+        line = forked_sweep.readline(proc)
+        assert line.startswith("MLflow UI on"), (line, proc.communicate()[1] if proc.poll() is not None else "")
         req = urllib.request.Request(
             f"http://127.0.0.1:{port}/ajax-api/2.0/mlflow/runs/search",
             data=json.dumps({"experiment_ids": ["1"]}).encode(),
@@ -260,7 +255,7 @@ def test_ui_serves_a_store_on_a_read_only_mount(wal_store, tmp_path):
         ]
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=30) in (0, 130)
-        assert "read-only" in proc.stderr.read() and sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "st"]
+        assert "read-only" in proc.communicate()[1] and sorted(x.name for x in tmp_path.iterdir()) == ["mnt", "st"]
     finally:
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

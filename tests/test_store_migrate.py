@@ -17,7 +17,7 @@ import pytest
 from sweep.record.exclusive import exclusive
 from sweep.record.tags import MIGRATED_TAG, PARENT_RUN_TAG
 from tests.conftest import FAULTY, ROOT, made_once, run_sweep
-from tests.forked_sweep import python_m
+from tests.forked_sweep import Forked, popen, python_m, with_project
 
 pytestmark = pytest.mark.slow
 EXPERIMENT = "migrate"
@@ -190,7 +190,7 @@ def test_a_copy_of_the_store_file_is_known_by_its_run_ids(source, tmp_path):
     assert len(runs(target)) == 9
 
 
-def _interrupt_mid_way(proc: subprocess.Popen, target: str, experiment: str, sig: int) -> None:
+def _interrupt_mid_way(proc: Forked | subprocess.Popen, target: str, experiment: str, sig: int) -> None:
     """Send `sig` to the migrate once 1 to 5 of its 9 copies are complete; a kill -9 only while one is being
     written (RUNNING in the target)."""
     deadline = time.monotonic() + 240
@@ -230,14 +230,8 @@ def test_interrupted_migrate_rerun_completes_without_duplicates(source, server, 
     src_uri = f"sqlite:///{src / 'mlflow.db'}"
     c = client(src_uri)
     c.rename_experiment(c.get_experiment_by_name(EXPERIMENT).experiment_id, experiment)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep.store", "migrate", "--from", src_uri, "--to", target],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    argv, env = ["migrate", "--from", src_uri, "--to", target], with_project(dict(os.environ))
+    proc = popen(argv, ROOT, env, module="sweep.store", session=True)  # forked: its start is not what is checked
     _interrupt_mid_way(proc, target, experiment, sig)
     out, err = proc.communicate()
     states = [r.info.status for r in runs(target, experiment)]

@@ -9,8 +9,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from sweep.record import spool
 from sweep.record.tags import CLAIM_TAG
 from sweep.result import RunResult
+from tests import forked_sweep
 from tests.disks import fill, tmpfs
 from tests.test_faults import _runs, made_store, no_process_left, one_line, sweep  # noqa: F401 - made_store: a fixture
 
@@ -110,15 +109,7 @@ def test_a_sweep_whose_disk_fills_mid_sweep_fails_loudly_and_keeps_its_results(t
         args = ["-m", f"hydra/launcher={launcher}", *SLOW_JOB, "problem.seed=0,1", "hydra.launcher.n_workers=1"]
         if launcher == "basic":
             args.remove("hydra.launcher.n_workers=1")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sweep", *args],
-            cwd=tmp_path,
-            env={**os.environ, **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        proc = forked_sweep.popen(args, tmp_path, forked_sweep.with_project({**os.environ, **env}), session=True)
         try:
             deadline = time.monotonic() + 240
             while not _sweep_started(db, claims=launcher != "basic"):  # the first job runs
