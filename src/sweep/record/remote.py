@@ -34,14 +34,14 @@ from sweep.config.schema import MLflowConfig
 from sweep.record.store import StoreError, redacted
 
 CREDENTIALS = "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (export them) to a login on this server"
+TIMEOUT, RETRIES = "MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES"
 # MLflow's HTTP retry settings, unless the user set them: three tries over ~3 s, a request at most 60 s
 CLIENT_SETTINGS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    RETRIES: "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+    TIMEOUT: "60",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # a job's line names its run already: no "View run" lines
 }
-TIMEOUT, RETRIES = "MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES"
 MAX_TIMEOUT_S = 3600  # a connect timeout longer than an hour is a typo, and past ~1e9 s no clock can wait it
 # the database stores MLflow opens, and the port each listens on unless the address names one
 DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
