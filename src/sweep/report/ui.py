@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -82,21 +81,6 @@ def command(tracking_uri: str, host: str = HOST, port: int = PORT, workers: int 
         "--app-name",
         APP_NAME,
     ]
-
-
-def port_taken(host: str, port: int) -> str | None:
-    """Why the server could not listen on `host`:`port`, or None (bound as uvicorn binds it, then let go)."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except OSError as e:
-        return e.strerror or str(e)
-    with socket.socket(family) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            return e.strerror or str(e)
-    return None
 
 
 def ui_base(tracking_uri: str | None, host: str = HOST, port: int = PORT) -> str:
@@ -294,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except LookupError as e:  # the user's own input first (exit 2), then the machine's port
             print(f"{PROG}: study: {e}", file=sys.stderr)
             return 2
-    if (taken := port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
+    if (taken := hosts.port_taken(a.host, a.port)) is not None:  # at once, not after MLflow's server has started
         print(
             f"{PROG}: --port {a.port} on {a.host} is taken ({taken}): another MLflow UI? choose another --port",
             file=sys.stderr,

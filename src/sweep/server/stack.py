@@ -103,7 +103,6 @@ def serving(
     hears each step as it begins: a first start spends tens of seconds making the cluster and MLflow's tables."""
     check(cfg)
     from sweep.report.owned_process import stop_group  # noqa: PLC0415 - the report package only when serving
-    from sweep.report.ui import port_taken  # noqa: PLC0415 - the report package only when serving
 
     pgdata = cfg.data_dir / "postgres"
     # before the ports: the same command run twice took the first's ports, and "choose another port" was its line
@@ -113,7 +112,7 @@ def serving(
             f"stop that one, or give another --data-dir"
         )
     for host, port, flag in (("127.0.0.1", cfg.db_port, "--db-port"), (cfg.host, cfg.port, "--port")):
-        if why := port_taken(host, port):  # the option named: PostgreSQL's 5433 is no port the README shows
+        if why := hosts.port_taken(host, port):  # the option named: PostgreSQL's 5433 is no port the README shows
             raise ServerError(f"cannot listen on {host}:{port} ({why}): choose another port, {flag} N")
     try:
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
